@@ -30,7 +30,8 @@ class IllegalMove(ValueError):
     def __init__(self, reason: IllegalReason, move: str, detail: str = "") -> None:
         self.reason = reason
         self.move = move
-        super().__init__(f"illegal move {move!r}: {reason.value}" + (f" ({detail})" if detail else ""))
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"illegal move {move!r}: {reason.value}{extra}")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ case in the game logic or the referee.
 
 from __future__ import annotations
 
+import itertools
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,8 +115,8 @@ class Geometry:
         si = self.stone_island
         out = []
         for q, r in self.cells:
-            touching = {si[(q + dq, r + dr)] for dq, dr in self.directions if (q + dq, r + dr) in si}
-            out.append(tuple(sorted(touching)))
+            near = {si.get((q + dq, r + dr)) for dq, dr in self.directions}
+            out.append(tuple(sorted(k for k in near if k is not None)))
         return tuple(out)
 
     @cached_property
@@ -144,7 +145,7 @@ class Geometry:
                 members = [own[j] for j in range(len(own)) if sub >> j & 1]
                 if len(members) < 2:
                     continue
-                gaps = [b - a for a, b in zip(members, members[1:], strict=False)]
+                gaps = [b - a for a, b in itertools.pairwise(members)]
                 gaps.append(members[0] + k - members[-1])
                 if max(gaps) * 2 <= k:
                     wins.add(sum(1 << m for m in members))

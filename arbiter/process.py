@@ -1,0 +1,238 @@
+"""Engine processes: start, handshake, capped stderr, and shutdown that leaves nothing behind.
+
+Each engine runs in its own process group (a new session), so the whole group can be
+signalled at once: an engine that forks helpers cannot leave them running. When the
+group leader exits, the rest of its group is killed at once, which also closes any pipe
+a stray child kept open, so a reader waiting on stdout sees EOF instead of hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+import trio
+
+from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
+from arbiter.protocol.session import EngineSession
+
+STDERR_CAP = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds allowed for each kind of non-move exchange with an engine."""
+
+    handshake: float = 30.0
+    command: float = 10.0
+    quit: float = 2.0
+    term: float = 2.0
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How to start one engine. `argv` is run without a shell."""
+
+    argv: tuple[str, ...]
+    name: str | None = None  # display name; defaults to the engine's `name` reply
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None  # added to the harness's environment
+    options: tuple[tuple[str, str], ...] = ()  # extra commands sent after the handshake
+
+    @classmethod
+    def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
+        argv = tuple(shlex.split(command)) if isinstance(command, str) else tuple(command)
+        if not argv:
+            raise ValueError("empty engine command")
+        return cls(argv=argv, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def label(self) -> str:
+        return self.name or os.path.basename(self.argv[0])
+
+
+class StderrLog:
+    """A capped tail of an engine's stderr: what is kept never exceeds `cap` bytes."""
+
+    def __init__(self, cap: int = STDERR_CAP) -> None:
+        self.cap = cap
+        self._data = bytearray()
+        self.total = 0
+
+    def append(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self._data += chunk
+        if len(self._data) > self.cap:
+            del self._data[: len(self._data) - self.cap]
+
+    def tail(self, limit: int = 2000) -> str:
+        text = bytes(self._data[-limit:]).decode("utf-8", errors="replace")
+        return text if self.total <= limit else "..." + text
+
+
+@dataclass
+class EngineInfo:
+    name: str = ""
+    version: str = ""
+    protocol_version: str = ""
+    commands: frozenset[str] = field(default_factory=frozenset)
+
+
+class Engine:
+    """A running engine process and its protocol session."""
+
+    def __init__(self, spec: EngineSpec, process: trio.Process, deadlines: Deadlines) -> None:
+        self.spec = spec
+        self.process = process
+        self.deadlines = deadlines
+        self.stderr = StderrLog()
+        self.info = EngineInfo()
+        self.name = spec.label
+        self.exited = trio.Event()
+        assert process.stdin is not None and process.stdout is not None
+        self.session = EngineSession(
+            process.stdin, process.stdout, self.name, on_terminated=self._terminated_error
+        )
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def _terminated_error(self, message: str) -> EngineTerminatedError:
+        code = self.process.returncode
+        if code is not None:
+            message += f"; exit status {code}" if code >= 0 else f"; killed by signal {-code}"
+        return EngineTerminatedError(
+            self.name, message, returncode=code, stderr_tail=self.stderr.tail()
+        )
+
+    def supports(self, command: str) -> bool:
+        return command in self.info.commands
+
+    async def handshake(self) -> EngineInfo:
+        """Learn name, version and commands, all within the handshake deadline."""
+        replies = await self.session.pipeline(
+            [("protocol_version",), ("name",), ("version",), ("list_commands",)],
+            timeout=self.deadlines.handshake,
+        )
+        self.info = EngineInfo(
+            protocol_version=replies[0].strip(),
+            name=replies[1].strip(),
+            version=replies[2].strip(),
+            commands=frozenset(line.strip() for line in replies[3].splitlines() if line.strip()),
+        )
+        if self.spec.name is None and self.info.name:
+            self.name = self.session.name = self.info.name.splitlines()[0][:60]
+        for key, value in self.spec.options:
+            await self.session.command(key, *value.split(), timeout=self.deadlines.command)
+        return self.info
+
+    async def _drain_stderr(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        try:
+            while chunk := await stream.receive_some(65536):
+                self.stderr.append(bytes(chunk))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def _watch_exit(self) -> None:
+        await self.process.wait()
+        # The leader is gone: take the rest of its group with it so that pipes a child
+        # inherited close and readers see EOF.
+        _kill_group(self.process.pid, signal.SIGKILL)
+        self.exited.set()
+
+    async def shutdown(self) -> None:
+        """`quit`, then SIGTERM to the group, then SIGKILL; returns once the leader is reaped."""
+        d = self.deadlines
+        if self.process.returncode is None and self.session.broken is None:
+            with trio.move_on_after(d.quit):
+                with suppress(EngineError):
+                    await self.session.command("quit", timeout=d.quit)
+        if self.process.returncode is None:
+            with trio.move_on_after(d.quit):
+                assert self.process.stdin is not None
+                await self.process.stdin.aclose()
+                await self.exited.wait()
+        if self.process.returncode is None:
+            _kill_group(self.process.pid, signal.SIGTERM)
+            with trio.move_on_after(d.term):
+                await self.exited.wait()
+        if self.process.returncode is None:
+            _kill_group(self.process.pid, signal.SIGKILL)
+        # Only the watcher task waits on the process; a second waiter is not allowed.
+        await self.exited.wait()
+
+    def kill(self) -> None:
+        """Kill the whole group now; the context manager still reaps it."""
+        _kill_group(self.process.pid, signal.SIGKILL)
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@asynccontextmanager
+async def open_engine(
+    spec: EngineSpec, deadlines: Deadlines | None = None, *, handshake: bool = True
+) -> AsyncIterator[Engine]:
+    """Start an engine, run the handshake, and guarantee its process group is gone on exit.
+
+    Raises EngineStartError when the program cannot be started, and the session's
+    errors when the handshake fails.
+    """
+    deadlines = deadlines or Deadlines()
+    env = None
+    if spec.env:
+        env = dict(os.environ)
+        env.update(spec.env)
+    try:
+        process = await trio.lowlevel.open_process(
+            list(spec.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=spec.cwd,
+            env=env,
+        )
+    except FileNotFoundError as exc:
+        raise EngineStartError(
+            spec.label,
+            f"cannot start {spec.argv[0]!r}: no such file or directory"
+            + (f" (relative to {spec.cwd})" if spec.cwd else "")
+            + "; check the path, or give the interpreter first, e.g. 'python3 bot.py'",
+        ) from exc
+    except PermissionError as exc:
+        raise EngineStartError(
+            spec.label,
+            f"cannot start {spec.argv[0]!r}: permission denied; make it executable"
+            " (chmod +x) or give the interpreter first",
+        ) from exc
+    except OSError as exc:
+        raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
+    engine = Engine(spec, process, deadlines)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(engine._drain_stderr)
+            nursery.start_soon(engine._watch_exit)
+            try:
+                if handshake:
+                    await engine.handshake()
+                yield engine
+            finally:
+                with trio.CancelScope(shield=True):
+                    await engine.shutdown()
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            _kill_group(process.pid, signal.SIGKILL)
+            with trio.CancelScope(shield=True):
+                await process.wait()

@@ -1,0 +1,162 @@
+"""The wire format, sans I/O: GTP v2 framing for commands and responses.
+
+Both directions live here so that the referee and the bundled bots share one reading
+of the framing rules. Nothing in this module blocks or touches trio.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_LINE = 64 * 1024
+MAX_RESPONSE = 1024 * 1024
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_HEADER = re.compile(r"([=?])(\d*)(.*)", re.DOTALL)
+
+
+class FramingError(ValueError):
+    """The byte stream is not GTP framing; the message says what was seen."""
+
+
+def preprocess(line: str) -> str:
+    """Clean one command line the GTP way: control characters out, tabs to spaces,
+    `#` comments cut. Returns the stripped text, empty if nothing is left."""
+    line = _CONTROL.sub("", line.replace("\t", " "))
+    hash_at = line.find("#")
+    if hash_at >= 0:
+        line = line[:hash_at]
+    return line.strip()
+
+
+@dataclass(frozen=True)
+class Command:
+    id: int | None
+    name: str
+    args: tuple[str, ...] = ()
+
+    def encode(self) -> bytes:
+        return format_command(self.id, self.name, *self.args)
+
+    def __str__(self) -> str:
+        return " ".join(
+            ([str(self.id)] if self.id is not None else []) + [self.name, *self.args]
+        )
+
+
+def format_command(cmd_id: int | None, name: str, *args: str) -> bytes:
+    """One command line, newline-terminated. Arguments never contain spaces or newlines."""
+    parts = ([str(cmd_id)] if cmd_id is not None else []) + [name, *args]
+    for p in parts:
+        if not p or any(ch.isspace() for ch in p) or "#" in p:
+            raise ValueError(f"invalid command token {p!r}")
+    return (" ".join(parts) + "\n").encode("ascii")
+
+
+def parse_command(line: str) -> Command | None:
+    """Parse a received command line (engine side); None for lines that carry nothing."""
+    text = preprocess(line)
+    if not text:
+        return None
+    words = text.split()
+    cmd_id: int | None = None
+    if words[0].isdigit():
+        cmd_id = int(words[0])
+        words = words[1:]
+        if not words:
+            return Command(cmd_id, "", ())
+    return Command(cmd_id, words[0], tuple(words[1:]))
+
+
+def format_response(cmd_id: int | None, ok: bool, text: str = "") -> str:
+    """A full response, including the empty line that ends it (engine side)."""
+    head = ("=" if ok else "?") + ("" if cmd_id is None else str(cmd_id))
+    body = text.strip("\n")
+    return (f"{head} {body}" if body else head) + "\n\n"
+
+
+@dataclass(frozen=True)
+class Response:
+    id: int | None
+    ok: bool
+    text: str
+
+    def __str__(self) -> str:
+        return format_response(self.id, self.ok, self.text).rstrip("\n")
+
+
+@dataclass
+class ResponseReader:
+    """Incremental parser for an engine's stdout.
+
+    Feed it bytes as they arrive; it returns every response completed so far. It
+    tolerates what real engines send (CR before LF, a trailing space after `=`, blank
+    lines between responses) and rejects the rest with FramingError, including lines
+    and responses over the size limits, so a runaway engine cannot exhaust memory.
+    """
+
+    max_line: int = MAX_LINE
+    max_response: int = MAX_RESPONSE
+    _buffer: bytearray = field(default_factory=bytearray)
+    _lines: list[str] | None = None
+    _size: int = 0
+
+    def feed(self, data: bytes) -> list[Response]:
+        self._buffer += data
+        out: list[Response] = []
+        while True:
+            nl = self._buffer.find(b"\n")
+            if nl < 0:
+                if len(self._buffer) > self.max_line:
+                    raise FramingError(
+                        f"a line of over {self.max_line} bytes without a newline"
+                    )
+                return out
+            raw = bytes(self._buffer[:nl])
+            del self._buffer[: nl + 1]
+            if len(raw) > self.max_line:
+                raise FramingError(f"a line of {len(raw)} bytes (the limit is {self.max_line})")
+            response = self._line(raw.decode("utf-8", errors="replace"))
+            if response is not None:
+                out.append(response)
+
+    @property
+    def pending(self) -> bool:
+        """True while a response has started but not ended, or a line is incomplete."""
+        return self._lines is not None or bool(self._buffer)
+
+    def _line(self, raw: str) -> Response | None:
+        line = _CONTROL.sub("", raw.replace("\t", " ")).rstrip()
+        if self._lines is None:
+            if not line:
+                return None  # stray blank lines between responses are tolerated
+            if line[0] not in "=?":
+                shown = line if len(line) <= 60 else line[:57] + "..."
+                raise FramingError(
+                    f"expected a response starting with '=' or '?', got {shown!r}"
+                    " (debug output belongs on stderr)"
+                )
+            self._lines = [line]
+            self._size = len(line)
+            return None
+        if line:
+            self._size += len(line) + 1
+            if self._size > self.max_response:
+                raise FramingError(f"a response of over {self.max_response} bytes")
+            self._lines.append(line)
+            return None
+        lines, self._lines = self._lines, None
+        return _parse_response(lines)
+
+
+def _parse_response(lines: list[str]) -> Response:
+    match = _HEADER.fullmatch(lines[0])
+    assert match is not None  # the first character was checked by the caller
+    sign, digits, rest = match.groups()
+    if rest and not rest.startswith(" "):
+        raise FramingError(f"malformed response header {lines[0]!r}: expected a space after the id")
+    text = "\n".join([rest[1:].strip(), *lines[1:]]).strip("\n")
+    if not lines[1:]:
+        text = text.strip()
+    return Response(int(digits) if digits else None, sign == "=", text)

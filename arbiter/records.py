@@ -1,0 +1,158 @@
+"""Game records: one JSON object per game, one game per line (JSON Lines).
+
+The format is documented in docs/records.md. Records are the evidence: a faulty game
+keeps the last exchanges with the engine at fault, its exit status and its stderr tail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from arbiter.errors import ConfigError
+
+SCHEMA = 1
+
+
+class Termination(StrEnum):
+    """How a game ended. All but CONNECTION and RESIGN are engine faults."""
+
+    CONNECTION = "connection"
+    RESIGN = "resign"
+    TIME = "time"
+    ILLEGAL = "illegal"
+    PROTOCOL = "protocol"
+    CRASH = "crash"
+    STALL = "stall"
+    DESYNC = "desync"
+    SETUP = "setup"  # only on void games: a fault before the first genmove
+    HARNESS = "harness"  # only on void games: the harness itself failed
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class Evidence:
+    """What the referee saw of the engine at fault."""
+
+    engine: str
+    detail: str
+    transcript: list[str] = field(default_factory=list)
+    returncode: int | None = None
+    stderr_tail: str = ""
+
+
+@dataclass
+class GameRecord:
+    game_id: str
+    variant: dict[str, Any]
+    seat1: str
+    seat2: str
+    tc: dict[str, str]
+    started: str
+    finished: str = ""
+    swapped: bool = False
+    black: str = ""
+    white: str = ""
+    moves: list[str] = field(default_factory=list)
+    move_ms: list[float] = field(default_factory=list)
+    winner: str | None = None
+    winner_color: str | None = None
+    termination: Termination = Termination.CONNECTION
+    void: bool = False
+    reason: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    evidence: Evidence | None = None
+    seed: int | None = None
+    schema: int = SCHEMA
+
+    @property
+    def plies(self) -> int:
+        return len(self.moves)
+
+    @property
+    def loser(self) -> str | None:
+        if self.winner is None:
+            return None
+        return self.seat2 if self.winner == self.seat1 else self.seat1
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["termination"] = self.termination.value
+        data["plies"] = self.plies
+        if self.evidence is None:
+            del data["evidence"]
+        # Field order: identity first, then outcome, then details.
+        order = [
+            "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
+            "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
+            "move_ms", "tc", "started", "finished", "versions", "seed", "evidence",
+        ]  # fmt: skip
+        return {k: data[k] for k in order if k in data}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GameRecord:
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"unsupported record schema {data.get('schema')!r}")
+        fields = dict(data)
+        fields.pop("plies", None)
+        evidence = fields.pop("evidence", None)
+        fields["termination"] = Termination(fields["termination"])
+        record = cls(**fields)
+        if evidence is not None:
+            record.evidence = Evidence(**evidence)
+        return record
+
+
+class RecordWriter:
+    """Appends records to a JSON Lines file, one complete line per write.
+
+    Each record is written with a single os.write on a file opened in append mode, so
+    an interrupted run leaves whole lines only, and other writers' lines are not torn.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot open records file for appending: {exc.strerror}",
+                where=str(self.path),
+                hint="choose a writable path with --records",
+            ) from exc
+
+    def write(self, record: GameRecord) -> None:
+        os.write(self._fd, (record.dumps() + "\n").encode())
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[GameRecord]:
+    """Read a records file; a malformed line is reported with its line number."""
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path)) from exc
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield GameRecord.from_json(json.loads(line))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ConfigError(
+                    f"not a game record ({exc})",
+                    where=f"{path}:{number}",
+                    hint="records files are written by 'arbiter match --records'",
+                ) from exc

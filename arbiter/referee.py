@@ -1,0 +1,354 @@
+"""The referee: plays one game between two engines and turns every fault into a verdict.
+
+The referee owns the rules and the clocks. Per ply it writes the opponent's last move,
+the clock update and `genmove` to the engine on move in one write, then reads the
+answers in order: one pipe round trip per ply.
+
+Fault policy: before the first `genmove` is written, any fault makes the game void (it
+is replayed and never rated); from then on a fault forfeits the game to the other
+engine. A failure of the harness itself always voids the game.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from arbiter.clock import GameClock, TimeControl
+from arbiter.errors import (
+    EngineError,
+    EngineFailure,
+    EngineTerminatedError,
+    EngineTimeout,
+)
+from arbiter.process import EngineInfo, StderrLog
+from arbiter.protocol.session import EngineSession
+from arbiter.records import Evidence, GameRecord, Termination
+from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
+
+
+class Player(Protocol):
+    """What the referee needs of an engine; `arbiter.process.Engine` is the real one."""
+
+    name: str
+    info: EngineInfo
+    session: EngineSession
+    stderr: StderrLog
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def supports(self, command: str) -> bool: ...
+
+    def kill(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RefereeConfig:
+    margin: float = 0.1  # seconds over the clock before a move loses on time
+    grace: float = 0.5  # further seconds before the referee stops waiting and kills
+    infinite_move_limit: float = 600.0  # the deadline for one move under `inf`
+    command_timeout: float = 10.0  # any non-move command
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """Everything needed to play one game, deterministic and picklable."""
+
+    game_id: str
+    variant: Variant
+    tc: tuple[TimeControl, TimeControl]  # seat 1, seat 2
+    opening: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+@dataclass
+class GameOutcome:
+    record: GameRecord
+    faulty: set[int] = field(default_factory=set)  # seat indices (0, 1) to restart
+
+
+class _Fault(Exception):
+    """A verdict against the engine in `seat`."""
+
+    def __init__(self, seat: int, termination: Termination, detail: str) -> None:
+        self.seat = seat
+        self.termination = termination
+        self.detail = detail
+        super().__init__(detail)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
+    if isinstance(exc, EngineTimeout):
+        return _Fault(seat, Termination.STALL, f"{what}: {exc.detail}")
+    if isinstance(exc, EngineTerminatedError):
+        return _Fault(seat, Termination.CRASH, f"{what}: {exc.detail}")
+    if isinstance(exc, EngineFailure):
+        return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
+    return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
+
+
+def time_commands(engine: Player, tc: TimeControl) -> list[tuple[str, ...]]:
+    """The time-settings commands this engine understands, preferring the atoll-* ones."""
+    if engine.supports("atoll-time_settings"):
+        if tc.infinite:
+            return [("atoll-time_settings", "none")]
+        if tc.per_move:
+            return [("atoll-time_settings", "movetime", str(int(tc.per_move * 1000)))]
+        base, inc = str(int(tc.base * 1000)), str(int(tc.increment * 1000))
+        if tc.moves:
+            return [("atoll-time_settings", "moves", str(tc.moves), base, inc)]
+        return [("atoll-time_settings", "fischer", base, inc)]
+    if engine.supports("time_settings"):
+        if tc.infinite:
+            return [("time_settings", "0", "1", "0")]
+        if tc.per_move:
+            return [("time_settings", "0", str(max(1, int(tc.per_move))), "1")]
+        base = str(max(1, int(tc.base))) if tc.base else "0"
+        if tc.moves:
+            return [("time_settings", "0", base, str(tc.moves))]
+        return [("time_settings", base, "0", "0")]
+    return []
+
+
+class Referee:
+    """Plays games between two engines, seat 1 placing the first stone."""
+
+    def __init__(self, config: RefereeConfig | None = None) -> None:
+        self.config = config or RefereeConfig()
+
+    async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
+        names = [engines[0].name, engines[1].name]
+        variant = spec.variant
+        record = GameRecord(
+            game_id=spec.game_id,
+            variant={"size": variant.size, "islands": variant.islands, "pie": variant.pie},
+            seat1=names[0],
+            seat2=names[1],
+            tc={"seat1": str(spec.tc[0]), "seat2": str(spec.tc[1])},
+            started=_now(),
+            versions={e.name: e.info.version for e in engines},
+            seed=spec.seed,
+        )
+        outcome = GameOutcome(record)
+        game = Game(variant)
+        started = False
+        try:
+            await self._setup(spec, engines)
+            started = True
+            winner_seat, termination = await self._play_moves(spec, engines, game, record)
+            record.termination = termination
+            self._finish(record, game, names, winner_seat)
+        except _Fault as fault:
+            engine = engines[fault.seat]
+            outcome.faulty.add(fault.seat)
+            record.termination = fault.termination
+            record.reason = f"{engine.name}: {fault.detail}"
+            record.evidence = Evidence(
+                engine=engine.name,
+                detail=fault.detail,
+                transcript=engine.session.transcript.tail(),
+                returncode=engine.returncode,
+                stderr_tail=engine.stderr.tail(),
+            )
+            if started:
+                self._finish(record, game, names, 1 - fault.seat)
+            else:
+                record.void = True
+                record.reason = f"set-up failed ({fault.termination}): {record.reason}"
+                record.termination = Termination.SETUP
+        except Exception as exc:
+            outcome.faulty.update((0, 1))
+            record.void = True
+            record.termination = Termination.HARNESS
+            record.reason = f"harness error: {type(exc).__name__}: {exc}"
+        record.finished = _now()
+        self._set_colors(record, game, names)
+        return outcome
+
+    def _set_colors(self, record: GameRecord, game: Game, names: list[str]) -> None:
+        record.swapped = game.swapped
+        record.black, record.white = (names[1], names[0]) if game.swapped else (names[0], names[1])
+
+    def _finish(self, record: GameRecord, game: Game, names: list[str], winner_seat: int) -> None:
+        self._set_colors(record, game, names)
+        record.winner = names[winner_seat]
+        black_seat = 1 if game.swapped else 0
+        record.winner_color = "black" if winner_seat == black_seat else "white"
+
+    async def _setup(self, spec: GameSpec, engines: Sequence[Player]) -> None:
+        variant = spec.variant
+        timeout = self.config.command_timeout
+        for seat, engine in enumerate(engines):
+            commands: list[tuple[str, ...]] = []
+            if engine.supports("atoll-islands"):
+                commands.append(("atoll-islands", str(variant.islands)))
+            elif variant.islands != 8:
+                raise _Fault(
+                    seat,
+                    Termination.SETUP,
+                    f"does not list atoll-islands, so it cannot play {variant.islands}-island"
+                    " games",
+                )
+            commands += [("boardsize", str(variant.size)), ("clear_board",)]
+            if engine.supports("atoll-pie"):
+                commands.append(("atoll-pie", "on" if variant.pie else "off"))
+            elif not variant.pie:
+                raise _Fault(
+                    seat, Termination.SETUP, "does not list atoll-pie, so it cannot play without"
+                    " the pie rule"
+                )
+            commands += time_commands(engine, spec.tc[seat])
+            try:
+                await engine.session.pipeline(commands, timeout=timeout)
+            except EngineError as exc:
+                raise _fault_from_error(seat, exc, "set-up") from exc
+
+    async def _play_moves(
+        self, spec: GameSpec, engines: Sequence[Player], game: Game, record: GameRecord
+    ) -> tuple[int, Termination]:
+        cfg = self.config
+        clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
+        owner = {Color.BLACK: 0, Color.WHITE: 1}
+        pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
+        for text in spec.opening:
+            # Openings are validated when the schedule is built; a bad one is a harness bug.
+            color = game.to_move
+            move = game.parse_move(text)
+            game.play(move)
+            name = game.move_name(move)
+            record.moves.append(name)
+            record.move_ms.append(0.0)
+            for seat in (0, 1):
+                pending[seat].append((color.letter, name))
+            if move == SWAP:
+                owner = {Color.BLACK: 1, Color.WHITE: 0}
+        while True:
+            color = game.to_move
+            seat = owner[color]
+            engine = engines[seat]
+            clock = clocks[seat]
+            commands: list[tuple[str, ...]] = [("play", c, m) for c, m in pending[seat]]
+            n_play = len(commands)
+            commands += self._time_updates(engine, clocks, owner)
+            commands.append(("genmove", color.letter))
+            budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
+            answer, elapsed = await self._exchange(seat, engine, commands, n_play, budget)
+            pending[seat].clear()
+            word = answer.strip().lower()
+            if word == "resign":
+                return 1 - seat, Termination.RESIGN
+            if not clock.stop(elapsed):
+                raise _Fault(
+                    seat,
+                    Termination.TIME,
+                    f"used {elapsed * 1000:.0f} ms with {self._left(clocks[seat], elapsed)}",
+                )
+            if "\n" in word:
+                raise _Fault(seat, Termination.PROTOCOL, "genmove answer spans several lines")
+            try:
+                move = game.parse_move(word)
+                game.play(move)
+            except IllegalMove as exc:
+                raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
+            name = game.move_name(move)
+            record.moves.append(name)
+            record.move_ms.append(round(elapsed * 1000, 1))
+            pending[1 - seat].append((color.letter, name))
+            if move == SWAP:
+                owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}
+            if game.winner is not None:
+                return seat, Termination.CONNECTION
+
+    @staticmethod
+    def _left(clock: GameClock, elapsed: float) -> str:
+        if clock.tc.per_move:
+            return f"a fixed {clock.tc.per_move * 1000:.0f} ms per move"
+        return f"{(clock.remaining + elapsed) * 1000:.0f} ms on the clock"
+
+    def _time_updates(
+        self, engine: Player, clocks: list[GameClock], owner: dict[Color, int]
+    ) -> list[tuple[str, ...]]:
+        if clocks[0].tc.infinite and clocks[1].tc.infinite:
+            return []
+        out: list[tuple[str, ...]] = []
+        for color in Color:
+            clock = clocks[owner[color]]
+            if clock.tc.infinite:
+                continue
+            if engine.supports("atoll-time_left"):
+                out.append(("atoll-time_left", color.letter, str(clock.remaining_ms())))
+            elif engine.supports("time_left"):
+                secs = str(clock.remaining_ms() // 1000)
+                out.append(("time_left", color.letter, secs, "0"))
+        return out
+
+    async def _exchange(
+        self,
+        seat: int,
+        engine: Player,
+        commands: list[tuple[str, ...]],
+        n_play: int,
+        budget: float,
+    ) -> tuple[str, float]:
+        """Send one ply's commands back to back; return the genmove answer and its time."""
+        session = engine.session
+        cfg = self.config
+        try:
+            with trio.fail_after(cfg.command_timeout):
+                await session.send_many(commands)
+        except trio.TooSlowError as exc:
+            engine.kill()
+            raise _Fault(seat, Termination.STALL, "stopped reading its stdin") from exc
+        except EngineError as exc:
+            raise _fault_from_error(seat, exc, "sending the move") from exc
+        start = trio.current_time()
+        deadline = start + budget
+        # The play and time answers come first; waiting for them is bounded both by the
+        # command deadline and by the move deadline, whichever is sooner.
+        for i, command in enumerate(commands):
+            is_genmove = i == len(commands) - 1
+            limit = deadline if is_genmove else min(deadline, start + cfg.command_timeout)
+            with trio.move_on_at(limit):
+                try:
+                    response = await session.receive()
+                except EngineError as exc:
+                    raise _fault_from_error(seat, exc, " ".join(command)) from exc
+                if not response.ok:
+                    if i < n_play:
+                        raise _Fault(
+                            seat,
+                            Termination.DESYNC,
+                            f"rejected the legal move {' '.join(command)!r}: ? {response.text}",
+                        )
+                    raise _Fault(
+                        seat,
+                        Termination.PROTOCOL,
+                        f"answered {' '.join(command)!r} with ? {response.text}",
+                    )
+                if is_genmove:
+                    return response.text, trio.current_time() - start
+                continue
+            engine.kill()
+            waited = trio.current_time() - start
+            if limit == deadline:
+                raise _Fault(
+                    seat,
+                    Termination.TIME,
+                    f"no answer to {' '.join(commands[-1])!r} after {waited:.2f} s"
+                    f" (deadline {budget:.2f} s); the engine was killed",
+                )
+            raise _Fault(
+                seat,
+                Termination.STALL,
+                f"no answer to {' '.join(command)!r} within {cfg.command_timeout:g} s",
+            )
+        raise AssertionError("unreachable")
