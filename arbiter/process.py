@@ -94,6 +94,8 @@ class Engine:
         self.info = EngineInfo()
         self.name = spec.label
         self.exited = trio.Event()
+        self._background_scope = trio.CancelScope()
+        self.closed = False
         assert process.stdin is not None and process.stdout is not None
         self.session = EngineSession(
             process.stdin, process.stdout, self.name, on_terminated=self._terminated_error
@@ -132,6 +134,24 @@ class Engine:
             await self.session.command(key, *value.split(), timeout=self.deadlines.command)
         return self.info
 
+    async def _background(self) -> None:
+        """Drain stderr and watch for exit until the engine is closed."""
+        with self._background_scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._drain_stderr)
+                nursery.start_soon(self._watch_exit)
+
+    async def aclose(self) -> None:
+        """Shut the engine down (see `shutdown`), even inside a cancelled scope."""
+        if self.closed:
+            return
+        self.closed = True
+        with trio.CancelScope(shield=True):
+            try:
+                await self.shutdown()
+            finally:
+                self._background_scope.cancel()
+
     async def _drain_stderr(self) -> None:
         stream = self.process.stderr
         assert stream is not None
@@ -149,25 +169,30 @@ class Engine:
         self.exited.set()
 
     async def shutdown(self) -> None:
-        """`quit`, then SIGTERM to the group, then SIGKILL; returns once the leader is reaped."""
+        """`quit`, then SIGTERM to the group, then SIGKILL; returns once the leader is reaped.
+
+        It waits on the process itself rather than on the watcher task, because shutdown
+        also runs after the engine's own tasks were cancelled.
+        """
         d = self.deadlines
-        if self.process.returncode is None and self.session.broken is None:
+        process = self.process
+        if process.returncode is None and self.session.broken is None:
             with trio.move_on_after(d.quit):
                 with suppress(EngineError):
                     await self.session.command("quit", timeout=d.quit)
-        if self.process.returncode is None:
+        if process.returncode is None:
             with trio.move_on_after(d.quit):
-                assert self.process.stdin is not None
-                await self.process.stdin.aclose()
-                await self.exited.wait()
-        if self.process.returncode is None:
-            _kill_group(self.process.pid, signal.SIGTERM)
+                assert process.stdin is not None
+                await process.stdin.aclose()
+                await process.wait()
+        if process.returncode is None:
+            _kill_group(process.pid, signal.SIGTERM)
             with trio.move_on_after(d.term):
-                await self.exited.wait()
-        if self.process.returncode is None:
-            _kill_group(self.process.pid, signal.SIGKILL)
-        # Only the watcher task waits on the process; a second waiter is not allowed.
-        await self.exited.wait()
+                await process.wait()
+        if process.returncode is None:
+            _kill_group(process.pid, signal.SIGKILL)
+            await process.wait()
+        _kill_group(process.pid, signal.SIGKILL)
 
     def kill(self) -> None:
         """Kill the whole group now; the context manager still reaps it."""
@@ -179,14 +204,17 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-@asynccontextmanager
-async def open_engine(
-    spec: EngineSpec, deadlines: Deadlines | None = None, *, handshake: bool = True
-) -> AsyncIterator[Engine]:
-    """Start an engine, run the handshake, and guarantee its process group is gone on exit.
+async def start_engine(
+    spec: EngineSpec,
+    nursery: trio.Nursery,
+    deadlines: Deadlines | None = None,
+    *,
+    handshake: bool = True,
+) -> Engine:
+    """Start an engine whose helper tasks live in `nursery`; close it with `aclose()`.
 
     Raises EngineStartError when the program cannot be started, and the session's
-    errors when the handshake fails.
+    errors when the handshake fails (the process is gone by then).
     """
     deadlines = deadlines or Deadlines()
     env = None
@@ -219,20 +247,24 @@ async def open_engine(
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
     engine = Engine(spec, process, deadlines)
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(engine._drain_stderr)
-            nursery.start_soon(engine._watch_exit)
-            try:
-                if handshake:
-                    await engine.handshake()
-                yield engine
-            finally:
-                with trio.CancelScope(shield=True):
-                    await engine.shutdown()
-                nursery.cancel_scope.cancel()
-    finally:
-        if process.returncode is None:
-            _kill_group(process.pid, signal.SIGKILL)
-            with trio.CancelScope(shield=True):
-                await process.wait()
+    nursery.start_soon(engine._background)
+    if handshake:
+        try:
+            await engine.handshake()
+        except BaseException:
+            await engine.aclose()
+            raise
+    return engine
+
+
+@asynccontextmanager
+async def open_engine(
+    spec: EngineSpec, deadlines: Deadlines | None = None, *, handshake: bool = True
+) -> AsyncIterator[Engine]:
+    """An engine for the duration of a block; its process group is gone afterwards."""
+    async with trio.open_nursery() as nursery:
+        engine = await start_engine(spec, nursery, deadlines, handshake=handshake)
+        try:
+            yield engine
+        finally:
+            await engine.aclose()

@@ -72,7 +72,7 @@ def preprocess(line):
 def split_command(line):
     """Split a cleaned line into (id, name, args); id is a digit string or ""."""
     words = line.split()
-    cmd_id = words.pop(0) if words and words[0].isdigit() else ""
+    cmd_id = words.pop(0) if words and is_number(words[0]) else ""
     return cmd_id, (words[0] if words else ""), words[1:]
 
 
@@ -88,8 +88,12 @@ def parse_colour(text):
     return COLOURS[text.lower()]
 
 
+def is_number(text):
+    return text.isascii() and text.isdigit()
+
+
 def parse_int(text, what):
-    if not text.isdigit():
+    if not is_number(text):
         raise GtpError(f"syntax error: {what} must be a non-negative integer, got '{text}'")
     return int(text)
 
@@ -156,10 +160,10 @@ class Game:
             move = "swap"              # the stone stays black; the swapper moves next
             self.to_move = colour
         else:
-            match = re.fullmatch(r"([a-z])([0-9]{1,4})", move)
+            match = re.fullmatch(r"([a-zA-Z])([0-9]{1,4})", text)
             if match is None:
                 raise GtpError(f"syntax error: invalid move '{text}'")
-            move = match.group(1) + str(int(match.group(2)))   # "a01" -> "a1"
+            move = match.group(1).lower() + str(int(match.group(2)))   # "A01" -> "a1"
             if move not in self.cell_set:
                 raise GtpError(f"illegal move: {move} is not a playable cell")
             if move in self.stones:

@@ -72,7 +72,9 @@ def parse_command(line: str) -> Command | None:
 def format_response(cmd_id: int | None, ok: bool, text: str = "") -> str:
     """A full response, including the empty line that ends it (engine side)."""
     head = ("=" if ok else "?") + ("" if cmd_id is None else str(cmd_id))
-    body = text.strip("\n")
+    body = text.rstrip("\n")
+    if body.startswith("\n"):  # a multi-line answer such as showboard starts below the sign
+        return head + body + "\n\n"
     return (f"{head} {body}" if body else head) + "\n\n"
 
 

@@ -1,0 +1,120 @@
+"""What people read: progress lines, the live bar and the match summary."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TextIO
+
+from arbiter.match import MatchResult
+from arbiter.records import GameRecord, Termination
+
+
+def describe_result(record: GameRecord) -> str:
+    if record.void:
+        return f"void ({record.reason}); it will be replayed if attempts remain"
+    if record.termination is Termination.CONNECTION:
+        return f"{record.winner} wins by connection"
+    if record.termination is Termination.RESIGN:
+        return f"{record.winner} wins: {record.loser} resigns"
+    return f"{record.winner} wins: {record.loser} forfeits ({record.termination}: {record.reason})"
+
+
+class Progress:
+    """Progress on stderr: one line per event, and a bar kept at the bottom on a terminal."""
+
+    def __init__(self, stream: TextIO, total: int, *, quiet: bool = False) -> None:
+        self.stream = stream
+        self.total = total
+        self.quiet = quiet
+        self.tty = stream.isatty()
+        self.finished = 0
+        self.score: dict[str, int] = {}
+
+    def _line(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(text + "\n")
+        if self.tty:
+            self.stream.write(self._bar())
+        self.stream.flush()
+
+    def _bar(self) -> str:
+        width = 30
+        done = min(self.finished, self.total)
+        filled = width * done // max(1, self.total)
+        score = "  ".join(f"{k} {v}" for k, v in self.score.items())
+        return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}  {score}"
+
+    def started(self, number: int, total: int, seat1: str, seat2: str) -> None:
+        self._line(f"Started game {number} of {total} ({seat1} vs {seat2})")
+
+    def game_finished(self, number: int, record: GameRecord) -> None:
+        if not record.void:
+            self.finished += 1
+            for name in (record.seat1, record.seat2):
+                self.score.setdefault(name, 0)
+            if record.winner is not None:
+                self.score[record.winner] += 1
+        self._line(
+            f"Finished game {number} ({record.seat1} vs {record.seat2}): {describe_result(record)}"
+        )
+
+    def close(self) -> None:
+        if self.tty and not self.quiet:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _fmt_elo(x: float) -> str:
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:.1f}"
+
+
+def summary_lines(result: MatchResult) -> list[str]:
+    a, b = result.names
+    stats = result.stats()
+    lines = [
+        f"Score of {a} vs {b}: {stats.wins} - {stats.losses}  [{stats.score:.3f}] {stats.games}",
+        f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
+        f" LOS: {stats.los() * 100:.1f} %",
+        f"Seat 1 wins: {result.seat1_wins()} of {stats.games}",
+    ]
+    terms = result.terminations()
+    if terms:
+        lines.append(
+            "Terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terms.items()))
+        )
+    if result.voids:
+        lines.append(f"Void games (replayed, not rated): {len(result.voids)}")
+    if result.unplayed:
+        lines.append(
+            "Games given up after repeated voids: " + ", ".join(map(str, result.unplayed))
+        )
+    if result.aborted:
+        lines.append(f"Match stopped: {result.aborted}")
+    return lines
+
+
+def summary_json(result: MatchResult) -> dict[str, Any]:
+    stats = result.stats()
+
+    def num(x: float) -> float | None:
+        return None if math.isinf(x) or math.isnan(x) else round(x, 2)
+
+    return {
+        "engines": list(result.names),
+        "games": stats.games,
+        "wins": {result.names[0]: stats.wins, result.names[1]: stats.losses},
+        "score": round(stats.score, 4),
+        "elo": num(stats.elo()),
+        "elo_error": num(stats.elo_error()),
+        "los": round(stats.los(), 4),
+        "seat1_wins": result.seat1_wins(),
+        "terminations": dict(result.terminations()),
+        "void": len(result.voids),
+        "unplayed": result.unplayed,
+        "aborted": result.aborted or None,
+    }
