@@ -44,6 +44,11 @@ def handle_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("Interrupted; engines were stopped.", err=True)
             sys.exit(130)
+        except BaseExceptionGroup as group:
+            if group.subgroup(KeyboardInterrupt) is not None:
+                click.echo("Interrupted; engines were stopped.", err=True)
+                sys.exit(130)
+            raise
 
     return wrapper  # type: ignore[return-value]
 

@@ -261,10 +261,23 @@ async def start_engine(
 async def open_engine(
     spec: EngineSpec, deadlines: Deadlines | None = None, *, handshake: bool = True
 ) -> AsyncIterator[Engine]:
-    """An engine for the duration of a block; its process group is gone afterwards."""
+    """An engine for the duration of a block; its process group is gone afterwards.
+
+    Errors from start-up or from the block are re-raised as they are, not wrapped in an
+    exception group by the helper nursery, so callers can catch EngineError directly.
+    """
+    failure: BaseException | None = None
     async with trio.open_nursery() as nursery:
-        engine = await start_engine(spec, nursery, deadlines, handshake=handshake)
         try:
-            yield engine
-        finally:
-            await engine.aclose()
+            engine = await start_engine(spec, nursery, deadlines, handshake=handshake)
+        except BaseException as exc:
+            failure = exc
+        else:
+            try:
+                yield engine
+            except BaseException as exc:
+                failure = exc
+            finally:
+                await engine.aclose()
+    if failure is not None:
+        raise failure
