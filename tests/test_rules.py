@@ -160,8 +160,8 @@ def test_black_wins_by_connecting_west_to_east() -> None:
     g = Game()
     # Black fills rank 6-ish straight across from W (a5..a9 shore) to E (k1..k5 shore),
     # White answers far away on the top rows.
-    black = "a6 b6 c5 d5 e4 f4 g3 h3 i2 j2 k2".split()
-    white = "b10 d10 h10 j10 c9 e9 g9 i9 k9 a9".split()
+    black = ["a6", "b6", "c5", "d5", "e4", "f4", "g3", "h3", "i2", "j2", "k2"]
+    white = ["b10", "d10", "h10", "j10", "c9", "e9", "g9", "i9", "k9", "a9"]
     for i, cell in enumerate(black):
         assert g.winner is None
         g.play(cell, Color.BLACK)

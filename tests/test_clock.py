@@ -1,0 +1,222 @@
+"""Clock arithmetic, and the referee's clock handling on virtual time with scripted engines."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+import trio.testing
+
+from arbiter.bot import Bot
+from arbiter.clock import GameClock, TimeControl
+from arbiter.errors import ConfigError
+from arbiter.process import EngineInfo, StderrLog
+from arbiter.protocol import EngineSession, parse_command
+from arbiter.records import Termination
+from arbiter.referee import GameSpec, Referee, RefereeConfig
+from arbiter.rules import Color, Game, Variant
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical", "fields"),
+    [
+        ("10+0.1", "10+0.1", (10.0, 0.1, 0, 0.0, False)),
+        ("40/60+0.5", "40/60+0.5", (60.0, 0.5, 40, 0.0, False)),
+        ("1:30+1", "90+1", (90.0, 1.0, 0, 0.0, False)),
+        ("5", "5", (5.0, 0.0, 0, 0.0, False)),
+        ("st=0.5", "st=0.5", (0.0, 0.0, 0, 0.5, False)),
+        ("inf", "inf", (0.0, 0.0, 0, 0.0, True)),
+        ("0+0.2", "0+0.2", (0.0, 0.2, 0, 0.0, False)),
+    ],
+)
+def test_time_control_parses_and_prints(text: str, canonical: str, fields: tuple) -> None:
+    tc = TimeControl.parse(text)
+    assert (tc.base, tc.increment, tc.moves, tc.per_move, tc.infinite) == fields
+    assert str(tc) == canonical
+    assert TimeControl.parse(str(tc)) == tc
+
+
+@pytest.mark.parametrize("bad", ["", "fast", "10+", "+1", "0/10+1", "st=0", "st=x", "0", "1:xx"])
+def test_bad_time_controls_say_how_to_write_one(bad: str) -> None:
+    with pytest.raises(ConfigError, match="BASE\\+INC"):
+        TimeControl.parse(bad)
+
+
+def test_fischer_clock_arithmetic() -> None:
+    clock = GameClock(TimeControl(1.0, 0.1), margin=0.1)
+    assert clock.remaining == pytest.approx(1.1)  # BASE + INC at the start
+    assert clock.stop(0.6)
+    assert clock.remaining == pytest.approx(0.6)
+    assert clock.stop(0.65)  # 0.6 - 0.65 = -0.05: within the margin, clamped to 0, + INC
+    assert clock.remaining == pytest.approx(0.1)
+    assert clock.remaining_ms() == 100
+    assert not clock.stop(0.21)  # 0.1 - 0.21 = -0.11 < -margin
+    assert clock.flagged
+
+
+def test_moves_clock_adds_base_every_period() -> None:
+    clock = GameClock(TimeControl(base=2.0, increment=0.0, moves=2), margin=0.0)
+    assert clock.stop(0.5) and clock.remaining == pytest.approx(1.5)
+    assert clock.stop(0.5) and clock.remaining == pytest.approx(3.0)  # 1.0 + 2.0
+    assert clock.stop(1.0) and clock.remaining == pytest.approx(2.0)
+    assert clock.stop(1.0) and clock.remaining == pytest.approx(3.0)
+
+
+def test_fixed_time_per_move_and_infinite() -> None:
+    clock = GameClock(TimeControl(per_move=0.5), margin=0.1)
+    assert clock.stop(0.59) and clock.remaining == pytest.approx(0.5)
+    assert not clock.stop(0.61)
+    inf = GameClock(TimeControl(infinite=True))
+    assert inf.stop(10_000.0)
+    assert inf.deadline(grace=0.5, infinite_move_limit=600.0) == 600.0
+    fischer = GameClock(TimeControl(1.0, 0.0), margin=0.1)
+    assert fischer.deadline(grace=0.5, infinite_move_limit=600.0) == pytest.approx(1.6)
+
+
+def test_never_a_negative_time_for_the_engine() -> None:
+    clock = GameClock(TimeControl(0.0, 0.05), margin=1.0)
+    for _ in range(5):
+        assert clock.stop(0.5)
+        assert clock.remaining_ms() >= 0
+
+
+class ScriptedBot(Bot):
+    """A bot that thinks for `delay` seconds of (virtual) time per move."""
+
+    name = "scripted"
+
+    def __init__(self, delay: float, seed: int, hang_after: int | None = None) -> None:
+        super().__init__()
+        self.delay = delay
+        self.rng = random.Random(seed)
+        self.hang_after = hang_after
+        self.moves = 0
+        self.time_lefts: list[int] = []
+        self.hang_on_play = False
+
+    def choose_move(self, game: Game, color: Color) -> str:
+        return game.move_name(self.rng.choice(game.legal_cells()))
+
+
+class FakePlayer:
+    """Enough of an Engine for the referee, over in-memory streams."""
+
+    def __init__(self, name: str, session: EngineSession) -> None:
+        self.name = name
+        self.session = session
+        self.stderr = StderrLog()
+        self.info = EngineInfo(name=name, version="1", protocol_version="2", commands=frozenset(
+            ["play", "genmove", "boardsize", "clear_board", "atoll-islands", "atoll-pie",
+             "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
+        self.killed = False
+        self.returncode: int | None = None
+
+    def supports(self, command: str) -> bool:
+        return command in self.info.commands
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: ignore[type-arg]
+    buffer = b""
+    while True:
+        while b"\n" not in buffer:
+            data = await stream.receive_some()
+            if not data:
+                return
+            buffer += data
+        line, buffer = buffer.split(b"\n", 1)
+        command = parse_command(line.decode())
+        if command is None:
+            continue
+        if command.name == "genmove":
+            if bot.hang_after is not None and bot.moves >= bot.hang_after:
+                await trio.sleep_forever()
+            await trio.sleep(bot.delay)
+            bot.moves += 1
+        if command.name == "play" and bot.hang_on_play:
+            await trio.sleep_forever()
+        if command.name == "atoll-time_left":
+            bot.time_lefts.append(int(command.args[1]))
+        await stream.send_all(bot.handle(command).encode())
+
+
+async def play_virtual(
+    bots: tuple[ScriptedBot, ScriptedBot], tc: str, config: RefereeConfig | None = None
+) -> tuple[object, list[FakePlayer], float]:
+    players = []
+    async with trio.open_nursery() as nursery:
+        for i, bot in enumerate(bots):
+            referee_end, engine_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(serve, bot, engine_end)
+            session = EngineSession(referee_end, referee_end, f"p{i + 1}")
+            players.append(FakePlayer(f"p{i + 1}", session))
+        spec = GameSpec("g1", Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)))
+        start = trio.current_time()
+        outcome = await Referee(config).play(spec, players)
+        elapsed = trio.current_time() - start
+        nursery.cancel_scope.cancel()
+    return outcome, players, elapsed
+
+
+async def test_slow_engine_loses_on_time_by_the_clock_rules(autojump_clock: trio.abc.Clock) -> None:
+    # 1+0.1 with 0.5 s per move: 1.1 -> 0.7 -> 0.3 -> -0.2 < -0.1 on its third move.
+    outcome, players, _ = await play_virtual((ScriptedBot(0.5, 1), ScriptedBot(0.0, 2)), "1+0.1")
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.TIME
+    assert record.winner == "p2" and record.evidence.engine == "p1"
+    assert record.plies == 4  # p1 made two moves in time, p2 two; p1's third was late
+    assert record.move_ms[0] == pytest.approx(500, abs=1)
+    assert not players[0].killed  # it answered, late, before the kill deadline
+
+
+async def test_engine_within_margin_does_not_lose(autojump_clock: trio.abc.Clock) -> None:
+    # 0.55 s per move at 1+0.5: 1.5 -> 1.45 -> 1.4 ...: never flags; a full game finishes.
+    outcome, _, _ = await play_virtual((ScriptedBot(0.55, 3), ScriptedBot(0.55, 4)), "1+0.5")
+    assert outcome.record.termination is Termination.CONNECTION  # type: ignore[attr-defined]
+
+
+async def test_hanging_engine_is_killed_at_remaining_plus_margin_plus_grace(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    config = RefereeConfig(margin=0.1, grace=0.5)
+    outcome, players, elapsed = await play_virtual(
+        (ScriptedBot(0.0, 5, hang_after=0), ScriptedBot(0.0, 6)), "2+0", config
+    )
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.TIME and record.winner == "p2"
+    assert players[0].killed
+    assert elapsed == pytest.approx(2.0 + 0.1 + 0.5, abs=0.01)
+
+
+async def test_inf_still_has_a_move_deadline(autojump_clock: trio.abc.Clock) -> None:
+    config = RefereeConfig(infinite_move_limit=30.0)
+    outcome, players, elapsed = await play_virtual(
+        (ScriptedBot(0.0, 7), ScriptedBot(0.0, 8, hang_after=1)), "inf", config
+    )
+    assert outcome.record.termination is Termination.TIME  # type: ignore[attr-defined]
+    assert players[1].killed and elapsed == pytest.approx(30.0, abs=0.01)
+
+
+async def test_engines_are_told_their_clock_each_move(autojump_clock: trio.abc.Clock) -> None:
+    bots = (ScriptedBot(0.25, 9), ScriptedBot(0.0, 10))
+    outcome, _, _ = await play_virtual(bots, "10+1")
+    times = bots[0].time_lefts
+    # Both colours are sent before each genmove; the first update is the full 11 s.
+    assert times[:2] == [11000, 11000]
+    assert all(t >= 0 for t in times)
+    assert outcome.record.termination is Termination.CONNECTION  # type: ignore[attr-defined]
+
+
+async def test_a_missing_play_answer_is_a_stall(autojump_clock: trio.abc.Clock) -> None:
+    config = RefereeConfig(command_timeout=1.0)
+    bots = (ScriptedBot(0.0, 11), ScriptedBot(0.0, 12))
+    bots[1].hang_on_play = True
+    outcome, players, elapsed = await play_virtual(bots, "60+0", config)
+    # The second engine never answers the `play` of the first move: the command deadline
+    # (1 s) decides long before its 60 s clock would.
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.STALL and record.winner == "p1"
+    assert players[1].killed and elapsed == pytest.approx(1.0, abs=0.01)
