@@ -49,7 +49,9 @@ class Checker:
     def __init__(self, spec: EngineSpec, timeout: float) -> None:
         self.spec = spec
         self.timeout = timeout
-        self.deadlines = Deadlines(handshake=timeout, command=timeout, quit=2.0, term=1.0)
+        # Short shutdown waits: "exit on quit" and "exit on end of input" measure exits
+        # themselves, and an engine that ignores quit should not slow every other check.
+        self.deadlines = Deadlines(handshake=timeout, command=timeout, quit=0.5, term=0.5)
         self.latencies: list[float] = []
         self.stderr_bytes = 0
         self.results: list[CheckResult] = []

@@ -1,0 +1,173 @@
+"""The command line end to end: real processes, real files, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from arbiter.cli import main
+from arbiter.records import read_records
+from arbiter.rules import Game, Variant
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ROOT / "engines" / "engines.toml"
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+
+
+def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
+    records = tmp_path / "games.jsonl"
+    done = arbiter(
+        "match", "--engines", str(ENGINES), "random", "mc-fast", "--games", "4",
+        "--tc", "5+0.05", "--concurrency", "2", "--records", str(records), "--seed", "3",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for n in range(1, 5):
+        assert f"Started game {n} of 4" in done.stderr
+        assert f"Finished game {n} (" in done.stderr
+    assert "Score of random vs mc-fast:" in done.stdout
+    assert "Elo difference:" in done.stdout and "LOS:" in done.stdout
+    assert "Seat 1 wins:" in done.stdout and "Terminations:" in done.stdout
+    games = list(read_records(records))
+    assert len(games) == 4 and len({g.game_id for g in games}) == 4
+    seat1 = sorted(g.seat1 for g in games)
+    assert seat1 == ["mc-fast", "mc-fast", "random", "random"]  # seat-swapped pairs
+    for g in games:
+        assert g.winner in ("random", "mc-fast") and not g.void
+        assert g.termination.value == "connection"
+        replay = Game(Variant(**g.variant))
+        for move in g.moves:
+            replay.play(move)
+        assert replay.winner is not None and replay.winner.name.lower() == g.winner_color
+        assert len(g.move_ms) == g.plies
+        assert (g.black if g.winner_color == "black" else g.white) == g.winner
+    # The same file shows as a board.
+    shown = arbiter("show", str(records), "--game", games[0].game_id, "--ply", "3")
+    assert shown.returncode == 0, shown.stderr
+    assert "Position after 3 of" in shown.stdout and "a  b  c" in shown.stdout
+    assert shown.stdout.count("X") + shown.stdout.count("O") == 3 - games[0].moves[:3].count("swap")
+
+
+def test_match_json_summary_and_hex(tmp_path: Path) -> None:
+    done = arbiter(
+        "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "2",
+        "--islands", "4", "--size", "5", "--tc", "st=1", "--json", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 2 and summary["engines"] == ["random", "skeleton"]
+    assert sum(summary["wins"].values()) == 2 and summary["void"] == 0
+    assert done.stderr == ""
+
+
+def test_equal_engine_names_get_suffixes() -> None:
+    cmd = f"{sys.executable} {ROOT / 'engines' / 'random_bot.py'}"
+    done = arbiter("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["engines"] == ["random#1", "random#2"]
+
+
+def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    bad = f"{sys.executable} {BADBOT} crash --after 2"
+    done = arbiter(
+        "match", bad, "--engines", str(ENGINES), "random", "--games", "2",
+        "--tc", "5+0", "--records", str(records),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "forfeits (crash" in done.stderr
+    games = list(read_records(records))
+    assert [g.winner for g in games] == ["random", "random"]
+    assert all(g.termination.value == "crash" for g in games)
+    evidence = games[0].evidence
+    assert evidence is not None and "boom" in evidence.stderr_tail
+    assert evidence.returncode == 1 and any("genmove" in t for t in evidence.transcript)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["random", "nosuchengine"], "unknown engine 'nosuchengine'"),
+        (["random", "./missing_bot.py"], "does not exist"),
+        (["random", "mc", "--tc", "fast"], "cannot read time control 'fast'"),
+        (["random", "mc", "--tc", "1+0", "--tc", "2+0", "--tc", "3+0"], "more than twice"),
+        (["random", "mc", "--size", "12"], "Atoll size 12 is not supported"),
+        (["random", "mc", "--islands", "4", "--size", "40"], "Hex size 40"),
+        (["random", "mc", "--records", "/nonexistent/dir/r.jsonl"], "cannot open records file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["match", "--engines", str(ENGINES), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_bad_engines_file_names_the_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "e.toml"
+    bad.write_text('[engines.x]\ncommand = ["python3", "x.py"]\ncolour = "red"\n')
+    result = CliRunner().invoke(main, ["match", "--engines", str(bad), "x", "x"])
+    assert result.exit_code == 2
+    assert f"{bad}: engines.x: unknown key(s) colour" in result.output
+    bad.write_text("[engines.x\n")
+    result = CliRunner().invoke(main, ["match", "--engines", str(bad), "x", "x"])
+    assert result.exit_code == 2 and "not valid TOML" in result.output
+    result = CliRunner().invoke(main, ["match", "--engines", str(tmp_path / "no.toml"), "x", "x"])
+    assert result.exit_code == 2 and "cannot read engines file" in result.output
+
+
+def test_show_reports_bad_files(tmp_path: Path) -> None:
+    bad = tmp_path / "r.jsonl"
+    bad.write_text('{"schema": 1}\n')
+    result = CliRunner().invoke(main, ["show", str(bad)])
+    assert result.exit_code == 2 and f"{bad}:1: not a game record" in result.output
+    result = CliRunner().invoke(main, ["show", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 2 and "cannot read records" in result.output
+
+
+def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    records.write_text("")
+    for _ in range(2):
+        done = arbiter(
+            "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
+            "--tc", "5+0", "--records", str(records), "-q",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert len(list(read_records(records))) == 2
+
+
+def test_check_passes_the_skeleton_and_bundled_bots() -> None:
+    for name in ("skeleton", "random", "mc-fast"):
+        done = arbiter("check", "--engines", str(ENGINES), name)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "all required checks passed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("mode", "check", "hint"),
+    [
+        ("garbage", "genmove for both colours", "send logs to stderr"),
+        ("wrong-id", "genmove for both colours", "followed by the command's id"),
+        ("illegal-offboard", "genmove for both colours", "must answer an empty cell"),
+        ("ignore-quit", "exit on quit", "exit after answering quit"),
+    ],
+)
+def test_check_fails_misbehaving_bots_with_a_hint(mode: str, check: str, hint: str) -> None:
+    done = arbiter("check", f"{sys.executable} {BADBOT} {mode}", "--json", "--timeout", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = {r["name"]: r for r in json.loads(done.stdout)}
+    assert not results[check]["passed"]
+    assert hint in results[check]["hint"]
