@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import trio
 
 from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
-from arbiter.protocol.session import EngineSession
+from arbiter.protocol.session import EngineSession, PipeStream
 
 STDERR_CAP = 64 * 1024
 
@@ -96,10 +96,11 @@ class Engine:
         self.exited = trio.Event()
         self._background_scope = trio.CancelScope()
         self.closed = False
-        assert process.stdin is not None and process.stdout is not None
-        self.session = EngineSession(
-            process.stdin, process.stdout, self.name, on_terminated=self._terminated_error
-        )
+        stdin, stdout = process.stdin, process.stdout
+        assert isinstance(stdin, trio.lowlevel.FdStream)
+        assert isinstance(stdout, trio.lowlevel.FdStream)
+        pipes = PipeStream(stdin.fileno(), stdout.fileno())
+        self.session = EngineSession(pipes, pipes, self.name, on_terminated=self._terminated_error)
 
     @property
     def returncode(self) -> int | None:

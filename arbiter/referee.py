@@ -299,56 +299,58 @@ class Referee:
         n_play: int,
         budget: float,
     ) -> tuple[str, float]:
-        """Send one ply's commands back to back; return the genmove answer and its time."""
+        """Send one ply's commands back to back; return the genmove answer and its time.
+
+        One cancel scope covers the whole ply (this is the hot path): its deadline is the
+        command deadline while the play and time answers are awaited (or the move
+        deadline, if sooner), then the move deadline for the genmove answer.
+        """
         session = engine.session
         cfg = self.config
-        try:
-            with trio.fail_after(cfg.command_timeout):
-                await session.send_many(commands)
-        except trio.TooSlowError as exc:
-            engine.kill()
-            raise _Fault(seat, Termination.STALL, "stopped reading its stdin") from exc
-        except EngineError as exc:
-            raise _fault_from_error(seat, exc, "sending the move") from exc
+        last = len(commands) - 1
+        index = -1
         start = trio.current_time()
         deadline = start + budget
-        # The play and time answers come first; waiting for them is bounded both by the
-        # command deadline and by the move deadline, whichever is sooner.
-        for i, command in enumerate(commands):
-            is_genmove = i == len(commands) - 1
-            limit = deadline if is_genmove else min(deadline, start + cfg.command_timeout)
-            with trio.move_on_at(limit):
-                try:
+        waiting_for = "stdin to accept the commands"
+        with trio.CancelScope(deadline=start + cfg.command_timeout) as scope:
+            try:
+                await session.send_many(commands)
+                start = trio.current_time()
+                deadline = start + budget
+                scope.deadline = min(deadline, start + cfg.command_timeout) if last else deadline
+                for index in range(last + 1):
+                    if index == last:
+                        scope.deadline = deadline
                     response = await session.receive()
-                except EngineError as exc:
-                    raise _fault_from_error(seat, exc, " ".join(command)) from exc
-                if not response.ok:
-                    if i < n_play:
+                    if not response.ok:
+                        what = " ".join(commands[index])
+                        if index < n_play:
+                            raise _Fault(
+                                seat,
+                                Termination.DESYNC,
+                                f"rejected the legal move {what!r}: ? {response.text}",
+                            )
                         raise _Fault(
-                            seat,
-                            Termination.DESYNC,
-                            f"rejected the legal move {' '.join(command)!r}: ? {response.text}",
+                            seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
                         )
-                    raise _Fault(
-                        seat,
-                        Termination.PROTOCOL,
-                        f"answered {' '.join(command)!r} with ? {response.text}",
-                    )
-                if is_genmove:
-                    return response.text, trio.current_time() - start
-                continue
-            engine.kill()
-            waited = trio.current_time() - start
-            if limit == deadline:
-                raise _Fault(
-                    seat,
-                    Termination.TIME,
-                    f"no answer to {' '.join(commands[-1])!r} after {waited:.2f} s"
-                    f" (deadline {budget:.2f} s); the engine was killed",
-                )
+                return response.text, trio.current_time() - start
+            except EngineError as exc:
+                what = " ".join(commands[index]) if index >= 0 else "sending the move"
+                raise _fault_from_error(seat, exc, what) from exc
+        assert scope.cancelled_caught
+        engine.kill()
+        waited = trio.current_time() - start
+        if index < 0:
+            raise _Fault(seat, Termination.STALL, f"waited {waited:.1f} s for its {waiting_for}")
+        if index == last or scope.deadline == deadline:
             raise _Fault(
                 seat,
-                Termination.STALL,
-                f"no answer to {' '.join(command)!r} within {cfg.command_timeout:g} s",
+                Termination.TIME,
+                f"no answer to {' '.join(commands[-1])!r} after {waited:.2f} s"
+                f" (deadline {budget:.2f} s); the engine was killed",
             )
-        raise AssertionError("unreachable")
+        raise _Fault(
+            seat,
+            Termination.STALL,
+            f"no answer to {' '.join(commands[index])!r} within {cfg.command_timeout:g} s",
+        )

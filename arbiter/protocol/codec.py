@@ -13,6 +13,7 @@ MAX_LINE = 64 * 1024
 MAX_RESPONSE = 1024 * 1024
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CLEAN = re.compile(rb"[ -~\n]*")  # printable ASCII and LF only
 _HEADER = re.compile(r"([=?])(\d*)(.*)", re.DOTALL)
 
 
@@ -45,11 +46,14 @@ class Command:
         )
 
 
+_TOKEN = re.compile(r"[!-\"$-~]+")  # printable ASCII except space and '#'
+
+
 def format_command(cmd_id: int | None, name: str, *args: str) -> bytes:
     """One command line, newline-terminated. Arguments never contain spaces or newlines."""
-    parts = ([str(cmd_id)] if cmd_id is not None else []) + [name, *args]
+    parts = (name, *args) if cmd_id is None else (str(cmd_id), name, *args)
     for p in parts:
-        if not p or any(ch.isspace() for ch in p) or "#" in p:
+        if _TOKEN.fullmatch(p) is None:
             raise ValueError(f"invalid command token {p!r}")
     return (" ".join(parts) + "\n").encode("ascii")
 
@@ -105,6 +109,10 @@ class ResponseReader:
     _size: int = 0
 
     def feed(self, data: bytes) -> list[Response]:
+        if self._lines is None and not self._buffer and len(data) <= self.max_line:
+            fast = self._feed_clean(data)
+            if fast is not None:
+                return fast
         self._buffer += data
         out: list[Response] = []
         while True:
@@ -123,13 +131,29 @@ class ResponseReader:
             if response is not None:
                 out.append(response)
 
+    def _feed_clean(self, data: bytes) -> list[Response] | None:
+        """Fast path for the usual case: whole responses of plain text in one chunk."""
+        if not data.endswith(b"\n\n") or _CLEAN.fullmatch(data) is None:
+            return None
+        out = []
+        for block in data.decode("ascii").split("\n\n"):
+            block = block.lstrip("\n")
+            if not block:
+                continue
+            if block[0] not in "=?":
+                return None  # let the line-by-line path report it precisely
+            out.append(_parse_response([line.rstrip() for line in block.split("\n")]))
+        return out
+
     @property
     def pending(self) -> bool:
         """True while a response has started but not ended, or a line is incomplete."""
         return self._lines is not None or bool(self._buffer)
 
     def _line(self, raw: str) -> Response | None:
-        line = _CONTROL.sub("", raw.replace("\t", " ")).rstrip()
+        if not raw.isprintable():
+            raw = _CONTROL.sub("", raw.replace("\t", " "))
+        line = raw.rstrip()
         if self._lines is None:
             if not line:
                 return None  # stray blank lines between responses are tolerated

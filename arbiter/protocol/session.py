@@ -8,8 +8,11 @@ passes, so no await on engine I/O can wait forever.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import trio
 
@@ -17,23 +20,100 @@ from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, 
 from arbiter.protocol.codec import FramingError, Response, ResponseReader, format_command
 
 TRANSCRIPT_LINES = 40
+TRANSCRIPT_CHUNKS = 32
+MAX_EVIDENCE_CHUNK = 4096
+
+
+class ByteStream(Protocol):
+    """The two stream methods the session uses; trio streams and PipeStream have them."""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None: ...
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray: ...
+
+
+class PipeStream:
+    """A lean byte stream over an engine's stdin and stdout pipes.
+
+    trio's own pipe streams yield to the scheduler on every call, several times per
+    ply; here a call only waits when the pipe is not ready, and otherwise yields every
+    few calls so other games still get their turn. Cancellation and deadlines work as
+    usual because every wait is a trio wait. The fds stay owned by the trio Process,
+    whose streams close them (and wake any waiter) at shutdown.
+    """
+
+    YIELD_EVERY = 16
+
+    def __init__(self, write_fd: int, read_fd: int) -> None:
+        self._wfd = write_fd
+        self._rfd = read_fd
+        self._unyielded = 0
+        os.set_blocking(write_fd, False)
+        os.set_blocking(read_fd, False)
+
+    async def _fair(self) -> None:
+        self._unyielded += 1
+        if self._unyielded >= self.YIELD_EVERY:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._wfd, view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self._wfd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("stdin is closed") from exc
+                raise trio.BrokenResourceError(str(exc)) from exc
+            view = view[written:]
+        await self._fair()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        while True:
+            try:
+                data = os.read(self._rfd, max_bytes or 65536)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._rfd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("stdout is closed") from exc
+                raise trio.BrokenResourceError(str(exc)) from exc
+            await self._fair()
+            return data
 
 
 class Transcript:
-    """The last few lines exchanged with an engine, kept as evidence for fault reports."""
+    """The last exchanges with an engine, kept as evidence for fault reports.
 
-    def __init__(self, maxlen: int = TRANSCRIPT_LINES) -> None:
-        self.lines: deque[str] = deque(maxlen=maxlen)
+    Raw chunks are stored as they were written and read (cheap on the hot path) and
+    turned into `> command` / `< response` lines only when someone asks.
+    """
 
-    def sent(self, text: str) -> None:
-        self.lines.append("> " + text)
+    def __init__(self, chunks: int = TRANSCRIPT_CHUNKS, lines: int = TRANSCRIPT_LINES) -> None:
+        self._chunks: deque[tuple[bool, bytes]] = deque(maxlen=chunks)
+        self._lines = lines
 
-    def received(self, text: str) -> None:
-        for line in text.splitlines() or [""]:
-            self.lines.append("< " + line)
+    def sent(self, data: bytes) -> None:
+        self._chunks.append((True, data))
+
+    def received(self, data: bytes) -> None:
+        self._chunks.append((False, data[-MAX_EVIDENCE_CHUNK:]))
 
     def tail(self) -> list[str]:
-        return list(self.lines)
+        out: list[str] = []
+        for outgoing, data in self._chunks:
+            text = data.decode("utf-8", errors="replace").replace("\r", "")
+            prefix = "> " if outgoing else "< "
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            out.extend(prefix + line if line else prefix.rstrip() for line in lines)
+        return out[-self._lines :]
 
 
 class EngineSession:
@@ -41,8 +121,8 @@ class EngineSession:
 
     def __init__(
         self,
-        send: trio.abc.SendStream,
-        receive: trio.abc.ReceiveStream,
+        send: ByteStream | trio.abc.SendStream,
+        receive: ByteStream | trio.abc.ReceiveStream,
         name: str,
         *,
         on_terminated: Callable[[str], EngineTerminatedError] | None = None,
@@ -53,7 +133,7 @@ class EngineSession:
         self._reader = ResponseReader()
         self._ready: deque[Response] = deque()
         self._next_id = 1
-        self._sent: deque[tuple[int, str]] = deque()
+        self._sent: deque[tuple[int, Sequence[str]]] = deque()
         self.transcript = Transcript()
         self._on_terminated = on_terminated
         self.broken: BaseException | None = None
@@ -71,18 +151,18 @@ class EngineSession:
         """Write several commands in one write, so the engine sees them back to back."""
         self._check_usable()
         ids = []
-        data = bytearray()
-        for name, *args in commands:
+        lines = []
+        for command in commands:
             cmd_id = self._next_id
             self._next_id += 1
-            line = format_command(cmd_id, name, *args)
-            data += line
-            text = line.decode().rstrip("\n")
-            self._sent.append((cmd_id, text))
-            self.transcript.sent(text)
+            line = format_command(cmd_id, *command)
+            lines.append(line)
+            self._sent.append((cmd_id, command))
             ids.append(cmd_id)
+        data = b"".join(lines)
+        self.transcript.sent(data)
         try:
-            await self._send.send_all(bytes(data))
+            await self._send.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.broken = exc
             raise self._terminated("stopped reading its stdin (broken pipe)") from exc
@@ -101,10 +181,10 @@ class EngineSession:
                     raise self._terminated("its stdout was closed") from exc
                 if not data:
                     raise self._terminated("closed its stdout (exited or crashed)")
+                data = bytes(data)
+                self.transcript.received(data)
                 try:
-                    for response in self._reader.feed(bytes(data)):
-                        self.transcript.received(str(response))
-                        self._ready.append(response)
+                    self._ready.extend(self._reader.feed(data))
                 except FramingError as exc:
                     raise ProtocolError(self.name, str(exc)) from exc
         except BaseException as exc:
@@ -113,8 +193,9 @@ class EngineSession:
             self.broken = exc
             raise
         response = self._ready.popleft()
-        cmd_id, text = self._sent.popleft()
+        cmd_id, command = self._sent.popleft()
         if response.id != cmd_id:
+            text = " ".join(command)
             self.broken = ProtocolError(self.name, "id mismatch")
             got = "no id" if response.id is None else f"id {response.id}"
             raise ProtocolError(

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Referee overhead: cost per ply against the raw pipe round trip, and concurrency scaling.
+
+Both sides of each ratio are measured in the same run, against the same instant C engine
+(bench/instant_bot.c, compiled here with cc), because these machines are shared and
+absolute times drift. Run: python bench/referee_bench.py [--games N] [--forfeit-games N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from arbiter.clock import TimeControl
+from arbiter.match import Match, MatchConfig
+from arbiter.process import EngineSpec
+from arbiter.records import RecordWriter
+
+HERE = Path(__file__).resolve().parent
+
+
+def build_engine(workdir: Path) -> Path:
+    binary = workdir / "instant_bot"
+    subprocess.run(
+        ["cc", "-O2", "-o", str(binary), str(HERE / "instant_bot.c")], check=True
+    )
+    return binary
+
+
+def raw_round_trip(binary: Path, count: int) -> float:
+    """Seconds per command round trip from a plain blocking Python loop."""
+    proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    fd_in, fd_out = proc.stdin.fileno(), proc.stdout.fileno()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for i in range(count):
+            os.write(fd_in, b"%d name\n" % i)
+            data = b""
+            while not data.endswith(b"\n\n"):
+                data += os.read(fd_out, 4096)
+        best = min(best, (time.perf_counter() - start) / count)
+    proc.stdin.close()
+    proc.wait()
+    return best
+
+
+def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path,
+              think: int = 0) -> tuple[float, int, dict[str, int]]:  # fmt: skip
+    argv = (str(binary),) if not think else (str(binary), str(think))
+    specs = (EngineSpec(argv=argv, name="a"), EngineSpec(argv=(*argv[:1], str(think), "7"), name="b"))
+    config = MatchConfig(
+        games=games, tc=(TimeControl.parse(tc), TimeControl.parse(tc)), concurrency=concurrency
+    )
+    writer = RecordWriter(records)
+    match = Match(specs, config, writer=writer)
+    start = time.perf_counter()
+    result = trio.run(match.run)
+    elapsed = time.perf_counter() - start
+    writer.close()
+    plies = sum(r.plies for r in result.records)
+    return elapsed, plies, dict(result.terminations())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--games", type=int, default=300)
+    parser.add_argument("--round-trips", type=int, default=20000)
+    parser.add_argument("--forfeit-games", type=int, default=0,
+                        help="also play this many games at 1+0.01 with a thinking engine")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        binary = build_engine(work)
+        rt = raw_round_trip(binary, args.round_trips)
+        t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / "c1.jsonl")
+        t2, plies2, terms2 = run_match(binary, args.games, 2, "60+1", work / "c2.jsonl")
+        per_ply = t1 / plies1
+        print(f"raw pipe round trip (Python loop):  {rt * 1e6:8.1f} us")
+        print(f"referee per ply, concurrency 1:      {per_ply * 1e6:8.1f} us"
+              f"   ratio {per_ply / rt:.2f}x   ({args.games} games, {plies1} plies,"
+              f" records+clocks on, engine starts included)")  # fmt: skip
+        print(f"games/s concurrency 1: {args.games / t1:8.1f}   concurrency 2:"
+              f" {args.games / t2:8.1f}   speed-up {t1 / t2:.2f}x")  # fmt: skip
+        print(f"terminations: c1 {terms1}  c2 {terms2}")
+        if args.forfeit_games:
+            t3, plies3, terms3 = run_match(
+                binary, args.forfeit_games, 2, "1+0.01", work / "c3.jsonl", think=80
+            )
+            print(f"{args.forfeit_games} games at 1+0.01, concurrency 2, engine thinking"
+                  f" time_left/80 per move: {terms3} in {t3:.0f} s")  # fmt: skip
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
