@@ -117,6 +117,16 @@ class Engine:
     def supports(self, command: str) -> bool:
         return command in self.info.commands
 
+    async def wait_exit(self, timeout: float) -> int | None:
+        """The exit status once the process has exited, waiting at most `timeout`.
+
+        EOF on stdout usually arrives a moment before the exit can be reaped; a crash
+        report without the exit status would lose the most useful evidence.
+        """
+        with trio.move_on_after(timeout):
+            await self.process.wait()
+        return self.process.returncode
+
     async def handshake(self) -> EngineInfo:
         """Learn name, version and commands, all within the handshake deadline."""
         replies = await self.session.pipeline(

@@ -46,6 +46,8 @@ class Player(Protocol):
 
     def kill(self) -> None: ...
 
+    async def wait_exit(self, timeout: float) -> int | None: ...
+
 
 @dataclass(frozen=True)
 class RefereeConfig:
@@ -53,6 +55,7 @@ class RefereeConfig:
     grace: float = 0.5  # further seconds before the referee stops waiting and kills
     infinite_move_limit: float = 600.0  # the deadline for one move under `inf`
     command_timeout: float = 10.0  # any non-move command
+    exit_wait: float = 1.0  # how long to wait for a crashed engine's exit status
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,11 @@ class Referee:
         except _Fault as fault:
             engine = engines[fault.seat]
             outcome.faulty.add(fault.seat)
+            if fault.termination is Termination.CRASH and engine.returncode is None:
+                code = await engine.wait_exit(self.config.exit_wait)
+                if code is not None:
+                    status = f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
+                    fault.detail += f"; {status}"
             record.termination = fault.termination
             record.reason = f"{engine.name}: {fault.detail}"
             record.evidence = Evidence(

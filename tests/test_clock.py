@@ -118,6 +118,9 @@ class FakePlayer:
     def kill(self) -> None:
         self.killed = True
 
+    async def wait_exit(self, timeout: float) -> int | None:
+        return None
+
 
 async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: ignore[type-arg]
     buffer = b""
