@@ -131,6 +131,8 @@ def match(
         progress.close()
         if writer is not None:
             writer.close()
+    if result.config_error:
+        raise ConfigError(result.aborted, hint="choose another engine or variant")
     if as_json:
         click.echo(json.dumps(summary_json(result)))
     else:

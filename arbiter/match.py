@@ -21,7 +21,7 @@ from arbiter.errors import EngineError
 from arbiter.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.ratings import PairStats
 from arbiter.records import Evidence, GameRecord, RecordWriter, Termination
-from arbiter.referee import GameSpec, Referee, RefereeConfig, _now
+from arbiter.referee import GameSpec, Referee, RefereeConfig, _now, unsupported_variant
 from arbiter.rules import Variant
 
 
@@ -45,6 +45,7 @@ class MatchResult:
     voids: list[GameRecord] = field(default_factory=list)
     unplayed: list[int] = field(default_factory=list)  # game numbers given up on
     aborted: str = ""
+    config_error: bool = False  # aborted because the engines cannot play this match
 
     def stats(self) -> PairStats:
         wins = sum(r.winner == self.names[0] for r in self.records)
@@ -195,6 +196,13 @@ class Match:
         a.name, b.name = self.names
         a.session.name, b.session.name = self.names
         self.result.names = (self.names[0], self.names[1])
+        for engine in (a, b):
+            problem = unsupported_variant(engine, self.config.variant)
+            if problem is not None:
+                self.result.aborted = problem
+                self.result.config_error = True
+                self._done.set()
+                await trio.sleep_forever()  # cancelled by run() now that the match is done
         return None
 
     def _start_failure(

@@ -99,6 +99,18 @@ def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
     return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
 
 
+def unsupported_variant(engine: Player, variant: Variant) -> str | None:
+    """Why this engine cannot play this variant at all, judged from its command list."""
+    if variant.islands != 8 and not engine.supports("atoll-islands"):
+        return (
+            f"{engine.name} does not list atoll-islands, so it can only play 8-island Atoll,"
+            f" not {variant.islands} islands"
+        )
+    if not variant.pie and not engine.supports("atoll-pie"):
+        return f"{engine.name} does not list atoll-pie, so it cannot play without the pie rule"
+    return None
+
+
 def time_commands(engine: Player, tc: TimeControl) -> list[tuple[str, ...]]:
     """The time-settings commands this engine understands, preferring the atoll-* ones."""
     if engine.supports("atoll-time_settings"):
@@ -196,24 +208,15 @@ class Referee:
         variant = spec.variant
         timeout = self.config.command_timeout
         for seat, engine in enumerate(engines):
+            problem = unsupported_variant(engine, variant)
+            if problem is not None:
+                raise _Fault(seat, Termination.SETUP, problem)
             commands: list[tuple[str, ...]] = []
             if engine.supports("atoll-islands"):
                 commands.append(("atoll-islands", str(variant.islands)))
-            elif variant.islands != 8:
-                raise _Fault(
-                    seat,
-                    Termination.SETUP,
-                    f"does not list atoll-islands, so it cannot play {variant.islands}-island"
-                    " games",
-                )
             commands += [("boardsize", str(variant.size)), ("clear_board",)]
             if engine.supports("atoll-pie"):
                 commands.append(("atoll-pie", "on" if variant.pie else "off"))
-            elif not variant.pie:
-                raise _Fault(
-                    seat, Termination.SETUP, "does not list atoll-pie, so it cannot play without"
-                    " the pie rule"
-                )
             commands += time_commands(engine, spec.tc[seat])
             try:
                 await engine.session.pipeline(commands, timeout=timeout)

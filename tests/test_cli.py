@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from arbiter.rules import Game, Variant
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "engines" / "engines.toml"
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
 
 
 def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -171,3 +173,15 @@ def test_check_fails_misbehaving_bots_with_a_hint(mode: str, check: str, hint: s
     results = {r["name"]: r for r in json.loads(done.stdout)}
     assert not results[check]["passed"]
     assert hint in results[check]["hint"]
+
+
+@pytest.mark.skipif(GNUGO is None, reason="gnugo is not installed")
+def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
+    assert GNUGO is not None
+    done = arbiter(
+        "match", f"{GNUGO} --mode gtp", "--engines", str(ENGINES), "random",
+        "--islands", "4", "--size", "5", "-q",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "GNU Go does not list atoll-islands" in done.stderr
+    assert done.stdout == ""
