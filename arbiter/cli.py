@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-import trio
 
 from arbiter.clock import TimeControl
 from arbiter.config import load_engines, resolve_engine
@@ -22,6 +21,7 @@ from arbiter.process import EngineSpec
 from arbiter.records import RecordWriter, read_records
 from arbiter.referee import RefereeConfig
 from arbiter.rules import Game, IllegalMove, Variant
+from arbiter.running import run_trio
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,7 +126,7 @@ def match(
     runner = Match(specs, config, writer=writer, on_start=progress.started,
                    on_finish=progress.game_finished)  # fmt: skip
     try:
-        result = trio.run(runner.run)
+        result = run_trio(runner.run)
     finally:
         progress.close()
         if writer is not None:
@@ -199,7 +199,7 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) 
     from arbiter.check import run_checks, summary_table
 
     spec = resolve_engine(engine, _engines(engines_file), engines_file)
-    results = trio.run(functools.partial(run_checks, spec, timeout=timeout))
+    results = run_trio(functools.partial(run_checks, spec, timeout=timeout))
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2))
     else:

@@ -8,11 +8,17 @@ and says why instead of retrying forever.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import pickle
+import subprocess
+import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -36,6 +42,9 @@ class MatchConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)
     max_attempts: int = 3  # per game, counting the first
     max_consecutive_voids: int = 6
+    # With concurrency > 1, games run in worker processes (one trio loop and one pair of
+    # engines each) so that the referee work itself uses every core.
+    processes: bool = True
 
 
 @dataclass
@@ -81,13 +90,14 @@ class Match:
         writer: RecordWriter | None = None,
         on_start: StartHook | None = None,
         on_finish: FinishHook | None = None,
+        match_id: str | None = None,
     ) -> None:
         self.specs = specs
         self.config = config
         self.writer = writer
         self.on_start = on_start or (lambda *a: None)
         self.on_finish = on_finish or (lambda *a: None)
-        self.match_id = uuid.uuid4().hex[:8]
+        self.match_id = match_id or uuid.uuid4().hex[:8]
         self.referee = Referee(config.referee)
         self.names: list[str] = [s.label for s in specs]
         self._attempts: Counter[int] = Counter()
@@ -115,12 +125,61 @@ class Match:
         self._done = trio.Event()
         if self._pending == 0:
             return self.result
+        workers = max(1, min(self.config.concurrency, self.config.games))
+        worker = self._remote_worker if workers > 1 and self.config.processes else self._worker
         async with trio.open_nursery() as nursery:
-            for _ in range(max(1, min(self.config.concurrency, self.config.games))):
-                nursery.start_soon(self._worker, receive.clone())
+            for _ in range(workers):
+                nursery.start_soon(worker, receive.clone())
             await self._done.wait()
             nursery.cancel_scope.cancel()
         return self.result
+
+    async def _abort_config(self, problem: str) -> None:
+        """The engines cannot play this match at all: stop it, nothing is retried."""
+        self.result.aborted = problem
+        self.result.config_error = True
+        self._done.set()
+        await trio.sleep_forever()  # run() cancels every worker now that the match is done
+
+    def _started(self, number: int, seat1: str, seat2: str) -> None:
+        self.on_start(number, self.config.games, seat1, seat2)
+
+    async def _remote_worker(self, receive: trio.MemoryReceiveChannel[int]) -> None:
+        """Feed games to one worker process and settle what it reports.
+
+        A worker process that dies takes only its current game with it: that game is
+        recorded void (a harness fault) and a new worker process takes over.
+        """
+        while True:
+            process = await _WorkerProcess.start(self.specs, self.config, self.match_id)
+            try:
+                while True:
+                    number = await receive.receive()
+                    try:
+                        await process.channel.send(number)
+                        while True:
+                            message = await process.channel.receive()
+                            if message[0] == "started":
+                                _, _, seat1, seat2, names = message
+                                self.names[:] = names
+                                self.result.names = (names[0], names[1])
+                                self._started(number, seat1, seat2)
+                            elif message[0] == "finished":
+                                self._settle(number, GameRecord.from_json(message[2]))
+                                break
+                            else:
+                                await self._abort_config(message[1])
+                    except (EOFError, trio.BrokenResourceError) as exc:
+                        self._settle(number, self._harness_void(number, exc))
+                        break
+            finally:
+                await process.aclose()
+
+    def _harness_void(self, number: int, exc: BaseException) -> GameRecord:
+        spec, order = self.game_spec(number)
+        record = self._void_record(spec, order, Termination.HARNESS)
+        record.reason = f"the worker process running this game died ({type(exc).__name__})"
+        return record
 
     def _settle(self, number: int, record: GameRecord) -> None:
         """Store a finished attempt; requeue a void game while attempts remain."""
@@ -160,7 +219,7 @@ class Match:
                         continue
                     seats = [engines[order[0]], engines[order[1]]]
                     assert seats[0] is not None and seats[1] is not None
-                    self.on_start(number, self.config.games, seats[0].name, seats[1].name)
+                    self._started(number, seats[0].name, seats[1].name)
                     outcome = await self.referee.play(spec, [seats[0], seats[1]])
                     for seat in outcome.faulty:
                         engine = engines[order[seat]]
@@ -199,17 +258,13 @@ class Match:
         for engine in (a, b):
             problem = unsupported_variant(engine, self.config.variant)
             if problem is not None:
-                self.result.aborted = problem
-                self.result.config_error = True
-                self._done.set()
-                await trio.sleep_forever()  # cancelled by run() now that the match is done
+                await self._abort_config(problem)
         return None
 
-    def _start_failure(
-        self, spec: GameSpec, number: int, index: int, exc: EngineError
+    def _void_record(
+        self, spec: GameSpec, order: tuple[int, int], termination: Termination
     ) -> GameRecord:
-        order = (0, 1) if number % 2 == 1 else (1, 0)
-        label = self.names[index]
+        now = _now()
         return GameRecord(
             game_id=spec.game_id,
             variant={
@@ -220,16 +275,151 @@ class Match:
             seat1=self.names[order[0]],
             seat2=self.names[order[1]],
             tc={"seat1": str(spec.tc[0]), "seat2": str(spec.tc[1])},
-            started=_now(),
-            finished=_now(),
-            termination=Termination.SETUP,
+            started=now,
+            finished=now,
+            termination=termination,
             void=True,
-            reason=f"{label} failed to start: {exc.detail}",
-            evidence=Evidence(
-                engine=label,
-                detail=exc.detail,
-                returncode=getattr(exc, "returncode", None),
-                stderr_tail=getattr(exc, "stderr_tail", ""),
-            ),
             seed=spec.seed,
         )
+
+    def _start_failure(
+        self, spec: GameSpec, number: int, index: int, exc: EngineError
+    ) -> GameRecord:
+        _, order = self.game_spec(number)
+        label = self.names[index]
+        record = self._void_record(spec, order, Termination.SETUP)
+        record.reason = f"{label} failed to start: {exc.detail}"
+        record.evidence = Evidence(
+            engine=label,
+            detail=exc.detail,
+            returncode=getattr(exc, "returncode", None),
+            stderr_tail=getattr(exc, "stderr_tail", ""),
+        )
+        return record
+
+
+class _RemoteMatch(Match):
+    """The part of a match that runs inside a worker process: games in, reports out."""
+
+    def __init__(self, specs: tuple[EngineSpec, EngineSpec], config: MatchConfig,
+                 match_id: str, channel: FrameChannel) -> None:  # fmt: skip
+        super().__init__(specs, config, match_id=match_id)
+        self.channel = channel
+        self._done = trio.Event()
+
+    def _started(self, number: int, seat1: str, seat2: str) -> None:
+        self.channel.send_nowait(("started", number, seat1, seat2, list(self.names)))
+
+    def _settle(self, number: int, record: GameRecord) -> None:
+        self.channel.send_nowait(("finished", number, record.to_json()))
+
+    async def _abort_config(self, problem: str) -> None:
+        self.channel.send_nowait(("config_error", problem))
+        await trio.sleep_forever()  # the parent stops this worker
+
+    async def serve(self) -> None:
+        send, receive = trio.open_memory_channel[int](math.inf)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.channel.flush_forever)
+            nursery.start_soon(self._worker, receive)
+            while True:
+                try:
+                    number = await self.channel.receive()
+                except EOFError:
+                    number = None
+                if number is None:
+                    break
+                send.send_nowait(number)
+            nursery.cancel_scope.cancel()
+
+
+async def worker_main() -> None:
+    """Entry point of a worker process (`python -m arbiter.worker`): stdin/stdout carry frames."""
+    channel = FrameChannel(
+        trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0))
+    )
+    # Nothing else may write to the frame pipe.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    specs, config, match_id = await channel.receive()
+    await _RemoteMatch(specs, config, match_id, channel).serve()
+
+
+class FrameChannel:
+    """Pickled messages over a pair of byte streams, each frame prefixed by its length.
+
+    Only the harness's own processes are at either end, so pickle is safe here.
+    """
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self._send = send
+        self._receive = receive
+        self._buffer = bytearray()
+        self._outbox: list[bytes] = []
+        self._wakeup = trio.Event()
+
+    async def send(self, message: Any) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        await self._send.send_all(len(data).to_bytes(4, "big") + data)
+
+    def send_nowait(self, message: Any) -> None:
+        """Queue a message for `flush_forever` (for callers that cannot await)."""
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self._outbox.append(len(data).to_bytes(4, "big") + data)
+        self._wakeup.set()
+
+    async def flush_forever(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            batch, self._outbox = b"".join(self._outbox), []
+            await self._send.send_all(batch)
+
+    async def receive(self) -> Any:
+        while True:
+            if len(self._buffer) >= 4:
+                size = int.from_bytes(self._buffer[:4], "big")
+                if len(self._buffer) >= 4 + size:
+                    data = bytes(self._buffer[4 : 4 + size])
+                    del self._buffer[: 4 + size]
+                    return pickle.loads(data)
+            chunk = await self._receive.receive_some(1 << 16)
+            if not chunk:
+                raise EOFError("the other process closed the channel")
+            self._buffer += chunk
+
+
+class _WorkerProcess:
+    """A worker process started with the same interpreter, fed over its stdin/stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        assert process.stdin is not None and process.stdout is not None
+        self.channel = FrameChannel(process.stdin, process.stdout)
+
+    @classmethod
+    async def start(cls, specs: tuple[EngineSpec, EngineSpec], config: MatchConfig,
+                    match_id: str) -> _WorkerProcess:  # fmt: skip
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "arbiter.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        worker = cls(process)
+        await worker.channel.send((specs, config, match_id))
+        return worker
+
+    async def aclose(self) -> None:
+        """Ask the worker to finish (it shuts its engines down), then make sure it is gone."""
+        with trio.CancelScope(shield=True):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.channel.send(None)
+            with trio.move_on_after(15):
+                await self.process.wait()
+            if self.process.returncode is None:
+                self.process.terminate()
+                with trio.move_on_after(5):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                self.process.kill()
+                await self.process.wait()

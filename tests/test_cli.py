@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,28 @@ def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
     assert done.returncode == 2
     assert "GNU Go does not list atoll-islands" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_sigterm_stops_cleanly_and_leaves_no_engine(concurrency: str, tmp_path: Path) -> None:
+    marker = f"term-{uuid.uuid4().hex[:8]}"
+    slow = f"{sys.executable} {BADBOT} slow --ms 200 --name {marker}"
+    records = tmp_path / "r.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", slow, slow, "--games", "20",
+         "--tc", "60+0", "-c", concurrency, "--records", str(records)],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:  # wait until a game is under way
+        if line.startswith("Started game"):
+            break
+    proc.terminate()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted; engines were stopped." in err
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == "", f"engines survived: {left.stdout}"
+    lines = records.read_text().splitlines()
+    assert all(line.endswith("}") for line in lines)  # only whole records, if any
