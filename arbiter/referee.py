@@ -255,14 +255,14 @@ class Referee:
             answer, elapsed = await self._exchange(seat, engine, commands, n_play, budget)
             pending[seat].clear()
             word = answer.strip().lower()
-            if word == "resign":
-                return 1 - seat, Termination.RESIGN
-            if not clock.stop(elapsed):
+            if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
                 raise _Fault(
                     seat,
                     Termination.TIME,
                     f"used {elapsed * 1000:.0f} ms with {self._left(clocks[seat], elapsed)}",
                 )
+            if word == "resign":
+                return 1 - seat, Termination.RESIGN
             if "\n" in word:
                 raise _Fault(seat, Termination.PROTOCOL, "genmove answer spans several lines")
             try:
