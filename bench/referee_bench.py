@@ -53,10 +53,35 @@ def raw_round_trip(binary: Path, count: int) -> float:
     return best
 
 
+async def _plain_trio_loop(binary: Path, count: int) -> float:
+    """Seconds per ply for the least a trio referee must do: one pipelined write of a
+    ply's four commands (play, two time updates, genmove) and reading four responses."""
+    process = await trio.lowlevel.open_process(
+        [str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+    ply = b"1 boardsize 11\n2 atoll-time_left b 1000\n3 atoll-time_left w 1000\n4 name\n"
+    start = time.perf_counter()
+    for _ in range(count):
+        await process.stdin.send_all(ply)
+        data = b""
+        while data.count(b"\n\n") < 4:
+            data += await process.stdout.receive_some(65536)
+    elapsed = (time.perf_counter() - start) / count
+    await process.stdin.aclose()
+    await process.wait()
+    return elapsed
+
+
+def plain_trio_loop(binary: Path, count: int) -> float:
+    return trio.run(_plain_trio_loop, binary, count)
+
+
 def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path,
               think: int = 0) -> tuple[float, int, dict[str, int]]:  # fmt: skip
     argv = (str(binary),) if not think else (str(binary), str(think))
-    specs = (EngineSpec(argv=argv, name="a"), EngineSpec(argv=(*argv[:1], str(think), "7"), name="b"))
+    other = (*argv[:1], str(think), "7")
+    specs = (EngineSpec(argv=argv, name="a"), EngineSpec(argv=other, name="b"))
     config = MatchConfig(
         games=games, tc=(TimeControl.parse(tc), TimeControl.parse(tc)), concurrency=concurrency
     )
@@ -81,18 +106,22 @@ def main() -> None:
         work = Path(tmp)
         binary = build_engine(work)
         rt = raw_round_trip(binary, args.round_trips)
+        plain = plain_trio_loop(binary, args.round_trips)
         t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / "c1.jsonl")
-        t2, plies2, terms2 = run_match(binary, args.games, 2, "60+1", work / "c2.jsonl")
+        t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / "c2.jsonl")
         per_ply = t1 / plies1
         print(f"raw pipe round trip (Python loop):  {rt * 1e6:8.1f} us")
+        print(f"plain pipelined trio loop per ply:  {plain * 1e6:8.1f} us"
+              f"   ratio {plain / rt:.2f}x")  # fmt: skip
         print(f"referee per ply, concurrency 1:      {per_ply * 1e6:8.1f} us"
-              f"   ratio {per_ply / rt:.2f}x   ({args.games} games, {plies1} plies,"
+              f"   ratio {per_ply / rt:.2f}x (vs plain trio loop {per_ply / plain:.2f}x)"
+              f"   ({args.games} games, {plies1} plies,"
               f" records+clocks on, engine starts included)")  # fmt: skip
         print(f"games/s concurrency 1: {args.games / t1:8.1f}   concurrency 2:"
               f" {args.games / t2:8.1f}   speed-up {t1 / t2:.2f}x")  # fmt: skip
         print(f"terminations: c1 {terms1}  c2 {terms2}")
         if args.forfeit_games:
-            t3, plies3, terms3 = run_match(
+            t3, _, terms3 = run_match(
                 binary, args.forfeit_games, 2, "1+0.01", work / "c3.jsonl", think=80
             )
             print(f"{args.forfeit_games} games at 1+0.01, concurrency 2, engine thinking"
