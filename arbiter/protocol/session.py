@@ -66,9 +66,7 @@ class PipeStream:
                 await trio.lowlevel.wait_writable(self._wfd)
                 continue
             except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("stdin is closed") from exc
-                raise trio.BrokenResourceError(str(exc)) from exc
+                raise _stream_error(exc, "stdin") from exc
             view = view[written:]
         await self._fair()
 
@@ -80,11 +78,16 @@ class PipeStream:
                 await trio.lowlevel.wait_readable(self._rfd)
                 continue
             except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("stdout is closed") from exc
-                raise trio.BrokenResourceError(str(exc)) from exc
+                raise _stream_error(exc, "stdout") from exc
             await self._fair()
             return data
+
+
+def _stream_error(exc: OSError, pipe: str) -> Exception:
+    """The trio stream error that matches an OS error on one of the engine's pipes."""
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError(f"{pipe} is closed")
+    return trio.BrokenResourceError(f"{pipe}: {exc}")
 
 
 class Transcript:
