@@ -116,7 +116,7 @@ class Bot:
         self.game = Game(variant)
 
     def _boardsize(self, args: tuple[str, ...]) -> str:
-        if len(args) != 1 or not args[0].isdigit():
+        if len(args) != 1 or not (args[0].isascii() and args[0].isdigit()):
             raise CommandError("syntax error: boardsize N")
         self._reset(self.islands, int(args[0]), self.pie)
         return ""

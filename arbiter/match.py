@@ -12,6 +12,7 @@ import contextlib
 import math
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import uuid
@@ -144,6 +145,12 @@ class Match:
     def _started(self, number: int, seat1: str, seat2: str) -> None:
         self.on_start(number, self.config.games, seat1, seat2)
 
+    def _engine_started(self, engine: Engine) -> None:
+        """Hook: a worker process reports its engines' process groups to the parent."""
+
+    def _engine_closed(self, engine: Engine) -> None:
+        """Hook: the engine's process group is about to be shut down."""
+
     async def _remote_worker(self, receive: trio.MemoryReceiveChannel[int]) -> None:
         """Feed games to one worker process and settle what it reports.
 
@@ -152,6 +159,7 @@ class Match:
         """
         while True:
             process = await _WorkerProcess.start(self.specs, self.config, self.match_id)
+            groups: set[int] = set()  # the worker's engines, killed here if the worker dies
             try:
                 while True:
                     number = await receive.receive()
@@ -167,6 +175,10 @@ class Match:
                             elif message[0] == "finished":
                                 self._settle(number, GameRecord.from_json(message[2]))
                                 break
+                            elif message[0] == "engine":
+                                groups.add(message[1])
+                            elif message[0] == "engine_closed":
+                                groups.discard(message[1])
                             else:
                                 await self._abort_config(message[1])
                     except (EOFError, trio.BrokenResourceError) as exc:
@@ -174,6 +186,9 @@ class Match:
                         break
             finally:
                 await process.aclose()
+                for pgid in groups:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(pgid, signal.SIGKILL)
 
     def _harness_void(self, number: int, exc: BaseException) -> GameRecord:
         spec, order = self.game_spec(number)
@@ -221,15 +236,17 @@ class Match:
                     assert seats[0] is not None and seats[1] is not None
                     self._started(number, seats[0].name, seats[1].name)
                     outcome = await self.referee.play(spec, [seats[0], seats[1]])
+                    self._settle(number, outcome.record)  # the record first, then clean up
                     for seat in outcome.faulty:
                         engine = engines[order[seat]]
                         engines[order[seat]] = None
                         if engine is not None:
+                            self._engine_closed(engine)
                             await engine.aclose()
-                    self._settle(number, outcome.record)
             finally:
                 for engine in engines:
                     if engine is not None:
+                        self._engine_closed(engine)
                         await engine.aclose()
 
     async def _ensure_engines(
@@ -244,11 +261,14 @@ class Match:
             if engines[index] is not None:
                 continue
             try:
-                engines[index] = await start_engine(
-                    self.specs[index], nursery, self.config.deadlines
-                )
+                engine = await start_engine(self.specs[index], nursery, self.config.deadlines)
             except EngineError as exc:
                 return self._start_failure(spec, number, index, exc)
+            except Exception as exc:
+                error = EngineError(self.specs[index].label, f"{type(exc).__name__}: {exc}")
+                return self._start_failure(spec, number, index, error)
+            engines[index] = engine
+            self._engine_started(engine)
         a, b = engines
         assert a is not None and b is not None
         self.names[:] = display_names(self.specs, (a.info.name, b.info.name))
@@ -312,6 +332,12 @@ class _RemoteMatch(Match):
 
     def _settle(self, number: int, record: GameRecord) -> None:
         self.channel.send_nowait(("finished", number, record.to_json()))
+
+    def _engine_started(self, engine: Engine) -> None:
+        self.channel.send_nowait(("engine", engine.process.pid))
+
+    def _engine_closed(self, engine: Engine) -> None:
+        self.channel.send_nowait(("engine_closed", engine.process.pid))
 
     async def _abort_config(self, problem: str) -> None:
         self.channel.send_nowait(("config_error", problem))
@@ -404,6 +430,8 @@ class _WorkerProcess:
             [sys.executable, "-m", "arbiter.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            # Ctrl-C goes to the parent only, which then stops the workers in order.
+            start_new_session=True,
         )
         worker = cls(process)
         await worker.channel.send((specs, config, match_id))
@@ -412,7 +440,10 @@ class _WorkerProcess:
     async def aclose(self) -> None:
         """Ask the worker to finish (it shuts its engines down), then make sure it is gone."""
         with trio.CancelScope(shield=True):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            with (
+                trio.move_on_after(5),
+                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+            ):
                 await self.channel.send(None)
             with trio.move_on_after(15):
                 await self.process.wait()

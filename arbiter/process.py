@@ -153,7 +153,8 @@ class Engine:
                 nursery.start_soon(self._watch_exit)
 
     async def aclose(self) -> None:
-        """Shut the engine down (see `shutdown`), even inside a cancelled scope."""
+        """Shut the engine down (see `shutdown`), even inside a cancelled scope, and
+        release its pipes."""
         if self.closed:
             return
         self.closed = True
@@ -162,6 +163,9 @@ class Engine:
                 await self.shutdown()
             finally:
                 self._background_scope.cancel()
+                for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                    if stream is not None:
+                        await stream.aclose()  # release the pipes now, not at collection
 
     async def _drain_stderr(self) -> None:
         stream = self.process.stderr
@@ -202,7 +206,9 @@ class Engine:
                 await process.wait()
         if process.returncode is None:
             _kill_group(process.pid, signal.SIGKILL)
-            await process.wait()
+            # SIGKILL cannot be ignored, but a process stuck in the kernel can take a moment.
+            with trio.move_on_after(d.term):
+                await process.wait()
         _kill_group(process.pid, signal.SIGKILL)
 
     def kill(self) -> None:

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from arbiter.errors import ConfigError
+from arbiter.errors import ConfigError, StoreError
 
 SCHEMA = 1
 
@@ -132,7 +132,15 @@ class RecordWriter:
             ) from exc
 
     def write(self, record: GameRecord) -> None:
-        os.write(self._fd, (record.dumps() + "\n").encode())
+        data = memoryview((record.dumps() + "\n").encode())
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError as exc:
+            raise StoreError(
+                f"cannot append to {self.path}: {exc.strerror}; the records written so far"
+                " are intact, free some space or choose another --records file"
+            ) from exc
 
     def close(self) -> None:
         os.close(self._fd)

@@ -26,6 +26,7 @@ from arbiter.errors import (
     EngineTimeout,
 )
 from arbiter.process import EngineInfo, StderrLog
+from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
 from arbiter.records import Evidence, GameRecord, Termination
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
@@ -73,6 +74,11 @@ class GameSpec:
 class GameOutcome:
     record: GameRecord
     faulty: set[int] = field(default_factory=set)  # seat indices (0, 1) to restart
+
+
+@dataclass
+class _Progress:
+    started: bool = False  # a game starts when its first genmove has been written
 
 
 class _Fault(Exception):
@@ -155,16 +161,21 @@ class Referee:
         )
         outcome = GameOutcome(record)
         game = Game(variant)
-        started = False
+        progress = _Progress()
         try:
             await self._setup(spec, engines)
-            started = True
-            winner_seat, termination = await self._play_moves(spec, engines, game, record)
+            winner_seat, termination = await self._play_moves(
+                spec, engines, game, record, progress
+            )
             record.termination = termination
             self._finish(record, game, names, winner_seat)
         except _Fault as fault:
             engine = engines[fault.seat]
             outcome.faulty.add(fault.seat)
+            # A faulty engine is in an unknown state: no polite quit, it is killed now and
+            # restarted for its next game.
+            engine.session.broken = engine.session.broken or fault
+            engine.kill()
             if fault.termination is Termination.CRASH and engine.returncode is None:
                 code = await engine.wait_exit(self.config.exit_wait)
                 if code is not None:
@@ -179,7 +190,7 @@ class Referee:
                 returncode=engine.returncode,
                 stderr_tail=engine.stderr.tail(),
             )
-            if started:
+            if progress.started:
                 self._finish(record, game, names, 1 - fault.seat)
             else:
                 record.void = True
@@ -224,7 +235,12 @@ class Referee:
                 raise _fault_from_error(seat, exc, "set-up") from exc
 
     async def _play_moves(
-        self, spec: GameSpec, engines: Sequence[Player], game: Game, record: GameRecord
+        self,
+        spec: GameSpec,
+        engines: Sequence[Player],
+        game: Game,
+        record: GameRecord,
+        progress: _Progress,
     ) -> tuple[int, Termination]:
         cfg = self.config
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
@@ -252,14 +268,20 @@ class Referee:
             commands += self._time_updates(engine, clocks, owner)
             commands.append(("genmove", color.letter))
             budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
-            answer, elapsed = await self._exchange(seat, engine, commands, n_play, budget)
+            answer, elapsed = await self._exchange(
+                seat, engine, commands, n_play, budget, progress
+            )
             pending[seat].clear()
-            word = answer.strip().lower()
+            word = answer.text.strip().lower()
             if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
                 raise _Fault(
                     seat,
                     Termination.TIME,
                     f"used {elapsed * 1000:.0f} ms with {self._left(clocks[seat], elapsed)}",
+                )
+            if not answer.ok:
+                raise _Fault(
+                    seat, Termination.PROTOCOL, f"answered {commands[-1][0]!r} with ? {answer.text}"
                 )
             if word == "resign":
                 return 1 - seat, Termination.RESIGN
@@ -268,7 +290,7 @@ class Referee:
             try:
                 move = game.parse_move(word)
                 game.play(move)
-            except IllegalMove as exc:
+            except (IllegalMove, ValueError) as exc:
                 raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
             name = game.move_name(move)
             record.moves.append(name)
@@ -309,7 +331,8 @@ class Referee:
         commands: list[tuple[str, ...]],
         n_play: int,
         budget: float,
-    ) -> tuple[str, float]:
+        progress: _Progress,
+    ) -> tuple[Response, float]:
         """Send one ply's commands back to back; return the genmove answer and its time.
 
         One cancel scope covers the whole ply (this is the hot path): its deadline is the
@@ -326,6 +349,7 @@ class Referee:
         with trio.CancelScope(deadline=start + cfg.command_timeout) as scope:
             try:
                 await session.send_many(commands)
+                progress.started = True
                 start = trio.current_time()
                 deadline = start + budget
                 scope.deadline = min(deadline, start + cfg.command_timeout) if last else deadline
@@ -333,7 +357,7 @@ class Referee:
                     if index == last:
                         scope.deadline = deadline
                     response = await session.receive()
-                    if not response.ok:
+                    if not response.ok and index < last:
                         what = " ".join(commands[index])
                         if index < n_play:
                             raise _Fault(
@@ -344,7 +368,7 @@ class Referee:
                         raise _Fault(
                             seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
                         )
-                return response.text, trio.current_time() - start
+                return response, trio.current_time() - start
             except EngineError as exc:
                 what = " ".join(commands[index]) if index >= 0 else "sending the move"
                 raise _fault_from_error(seat, exc, what) from exc

@@ -12,16 +12,16 @@ T = TypeVar("T")
 
 
 def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
-    """trio.run, where SIGTERM stops the run the way Ctrl-C does.
+    """trio.run, where Ctrl-C and SIGTERM cancel the run instead of interrupting it.
 
-    The run is cancelled (engines are shut down, not orphaned) and KeyboardInterrupt is
-    raised afterwards, so both signals end in the same clean exit.
+    Engines are shut down, not orphaned, and no KeyboardInterrupt can land in the
+    middle of clean-up code; KeyboardInterrupt is raised once the run has ended.
     """
     terminated = False
 
     async def main() -> T:
         nonlocal terminated
-        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:

@@ -14,7 +14,7 @@ MAX_RESPONSE = 1024 * 1024
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CLEAN = re.compile(rb"[ -~\n]*")  # printable ASCII and LF only
-_HEADER = re.compile(r"([=?])(\d*)(.*)", re.DOTALL)
+_HEADER = re.compile(r"([=?])([0-9]{0,18})(.*)", re.DOTALL)
 
 
 class FramingError(ValueError):
@@ -65,7 +65,7 @@ def parse_command(line: str) -> Command | None:
         return None
     words = text.split()
     cmd_id: int | None = None
-    if words[0].isdigit():
+    if words[0].isascii() and words[0].isdigit():
         cmd_id = int(words[0])
         words = words[1:]
         if not words:
@@ -107,6 +107,7 @@ class ResponseReader:
     _buffer: bytearray = field(default_factory=bytearray)
     _lines: list[str] | None = None
     _size: int = 0
+    _idle: int = 0
 
     def feed(self, data: bytes) -> list[Response]:
         if self._lines is None and not self._buffer and len(data) <= self.max_line:
@@ -142,7 +143,10 @@ class ResponseReader:
                 continue
             if block[0] not in "=?":
                 return None  # let the line-by-line path report it precisely
-            out.append(_parse_response([line.rstrip() for line in block.split("\n")]))
+            lines = [line.rstrip() for line in block.split("\n")]
+            if not all(lines):
+                return None  # a whitespace-only line ends a response: the slow path knows
+            out.append(_parse_response(lines))
         return out
 
     @property
@@ -156,7 +160,12 @@ class ResponseReader:
         line = raw.rstrip()
         if self._lines is None:
             if not line:
-                return None  # stray blank lines between responses are tolerated
+                # Stray blank lines between responses are tolerated, but not without end.
+                self._idle += len(raw) + 1
+                if self._idle > self.max_line:
+                    raise FramingError(f"over {self.max_line} bytes of blank lines")
+                return None
+            self._idle = 0
             if line[0] not in "=?":
                 shown = line if len(line) <= 60 else line[:57] + "..."
                 raise FramingError(

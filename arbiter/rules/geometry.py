@@ -10,6 +10,7 @@ case in the game logic or the referee.
 from __future__ import annotations
 
 import itertools
+import re
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -173,12 +174,14 @@ def _file_letter(x: int) -> str:
     return string.ascii_lowercase[x]
 
 
+_NAME = re.compile(r"[a-z][0-9]{1,3}")
+
+
 def _parse_name(geom: Geometry, text: str) -> Coord | None:
-    word = text.strip().lower()
-    if len(word) < 2 or word[0] not in string.ascii_lowercase or not word[1:].isdigit():
+    match = _NAME.fullmatch(text.strip().lower())
+    if match is None:
         return None
-    if len(word) > 6:
-        return None
+    word = match.group(0)
     x = ord(word[0]) - ord("a")
     rank = int(word[1:])
     if geom.key.startswith("hex"):
