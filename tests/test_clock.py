@@ -94,6 +94,8 @@ class ScriptedBot(Bot):
         self.moves = 0
         self.time_lefts: list[int] = []
         self.hang_on_play = False
+        self.raw_genmove: str | None = None  # answer this text to genmove, unchecked
+        self.close_before_genmove = False
 
     def choose_move(self, game: Game, color: Color) -> str:
         return game.move_name(self.rng.choice(game.legal_cells()))
@@ -134,11 +136,21 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
         command = parse_command(line.decode())
         if command is None:
             continue
+        if command.name == "genmove" and bot.raw_genmove is not None:
+            await trio.sleep(bot.delay)
+            sign, text = ("?", bot.raw_genmove[1:]) if bot.raw_genmove.startswith("?") else (
+                "=", bot.raw_genmove)  # fmt: skip
+            await stream.send_all(f"{sign}{command.id} {text}\n\n".encode())
+            continue
         if command.name == "genmove":
             if bot.hang_after is not None and bot.moves >= bot.hang_after:
                 await trio.sleep_forever()
             await trio.sleep(bot.delay)
             bot.moves += 1
+        if command.name == "clear_board" and bot.close_before_genmove:
+            await stream.send_all(bot.handle(command).encode())
+            await stream.aclose()
+            return
         if command.name == "play" and bot.hang_on_play:
             await trio.sleep_forever()
         if command.name == "atoll-time_left":
@@ -224,3 +236,38 @@ async def test_a_missing_play_answer_is_a_stall(autojump_clock: trio.abc.Clock) 
     record = outcome.record  # type: ignore[attr-defined]
     assert record.termination is Termination.STALL and record.winner == "p1"
     assert players[1].killed and elapsed == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("answer", ["a\u00b2", "\u0663\u0664", "f" + "9" * 5000, "pass", ""])
+async def test_strange_genmove_answers_are_illegal_not_harness_errors(
+    answer: str, autojump_clock: trio.abc.Clock
+) -> None:
+    bots = (ScriptedBot(0.0, 13), ScriptedBot(0.0, 14))
+    bots[0].raw_genmove = answer
+    outcome, _, _ = await play_virtual(bots, "10+0")
+    record = outcome.record  # type: ignore[attr-defined]
+    assert not record.void
+    assert record.termination is Termination.ILLEGAL and record.winner == "p2"
+
+
+async def test_a_fault_before_the_first_genmove_is_written_voids_the_game(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    bots = (ScriptedBot(0.0, 15), ScriptedBot(0.0, 16))
+    bots[0].close_before_genmove = True  # answers the set-up, then closes its end
+    outcome, _, _ = await play_virtual(bots, "10+0")
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.void and record.winner is None
+    assert record.termination is Termination.SETUP and outcome.faulty == {0}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("delay", "verdict"), [(0.5, Termination.PROTOCOL),
+                                                (1.5, Termination.TIME)])  # fmt: skip
+async def test_the_clock_is_checked_before_a_refusal(
+    delay: float, verdict: Termination, autojump_clock: trio.abc.Clock
+) -> None:
+    bots = (ScriptedBot(delay, 17), ScriptedBot(0.0, 18))
+    bots[0].raw_genmove = "?cannot move"
+    outcome, _, _ = await play_virtual(bots, "st=1")
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is verdict and record.winner == "p2"

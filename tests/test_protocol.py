@@ -237,3 +237,36 @@ async def test_gnugo_as_a_live_gtp_peer() -> None:
         board = await s.command("showboard", timeout=5)
         assert "\n" in board  # a multi-line answer
     assert engine.returncode == 0  # it exited on quit
+
+
+def _read_all(chunks: list[bytes]) -> list[tuple[int | None, bool, str]] | str:
+    reader = ResponseReader(max_line=200, max_response=1000)
+    out: list[tuple[int | None, bool, str]] = []
+    try:
+        for chunk in chunks:
+            out += [(r.id, r.ok, r.text) for r in reader.feed(chunk)]
+    except FramingError:
+        return "error"
+    return out
+
+
+wire_text = st.lists(
+    st.sampled_from(["=1", "=2 f5", "? no", "=3", " ", "", "  x", "=", "?7 a b", "junk", "\r"]),
+    max_size=12,
+).map(lambda lines: ("\n".join(lines) + "\n\n").encode())
+
+
+@given(data=wire_text, cuts=st.lists(st.integers(0, 200), max_size=5))
+def test_how_the_pipe_splits_the_bytes_never_changes_the_reading(
+    data: bytes, cuts: list[int]
+) -> None:
+    points = sorted({c for c in cuts if 0 < c < len(data)})
+    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    assert _read_all([data]) == _read_all(chunks)
+
+
+def test_a_flood_of_blank_lines_is_cut_off() -> None:
+    reader = ResponseReader()
+    with pytest.raises(FramingError, match="blank lines"):
+        for _ in range(100):
+            reader.feed(b"\n" * 1000)

@@ -137,16 +137,22 @@ class ResponseReader:
         if not data.endswith(b"\n\n") or _CLEAN.fullmatch(data) is None:
             return None
         out = []
-        for block in data.decode("ascii").split("\n\n"):
-            block = block.lstrip("\n")
+        idle = self._idle
+        for raw_block in data.decode("ascii").split("\n\n"):
+            block = raw_block.lstrip("\n")
             if not block:
+                idle += len(raw_block) + 2
+                if idle > self.max_line:
+                    raise FramingError(f"over {self.max_line} bytes of blank lines")
                 continue
+            idle = 0
             if block[0] not in "=?":
                 return None  # let the line-by-line path report it precisely
             lines = [line.rstrip() for line in block.split("\n")]
             if not all(lines):
                 return None  # a whitespace-only line ends a response: the slow path knows
             out.append(_parse_response(lines))
+        self._idle = idle
         return out
 
     @property
