@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -211,3 +215,61 @@ def test_sigterm_stops_cleanly_and_leaves_no_engine(concurrency: str, tmp_path: 
     assert left.stdout == "", f"engines survived: {left.stdout}"
     lines = records.read_text().splitlines()
     assert all(line.endswith("}") for line in lines)  # only whole records, if any
+
+
+def _children(pid: int, pattern: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid), "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll for a condition (not a fixed sleep): True as soon as it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: Path) -> None:
+    marker = f"wk-{uuid.uuid4().hex[:8]}"
+    slow = f"{sys.executable} {BADBOT} slow --ms 20 --name {marker}"
+    records = tmp_path / "r.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", slow, slow, "--games", "4",
+         "--tc", "60+0", "-c", "2", "--records", str(records), "--json", "-q"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        workers: list[int] = []
+        assert _wait_until(lambda: len(workers := _children(proc.pid, "arbiter.worker")) == 2
+                           and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
+        workers = _children(proc.pid, "arbiter.worker")
+        victim = workers[0]
+        engines = _children(victim, marker)
+        os.kill(victim, signal.SIGKILL)
+        assert _wait_until(lambda: not any(_alive(pid) for pid in engines)), "engines survived"
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["games"] == 4 and summary["void"] >= 1
+    voids = [r for r in read_records(records) if r.void]
+    assert voids and all(r.termination.value == "harness" for r in voids)
+    assert "worker process" in voids[0].reason
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers signal 0; it is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
