@@ -100,7 +100,7 @@ class Match:
         self.on_finish = on_finish or (lambda *a: None)
         self.match_id = match_id or uuid.uuid4().hex[:8]
         self.referee = Referee(config.referee)
-        self.names: list[str] = [s.label for s in specs]
+        self.names: list[str] = display_names(specs, ("", ""))
         self._attempts: Counter[int] = Counter()
         self._consecutive_voids = 0
         self.result = MatchResult(names=(self.names[0], self.names[1]))

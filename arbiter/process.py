@@ -53,7 +53,16 @@ class EngineSpec:
 
     @property
     def label(self) -> str:
-        return self.name or os.path.basename(self.argv[0])
+        """A name before the engine has said its own: the program, or the script an
+        interpreter runs (`python3 my_bot.py` is `my_bot`)."""
+        if self.name:
+            return self.name
+        program = os.path.basename(self.argv[0])
+        if program.startswith(("python", "pypy", "node", "ruby", "perl")):
+            script = next((a for a in self.argv[1:] if not a.startswith("-")), None)
+            if script:
+                return os.path.splitext(os.path.basename(script))[0]
+        return program
 
 
 class StderrLog:
@@ -94,6 +103,7 @@ class Engine:
         self.info = EngineInfo()
         self.name = spec.label
         self.exited = trio.Event()
+        self.stderr_closed = trio.Event()
         self._background_scope = trio.CancelScope()
         self.closed = False
         stdin, stdout = process.stdin, process.stdout
@@ -175,6 +185,20 @@ class Engine:
                 self.stderr.append(bytes(chunk))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        self.stderr_closed.set()
+
+    async def settle_stderr(self, timeout: float) -> None:
+        """Let the stderr drain catch up before its tail is taken as evidence.
+
+        After an exit, that means reading to EOF (bounded by `timeout`, since a child
+        may hold the pipe open); otherwise, letting the drain task read what is ready.
+        """
+        if self.process.returncode is not None:
+            with trio.move_on_after(timeout):
+                await self.stderr_closed.wait()
+        else:
+            for _ in range(3):
+                await trio.lowlevel.checkpoint()
 
     async def _watch_exit(self) -> None:
         await self.process.wait()

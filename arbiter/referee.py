@@ -49,6 +49,8 @@ class Player(Protocol):
 
     async def wait_exit(self, timeout: float) -> int | None: ...
 
+    async def settle_stderr(self, timeout: float) -> None: ...
+
 
 @dataclass(frozen=True)
 class RefereeConfig:
@@ -172,15 +174,16 @@ class Referee:
         except _Fault as fault:
             engine = engines[fault.seat]
             outcome.faulty.add(fault.seat)
-            # A faulty engine is in an unknown state: no polite quit, it is killed now and
-            # restarted for its next game.
-            engine.session.broken = engine.session.broken or fault
-            engine.kill()
             if fault.termination is Termination.CRASH and engine.returncode is None:
                 code = await engine.wait_exit(self.config.exit_wait)
                 if code is not None:
                     status = f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
                     fault.detail += f"; {status}"
+            await engine.settle_stderr(self.config.exit_wait)
+            # A faulty engine is in an unknown state: no polite quit, it is killed now and
+            # restarted for its next game.
+            engine.session.broken = engine.session.broken or fault
+            engine.kill()
             record.termination = fault.termination
             record.reason = f"{engine.name}: {fault.detail}"
             record.evidence = Evidence(
@@ -335,9 +338,10 @@ class Referee:
     ) -> tuple[Response, float]:
         """Send one ply's commands back to back; return the genmove answer and its time.
 
-        One cancel scope covers the whole ply (this is the hot path): its deadline is the
-        command deadline while the play and time answers are awaited (or the move
-        deadline, if sooner), then the move deadline for the genmove answer.
+        One cancel scope covers the whole ply (this is the hot path): while the play and
+        time answers are awaited its deadline is the command deadline, counted from the
+        previous answer (or the move deadline, if sooner); then the move deadline for the
+        genmove answer.
         """
         session = engine.session
         cfg = self.config
@@ -356,6 +360,9 @@ class Referee:
                 for index in range(last + 1):
                     if index == last:
                         scope.deadline = deadline
+                    elif index:
+                        # Each non-move answer has its own deadline from the previous one.
+                        scope.deadline = min(deadline, trio.current_time() + cfg.command_timeout)
                     response = await session.receive()
                     if not response.ok and index < last:
                         what = " ".join(commands[index])

@@ -123,6 +123,9 @@ class FakePlayer:
     async def wait_exit(self, timeout: float) -> int | None:
         return None
 
+    async def settle_stderr(self, timeout: float) -> None:
+        return None
+
 
 async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: ignore[type-arg]
     buffer = b""
