@@ -59,9 +59,12 @@ class EngineSpec:
             return self.name
         program = os.path.basename(self.argv[0])
         if program.startswith(("python", "pypy", "node", "ruby", "perl")):
-            script = next((a for a in self.argv[1:] if not a.startswith("-")), None)
-            if script:
-                return os.path.splitext(os.path.basename(script))[0]
+            args = self.argv[1:]
+            for i, arg in enumerate(args):
+                if arg == "-m" and i + 1 < len(args):
+                    return args[i + 1]
+                if arg.endswith((".py", ".js", ".rb", ".pl")):
+                    return os.path.splitext(os.path.basename(arg))[0]
         return program
 
 
