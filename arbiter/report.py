@@ -78,8 +78,12 @@ def summary_lines(result: MatchResult) -> list[str]:
     stats = result.stats()
     lines = [
         f"Score of {a} vs {b}: {stats.wins} - {stats.losses}  [{stats.score:.3f}] {stats.games}",
-        f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
-        f" LOS: {stats.los() * 100:.1f} %",
+        (
+            f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
+            if stats.wins and stats.losses
+            else "Elo difference: unbounded (one engine won every game),"
+        )
+        + f" LOS: {stats.los() * 100:.1f} %",
         f"Seat 1 wins: {result.seat1_wins()} of {stats.games}",
     ]
     terms = result.terminations()
