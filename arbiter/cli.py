@@ -30,6 +30,14 @@ class ConfigExit(click.ClickException):
     exit_code = 2
 
 
+def _first_leaf(group: BaseExceptionGroup[ArbiterError]) -> ArbiterError:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, ArbiterError)
+    return exc
+
+
 def handle_errors(func: F) -> F:
     """Turn the harness's errors into one clear line and the documented exit status."""
 
@@ -48,7 +56,13 @@ def handle_errors(func: F) -> F:
             if group.subgroup(KeyboardInterrupt) is not None:
                 click.echo("Interrupted; engines were stopped.", err=True)
                 sys.exit(130)
-            raise
+            ours = group.subgroup(ArbiterError)
+            if ours is None:
+                raise
+            first = _first_leaf(ours)
+            if isinstance(first, ConfigError):
+                raise ConfigExit(str(first)) from group
+            raise click.ClickException(str(first)) from group
 
     return wrapper  # type: ignore[return-value]
 

@@ -273,3 +273,13 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_one_clear_line_not_a_traceback() -> None:
+    done = arbiter(
+        "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "2",
+        "--tc", "5+0", "--records", "/dev/full", "-q",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
