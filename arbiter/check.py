@@ -97,7 +97,11 @@ class Checker:
         except CheckFailed as exc:
             self.results.append(CheckResult(name, False, required, exc.detail, exc.hint))
         except EngineError as exc:
-            self.results.append(CheckResult(name, False, required, str(exc), _hint_for(exc)))
+            detail = str(exc)
+            tail = getattr(exc, "stderr_tail", "").strip()
+            if tail:
+                detail += f"\nlast stderr line: {tail.splitlines()[-1][:200]}"
+            self.results.append(CheckResult(name, False, required, detail, _hint_for(exc)))
 
 
 def _hint_for(exc: EngineError) -> str:
