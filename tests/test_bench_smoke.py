@@ -1,0 +1,33 @@
+"""The benchmarks still run (tiny sizes; the numbers themselves are not checked here)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def run(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_rules_bench_runs() -> None:
+    out = run(str(BENCH / "rules_bench.py"), "--playouts", "512", "--batch", "256")
+    assert out.count("playouts/s") == 3 and "placement+win check" in out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
+def test_referee_bench_runs() -> None:
+    out = run(str(BENCH / "referee_bench.py"), "--games", "4", "--round-trips", "200")
+    assert "referee per ply, concurrency 1" in out and "speed-up" in out
+    assert "'connection': 4" in out
