@@ -78,6 +78,9 @@ class GameOutcome:
     faulty: set[int] = field(default_factory=set)  # seat indices (0, 1) to restart
 
 
+_COLOR_LETTERS = ((Color.BLACK, "b"), (Color.WHITE, "w"))
+
+
 @dataclass
 class _Progress:
     started: bool = False  # a game starts when its first genmove has been written
@@ -313,18 +316,19 @@ class Referee:
     def _time_updates(
         self, engine: Player, clocks: list[GameClock], owner: dict[Color, int]
     ) -> list[tuple[str, ...]]:
-        if clocks[0].tc.infinite and clocks[1].tc.infinite:
-            return []
         out: list[tuple[str, ...]] = []
-        for color in Color:
+        atoll = engine.supports("atoll-time_left")
+        if not atoll and not engine.supports("time_left"):
+            return out
+        for color, letter in _COLOR_LETTERS:
             clock = clocks[owner[color]]
             if clock.tc.infinite:
                 continue
-            if engine.supports("atoll-time_left"):
-                out.append(("atoll-time_left", color.letter, str(clock.remaining_ms())))
-            elif engine.supports("time_left"):
-                secs = str(clock.remaining_ms() // 1000)
-                out.append(("time_left", color.letter, secs, "0"))
+            ms = clock.remaining_ms()
+            if atoll:
+                out.append(("atoll-time_left", letter, str(ms)))
+            else:
+                out.append(("time_left", letter, str(ms // 1000), "0"))
         return out
 
     async def _exchange(
@@ -360,8 +364,9 @@ class Referee:
                 for index in range(last + 1):
                     if index == last:
                         scope.deadline = deadline
-                    elif index:
-                        # Each non-move answer has its own deadline from the previous one.
+                    elif index and not session.has_response:
+                        # Each non-move answer has its own deadline from the previous one
+                        # (only worth setting when there is something to wait for).
                         scope.deadline = min(deadline, trio.current_time() + cfg.command_timeout)
                     response = await session.receive()
                     if not response.ok and index < last:

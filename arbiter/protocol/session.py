@@ -17,7 +17,7 @@ from typing import Protocol
 import trio
 
 from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, ProtocolError
-from arbiter.protocol.codec import FramingError, Response, ResponseReader, format_command
+from arbiter.protocol.codec import FramingError, Response, ResponseReader, format_batch
 
 TRANSCRIPT_LINES = 40
 TRANSCRIPT_CHUNKS = 32
@@ -152,17 +152,13 @@ class EngineSession:
 
     async def send_many(self, commands: Sequence[Sequence[str]]) -> list[int]:
         """Write several commands in one write, so the engine sees them back to back."""
-        self._check_usable()
-        ids = []
-        lines = []
-        for command in commands:
-            cmd_id = self._next_id
-            self._next_id += 1
-            line = format_command(cmd_id, *command)
-            lines.append(line)
-            self._sent.append((cmd_id, command))
-            ids.append(cmd_id)
-        data = b"".join(lines)
+        if self.broken is not None:
+            self._check_usable()
+        first = self._next_id
+        data = format_batch(first, commands)
+        self._next_id = first + len(commands)
+        ids = list(range(first, self._next_id))
+        self._sent.extend(zip(ids, commands, strict=True))
         self.transcript.sent(data)
         try:
             await self._send.send_all(data)
@@ -171,9 +167,15 @@ class EngineSession:
             raise self._terminated("stopped reading its stdin (broken pipe)") from exc
         return ids
 
+    @property
+    def has_response(self) -> bool:
+        """A response is already read and waiting: `receive` will not block."""
+        return bool(self._ready)
+
     async def receive(self) -> Response:
         """The next response, checked against the oldest unanswered command."""
-        self._check_usable()
+        if self.broken is not None:
+            self._check_usable()
         if not self._sent:
             raise RuntimeError("receive() without a command in flight")
         try:
