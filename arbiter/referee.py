@@ -353,21 +353,25 @@ class Referee:
         index = -1
         start = trio.current_time()
         deadline = start + budget
-        waiting_for = "stdin to accept the commands"
-        with trio.CancelScope(deadline=start + cfg.command_timeout) as scope:
+        # One deadline set per ply in the usual case: the first one covers the write and
+        # the first non-move answer, the last one the genmove answer.
+        move_limited = budget <= cfg.command_timeout
+        with trio.CancelScope(deadline=start + min(budget, cfg.command_timeout)) as scope:
             try:
                 await session.send_many(commands)
                 progress.started = True
                 start = trio.current_time()
                 deadline = start + budget
-                scope.deadline = min(deadline, start + cfg.command_timeout) if last else deadline
                 for index in range(last + 1):
                     if index == last:
                         scope.deadline = deadline
+                        move_limited = True
                     elif index and not session.has_response:
                         # Each non-move answer has its own deadline from the previous one
                         # (only worth setting when there is something to wait for).
-                        scope.deadline = min(deadline, trio.current_time() + cfg.command_timeout)
+                        limit = trio.current_time() + cfg.command_timeout
+                        move_limited = deadline <= limit
+                        scope.deadline = min(deadline, limit)
                     response = await session.receive()
                     if not response.ok and index < last:
                         what = " ".join(commands[index])
@@ -388,8 +392,10 @@ class Referee:
         engine.kill()
         waited = trio.current_time() - start
         if index < 0:
-            raise _Fault(seat, Termination.STALL, f"waited {waited:.1f} s for its {waiting_for}")
-        if index == last or scope.deadline == deadline:
+            raise _Fault(
+                seat, Termination.STALL, f"waited {waited:.1f} s for it to read its stdin"
+            )
+        if move_limited:
             raise _Fault(
                 seat,
                 Termination.TIME,

@@ -165,6 +165,9 @@ class ResponseReader:
             idle = 0
             if block[0] not in "=?":
                 return None  # let the line-by-line path report it precisely
+            if "\n" not in block:
+                out.append(_parse_line(block.rstrip()))
+                continue
             lines = [line.rstrip() for line in block.split("\n")]
             if not all(lines):
                 return None  # a whitespace-only line ends a response: the slow path knows
@@ -206,6 +209,16 @@ class ResponseReader:
             return None
         lines, self._lines = self._lines, None
         return _parse_response(lines)
+
+
+def _parse_line(line: str) -> Response:
+    """A one-line response (nearly all of them), without the regex."""
+    space = line.find(" ")
+    head = line[1:] if space < 0 else line[1:space]
+    if head and not (head.isascii() and head.isdigit() and len(head) <= 18):
+        return _parse_response([line])  # reports the malformed header
+    text = "" if space < 0 else line[space + 1 :].strip()
+    return Response(int(head) if head else None, line[0] == "=", text)
 
 
 def _parse_response(lines: list[str]) -> Response:
