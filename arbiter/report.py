@@ -16,7 +16,8 @@ def describe_result(record: GameRecord) -> str:
         return f"{record.winner} wins by connection"
     if record.termination is Termination.RESIGN:
         return f"{record.winner} wins: {record.loser} resigns"
-    return f"{record.winner} wins: {record.loser} forfeits ({record.termination}: {record.reason})"
+    detail = record.evidence.detail if record.evidence else record.reason
+    return f"{record.winner} wins: {record.loser} forfeits ({record.termination}: {detail})"
 
 
 class Progress:
@@ -81,6 +82,8 @@ def summary_lines(result: MatchResult) -> list[str]:
         (
             f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
             if stats.wins and stats.losses
+            else "Elo difference: n/a (no rated games),"
+            if not stats.games
             else "Elo difference: unbounded (one engine won every game),"
         )
         + f" LOS: {stats.los() * 100:.1f} %",
