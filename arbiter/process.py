@@ -105,7 +105,6 @@ class Engine:
         self.stderr = StderrLog()
         self.info = EngineInfo()
         self.name = spec.label
-        self.exited = trio.Event()
         self.stderr_closed = trio.Event()
         self._background_scope = trio.CancelScope()
         self.closed = False
@@ -208,7 +207,6 @@ class Engine:
         # The leader is gone: take the rest of its group with it so that pipes a child
         # inherited close and readers see EOF.
         _kill_group(self.process.pid, signal.SIGKILL)
-        self.exited.set()
 
     async def shutdown(self) -> None:
         """`quit`, then SIGTERM to the group, then SIGKILL; returns once the leader is reaped.
