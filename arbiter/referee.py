@@ -372,7 +372,10 @@ class Referee:
                         limit = trio.current_time() + cfg.command_timeout
                         move_limited = deadline <= limit
                         scope.deadline = min(deadline, limit)
-                    response = await session.receive()
+                    if session.has_response:
+                        response = session.take()
+                    else:
+                        response = await session.receive()
                     if not response.ok and index < last:
                         what = " ".join(commands[index])
                         if index < n_play:

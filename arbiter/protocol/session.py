@@ -197,6 +197,12 @@ class EngineSession:
             # session cannot be trusted for another command.
             self.broken = exc
             raise
+        return self.take()
+
+    def take(self) -> Response:
+        """The next response when `has_response` says one is waiting (no await needed)."""
+        if self.broken is not None:
+            self._check_usable()
         response = self._ready.popleft()
         cmd_id, command = self._sent.popleft()
         if response.id != cmd_id:
