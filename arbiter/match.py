@@ -103,6 +103,7 @@ class Match:
         self.names: list[str] = display_names(specs, ("", ""))
         self._attempts: Counter[int] = Counter()
         self._consecutive_voids = 0
+        self._games_started = 0
         self.result = MatchResult(names=(self.names[0], self.names[1]))
 
     def game_spec(self, number: int) -> tuple[GameSpec, tuple[int, int]]:
@@ -143,6 +144,7 @@ class Match:
         await trio.sleep_forever()  # run() cancels every worker now that the match is done
 
     def _started(self, number: int, seat1: str, seat2: str) -> None:
+        self._games_started += 1
         self.on_start(number, self.config.games, seat1, seat2)
 
     def _engine_started(self, engine: Engine) -> None:
@@ -205,6 +207,19 @@ class Match:
             self.result.voids.append(record)
             self._consecutive_voids += 1
             self._attempts[number] += 1
+            evidence = record.evidence
+            if evidence is not None and evidence.stage == "start" and not self._games_started:
+                # An engine that never came up is broken or misconfigured: retrying it
+                # game after game only repeats the error.
+                last = evidence.stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
+                self.result.aborted = (
+                    f"{evidence.engine} could not be started: {evidence.detail};"
+                    f" its last stderr line: {last[0][:200]}"
+                )
+                self._done.set()
+                return
+            if self._attempts[number] >= self.config.max_attempts:
+                self.result.unplayed.append(number)
             if self._consecutive_voids >= self.config.max_consecutive_voids:
                 self.result.aborted = (
                     f"{self._consecutive_voids} games in a row were void; last: {record.reason}"
@@ -214,7 +229,6 @@ class Match:
             if self._attempts[number] < self.config.max_attempts:
                 self._queue.send_nowait(number)
                 return
-            self.result.unplayed.append(number)
         else:
             self._consecutive_voids = 0
             self.result.records.append(record)
@@ -314,6 +328,7 @@ class Match:
             detail=exc.detail,
             returncode=getattr(exc, "returncode", None),
             stderr_tail=getattr(exc, "stderr_tail", ""),
+            stage="start",
         )
         return record
 

@@ -293,6 +293,17 @@ async def start_engine(
     if handshake:
         try:
             await engine.handshake()
+        except EngineTerminatedError as exc:
+            await engine.aclose()
+            # The exit status and the last of stderr are known only now: add them.
+            code = process.returncode
+            if exc.returncode is None and code is not None:
+                exc.returncode = code
+                status = f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
+                exc.detail = f"{exc.detail}; {status}"
+                exc.args = (f"engine {exc.engine!r}: {exc.detail}",)
+            exc.stderr_tail = engine.stderr.tail()
+            raise
         except BaseException:
             await engine.aclose()
             raise

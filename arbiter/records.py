@@ -46,6 +46,7 @@ class Evidence:
     transcript: list[str] = field(default_factory=list)
     returncode: int | None = None
     stderr_tail: str = ""
+    stage: str = "game"  # "start" when the engine could not be started at all
 
 
 @dataclass

@@ -11,7 +11,7 @@ from arbiter.records import GameRecord, Termination
 
 def describe_result(record: GameRecord) -> str:
     if record.void:
-        return f"void ({record.reason}); it will be replayed if attempts remain"
+        return f"void, not rated ({record.reason})"
     if record.termination is Termination.CONNECTION:
         return f"{record.winner} wins by connection"
     if record.termination is Termination.RESIGN:
@@ -71,19 +71,24 @@ class Progress:
 def _fmt_elo(x: float) -> str:
     if math.isinf(x):
         return "+inf" if x > 0 else "-inf"
-    return f"{x:.1f}"
+    return f"{x:.1f}".replace("-0.0", "0.0")
 
 
 def summary_lines(result: MatchResult) -> list[str]:
     a, b = result.names
     stats = result.stats()
+    if not stats.games:
+        lines = [f"No rated games between {a} and {b}."]
+        if result.voids:
+            lines.append(f"Void games (replayed, not rated): {len(result.voids)}")
+        if result.aborted:
+            lines.append(f"Match stopped: {result.aborted}")
+        return lines
     lines = [
         f"Score of {a} vs {b}: {stats.wins} - {stats.losses}  [{stats.score:.3f}] {stats.games}",
         (
             f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
             if stats.wins and stats.losses
-            else "Elo difference: n/a (no rated games),"
-            if not stats.games
             else "Elo difference: unbounded (one engine won every game),"
         )
         + f" LOS: {stats.los() * 100:.1f} %",
@@ -98,7 +103,7 @@ def summary_lines(result: MatchResult) -> list[str]:
         lines.append(f"Void games (replayed, not rated): {len(result.voids)}")
     if result.unplayed:
         lines.append(
-            "Games given up after repeated voids: " + ", ".join(map(str, result.unplayed))
+            "Game numbers given up after repeated voids: " + ", ".join(map(str, result.unplayed))
         )
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")

@@ -283,3 +283,16 @@ def test_a_full_disk_is_one_clear_line_not_a_traceback() -> None:
     )  # fmt: skip
     assert done.returncode == 1
     assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken_bot.py"
+    broken.write_text("import sys\ndef broken(:\n")
+    done = arbiter(
+        "match", f"{sys.executable} {broken}", "--engines", str(ENGINES), "random",
+        "--games", "4", "--tc", "5+0",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "broken_bot could not be started" in done.stdout
+    assert "SyntaxError" in done.stdout and "exit status 1" in done.stdout
+    assert done.stdout.count("Finished game") == 0 and done.stderr.count("Finished game") == 1

@@ -513,7 +513,7 @@ async def test_setup_failure_is_void(seat: int) -> None:
 
 @pytest.mark.parametrize(
     ("max_attempts", "max_voids", "aborted", "unplayed"),
-    [(2, 4, True, [1]), (2, 10, False, [1, 2])],
+    [(2, 4, True, [1, 2]), (2, 10, False, [1, 2])],
     ids=["too-many-voids-in-a-row", "attempts-used-up"],
 )
 async def test_match_never_rates_void_games_and_gives_up(
@@ -528,7 +528,8 @@ async def test_match_never_rates_void_games_and_gives_up(
         max_consecutive_voids=max_voids,
     )
     finished: list[GameRecord] = []
-    specs = (badbot("crash-start", label="crash-start"), badbot("ok", label=GOOD))
+    # It starts fine but refuses every game's set-up: void after void, never rated.
+    specs = (inline_engine("nosize", REJECTS_BOARDSIZE), badbot("ok", label=GOOD))
     match = Match(specs, config, on_finish=lambda n, r: finished.append(r))
     with trio.fail_after(30):
         result = await match.run()
@@ -538,14 +539,23 @@ async def test_match_never_rates_void_games_and_gives_up(
     for record in result.voids:
         assert record.void and record.termination is Termination.SETUP
         assert record.winner is None
-        assert "failed to start" in record.reason
-        assert record.evidence is not None and record.evidence.engine == "crash-start"
-    assert {(r.seat1, r.seat2) for r in result.voids} == {
-        ("crash-start", GOOD),
-        (GOOD, "crash-start"),
-    }
+        assert "boardsize 11" in record.reason
+        assert record.evidence is not None and record.evidence.engine == "nosize"
+    assert {(r.seat1, r.seat2) for r in result.voids} == {("nosize", GOOD), (GOOD, "nosize")}
     assert bool(result.aborted) is aborted
     assert result.unplayed == unplayed
+
+
+async def test_an_engine_that_never_starts_stops_the_match_at_once() -> None:
+    config = MatchConfig(games=4, tc=(ROOMY, ROOMY), referee=FAST, deadlines=DEADLINES)
+    specs = (badbot("crash-start", label="crash-start"), badbot("ok", label=GOOD))
+    with trio.fail_after(30):
+        result = await Match(specs, config).run()
+    assert result.records == [] and len(result.voids) == 1
+    evidence = result.voids[0].evidence
+    assert evidence is not None and evidence.stage == "start" and evidence.returncode == 3
+    assert "crash-start could not be started" in result.aborted
+    assert "exit status 3" in result.aborted and "mode crash-start" in result.aborted
 
 
 async def test_void_record_of_a_start_failure_tells_the_engines_apart() -> None:
