@@ -20,7 +20,7 @@ from arbiter.errors import ArbiterError, ConfigError
 from arbiter.process import EngineSpec
 from arbiter.records import RecordWriter, read_records
 from arbiter.referee import RefereeConfig
-from arbiter.rules import Game, IllegalMove, Variant
+from arbiter.rules import IllegalMove, Variant
 from arbiter.running import run_trio
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -158,46 +158,35 @@ def match(
 
 @main.command()
 @click.argument("records", type=click.Path(dir_okay=False))
-@click.option("--game", "game_id", default=None, help="Game id (default: the last game).")
+@click.option("--game", "game_id", default=None,
+              help="Game id or game number (default: the last game in the file).")
 @click.option("--ply", type=int, default=None, help="Show the position after this many plies.")
 @handle_errors
 def show(records: str, game_id: str | None, ply: int | None) -> None:
     """Print a recorded game as a board."""
+    from arbiter.report import describe_game
+
     chosen = None
     ids = []
     for record in read_records(records):
         ids.append(record.game_id)
-        if game_id is None or record.game_id == game_id:
-            chosen = record
+        if game_id is None or game_id in (record.game_id, record.game_id.rsplit("-", 1)[-1]):
+            chosen = record  # by id, or by game number (the latest game with that number)
     if chosen is None:
         if game_id is None:
             raise ConfigError("the file holds no games", where=records)
         sample = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
-        raise ConfigError(f"no game {game_id!r}", where=records, hint=f"ids here: {sample}")
-    v = chosen.variant
-    game = Game(Variant(v["islands"], v["size"], v["pie"]))
-    moves = chosen.moves
-    if ply is not None:
-        if not 0 <= ply <= len(moves):
-            raise ConfigError(f"--ply {ply} is out of range", hint=f"the game has {len(moves)}"
-                              " plies")  # fmt: skip
-        moves = moves[:ply]
-    for number, move in enumerate(moves, 1):
-        try:
-            game.play(move)
-        except IllegalMove as exc:
-            raise ConfigError(f"ply {number}: {exc}", where=f"{records}: game {chosen.game_id}")\
-                from exc
-    click.echo(f"Game {chosen.game_id}: {chosen.seat1} (seat 1) vs {chosen.seat2} (seat 2),"
-               f" {game.variant}, tc {chosen.tc['seat1']}")  # fmt: skip
-    from arbiter.report import describe_result
-
-    click.echo(f"Result: {describe_result(chosen)}")
-    click.echo(f"Black: {chosen.black}   White: {chosen.white}"
-               + ("   (swapped)" if chosen.swapped else ""))  # fmt: skip
-    click.echo(f"Position after {len(moves)} of {len(chosen.moves)} plies"
-               + (f", {game.to_move} to move" if not game.over else ""))  # fmt: skip
-    click.echo(game.render())
+        raise ConfigError(f"no game {game_id!r}", where=records,
+                          hint=f"give an id or a game number; ids here: {sample}")  # fmt: skip
+    if ply is not None and not 0 <= ply <= len(chosen.moves):
+        raise ConfigError(f"--ply {ply} is out of range",
+                          hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
+    try:
+        lines = describe_game(chosen, ply)
+    except IllegalMove as exc:
+        raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
+    for line in lines:
+        click.echo(line)
 
 
 @main.command()

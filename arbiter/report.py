@@ -7,6 +7,54 @@ from typing import Any, TextIO
 
 from arbiter.match import MatchResult
 from arbiter.records import GameRecord, Termination
+from arbiter.rules import Game, Variant
+
+LEGENDS = {
+    8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
+    4: "X black stone, O white stone, . empty; B Black's edges (top, bottom), W White's",
+}
+
+
+def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
+    """A recorded game for people: players, result, evidence of a fault, and the board.
+
+    Raises IllegalMove if the record's moves do not replay (a damaged record).
+    """
+    v = record.variant
+    game = Game(Variant(v["islands"], v["size"], v["pie"]))
+    moves = record.moves if ply is None else record.moves[:ply]
+    for move in moves:
+        game.play(move)
+    tc = record.tc["seat1"]
+    if record.tc["seat2"] != tc:
+        tc = f"{tc} (seat 1), {record.tc['seat2']} (seat 2)"
+    lines = [
+        f"Game {record.game_id}: {record.seat1} (seat 1) vs {record.seat2} (seat 2),"
+        f" {game.variant}, tc {tc}",
+        f"Result: {describe_result(record)}",
+    ]
+    evidence = record.evidence
+    if evidence is not None:
+        status = ""
+        if evidence.returncode is not None:
+            code = evidence.returncode
+            status = f" (exit status {code})" if code >= 0 else f" (killed by signal {-code})"
+        lines.append(f"Evidence against {evidence.engine}{status}:")
+        lines += ["  | " + line for line in evidence.transcript[-8:]]
+        tail = evidence.stderr_tail.strip().splitlines()[-5:]
+        lines += ["  stderr: " + line for line in tail] or ["  stderr: (nothing)"]
+    if not record.moves:
+        lines.append("No moves were played.")
+        return lines
+    swapped = "   (swapped)" if record.swapped else ""
+    lines.append(f"Black: {record.black}   White: {record.white}{swapped}")
+    lines.append(
+        f"Position after {len(moves)} of {len(record.moves)} plies"
+        + (f", {game.to_move} to move" if not game.over else "")
+    )
+    lines.append(game.render())
+    lines.append(LEGENDS.get(game.variant.islands, ""))
+    return lines
 
 
 def describe_result(record: GameRecord) -> str:

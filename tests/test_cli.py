@@ -63,7 +63,11 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     shown = arbiter("show", str(records), "--game", games[0].game_id, "--ply", "3")
     assert shown.returncode == 0, shown.stderr
     assert "Position after 3 of" in shown.stdout and "a  b  c" in shown.stdout
-    assert shown.stdout.count("X") + shown.stdout.count("O") == 3 - games[0].moves[:3].count("swap")
+    assert "X black stone, O white stone" in shown.stdout  # the legend
+    board = shown.stdout.split("plies")[1].split("last move")[0]
+    assert board.count("X") + board.count("O") == 3 - games[0].moves[:3].count("swap")
+    by_number = arbiter("show", str(records), "--game", games[0].game_id.rsplit("-", 1)[1])
+    assert by_number.stdout.splitlines()[0] == shown.stdout.splitlines()[0]
 
 
 def test_match_json_summary_and_hex(tmp_path: Path) -> None:
@@ -100,6 +104,9 @@ def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     evidence = games[0].evidence
     assert evidence is not None and "boom" in evidence.stderr_tail
     assert evidence.returncode == 1 and any("genmove" in t for t in evidence.transcript)
+    shown = arbiter("show", str(records), "--game", games[0].game_id)
+    assert "Evidence against badbot (exit status 1):" in shown.stdout
+    assert "stderr: boom" in shown.stdout and "> " in shown.stdout
 
 
 @pytest.mark.parametrize(
