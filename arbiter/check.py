@@ -55,6 +55,7 @@ class Checker:
         self.latencies: list[float] = []
         self.stderr_bytes = 0
         self.results: list[CheckResult] = []
+        self._last_stderr = ""
 
     async def ask(self, engine: Engine, *command: str) -> tuple[bool, str]:
         start = time.perf_counter()
@@ -65,10 +66,13 @@ class Checker:
     async def ok(self, engine: Engine, *command: str) -> str:
         ok, text = await self.ask(engine, *command)
         if not ok:
-            raise CheckFailed(
-                f"{' '.join(command)!r} was refused: ? {text}",
-                "the engine must accept this command as the protocol describes it",
-            )
+            hint = "the engine must accept this command as the protocol describes it"
+            if command[0] == "genmove":
+                hint = (
+                    "genmove must answer a move; if the bot raised an exception or chose an"
+                    " illegal move, its stderr shows why"
+                )
+            raise CheckFailed(f"{' '.join(command)!r} was refused: ? {text}", hint)
         return text
 
     async def legal_genmove(self, engine: Engine, game: Game, color: Color) -> str:
@@ -93,9 +97,15 @@ class Checker:
                     detail = await body(engine)
                 finally:
                     self.stderr_bytes += engine.stderr.total
+                    await engine.settle_stderr(0.5)
+                    lines = engine.stderr.tail().strip().splitlines()
+                    self._last_stderr = lines[-1][:200] if lines else ""
             self.results.append(CheckResult(name, True, required, detail))
         except CheckFailed as exc:
-            self.results.append(CheckResult(name, False, required, exc.detail, exc.hint))
+            detail = exc.detail
+            if self._last_stderr:
+                detail += f"\nlast stderr line: {self._last_stderr}"
+            self.results.append(CheckResult(name, False, required, detail, exc.hint))
         except EngineError as exc:
             detail = str(exc)
             tail = getattr(exc, "stderr_tail", "").strip()
@@ -238,7 +248,7 @@ async def run_checks(spec: EngineSpec, *, timeout: float = 10.0) -> list[CheckRe
             replay.play(move)
         empty = replay.legal_cells()
         answer = await c.legal_genmove(engine, replay, replay.to_move)
-        return f"{len(empty)} empty cells; answered {answer}"
+        return f"{len(empty)} empty cell{'s' if len(empty) != 1 else ''}; answered {answer}"
 
     async def clear_between_games(engine: Engine) -> str:
         for _ in range(2):
@@ -325,7 +335,7 @@ def summary_table(results: list[CheckResult]) -> str:
     rows = [
         [
             "PASS" if r.passed else ("FAIL" if r.required else "WARN"),
-            r.name,
+            r.name if r.required else f"{r.name} (optional)",
             r.detail if r.passed else f"{r.detail}\nhint: {r.hint}" if r.hint else r.detail,
         ]
         for r in results

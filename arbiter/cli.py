@@ -90,10 +90,12 @@ def _engines(engines_file: str | None) -> dict[str, EngineSpec]:
 @click.option("--engines", "engines_file", type=click.Path(dir_okay=False),
               help="TOML file defining engines by name.")
 @click.option("--games", "-n", default=2, show_default=True, type=click.IntRange(1),
-              help="Games to play, as seat-swapped pairs.")
+              help="Games to play; consecutive games swap seats (an even number balances"
+                   " them).")
 @click.option("--tc", "tcs", multiple=True, metavar="TC",
-              help="Time control, e.g. 10+0.1, 40/60+0.5, st=0.5, inf. Give it twice for one"
-                   " per engine.  [default: 10+0.1]")
+              help="Time control: BASE+INC seconds (10+0.1), MOVES/BASE+INC (40/60+0.5: BASE"
+                   " again every 40 moves), st=S (S seconds per move) or inf. Give it twice"
+                   " for one per engine, in ENGINE1, ENGINE2 order.  [default: 10+0.1]")
 @click.option("--size", type=int, default=None, help="Board size (Atoll: 7, 11, 15, 19, 23;"
               " Hex: 2-26).  [default: 11]")
 @click.option("--islands", type=click.Choice(["8", "4"]), default="8", show_default=True,
@@ -103,7 +105,9 @@ def _engines(engines_file: str | None) -> dict[str, EngineSpec]:
               help="Games played at once.")
 @click.option("--records", type=click.Path(dir_okay=False),
               help="Append one JSON line per game to this file.")
-@click.option("--seed", type=int, default=None, help="Seed passed on to the game specs.")
+@click.option("--seed", type=int, default=None,
+              help="Recorded with each game (per-game seeds derive from it); engines do not"
+                   " receive it.")
 @click.option("--margin", type=float, default=0.1, show_default=True,
               help="Seconds an engine may overrun its clock before losing on time.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")

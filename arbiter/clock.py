@@ -124,7 +124,7 @@ class GameClock:
         return self.remaining + self.margin + grace
 
     def remaining_ms(self) -> int:
-        return max(0, int(self.remaining * 1000))
+        return max(0, round(self.remaining * 1000))
 
     def stop(self, elapsed: float) -> bool:
         """Charge a move that took `elapsed` seconds; returns False if it lost on time."""

@@ -307,6 +307,13 @@ class Referee:
             if game.winner is not None:
                 return seat, Termination.CONNECTION
 
+    def _deadline_parts(self, budget: float) -> str:
+        cfg = self.config
+        clock = budget - cfg.margin - cfg.grace
+        if clock <= 0 or budget == cfg.infinite_move_limit:
+            return f"move limit {budget:g} s"
+        return f"clock {clock:.2f} s + margin {cfg.margin:g} s + grace {cfg.grace:g} s"
+
     @staticmethod
     def _left(clock: GameClock, elapsed: float) -> str:
         if clock.tc.per_move:
@@ -403,7 +410,7 @@ class Referee:
                 seat,
                 Termination.TIME,
                 f"no answer to {' '.join(commands[-1])!r} after {waited:.2f} s"
-                f" (deadline {budget:.2f} s); the engine was killed",
+                f" ({self._deadline_parts(budget)}); the engine was killed",
             )
         raise _Fault(
             seat,

@@ -157,7 +157,9 @@ class Game:
         if move in SWAP_ALIASES:
             if not self.swap_allowed():
                 raise GtpError("illegal move: swap is only allowed as the second move")
-            move = "swap"              # the stone stays black; the swapper moves next
+            # The stone stays black and White moves again: the first player, now White,
+            # places the next stone.
+            move = "swap"
             self.to_move = colour
         else:
             match = re.fullmatch(r"([a-zA-Z])([0-9]{1,4})", text)
@@ -218,7 +220,7 @@ COMMAND_NAMES = [
 class Bot:
     """Reads commands, keeps a Game up to date and answers on stdout."""
 
-    name = "skeleton"
+    name = "skeleton"         # change this: match results and tables show it
     version = "1.0"
 
     def __init__(self, chooser=choose_move, stdin=None, stdout=None):
