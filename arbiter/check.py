@@ -16,7 +16,13 @@ from typing import Any
 import trio
 from tabulate import tabulate
 
-from arbiter.errors import EngineError
+from arbiter.errors import (
+    EngineError,
+    EngineStartError,
+    EngineTerminatedError,
+    EngineTimeout,
+    ProtocolError,
+)
 from arbiter.process import Deadlines, Engine, EngineSpec, open_engine
 from arbiter.rules import Color, Game, IllegalMove, Variant
 
@@ -115,17 +121,17 @@ class Checker:
 
 
 def _hint_for(exc: EngineError) -> str:
-    text = str(exc)
-    if "debug output" in text or "expected a response" in text:
-        return "write only responses to stdout; send logs to stderr"
-    if "echo the command id" in text:
-        return "start every response with '=' or '?' followed by the command's id"
-    if "no answer" in text:
-        return "flush stdout after each response, and end each response with an empty line"
-    if "closed its stdout" in text or "exit" in text:
-        return "the engine exited: run it by hand and read its stderr (traceback?)"
-    if "cannot start" in text:
+    """What to change in the bot, chosen by the kind of error it caused."""
+    if isinstance(exc, EngineStartError):
         return "check the command line; try running it in a terminal"
+    if isinstance(exc, EngineTimeout):
+        return "flush stdout after each response, and end each response with an empty line"
+    if isinstance(exc, EngineTerminatedError):
+        return "the engine exited: run it by hand and read its stderr (traceback?)"
+    if isinstance(exc, ProtocolError):
+        if "echo the command id" in exc.detail:
+            return "start every response with '=' or '?' followed by the command's id"
+        return "write only responses to stdout; send logs to stderr"
     return "see protocol/PROTOCOL.md"
 
 
