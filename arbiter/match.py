@@ -28,7 +28,7 @@ from arbiter.errors import EngineError
 from arbiter.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.ratings import PairStats
 from arbiter.records import Evidence, GameRecord, RecordWriter, Termination
-from arbiter.referee import GameSpec, Referee, RefereeConfig, _now, unsupported_variant
+from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
 from arbiter.rules import Variant
 
 
@@ -143,6 +143,10 @@ class Match:
         self._done.set()
         await trio.sleep_forever()  # run() cancels every worker now that the match is done
 
+    def _set_names(self, names: list[str]) -> None:
+        self.names[:] = names
+        self.result.names = (names[0], names[1])
+
     def _started(self, number: int, seat1: str, seat2: str) -> None:
         self._games_started += 1
         self.on_start(number, self.config.games, seat1, seat2)
@@ -171,8 +175,7 @@ class Match:
                             message = await process.channel.receive()
                             if message[0] == "started":
                                 _, _, seat1, seat2, names = message
-                                self.names[:] = names
-                                self.result.names = (names[0], names[1])
+                                self._set_names(names)
                                 self._started(number, seat1, seat2)
                             elif message[0] == "finished":
                                 self._settle(number, GameRecord.from_json(message[2]))
@@ -242,7 +245,7 @@ class Match:
             try:
                 async for number in receive:
                     spec, order = self.game_spec(number)
-                    failed = await self._ensure_engines(engines, nursery, spec, number)
+                    failed = await self._ensure_engines(engines, nursery, spec, order)
                     if failed is not None:
                         self._settle(number, failed)
                         continue
@@ -268,7 +271,7 @@ class Match:
         engines: list[Engine | None],
         nursery: trio.Nursery,
         spec: GameSpec,
-        number: int,
+        order: tuple[int, int],
     ) -> GameRecord | None:
         """Start whichever engines this worker lacks; a failure becomes a void record."""
         for index in (0, 1):
@@ -277,18 +280,17 @@ class Match:
             try:
                 engine = await start_engine(self.specs[index], nursery, self.config.deadlines)
             except EngineError as exc:
-                return self._start_failure(spec, number, index, exc)
+                return self._start_failure(spec, order, index, exc)
             except Exception as exc:
                 error = EngineError(self.specs[index].label, f"{type(exc).__name__}: {exc}")
-                return self._start_failure(spec, number, index, error)
+                return self._start_failure(spec, order, index, error)
             engines[index] = engine
             self._engine_started(engine)
         a, b = engines
         assert a is not None and b is not None
-        self.names[:] = display_names(self.specs, (a.info.name, b.info.name))
+        self._set_names(display_names(self.specs, (a.info.name, b.info.name)))
         a.name, b.name = self.names
         a.session.name, b.session.name = self.names
-        self.result.names = (self.names[0], self.names[1])
         for engine in (a, b):
             problem = unsupported_variant(engine, self.config.variant)
             if problem is not None:
@@ -298,28 +300,15 @@ class Match:
     def _void_record(
         self, spec: GameSpec, order: tuple[int, int], termination: Termination
     ) -> GameRecord:
-        now = _now()
-        return GameRecord(
-            game_id=spec.game_id,
-            variant={
-                "size": spec.variant.size,
-                "islands": spec.variant.islands,
-                "pie": spec.variant.pie,
-            },
-            seat1=self.names[order[0]],
-            seat2=self.names[order[1]],
-            tc={"seat1": str(spec.tc[0]), "seat2": str(spec.tc[1])},
-            started=now,
-            finished=now,
-            termination=termination,
-            void=True,
-            seed=spec.seed,
-        )
+        record = spec.new_record(self.names[order[0]], self.names[order[1]])
+        record.finished = record.started
+        record.termination = termination
+        record.void = True
+        return record
 
     def _start_failure(
-        self, spec: GameSpec, number: int, index: int, exc: EngineError
+        self, spec: GameSpec, order: tuple[int, int], index: int, exc: EngineError
     ) -> GameRecord:
-        _, order = self.game_spec(number)
         label = self.names[index]
         record = self._void_record(spec, order, Termination.SETUP)
         record.reason = f"{label} failed to start: {exc.detail}"

@@ -121,7 +121,7 @@ class Engine:
     def _terminated_error(self, message: str) -> EngineTerminatedError:
         code = self.process.returncode
         if code is not None:
-            message += f"; exit status {code}" if code >= 0 else f"; killed by signal {-code}"
+            message += f"; {exit_status(code)}"
         return EngineTerminatedError(
             self.name, message, returncode=code, stderr_tail=self.stderr.tail()
         )
@@ -241,6 +241,11 @@ class Engine:
         _kill_group(self.process.pid, signal.SIGKILL)
 
 
+def exit_status(code: int) -> str:
+    """How a process ended, in words: `exit status 1` or `killed by signal 9`."""
+    return f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
+
+
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -299,8 +304,7 @@ async def start_engine(
             code = process.returncode
             if exc.returncode is None and code is not None:
                 exc.returncode = code
-                status = f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
-                exc.detail = f"{exc.detail}; {status}"
+                exc.detail = f"{exc.detail}; {exit_status(code)}"
                 exc.args = (f"engine {exc.engine!r}: {exc.detail}",)
             exc.stderr_tail = engine.stderr.tail()
             raise

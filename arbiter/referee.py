@@ -25,7 +25,7 @@ from arbiter.errors import (
     EngineTerminatedError,
     EngineTimeout,
 )
-from arbiter.process import EngineInfo, StderrLog
+from arbiter.process import EngineInfo, StderrLog, exit_status
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
 from arbiter.records import Evidence, GameRecord, Termination
@@ -70,6 +70,19 @@ class GameSpec:
     tc: tuple[TimeControl, TimeControl]  # seat 1, seat 2
     opening: tuple[str, ...] = ()
     seed: int | None = None
+
+    def new_record(self, seat1: str, seat2: str) -> GameRecord:
+        """The record of this game as it starts (outcome fields are filled in later)."""
+        v = self.variant
+        return GameRecord(
+            game_id=self.game_id,
+            variant={"size": v.size, "islands": v.islands, "pie": v.pie},
+            seat1=seat1,
+            seat2=seat2,
+            tc={"seat1": str(self.tc[0]), "seat2": str(self.tc[1])},
+            started=_now(),
+            seed=self.seed,
+        )
 
 
 @dataclass
@@ -154,16 +167,8 @@ class Referee:
     async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
         names = [engines[0].name, engines[1].name]
         variant = spec.variant
-        record = GameRecord(
-            game_id=spec.game_id,
-            variant={"size": variant.size, "islands": variant.islands, "pie": variant.pie},
-            seat1=names[0],
-            seat2=names[1],
-            tc={"seat1": str(spec.tc[0]), "seat2": str(spec.tc[1])},
-            started=_now(),
-            versions={e.name: e.info.version for e in engines},
-            seed=spec.seed,
-        )
+        record = spec.new_record(names[0], names[1])
+        record.versions = {e.name: e.info.version for e in engines}
         outcome = GameOutcome(record)
         game = Game(variant)
         progress = _Progress()
@@ -180,8 +185,7 @@ class Referee:
             if fault.termination is Termination.CRASH and engine.returncode is None:
                 code = await engine.wait_exit(self.config.exit_wait)
                 if code is not None:
-                    status = f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
-                    fault.detail += f"; {status}"
+                    fault.detail += f"; {exit_status(code)}"
             await engine.settle_stderr(self.config.exit_wait)
             # A faulty engine is in an unknown state: no polite quit, it is killed now and
             # restarted for its next game.
@@ -216,7 +220,6 @@ class Referee:
         record.black, record.white = (names[1], names[0]) if game.swapped else (names[0], names[1])
 
     def _finish(self, record: GameRecord, game: Game, names: list[str], winner_seat: int) -> None:
-        self._set_colors(record, game, names)
         record.winner = names[winner_seat]
         black_seat = 1 if game.swapped else 0
         record.winner_color = "black" if winner_seat == black_seat else "white"

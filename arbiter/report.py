@@ -6,6 +6,7 @@ import math
 from typing import Any, TextIO
 
 from arbiter.match import MatchResult
+from arbiter.process import exit_status
 from arbiter.records import GameRecord, Termination
 from arbiter.rules import Game, Variant
 
@@ -37,8 +38,7 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
     if evidence is not None:
         status = ""
         if evidence.returncode is not None:
-            code = evidence.returncode
-            status = f" (exit status {code})" if code >= 0 else f" (killed by signal {-code})"
+            status = f" ({exit_status(evidence.returncode)})"
         lines.append(f"Evidence against {evidence.engine}{status}:")
         lines += ["  | " + line for line in evidence.transcript[-8:]]
         tail = evidence.stderr_tail.strip().splitlines()[-5:]
