@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from processes import running
 
 MARKER = "ARBITER_TEST_SESSION"
 
@@ -26,11 +27,10 @@ def _marked_processes(token: str) -> list[str]:
         try:
             if needle not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
-            state = (entry / "stat").read_text().rsplit(") ", 1)[-1][:1]
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if state != "Z":
+        if running(int(entry.name)):
             found.append(f"{entry.name}: {cmdline.strip()}")
     return found
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from processes import running
 
 from arbiter.cli import main
 from arbiter.records import read_records
@@ -257,7 +258,7 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
         victim = workers[0]
         engines = _children(victim, marker)
         os.kill(victim, signal.SIGKILL)
-        assert _wait_until(lambda: not any(_alive(pid) for pid in engines)), "engines survived"
+        assert _wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
@@ -267,19 +268,6 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     voids = [r for r in read_records(records) if r.void]
     assert voids and all(r.termination.value == "harness" for r in voids)
     assert "worker process" in voids[0].reason
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers signal 0; it is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

@@ -9,7 +9,6 @@ that waits for a hang waits about a second.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from processes import running
 
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
@@ -599,19 +599,6 @@ async def test_match_restarts_a_crashed_engine_and_rates_the_forfeits() -> None:
 # --------------------------------------------------------------- processes
 
 
-def _gone(pid: int) -> bool:
-    """True once `pid` no longer runs: reaped, or a zombie waiting for init to reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
 async def _stderr_pids(engine: Engine, wanted: int) -> list[int]:
     """The pids the engine reports on stderr at start-up, waiting up to 2 s for them."""
     pids: list[int] = []
@@ -631,14 +618,14 @@ async def test_no_process_survives_its_engine(mode: str, wanted: int) -> None:
     async with open_engine(badbot(mode), deadlines) as engine:
         pids = await _stderr_pids(engine, wanted)
         assert pids[0] == engine.process.pid
-        assert not any(_gone(pid) for pid in pids)
+        assert all(running(pid) for pid in pids)
     assert engine.process.returncode is not None
-    assert _gone(pids[0])  # the leader is reaped by the time the block exits
+    assert not running(pids[0])  # the leader is reaped by the time the block exits
     for _ in range(200):  # a SIGKILLed grandchild dies moments after the signal
-        if all(_gone(pid) for pid in pids):
+        if not any(running(pid) for pid in pids):
             break
         await trio.sleep(0.01)
-    assert all(_gone(pid) for pid in pids), pids
+    assert not any(running(pid) for pid in pids), pids
 
 
 async def test_no_process_survives_a_game() -> None:
@@ -646,12 +633,12 @@ async def test_no_process_survives_a_game() -> None:
         pids = await _stderr_pids(engines[0], 2)
         outcome = await play(engines, variant=HEX5)
         assert outcome.record.termination is Termination.CONNECTION, outcome.record.reason
-        assert not any(_gone(pid) for pid in pids)  # the helper lives as long as its engine
+        assert all(running(pid) for pid in pids)  # the helper lives as long as its engine
     for _ in range(200):
-        if all(_gone(pid) for pid in pids):
+        if not any(running(pid) for pid in pids):
             break
         await trio.sleep(0.01)
-    assert all(_gone(pid) for pid in pids), pids
+    assert not any(running(pid) for pid in pids), pids
 
 
 async def test_untidy_but_tolerated_answers_are_not_a_fault() -> None:

@@ -1,0 +1,25 @@
+"""Process helpers shared by the tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def running(pid: int) -> bool:
+    """True while `pid` runs: not reaped, and not a zombie waiting for init to reap it.
+
+    This sandbox's init does not reap orphans, so a killed engine's orphaned child can
+    stay a zombie; signal 0 still reaches it, but it is dead for our purposes.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
