@@ -1,0 +1,208 @@
+"""The one game loop: schedule -> executor -> sink -> report, for matches and tournaments.
+
+The driver hands scheduled games to an executor as slots free up (the schedule is read
+lazily, never materialised), applies the void-game policy to what comes back, stores every
+result through its sink before any hook reports it, and stops early when asked to (an
+SPRT that has decided, an engine that cannot start, games that keep voiding).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from arbiter.executor import (
+    EngineSeen,
+    Event,
+    Finished,
+    GameJob,
+    LocalExecutor,
+    Started,
+    Unplayable,
+)
+from arbiter.process import EngineInfo
+from arbiter.records import GameRecord
+from arbiter.referee import GameSpec
+from arbiter.schedule import ScheduledGame
+
+
+class Sink(Protocol):
+    """Where results go (a records file, the tournament store): written before reported."""
+
+    def write(self, game: ScheduledGame, record: GameRecord) -> None: ...
+
+
+class Action(enum.Enum):
+    RETRY = "retry"
+    GIVE_UP = "give up"
+    ABORT = "abort"
+
+
+@dataclass(frozen=True)
+class VoidPolicy:
+    max_attempts: int = 3  # per game, counting the first
+    max_consecutive_voids: int = 6
+
+
+def void_decision(
+    record: GameRecord,
+    attempts: int,
+    consecutive_voids: int,
+    games_started: int,
+    policy: VoidPolicy,
+) -> tuple[Action, str]:
+    """What to do after a void game (as gomill's process_game_error): a pure function.
+
+    `attempts` and `consecutive_voids` already count this void game. An engine that never
+    came up before any game started is broken or misconfigured: retrying it game after
+    game only repeats the error, so the run stops with its evidence.
+    """
+    evidence = record.evidence
+    if evidence is not None and evidence.stage == "start" and not games_started:
+        last = evidence.stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
+        return Action.ABORT, (
+            f"{evidence.engine} could not be started: {evidence.detail};"
+            f" its last stderr line: {last[0][:200]}"
+        )
+    if consecutive_voids >= policy.max_consecutive_voids:
+        return Action.ABORT, f"{consecutive_voids} games in a row were void; last: {record.reason}"
+    if attempts >= policy.max_attempts:
+        return Action.GIVE_UP, f"void {attempts} times; last: {record.reason}"
+    return Action.RETRY, ""
+
+
+@dataclass
+class RunOutcome:
+    rated: int = 0
+    voids: int = 0
+    unplayed: list[ScheduledGame] = field(default_factory=list)
+    aborted: str = ""
+    config_error: bool = False  # aborted because the engines cannot play these games
+    stopped: bool = False  # the stop condition said so before the schedule ran out
+
+
+StartHook = Callable[[ScheduledGame, str, str], None]
+FinishHook = Callable[[ScheduledGame, GameRecord], None]
+EngineHook = Callable[[str, EngineInfo], None]
+
+
+class Driver:
+    """Runs a schedule to its end (or to a stop) on an executor."""
+
+    def __init__(
+        self,
+        games: Iterator[ScheduledGame],
+        make_spec: Callable[[ScheduledGame], GameSpec],
+        executor: LocalExecutor,
+        sink: Sink | None = None,
+        *,
+        policy: VoidPolicy | None = None,
+        on_start: StartHook | None = None,
+        on_finish: FinishHook | None = None,
+        on_engine: EngineHook | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self._games = games
+        self._make_spec = make_spec
+        self.executor = executor
+        self.sink = sink
+        self.policy = policy or VoidPolicy()
+        self.on_start = on_start or (lambda game, a, b: None)
+        self.on_finish = on_finish or (lambda game, record: None)
+        self.on_engine = on_engine or (lambda key, info: None)
+        self.stop = stop or (lambda: False)
+        self.outcome = RunOutcome()
+        self._retries: deque[ScheduledGame] = deque()
+        self._by_number: dict[int, ScheduledGame] = {}  # games in flight
+        self._attempts: Counter[str] = Counter()
+        self._consecutive_voids = 0
+        self._games_started = 0
+        self._changed = trio.Event()
+        self._exhausted = False
+
+    async def run(self) -> RunOutcome:
+        send, receive = trio.open_memory_channel[GameJob](0)
+        async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
+            nursery.start_soon(self._feed, send)
+            await self.executor.run(receive, self._event)
+        return self.outcome
+
+    def _next(self) -> ScheduledGame | None:
+        if self._retries:
+            return self._retries.popleft()
+        if not self._exhausted:
+            game = next(self._games, None)
+            if game is not None:
+                return game
+            self._exhausted = True
+        return None
+
+    async def _feed(self, send: trio.MemorySendChannel[GameJob]) -> None:
+        async with send:
+            while True:
+                game = self._next()
+                if game is None:
+                    if not self._by_number:
+                        return
+                    await self._changed.wait()
+                    self._changed = trio.Event()
+                    continue
+                self._by_number[game.number] = game
+                await send.send(GameJob(game.number, self._make_spec(game), game.engines))
+
+    def _halt(self, reason: str = "", *, config_error: bool = False) -> None:
+        if reason and not self.outcome.aborted:
+            self.outcome.aborted = reason
+            self.outcome.config_error = config_error
+        self._scope.cancel()
+
+    def _event(self, event: Event) -> None:
+        if self._scope.cancel_called:
+            return  # the run is over; late events do not count
+        if isinstance(event, Started):
+            self._games_started += 1
+            self.on_start(self._by_number[event.number], event.seat1, event.seat2)
+        elif isinstance(event, Finished):
+            self._settle(self._by_number.pop(event.number), event.record)
+        elif isinstance(event, EngineSeen):
+            self.on_engine(event.key, event.info)
+        elif isinstance(event, Unplayable):
+            self._by_number.pop(event.number, None)
+            self._halt(event.problem, config_error=True)
+
+    def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
+        if self.sink is not None:
+            self.sink.write(game, record)  # stored before anyone is told
+        self.on_finish(game, record)
+        self._changed.set()
+        if not record.void:
+            self._consecutive_voids = 0
+            self.outcome.rated += 1
+            if self.stop():
+                self.outcome.stopped = True
+                self._halt()
+            return
+        self.outcome.voids += 1
+        self._consecutive_voids += 1
+        self._attempts[game.game_id] += 1
+        action, why = void_decision(
+            record,
+            self._attempts[game.game_id],
+            self._consecutive_voids,
+            self._games_started,
+            self.policy,
+        )
+        if action is Action.RETRY:
+            self._retries.append(game)
+        elif action is Action.GIVE_UP:
+            self.outcome.unplayed.append(game)
+        else:
+            if self._attempts[game.game_id] >= self.policy.max_attempts:
+                self.outcome.unplayed.append(game)
+            self._halt(why)

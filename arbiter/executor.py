@@ -1,0 +1,408 @@
+"""The local executor: plays scheduled games on K slots, in this process or in workers.
+
+A slot owns engine processes and reuses them game after game (`clear_board` between
+games): it keeps the engines of its last few pairings and closes the least recently used
+ones beyond that. An engine that faulted is closed at once and restarted for its next game.
+
+With worker processes (`python -m arbiter.worker`, one trio loop each), the referee work
+itself uses every core. Messages between the driver and a worker are the typed events
+below, pickled over the worker's stdin and stdout. A worker that dies takes only its
+current game with it: that game is reported as a void harness fault, the worker's engine
+groups are killed here, and a new worker takes over.
+
+The executor never decides what a result means: it reports events and the driver
+applies the void policy, stores and reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from arbiter.errors import EngineError
+from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, start_engine
+from arbiter.records import Evidence, GameRecord, Termination
+from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
+
+
+@dataclass(frozen=True)
+class GameJob:
+    """One game to play: `engines` are keys into the executor's engine table, seat 1 first."""
+
+    number: int
+    spec: GameSpec
+    engines: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Started:
+    number: int
+    seat1: str
+    seat2: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    number: int
+    record: GameRecord
+
+
+@dataclass(frozen=True)
+class EngineSeen:
+    """An engine process came up: what it answered to `name` and `version` (labels only)."""
+
+    key: str
+    info: EngineInfo
+
+
+@dataclass(frozen=True)
+class Unplayable:
+    """The engines of this game cannot play its variant at all: a configuration error."""
+
+    number: int
+    problem: str
+
+
+Event = Started | Finished | EngineSeen | Unplayable
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """What every slot needs besides the jobs; picklable, sent once to each worker."""
+
+    engines: Mapping[str, EngineSpec]
+    referee: RefereeConfig = field(default_factory=RefereeConfig)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    engines_per_slot: int = 4
+
+
+def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
+    """Names for people: given names win, else the engines' own; equal ones get suffixes."""
+    names = [spec.name or reply or spec.label for spec, reply in zip(specs, replies, strict=True)]
+    if names[0] == names[1]:
+        names = [f"{names[0]}#1", f"{names[1]}#2"]
+    return names
+
+
+def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,
+                reason: str) -> GameRecord:  # fmt: skip
+    record = spec.new_record(*seats)
+    record.finished = record.started
+    record.termination = termination
+    record.void = True
+    record.reason = reason
+    return record
+
+
+class GameWorker:
+    """Plays jobs one at a time with engines it starts, keeps and restarts as needed."""
+
+    def __init__(
+        self,
+        settings: ExecutorSettings,
+        nursery: trio.Nursery,
+        emit: Emit,
+        *,
+        on_engine: Callable[[Engine, bool], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.nursery = nursery
+        self.emit = emit
+        self.on_engine = on_engine or (lambda engine, up: None)  # up: started, else closing
+        self.referee = Referee(settings.referee)
+        self.engines: OrderedDict[str, Engine] = OrderedDict()  # least recently used first
+        self._seen: set[str] = set()
+
+    def names(self, keys: tuple[str, str], engines: Sequence[Engine | None] = (None, None)
+              ) -> tuple[str, str]:  # fmt: skip
+        """Display names of a job's seats, computed in key order so they never depend on
+        which engine sits first."""
+        ordered = sorted(range(2), key=lambda i: keys[i])
+        specs = [self.settings.engines[keys[i]] for i in ordered]
+        replies = []
+        for i in ordered:
+            engine = engines[i]
+            replies.append(engine.info.name if engine is not None else "")
+        named = display_names(specs, replies)
+        by_seat = {ordered[k]: named[k] for k in range(2)}
+        return by_seat[0], by_seat[1]
+
+    async def play(self, job: GameJob) -> None:
+        engines: list[Engine | None] = [self.engines.get(k) for k in job.engines]
+        for seat, key in enumerate(job.engines):
+            if engines[seat] is not None:
+                self.engines.move_to_end(key)
+                continue
+            try:
+                engine = await self._start(key)
+            except EngineError as exc:
+                self.emit(Finished(job.number, self._start_failure(job, seat, exc)))
+                return
+            engines[seat] = engine
+        a, b = engines
+        assert a is not None and b is not None
+        names = self.names(job.engines, engines)
+        for engine, name in zip((a, b), names, strict=True):
+            engine.name = engine.session.name = name
+        for engine in (a, b):
+            problem = unsupported_variant(engine, job.spec.variant)
+            if problem is not None:
+                self.emit(Unplayable(job.number, problem))
+                return
+        self.emit(Started(job.number, names[0], names[1]))
+        outcome = await self.referee.play(job.spec, [a, b])
+        self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
+        for seat in outcome.faulty:
+            await self._close(job.engines[seat])
+        await self._trim()
+
+    async def _start(self, key: str) -> Engine:
+        spec = self.settings.engines[key]
+        try:
+            engine = await start_engine(spec, self.nursery, self.settings.deadlines)
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
+        self.engines[key] = engine
+        self.on_engine(engine, True)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.emit(EngineSeen(key, engine.info))
+        return engine
+
+    async def _close(self, key: str) -> None:
+        engine = self.engines.pop(key, None)
+        if engine is not None:
+            self.on_engine(engine, False)
+            await engine.aclose()
+
+    async def _trim(self) -> None:
+        while len(self.engines) > max(2, self.settings.engines_per_slot):
+            await self._close(next(iter(self.engines)))
+
+    async def aclose(self) -> None:
+        for key in list(self.engines):
+            await self._close(key)
+
+    def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
+        names = self.names(job.engines)
+        label = names[seat]
+        record = void_record(job.spec, names, Termination.SETUP,
+                             f"{label} failed to start: {exc.detail}")  # fmt: skip
+        record.evidence = Evidence(
+            engine=label,
+            detail=exc.detail,
+            returncode=getattr(exc, "returncode", None),
+            stderr_tail=getattr(exc, "stderr_tail", ""),
+            stage="start",
+        )
+        return record
+
+
+class LocalExecutor:
+    """K slots on this machine: trio tasks in this process, or one worker process each."""
+
+    def __init__(self, settings: ExecutorSettings, concurrency: int, *, processes: bool = True
+                 ) -> None:  # fmt: skip
+        self.settings = settings
+        self.concurrency = max(1, concurrency)
+        self.processes = processes and self.concurrency > 1
+
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        """Play jobs until the channel is closed and drained."""
+        slot = self._process_slot if self.processes else self._local_slot
+        async with jobs, trio.open_nursery() as nursery:
+            for _ in range(self.concurrency):
+                nursery.start_soon(slot, jobs.clone(), emit)
+
+    async def _local_slot(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        async with jobs, trio.open_nursery() as nursery:
+            worker = GameWorker(self.settings, nursery, emit)
+            try:
+                async for job in jobs:
+                    await worker.play(job)
+            finally:
+                await worker.aclose()
+
+    async def _process_slot(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        names: dict[str, str] = {}  # display names by engine key, as last reported
+        async with jobs:
+            while True:
+                process = await _WorkerProcess.start(self.settings)
+                groups: set[int] = set()  # the worker's engines, killed here if it dies
+                try:
+                    async for job in jobs:
+                        try:
+                            await self._remote_game(process, job, emit, groups, names)
+                        except (EOFError, trio.BrokenResourceError) as exc:
+                            seats = (names.get(job.engines[0], job.engines[0]),
+                                     names.get(job.engines[1], job.engines[1]))  # fmt: skip
+                            emit(Finished(job.number, void_record(
+                                job.spec, seats, Termination.HARNESS,
+                                f"the worker process running this game died ({type(exc).__name__})",
+                            )))  # fmt: skip
+                            break
+                    else:
+                        return
+                finally:
+                    await process.aclose()
+                    for pgid in groups:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pgid, signal.SIGKILL)
+
+    @staticmethod
+    async def _remote_game(process: _WorkerProcess, job: GameJob, emit: Emit, groups: set[int],
+                           names: dict[str, str]) -> None:  # fmt: skip
+        await process.channel.send(job)
+        while True:
+            message = await process.channel.receive()
+            if isinstance(message, _EngineGroup):
+                (groups.add if message.up else groups.discard)(message.pgid)
+                continue
+            if isinstance(message, Started):
+                names[job.engines[0]], names[job.engines[1]] = message.seat1, message.seat2
+            emit(message)
+            if isinstance(message, Finished | Unplayable):
+                return
+
+
+@dataclass(frozen=True)
+class _EngineGroup:
+    """Worker to driver: an engine's process group came up or is going away."""
+
+    pgid: int
+    up: bool
+
+
+async def worker_main() -> None:
+    """Entry point of a worker process (`python -m arbiter.worker`): stdin/stdout carry frames."""
+    channel = FrameChannel(trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0)))
+    # Nothing else may write to the frame pipe.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    settings: ExecutorSettings = await channel.receive()
+    send, receive = trio.open_memory_channel[GameJob](math.inf)
+
+    def on_engine(engine: Engine, up: bool) -> None:
+        channel.send_nowait(_EngineGroup(engine.process.pid, up))
+
+    async def play_all(nursery: trio.Nursery) -> None:
+        worker = GameWorker(settings, nursery, channel.send_nowait, on_engine=on_engine)
+        try:
+            async for job in receive:
+                await worker.play(job)
+        finally:
+            await worker.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(channel.flush_forever)
+        nursery.start_soon(play_all, nursery)
+        while True:
+            try:
+                job = await channel.receive()
+            except EOFError:
+                job = None
+            if job is None:
+                break
+            send.send_nowait(job)
+        nursery.cancel_scope.cancel()
+
+
+class FrameChannel:
+    """Pickled messages over a pair of byte streams, each frame prefixed by its length.
+
+    Only the harness's own processes are at either end, so pickle is safe here.
+    """
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self._send = send
+        self._receive = receive
+        self._buffer = bytearray()
+        self._outbox: list[bytes] = []
+        self._wakeup = trio.Event()
+
+    @staticmethod
+    def _frame(message: Any) -> bytes:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        return len(data).to_bytes(4, "big") + data
+
+    async def send(self, message: Any) -> None:
+        await self._send.send_all(self._frame(message))
+
+    def send_nowait(self, message: Any) -> None:
+        """Queue a message for `flush_forever` (for callers that cannot await)."""
+        self._outbox.append(self._frame(message))
+        self._wakeup.set()
+
+    async def flush_forever(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            batch, self._outbox = b"".join(self._outbox), []
+            await self._send.send_all(batch)
+
+    async def receive(self) -> Any:
+        while True:
+            if len(self._buffer) >= 4:
+                size = int.from_bytes(self._buffer[:4], "big")
+                if len(self._buffer) >= 4 + size:
+                    data = bytes(self._buffer[4 : 4 + size])
+                    del self._buffer[: 4 + size]
+                    return pickle.loads(data)
+            chunk = await self._receive.receive_some(1 << 16)
+            if not chunk:
+                raise EOFError("the other process closed the channel")
+            self._buffer += chunk
+
+
+class _WorkerProcess:
+    """A worker process started with the same interpreter, fed over its stdin/stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        assert process.stdin is not None and process.stdout is not None
+        self.channel = FrameChannel(process.stdin, process.stdout)
+
+    @classmethod
+    async def start(cls, settings: ExecutorSettings) -> _WorkerProcess:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "arbiter.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # Ctrl-C goes to the parent only, which then stops the workers in order.
+            start_new_session=True,
+        )
+        worker = cls(process)
+        await worker.channel.send(settings)
+        return worker
+
+    async def aclose(self) -> None:
+        """Ask the worker to finish (it shuts its engines down), then make sure it is gone."""
+        with trio.CancelScope(shield=True):
+            with (
+                trio.move_on_after(5),
+                contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+            ):
+                await self.channel.send(None)
+            with trio.move_on_after(15):
+                await self.process.wait()
+            if self.process.returncode is None:
+                self.process.terminate()
+                with trio.move_on_after(5):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                self.process.kill()
+                await self.process.wait()

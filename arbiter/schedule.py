@@ -1,0 +1,190 @@
+"""Schedules: which games a match or a tournament plays, as a lazy sequence (pure).
+
+Every game comes in a seat-swapped pair: the same two engines and the same opening, each
+engine in seat 1 once. A game's id depends only on what the schedule says about it (the
+tournament's name, the round and the two engines in their seats), never on the store, the
+folder or the executor, so a resumed or extended tournament recognises the games it has
+already played, and a distributed run can use the id as its task key.
+
+Openings are assigned per pair so that both games of a pair start from the same position:
+with an openings list, each pairing walks through the list in order, one opening per round,
+cycling, and pairings start at staggered points; with `random_openings = N`, each pair gets
+its own N random legal plies from the seed. Both choices depend only on the round and the
+pairing, so adding engines or rounds never changes the opening of a game already scheduled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from arbiter.rules import SWAP, Game, IllegalMove, Variant
+
+
+class Format(StrEnum):
+    ROUND_ROBIN = "round-robin"
+    GAUNTLET = "gauntlet"
+
+
+@dataclass(frozen=True)
+class ScheduledGame:
+    """One game of a schedule; `engines` are engine keys (identities), seat 1 first."""
+
+    number: int  # 1-based position in the schedule, for progress lines
+    game_id: str
+    engines: tuple[str, str]
+    round: int
+    pair_key: str  # the same for both games of a seat-swapped pair
+    opening: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Openings:
+    """How pairs get their opening: a fixed list, N random plies, or none."""
+
+    lines: tuple[tuple[str, ...], ...] = ()
+    random_plies: int = 0
+    seed: int = 0
+
+    def for_pair(
+        self, variant: Variant, pairing_index: int, round_: int, key: str
+    ) -> tuple[str, ...]:
+        if self.lines:
+            return self.lines[(pairing_index + round_ - 1) % len(self.lines)]
+        if self.random_plies:
+            return random_opening(variant, self.random_plies, _derive(self.seed, key))
+        return ()
+
+
+def _derive(seed: int, key: str) -> int:
+    digest = hashlib.sha256(f"{seed}\0{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def game_id(tournament: str, round_: int, seat1: str, seat2: str) -> str:
+    """A short stable id for a tournament game (engine names may hold any character)."""
+    text = json.dumps([tournament, round_, seat1, seat2], ensure_ascii=False)
+    return f"r{round_}-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pairings(
+    names: Sequence[str], fmt: Format, challenger: str | None = None
+) -> list[tuple[str, str]]:
+    """The pairings in a stable order: appending an engine only appends pairings.
+
+    Round-robin pairs each engine with every engine listed before it (column by column),
+    so the pairings of the first k engines are always the first k(k-1)/2 pairings.
+    """
+    if fmt is Format.GAUNTLET:
+        hero = challenger if challenger is not None else names[0]
+        return [(hero, other) for other in names if other != hero]
+    return [(names[i], names[j]) for j in range(len(names)) for i in range(j)]
+
+
+def tournament_games(
+    name: str,
+    engines: Sequence[str],
+    fmt: Format,
+    rounds: int,
+    variant: Variant,
+    openings: Openings = Openings(),
+    *,
+    challenger: str | None = None,
+    seed: int | None = None,
+) -> Iterator[ScheduledGame]:
+    """Round by round, every pairing's seat-swapped pair; generated lazily."""
+    pairs = pairings(engines, fmt, challenger)
+    number = 0
+    for round_ in range(1, rounds + 1):
+        for index, (a, b) in enumerate(pairs):
+            key = json.dumps([round_, *sorted((a, b))], ensure_ascii=False)
+            opening = openings.for_pair(variant, index, round_, key)
+            for seat1, seat2 in ((a, b), (b, a)):
+                number += 1
+                gid = game_id(name, round_, seat1, seat2)
+                yield ScheduledGame(
+                    number=number,
+                    game_id=gid,
+                    engines=(seat1, seat2),
+                    round=round_,
+                    pair_key=key,
+                    opening=opening,
+                    seed=None if seed is None else _derive(seed, gid),
+                )
+
+
+def tournament_size(engines: int, fmt: Format, rounds: int) -> int:
+    pairs = engines - 1 if fmt is Format.GAUNTLET else engines * (engines - 1) // 2
+    return max(0, pairs) * 2 * rounds
+
+
+def match_games(
+    match_id: str,
+    games: int,
+    variant: Variant,
+    openings: Openings = Openings(),
+    *,
+    seed: int | None = None,
+) -> Iterator[ScheduledGame]:
+    """A match: engine keys "0" and "1"; odd games seat engine 0 first, even ones engine 1."""
+    for number in range(1, games + 1):
+        pair = (number + 1) // 2
+        order = ("0", "1") if number % 2 == 1 else ("1", "0")
+        key = f"{match_id}-pair{pair}"
+        yield ScheduledGame(
+            number=number,
+            game_id=f"{match_id}-{number}",
+            engines=order,
+            round=pair,
+            pair_key=key,
+            opening=openings.for_pair(variant, 0, pair, key),
+            seed=None if seed is None else seed * 1_000_003 + number,
+        )
+
+
+def random_opening(variant: Variant, plies: int, seed: int) -> tuple[str, ...]:
+    """`plies` uniformly random legal placements (never a swap) that leave the game open."""
+    rng = random.Random(seed)
+    for _ in range(100):
+        game = Game(variant)
+        moves: list[str] = []
+        for _ in range(plies):
+            if game.over:
+                break
+            cell = rng.choice(game.legal_cells())
+            game.play(cell)
+            moves.append(game.move_name(cell))
+        if not game.over and len(moves) == plies:
+            return tuple(moves)
+    raise ValueError(f"cannot find {plies} random opening plies that leave the game open")
+
+
+def parse_openings(text: str, variant: Variant) -> list[tuple[str, ...]]:
+    """Openings, one a line (cell names and `swap`; `#` starts a comment).
+
+    Raises ValueError naming the 1-based line of the first opening the rules refuse or
+    that already ends the game.
+    """
+    result: list[tuple[str, ...]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        game = Game(variant)
+        moves: list[str] = []
+        for word in words:
+            try:
+                move = game.parse_move(word.lower())
+                game.play(move)
+            except (IllegalMove, ValueError) as exc:
+                raise ValueError(f"line {number}: {exc}") from exc
+            moves.append(SWAP if move == SWAP else game.move_name(move))
+        if game.over:
+            raise ValueError(f"line {number}: the opening already ends the game")
+        result.append(tuple(moves))
+    return result
