@@ -1,7 +1,7 @@
 """The `arbiter` command line: option parsing, one trio.run per command, exit codes.
 
 Exit status: 0 success, 1 a check or run that failed, 2 bad usage or configuration,
-130 interrupted.
+130 interrupted by Ctrl-C, 143 stopped by SIGTERM.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from arbiter.process import EngineSpec
 from arbiter.records import RecordWriter, read_records
 from arbiter.referee import RefereeConfig
 from arbiter.rules import IllegalMove, Variant
-from arbiter.running import run_trio
+from arbiter.running import Interrupted, run_trio
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +38,19 @@ def _first_leaf(group: BaseExceptionGroup[ArbiterError]) -> ArbiterError:
     return exc
 
 
+def _first_interrupt(group: BaseExceptionGroup[KeyboardInterrupt]) -> KeyboardInterrupt:
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, KeyboardInterrupt)
+    return exc
+
+
+def _interrupted(exc: KeyboardInterrupt) -> None:
+    click.echo("Interrupted; engines were stopped.", err=True)
+    sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
+
+
 def handle_errors(func: F) -> F:
     """Turn the harness's errors into one clear line and the documented exit status."""
 
@@ -49,13 +62,12 @@ def handle_errors(func: F) -> F:
             raise ConfigExit(str(exc)) from exc
         except ArbiterError as exc:
             raise click.ClickException(str(exc)) from exc
-        except KeyboardInterrupt:
-            click.echo("Interrupted; engines were stopped.", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc)
         except BaseExceptionGroup as group:
-            if group.subgroup(KeyboardInterrupt) is not None:
-                click.echo("Interrupted; engines were stopped.", err=True)
-                sys.exit(130)
+            stop = group.subgroup(KeyboardInterrupt)
+            if stop is not None:
+                _interrupted(_first_interrupt(stop))
             ours = group.subgroup(ArbiterError)
             if ours is None:
                 raise
@@ -213,6 +225,251 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) 
         click.echo(summary_table(results))
     if not all(r.passed for r in results if r.required):
         sys.exit(1)
+
+
+# ------------------------------------------------------------------ tournaments
+
+
+@main.group()
+def tournament() -> None:
+    """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
+
+
+def _store_standings(store: Any, fmt: str = "table", prior: float | None = None) -> str:
+    from arbiter.ratings import DEFAULT_PRIOR
+    from arbiter.standings import Tally, standings, table
+
+    tally = Tally.from_store(store)
+    if not tally.games:
+        return "No rated games yet."
+    return table(standings(tally, prior=DEFAULT_PRIOR if prior is None else prior), fmt)
+
+
+def _tournament_notes(store: Any) -> list[str]:
+    lines = []
+    for a, b, n in store.identical_pairings():
+        lines.append(
+            f"Note: all {n} games between {a} and {b} were identical (per seat order):"
+            " deterministic engines replay one game; use openings or random_openings."
+        )
+    voids = store.void_summary()
+    if voids:
+        lines.append("Void games not yet replayed:")
+        lines += [f"  {n} x {term}: {reason[:200]}" for term, reason, n in voids[:10]]
+    return lines
+
+
+@tournament.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--fresh", is_flag=True,
+              help="Start a new store; the old one is kept under a dated name.")
+@click.option("--concurrency", "-c", type=click.IntRange(1), default=None,
+              help="Games played at once (default: the file's concurrency).")
+@click.option("--every", type=click.IntRange(0), default=10, show_default=True,
+              help="Print the standings every N games (0: only at the end).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@handle_errors
+def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
+                   quiet: bool) -> None:  # fmt: skip
+    """Play what is left of a tournament and print the Elo table.
+
+    Running the same file again resumes it; adding an engine or raising `rounds` plays
+    only the new games. Changing a condition of play needs --fresh.
+    """
+    from arbiter.report import TournamentProgress
+    from arbiter.store import Store
+    from arbiter.tournament import check_conditions, load_tournament, run_tournament
+
+    t = load_tournament(file)
+    store, kept = Store.open_for_run(t.output, fresh=fresh)
+    with store:
+        if kept is not None:
+            click.echo(f"The previous store was kept as {kept}.", err=True)
+        check_conditions(t, store)
+        store.begin(t.name, t.conditions(), t.definition(),
+                    {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+        progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),
+                                      every=every, quiet=quiet)  # fmt: skip
+        driver, left = run_tournament(
+            t, store, concurrency=concurrency,
+            on_start=progress.tournament_started, on_finish=progress.tournament_finished,
+        )  # fmt: skip
+        progress.finished, progress.left = t.total - left, left
+        if not quiet:
+            click.echo(f"Tournament {t.name}: {t.total} games, {t.total - left} stored,"
+                       f" {left} to play ({t.output})", err=True)  # fmt: skip
+        try:
+            outcome = run_trio(driver.run)
+        except KeyboardInterrupt:
+            progress.close()
+            click.echo(_store_standings(store))
+            click.echo("Stopped: games in flight were not stored and are replayed on resume.")
+            raise
+        finally:
+            progress.close()
+        if outcome.config_error:
+            raise ConfigError(outcome.aborted, hint="choose another engine or variant")
+        click.echo(_store_standings(store))
+        for line in _tournament_notes(store):
+            click.echo(line)
+        if outcome.unplayed:
+            click.echo(f"Given up after repeated voids: {len(outcome.unplayed)} games"
+                       " (run again to retry them).")  # fmt: skip
+        if outcome.aborted:
+            click.echo(f"Tournament stopped: {outcome.aborted}")
+            sys.exit(1)
+
+
+@tournament.command("status")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@handle_errors
+def tournament_status(file: str, as_json: bool) -> None:
+    """Games done and left, current standings, void games and why."""
+    from arbiter.ratings import DEFAULT_PRIOR
+    from arbiter.standings import Tally, standings, to_json
+    from arbiter.store import Store
+    from arbiter.tournament import load_tournament
+
+    t = load_tournament(file)
+    if not t.output.exists():
+        done, voids, board = 0, [], None
+        notes: list[str] = []
+    else:
+        with Store.open(t.output, create=False) as store:
+            ids = store.done_ids()
+            done = sum(1 for g in t.games() if g.game_id in ids)
+            voids = store.void_summary()
+            tally = Tally.from_store(store)
+            board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
+            notes = _tournament_notes(store)
+    if as_json:
+        data: dict[str, Any] = {
+            "tournament": t.name, "store": str(t.output), "scheduled": t.total, "done": done,
+            "left": t.total - done,
+            "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
+        }  # fmt: skip
+        data.update(to_json(board) if board is not None else {"engines": [], "games": 0})
+        click.echo(json.dumps(data))
+        return
+    click.echo(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
+               f" ({t.output})")  # fmt: skip
+    from arbiter.standings import table
+
+    click.echo(table(board) if board is not None else "No rated games yet.")
+    for line in notes:
+        click.echo(line)
+
+
+@tournament.command("export")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--records", "out", required=True, type=click.Path(dir_okay=False),
+              help="Write every stored game to this JSON Lines file (void attempts too).")
+@handle_errors
+def tournament_export(file: str, out: str) -> None:
+    """Write every stored game as a records line, void attempts flagged."""
+    from arbiter.store import Store
+    from arbiter.tournament import load_tournament
+
+    t = load_tournament(file)
+    with Store.open(t.output, create=False) as store:
+        try:
+            with open(out, "w", encoding="utf-8") as handle:
+                n = 0
+                for data, _ in store.records():
+                    handle.write(json.dumps(data, separators=(",", ":")) + "\n")
+                    n += 1
+        except OSError as exc:
+            raise ConfigError(f"cannot write records: {exc.strerror}", where=out) from exc
+    click.echo(f"Wrote {n} records to {out}.", err=True)
+
+
+# --------------------------------------------------------------------- ratings
+
+
+def _anchor(text: str | None) -> tuple[str, float] | None:
+    if text is None:
+        return None
+    name, sep, value = text.rpartition("=")
+    try:
+        return name, float(value) if sep and name else float("x")
+    except ValueError as exc:
+        raise ConfigError(f"bad --anchor {text!r}", hint="write it as NAME=ELO, e.g. random=0"
+                          ) from exc  # fmt: skip
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--prior", type=click.FloatRange(0), default=None,
+              help="Virtual games per engine, scored 50% against the pool mean, that keep"
+                   " all-win and all-loss engines finite; 0 is plain maximum likelihood."
+                   "  [default: 2]")
+@click.option("--anchor", default=None, metavar="NAME=ELO",
+              help="Give this engine this rating (default: the pool mean is 0).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
+              default="table", show_default=True, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--matrix", is_flag=True, help="Add the head-to-head table.")
+@click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
+@handle_errors
+def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, fmt: str,
+            as_json: bool, matrix: bool, strict: bool) -> None:  # fmt: skip
+    """The leaderboard of tournament files, stores or records files (combined).
+
+    Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
+    term; errors are 95% intervals. Void games are skipped.
+    """
+    from arbiter.ratings import DEFAULT_PRIOR
+    from arbiter.standings import Tally, standings, table, tally_records
+    from arbiter.standings import matrix as matrix_table
+    from arbiter.store import Store
+    from arbiter.tournament import load_tournament
+
+    tally = Tally()
+    files: list[str] = []
+    for source in sources:
+        kind = _source_kind(source)
+        if kind == "records":
+            files.append(source)
+            continue
+        path = load_tournament(source).output if kind == "tournament" else source
+        with Store.open(path, create=False) as store:
+            part = Tally.from_store(store)
+        tally.merge(part)
+    tally, bad, _ = tally_records(files, tally)
+    for line in bad:
+        if strict:
+            raise ConfigError(str(line), hint="fix or remove the line, or leave out --strict")
+        click.echo(f"skipped {line}", err=True)
+    if not tally.games:
+        raise ConfigError("no rated games in " + ", ".join(sources),
+                          hint="give records files, a store or a tournament file with games")
+    try:
+        board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior,
+                          anchor=_anchor(anchor))  # fmt: skip
+    except ValueError as exc:
+        raise ConfigError(str(exc), where="--anchor") from exc
+    if as_json or fmt == "json":
+        from arbiter.standings import to_json
+
+        click.echo(json.dumps(to_json(board)))
+        return
+    click.echo(table(board, fmt))
+    if matrix:
+        click.echo("")
+        click.echo(matrix_table(board))
+
+
+def _source_kind(path: str) -> str:
+    if path.endswith(".toml"):
+        return "tournament"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", where=path,
+                          hint="give a tournament file, a store or a records file") from exc
+    return "store" if head == b"SQLite format 3\x00" else "records"
 
 
 if __name__ == "__main__":

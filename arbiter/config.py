@@ -7,6 +7,7 @@ An engines file names engines so that commands stay short:
     # cwd defaults to this file's folder; {python} is the interpreter running arbiter
     name = "mc-1k"          # display name; defaults to the table key
     env = { OMP_NUM_THREADS = "1" }
+    tc = "10+0.1"           # this engine's own time control (a match's --tc overrides it)
 """
 
 from __future__ import annotations
@@ -19,28 +20,35 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from arbiter.clock import TC_HELP, TimeControl
 from arbiter.errors import ConfigError
 from arbiter.process import EngineSpec
 
-_ENGINE_KEYS = {"command", "cwd", "name", "env"}
+ENGINE_KEYS = ("command", "cwd", "env", "name", "tc")
 
 
 def _expand(word: str, here: Path) -> str:
     return word.replace("{python}", sys.executable).replace("{here}", str(here))
 
 
+def read_toml(file: Path, what: str, hint: str) -> dict[str, Any]:
+    """A TOML file as a dict; unreadable or malformed files are a ConfigError naming it."""
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what}: {exc.strerror}", where=str(file),
+                          hint=hint) from exc  # fmt: skip
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} is not UTF-8 text", where=str(file)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", where=str(file),
+                          hint="fix the syntax at the line and column given") from exc  # fmt: skip
+
+
 def load_engines(path: str | os.PathLike[str]) -> dict[str, EngineSpec]:
     """Read an engines file; every problem names the file and the key."""
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read engines file: {exc.strerror}", where=str(file),
-            hint="check the path given with --engines",
-        ) from exc  # fmt: skip
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", where=str(file)) from exc
+    data = read_toml(file, "engines file", "check the path given with --engines")
     engines = data.get("engines")
     if not isinstance(engines, dict) or not engines:
         raise ConfigError(
@@ -48,22 +56,42 @@ def load_engines(path: str | os.PathLike[str]) -> dict[str, EngineSpec]:
             hint='define engines like [engines.mc] with command = ["{python}", "mc_bot.py"]',
         )  # fmt: skip
     here = file.resolve().parent
-    return {key: _engine(file, here, key, table) for key, table in engines.items()}
+    return {
+        key: engine_definition(table, where=f"{file}: engines.{key}", here=here,
+                               default_name=key)
+        for key, table in engines.items()
+    }  # fmt: skip
 
 
-def _engine(file: Path, here: Path, key: str, table: Any) -> EngineSpec:
-    where = f"{file}: engines.{key}"
+def engine_definition(
+    table: Any, *, where: str, here: Path, default_name: str | None = None
+) -> EngineSpec:
+    """The one reader of an engine definition, for engines files and tournament files.
+
+    `command` is an argv list or a string split like a shell; `cwd` (default: the folder
+    of the defining file) and relative program paths are resolved from that folder;
+    `{python}` is the interpreter running arbiter; `env` is added to the environment;
+    `name` is the display name (required where `default_name` is None); `tc` is the
+    engine's own time control.
+    """
     if not isinstance(table, dict):
-        raise ConfigError("must be a table", where=where)
-    unknown = set(table) - _ENGINE_KEYS
+        raise ConfigError("must be a table", where=where,
+                          hint='e.g. command = ["{python}", "my_bot.py"]')  # fmt: skip
+    unknown = set(table) - set(ENGINE_KEYS)
     if unknown:
         raise ConfigError(
             f"unknown key(s) {', '.join(sorted(unknown))}", where=where,
-            hint=f"allowed keys: {', '.join(sorted(_ENGINE_KEYS))}",
+            hint=f"allowed keys: {', '.join(ENGINE_KEYS)}",
         )  # fmt: skip
     command = table.get("command")
     if isinstance(command, str):
-        argv = shlex.split(command)
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ConfigError(
+                f"cannot split command: {exc}", where=f"{where}.command",
+                hint="check the quotes, or give a list of words",
+            ) from exc  # fmt: skip
     elif isinstance(command, list) and all(isinstance(w, str) for w in command):
         argv = list(command)
     else:
@@ -72,22 +100,36 @@ def _engine(file: Path, here: Path, key: str, table: Any) -> EngineSpec:
             hint='e.g. command = ["{python}", "my_bot.py"]',
         )  # fmt: skip
     if not argv:
-        raise ConfigError("command is empty", where=where)
+        raise ConfigError("command is empty", where=f"{where}.command")
     cwd_value = table.get("cwd", ".")
     if not isinstance(cwd_value, str):
-        raise ConfigError("cwd must be a string", where=where)
+        raise ConfigError("cwd must be a string", where=f"{where}.cwd")
     cwd = (here / _expand(cwd_value, here)).resolve()
     if not cwd.is_dir():
-        raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=where)
+        raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=f"{where}.cwd")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise ConfigError("env must be a table of strings", where=where)
-    name = table.get("name", key)
+        raise ConfigError("env must be a table of strings", where=f"{where}.env",
+                          hint='e.g. env = { OMP_NUM_THREADS = "1" }')  # fmt: skip
+    name = table.get("name", default_name)
+    if name is None:
+        raise ConfigError("name is missing", where=where,
+                          hint='every engine needs a unique name = "..."; results are keyed'
+                          " by it")  # fmt: skip
     if not isinstance(name, str) or not name.strip():
-        raise ConfigError("name must be a non-empty string", where=where)
+        raise ConfigError("name must be a non-empty string", where=f"{where}.name")
+    tc = None
+    if "tc" in table:
+        if not isinstance(table["tc"], str):
+            raise ConfigError("tc must be a string", where=f"{where}.tc", hint=TC_HELP)
+        try:
+            tc = TimeControl.parse(table["tc"])
+        except ConfigError as exc:
+            raise ConfigError(str(exc), where=f"{where}.tc") from exc
     spec = EngineSpec(
-        argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None
-    )
+        argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
+        tc=tc,
+    )  # fmt: skip
     check_executable(spec, where)
     return spec
 

@@ -96,6 +96,7 @@ class Match:
             tc=(tc[int(game.engines[0])], tc[int(game.engines[1])]),
             opening=game.opening,
             seed=game.seed,
+            pair=game.pair_key,
         )
 
     async def run(self) -> MatchResult:

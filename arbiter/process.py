@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
 from arbiter.protocol.session import EngineSession, PipeStream
 
@@ -43,6 +44,7 @@ class EngineSpec:
     cwd: str | None = None
     env: Mapping[str, str] | None = None  # added to the harness's environment
     options: tuple[tuple[str, str], ...] = ()  # extra commands sent after the handshake
+    tc: TimeControl | None = None  # this engine's own time control, if it has one
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:

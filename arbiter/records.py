@@ -71,6 +71,7 @@ class GameRecord:
     versions: dict[str, str] = field(default_factory=dict)
     evidence: Evidence | None = None
     seed: int | None = None
+    pair: str = ""  # the same for both games of a seat-swapped pair (empty if unknown)
     schema: int = SCHEMA
 
     @property
@@ -93,7 +94,7 @@ class GameRecord:
         order = [
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
-            "move_ms", "tc", "started", "finished", "versions", "seed", "evidence",
+            "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 

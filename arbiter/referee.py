@@ -70,6 +70,8 @@ class GameSpec:
     tc: tuple[TimeControl, TimeControl]  # seat 1, seat 2
     opening: tuple[str, ...] = ()
     seed: int | None = None
+    pair: str = ""  # the seat-swapped pair this game belongs to
+
 
     def new_record(self, seat1: str, seat2: str) -> GameRecord:
         """The record of this game as it starts (outcome fields are filled in later)."""
@@ -82,6 +84,7 @@ class GameSpec:
             tc={"seat1": str(self.tc[0]), "seat2": str(self.tc[1])},
             started=_now(),
             seed=self.seed,
+            pair=self.pair,
         )
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from arbiter.match import MatchResult
 from arbiter.process import exit_status
 from arbiter.records import GameRecord, Termination
 from arbiter.rules import Game, Variant
+from arbiter.schedule import ScheduledGame
 
 LEGENDS = {
     8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
@@ -178,3 +181,37 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
     }
+
+
+class TournamentProgress(Progress):
+    """Progress lines, and every `every` games a short standings table with an ETA."""
+
+    def __init__(self, stream: TextIO, total: int, left: int, standings: Callable[[], str],
+                 *, every: int = 0, quiet: bool = False) -> None:  # fmt: skip
+        super().__init__(stream, total, quiet=quiet)
+        self.finished = total - left
+        self.left = left
+        self.every = every
+        self.standings = standings
+        self._done_here = 0
+        self._t0 = time.monotonic()
+
+    def tournament_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
+        self.started(game.number, self.total, seat1, seat2)
+
+    def tournament_finished(self, game: ScheduledGame, record: GameRecord) -> None:
+        self.game_finished(game.number, record)
+        if record.void:
+            return
+        self.left -= 1
+        self._done_here += 1
+        if self.every and self._done_here % self.every == 0 and self.left:
+            self._line(f"{self.left} games left, {self.eta()}\n{self.standings()}")
+
+    def eta(self) -> str:
+        if not self._done_here:
+            return "ETA unknown"
+        seconds = (time.monotonic() - self._t0) / self._done_here * self.left
+        minutes, secs = divmod(round(seconds), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"ETA {hours}:{minutes:02d}:{secs:02d}" if hours else f"ETA {minutes}:{secs:02d}"

@@ -11,13 +11,21 @@ import trio
 T = TypeVar("T")
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; `signum` says which (exit status 128 + signum)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
 def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
     """trio.run, where Ctrl-C and SIGTERM cancel the run instead of interrupting it.
 
     Engines are shut down, not orphaned, and no KeyboardInterrupt can land in the
     middle of clean-up code; KeyboardInterrupt is raised once the run has ended.
     """
-    terminated = False
+    terminated = 0
 
     async def main() -> T:
         nonlocal terminated
@@ -26,8 +34,8 @@ def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
 
                 async def watch() -> None:
                     nonlocal terminated
-                    async for _ in signals:
-                        terminated = True
+                    async for signum in signals:
+                        terminated = signum
                         nursery.cancel_scope.cancel()
                         return
 
@@ -36,9 +44,14 @@ def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
                     return await fn()
                 finally:
                     nursery.cancel_scope.cancel()
-        raise KeyboardInterrupt  # only reached when SIGTERM cancelled the run
+        raise Interrupted(terminated or signal.SIGINT)  # only reached when a signal cancelled
 
-    result = trio.run(main)
+    try:
+        result = trio.run(main)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt as exc:
+        raise Interrupted(signal.SIGINT) from exc
     if terminated:
-        raise KeyboardInterrupt
+        raise Interrupted(terminated)
     return result

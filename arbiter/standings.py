@@ -1,0 +1,323 @@
+"""The leaderboard: tally results by engine identity, fit the ratings, format the table.
+
+Results are tallied by the names the schedule or the records give the seats (the engine's
+identity), never by anything an engine answers. The tally keeps only counts, so a
+leaderboard over a million games costs the same to fit as one over a hundred.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tabulate import tabulate
+
+from arbiter.errors import ConfigError
+from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
+from arbiter.records import SCHEMA, Termination
+from arbiter.store import FAULTS, Store
+
+_RATED = {t.value for t in Termination} - {Termination.SETUP.value, Termination.HARNESS.value}
+
+
+@dataclass
+class Tally:
+    """Counts of rated games: per ordered seat pairing, per engine faults, per pair."""
+
+    names: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    seat_wins: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s1 won
+    seat_losses: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s2 won
+    faults: dict[str, Counter[str]] = field(default_factory=dict)
+    pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # a<b: [2, 1, 0]
+    _open_pairs: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def add_game(self, seat1: str, seat2: str, seat1_won: bool, termination: str,
+                 pair: str = "") -> None:  # fmt: skip
+        self.names.setdefault(seat1)
+        self.names.setdefault(seat2)
+        if seat1_won:
+            self.seat_wins[seat1, seat2] += 1
+        else:
+            self.seat_losses[seat1, seat2] += 1
+        if termination in FAULTS:
+            loser = seat2 if seat1_won else seat1
+            self.faults.setdefault(loser, Counter())[termination] += 1
+        if pair:
+            winner = seat1 if seat1_won else seat2
+            first = self._open_pairs.pop(pair, None)
+            if first is None:
+                self._open_pairs[pair] = (seat1, seat2, winner)
+            elif {first[0], first[1]} == {seat1, seat2}:
+                a = min(seat1, seat2)
+                self.add_pair(seat1, seat2, (first[2] == a) + (winner == a))
+
+    def add_pair(self, x: str, y: str, wins_of_first_sorted: int) -> None:
+        a, b = sorted((x, y))
+        self.pairs.setdefault((a, b), [0, 0, 0])[2 - wins_of_first_sorted] += 1
+
+    @property
+    def games(self) -> int:
+        return sum(self.seat_wins.values()) + sum(self.seat_losses.values())
+
+    def merge(self, other: Tally) -> None:
+        """Add another source's counts (several stores and records files combine)."""
+        for name in other.names:
+            self.names.setdefault(name)
+        self.seat_wins.update(other.seat_wins)
+        self.seat_losses.update(other.seat_losses)
+        for engine, counts in other.faults.items():
+            self.faults.setdefault(engine, Counter()).update(counts)
+        for key, split in other.pairs.items():
+            outcome = self.pairs.setdefault(key, [0, 0, 0])
+            for i in range(3):
+                outcome[i] += split[i]
+
+    @classmethod
+    def from_store(cls, store: Store, names: Iterable[str] = ()) -> Tally:
+        tally = cls()
+        for name in names:
+            tally.names.setdefault(name)
+        for row in store.counts():
+            tally.names.setdefault(row.seat1)
+            tally.names.setdefault(row.seat2)
+            tally.seat_wins[row.seat1, row.seat2] += row.seat1_wins
+            tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
+        for engine, termination, n in store.faults():
+            tally.faults.setdefault(engine, Counter())[termination] += n
+        for a, b, wins in store.pair_results():
+            tally.add_pair(a, b, int(wins))
+        return tally
+
+
+@dataclass(frozen=True)
+class BadLine:
+    path: str
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: not a game record ({self.problem})"
+
+
+def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
+                  ) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
+    """Add records files to a tally: (tally, bad lines, void records skipped).
+
+    Only the fields the tally needs are read, so large files go fast; a line that is not
+    a valid rated-or-void record is returned as a BadLine, never silently counted.
+    """
+    tally = tally or Tally()
+    bad: list[BadLine] = []
+    voids = 0
+    for path in paths:
+        for number, data in _lines(path):
+            problem = _check(data)
+            if problem:
+                bad.append(BadLine(str(path), number, problem))
+                continue
+            assert isinstance(data, dict)
+            if data["void"]:
+                voids += 1
+                continue
+            tally.add_game(data["seat1"], data["seat2"], data["winner"] == data["seat1"],
+                           data["termination"], data.get("pair") or "")  # fmt: skip
+    return tally, bad, voids
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, object]]:
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
+                          hint="give a records file, a store or a tournament file") from exc
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except ValueError as exc:
+                yield number, f"invalid JSON: {exc}"
+
+
+def _check(data: object) -> str:
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("schema") != SCHEMA:
+        return f"unsupported schema {data.get('schema')!r}"
+    for key in ("seat1", "seat2", "termination"):
+        if not isinstance(data.get(key), str):
+            return f"{key} missing or not a string"
+    if not isinstance(data.get("void"), bool):
+        return "void missing or not true/false"
+    if data["termination"] not in {t.value for t in Termination}:
+        return f"unknown termination {data['termination']!r}"
+    if not data["void"]:
+        if data["termination"] not in _RATED:
+            return f"termination {data['termination']!r} on a rated game"
+        if data.get("winner") not in (data["seat1"], data["seat2"]):
+            return "winner is neither seat"
+        if data["seat1"] == data["seat2"]:
+            return "both seats have the same name"
+    return ""
+
+
+@dataclass(frozen=True)
+class Row:
+    rank: int
+    name: str
+    elo: float
+    error: float
+    games: int
+    wins: int
+    losses: int
+    score: float
+    los_next: float | None
+    faults: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Standings:
+    rows: list[Row]
+    fit: RatingFit
+    tally: Tally
+    prior: float
+
+    @property
+    def games(self) -> int:
+        return self.tally.games
+
+
+def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
+              anchor: tuple[str, float] | None = None) -> Standings:  # fmt: skip
+    names = list(tally.names)
+    index = {name: i for i, name in enumerate(names)}
+    n = len(names)
+    wins = np.zeros((n, n))
+    losses = np.zeros((n, n))
+    for (a, b), k in tally.seat_wins.items():
+        wins[index[a], index[b]] += k
+    for (a, b), k in tally.seat_losses.items():
+        losses[index[a], index[b]] += k
+    result = fit(names, wins, losses, prior=prior, anchor=anchor)
+    order = result.order()
+    rows = []
+    for rank, i in enumerate(order, 1):
+        nxt = order[rank] if rank < len(order) else None
+        rows.append(Row(
+            rank=rank,
+            name=names[i],
+            elo=float(result.elo[i]),
+            error=float(result.error[i]),
+            games=int(result.games[i]),
+            wins=int(result.wins[i]),
+            losses=int(result.losses[i]),
+            score=result.score(i),
+            los_next=None if nxt is None else result.los(i, nxt),
+            faults=dict(sorted(tally.faults.get(names[i], Counter()).items())),
+        ))  # fmt: skip
+    return Standings(rows, result, tally, prior)
+
+
+def _num(x: float, digits: int = 1) -> float | None:
+    return None if math.isinf(x) or math.isnan(x) else round(x, digits) + 0.0  # no -0.0
+
+
+def to_json(s: Standings) -> dict[str, Any]:
+    f = s.fit
+    return {
+        "engines": [
+            {
+                "rank": r.rank, "name": r.name, "elo": _num(r.elo), "error": _num(r.error),
+                "games": r.games, "wins": r.wins, "losses": r.losses,
+                "score": round(r.score, 4), "faults": r.faults,
+                "los_next": None if r.los_next is None else round(r.los_next, 4),
+            }
+            for r in s.rows
+        ],
+        "seat_advantage": {"elo": _num(f.seat_advantage), "error": _num(f.seat_error)},
+        "games": s.games,
+        "prior": s.prior,
+        "connected": f.connected,
+        "components": [list(c) for c in f.components] if not f.connected else None,
+    }  # fmt: skip
+
+
+def _signed(x: float) -> str:
+    text = f"{x:+.0f}"
+    return "0" if text in ("+0", "-0") else text
+
+
+def _faults_text(faults: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in faults.items()) or "-"
+
+
+def table(s: Standings, fmt: str = "table") -> str:
+    """The leaderboard as text: `table` (plain), `markdown` or `csv`."""
+    headers = ["rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults"]
+    rows = [
+        [r.rank, r.name, _signed(r.elo), f"{r.error:.0f}", r.games, f"{100 * r.score:.1f}",
+         f"{r.wins}-{r.losses}", "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
+         _faults_text(r.faults)]
+        for r in s.rows
+    ]  # fmt: skip
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(rows)
+        return out.getvalue().rstrip("\n")
+    text = tabulate(rows, headers, tablefmt="github" if fmt == "markdown" else "simple",
+                    disable_numparse=True, colalign=("right", "left") + ("right",) * 7)
+    return text + "\n" + "\n".join(footer(s))
+
+
+def footer(s: Standings) -> list[str]:
+    f = s.fit
+    lines = [
+        f"Seat 1 advantage: {_signed(f.seat_advantage)} ± {f.seat_error:.0f} Elo over {s.games}"
+        f" games (prior {s.prior:g} virtual games per engine)",
+    ]
+    if not f.connected:
+        groups = "; ".join(", ".join(c) for c in f.components)
+        lines.append(
+            f"Warning: the engines fall into {len(f.components)} groups that never played"
+            f" each other ({groups}); ratings across groups are not comparable."
+        )
+    return lines
+
+
+def matrix(s: Standings) -> str:
+    """Head-to-head: W-L, the fitted Elo difference, and pairs won twice/split/lost twice."""
+    names = [r.name for r in s.rows]
+    index = {name: i for i, name in enumerate(s.fit.names)}
+    t = s.tally
+    body = []
+    for a in names:
+        for b in names:
+            if a == b:
+                continue
+            w = t.seat_wins[a, b] + t.seat_losses[b, a]
+            l_ = t.seat_losses[a, b] + t.seat_wins[b, a]
+            if not w + l_:
+                continue
+            diff, err = s.fit.diff(index[a], index[b])
+            x, y = sorted((a, b))
+            counts = t.pairs.get((x, y))
+            pair_text = ""
+            if counts:
+                two, split, zero = counts if a == x else counts[::-1]
+                pair_text = f"{two}/{split}/{zero}"
+            body.append([a, b, f"{w}-{l_}", f"{_signed(diff)} ± {err:.0f}", pair_text])
+    return tabulate(body, ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
+                    tablefmt="simple", disable_numparse=True)

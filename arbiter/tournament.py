@@ -1,0 +1,345 @@
+"""Tournaments: the TOML definition, its conditions of play, and a run on the store.
+
+A tournament file holds a `[tournament]` table and `[[engine]]` tables (plus, optionally,
+engines taken by key from an engines file). Every error names the file and the key and
+says how to fix it. An engine's `name` is its identity: the store, the standings and the
+ratings are keyed by it.
+
+Conditions of play (format, time control, board, pie rule, openings, seed, and each
+engine's command, folder, environment and time control) are stored with the first run;
+a later run that changes one is refused unless it starts a fresh store, because its games
+would not be comparable with those already played. Adding engines or rounds is not a
+change of conditions: only the new games are played.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.clock import TC_HELP, TimeControl
+from arbiter.config import engine_definition, load_engines, read_toml
+from arbiter.driver import Driver, RunOutcome
+from arbiter.errors import ConfigError
+from arbiter.executor import ExecutorSettings, LocalExecutor
+from arbiter.process import EngineInfo, EngineSpec
+from arbiter.records import GameRecord
+from arbiter.referee import GameSpec, RefereeConfig
+from arbiter.rules import Variant
+from arbiter.schedule import (
+    Format,
+    Openings,
+    ScheduledGame,
+    parse_openings,
+    tournament_games,
+    tournament_size,
+)
+from arbiter.store import Store
+
+_TOURNAMENT_KEYS = {
+    "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
+    "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
+    "random_openings": int, "seed": int, "output": str, "engines_file": str,
+    "engines": list, "margin": float,
+}  # fmt: skip
+_TOP_KEYS = {"tournament", "engine"}
+_EXAMPLE = 'e.g. [[engine]] with name = "mine" and command = ["python3", "my_bot.py"]'
+
+
+@dataclass(frozen=True)
+class Tournament:
+    path: Path
+    name: str
+    format: Format
+    challenger: str | None
+    rounds: int
+    concurrency: int
+    tc: TimeControl
+    variant: Variant
+    openings: Openings
+    openings_file: str | None
+    seed: int
+    output: Path
+    margin: float
+    engines: dict[str, EngineSpec]  # by name (identity), in file order
+    engine_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def conditions(self) -> dict[str, Any]:
+        """What makes games comparable; a started store refuses changes to any of it."""
+        o = self.openings
+        return {
+            "format": self.format.value,
+            "challenger": self.challenger,
+            "tc": str(self.tc),
+            "size": self.variant.size,
+            "islands": self.variant.islands,
+            "pie": self.variant.pie,
+            "openings": _digest(o.lines) if o.lines else None,
+            "random_openings": o.random_plies,
+            "seed": self.seed,
+        }
+
+    def definition(self) -> dict[str, Any]:
+        """A snapshot of the whole definition, stored with the results."""
+        return {
+            "name": self.name, "rounds": self.rounds, **self.conditions(),
+            "openings_file": self.openings_file,
+            "engines": {name: c for name, c in self.engine_conditions.items()},
+        }  # fmt: skip
+
+    def games(self) -> Iterator[ScheduledGame]:
+        return tournament_games(
+            self.name, list(self.engines), self.format, self.rounds, self.variant,
+            self.openings, challenger=self.challenger, seed=self.seed,
+        )  # fmt: skip
+
+    @property
+    def total(self) -> int:
+        return tournament_size(len(self.engines), self.format, self.rounds)
+
+    def game_spec(self, game: ScheduledGame) -> GameSpec:
+        tcs = tuple(self.engines[e].tc or self.tc for e in game.engines)
+        return GameSpec(
+            game_id=game.game_id, variant=self.variant, tc=(tcs[0], tcs[1]),
+            opening=game.opening, seed=game.seed, pair=game.pair_key,
+        )  # fmt: skip
+
+
+def _digest(lines: tuple[tuple[str, ...], ...]) -> str:
+    text = "\n".join(" ".join(line) for line in lines)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
+    value = table.get(key, default)
+    expected = _TOURNAMENT_KEYS[key]
+    if value is default:
+        return value
+    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise ConfigError(
+            f"must be {'a' if expected is not int else 'an'} {_type_name(expected)},"
+            f" not {type(value).__name__} {value!r}",
+            where=f"{where}.{key}",
+        )
+    return value
+
+
+def _type_name(t: type) -> str:
+    return {str: "string", int: "integer", bool: "boolean (true or false)", list: "list",
+            float: "number"}[t]  # fmt: skip
+
+
+def load_tournament(path: str | os.PathLike[str]) -> Tournament:
+    """Read and check a tournament file; raises ConfigError naming the file and key."""
+    file = Path(path)
+    data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
+    here = file.resolve().parent
+    where = f"{file}: tournament"
+    unknown_top = set(data) - _TOP_KEYS
+    if unknown_top:
+        raise ConfigError(f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
+                          where=str(file), hint="a tournament file has [tournament] and"
+                          " [[engine]] tables")  # fmt: skip
+    table = data.get("tournament")
+    if not isinstance(table, dict):
+        raise ConfigError("no [tournament] table", where=str(file),
+                          hint='start the file with [tournament] and name = "..."')  # fmt: skip
+    unknown = set(table) - set(_TOURNAMENT_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))}", where=where,
+                          hint=f"allowed keys: {', '.join(sorted(_TOURNAMENT_KEYS))}")  # fmt: skip
+    name = _get(table, "name", where, file.stem)
+    if not name.strip():
+        raise ConfigError("must not be empty", where=f"{where}.name")
+    try:
+        fmt = Format(_get(table, "format", where, "round-robin"))
+    except ValueError as exc:
+        raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
+                          hint='use "round-robin" or "gauntlet"') from exc  # fmt: skip
+    rounds = _get(table, "rounds", where, 1)
+    if rounds < 1:
+        raise ConfigError("must be at least 1", where=f"{where}.rounds")
+    concurrency = _get(table, "concurrency", where, 1)
+    if concurrency < 1:
+        raise ConfigError("must be at least 1", where=f"{where}.concurrency")
+    margin = float(_get(table, "margin", where, 0.1))
+    if margin < 0:
+        raise ConfigError("must not be negative", where=f"{where}.margin")
+    try:
+        tc = TimeControl.parse(_get(table, "tc", where, "10+0.1"))
+    except ConfigError as exc:
+        raise ConfigError(str(exc), where=f"{where}.tc") from exc
+    islands = _get(table, "islands", where, 8)
+    try:
+        variant = Variant(islands, _get(table, "size", where, 11), _get(table, "pie", where, True))
+    except ValueError as exc:
+        raise ConfigError(str(exc), where=f"{where}.size",
+                          hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26") from exc
+    seed = _get(table, "seed", where, 1)
+    openings, openings_file = _openings(table, where, here, variant, seed)
+    engines, conditions = _engines(file, here, table, data.get("engine", []), where)
+    if len(engines) < 2:
+        raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),
+                          hint=_EXAMPLE)  # fmt: skip
+    challenger = _get(table, "challenger", where, None)
+    if challenger is not None and fmt is not Format.GAUNTLET:
+        raise ConfigError("only a gauntlet has a challenger", where=f"{where}.challenger",
+                          hint='set format = "gauntlet" or remove the key')  # fmt: skip
+    if fmt is Format.GAUNTLET:
+        if challenger is None:
+            challenger = next(iter(engines))
+        elif challenger not in engines:
+            raise ConfigError(f"no engine named {challenger!r}", where=f"{where}.challenger",
+                              hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    output_value = _get(table, "output", where, f"{name}.sqlite")
+    return Tournament(
+        path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
+        concurrency=concurrency, tc=tc, variant=variant, openings=openings,
+        openings_file=openings_file, seed=seed, output=(here / output_value).resolve(),
+        margin=margin, engines=engines, engine_conditions=conditions,
+    )  # fmt: skip
+
+
+def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant,
+              seed: int) -> tuple[Openings, str | None]:  # fmt: skip
+    plies = _get(table, "random_openings", where, 0)
+    if plies < 0:
+        raise ConfigError("must not be negative", where=f"{where}.random_openings")
+    file_value = _get(table, "openings", where, None)
+    if file_value is not None and plies:
+        raise ConfigError("openings and random_openings are both set", where=where,
+                          hint="choose one")  # fmt: skip
+    if file_value is None:
+        if plies and plies >= variant.size:
+            raise ConfigError(f"{plies} random plies is too many for size {variant.size}",
+                              where=f"{where}.random_openings")  # fmt: skip
+        return Openings(random_plies=plies, seed=seed), None
+    path = here / file_value
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read openings file {str(path)!r}: {exc}",
+                          where=f"{where}.openings",
+                          hint="the path is relative to the tournament file") from exc
+    try:
+        lines = parse_openings(text, variant)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}", where=str(path),
+                          hint=f"each line is a legal opening for {variant}") from exc
+    if not lines:
+        raise ConfigError("the openings file holds no openings", where=str(path),
+                          hint="one opening a line: cell names and swap, # comments")
+    return Openings(lines=tuple(lines)), file_value
+
+
+def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str,
+             ) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:  # fmt: skip
+    engines: dict[str, EngineSpec] = {}
+    conditions: dict[str, dict[str, Any]] = {}
+    sources: dict[str, str] = {}
+
+    def add(spec: EngineSpec, raw: Mapping[str, Any], source: str) -> None:
+        assert spec.name is not None
+        if spec.name in engines:
+            raise ConfigError(f"duplicate engine name {spec.name!r} (also {sources[spec.name]})",
+                              where=source, hint="engine names are identities: make them"
+                              " unique")  # fmt: skip
+        engines[spec.name] = spec
+        sources[spec.name] = source
+        conditions[spec.name] = {
+            "command": raw.get("command"), "cwd": raw.get("cwd", "."),
+            "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
+        }  # fmt: skip
+
+    keys = _get(table, "engines", where, None)
+    engines_file = _get(table, "engines_file", where, None)
+    if keys is not None:
+        if engines_file is None:
+            raise ConfigError("engines are listed but there is no engines_file", where=where,
+                              hint='add engines_file = "../engines/engines.toml"')  # fmt: skip
+        if not all(isinstance(k, str) for k in keys):
+            raise ConfigError("must be a list of engine keys (strings)", where=f"{where}.engines")
+        known = load_engines(here / engines_file)
+        raw_file = read_toml(here / engines_file, "engines file", "")["engines"]
+        for key in keys:
+            if key not in known:
+                raise ConfigError(f"no engine {key!r} in {engines_file}", where=f"{where}.engines",
+                                  hint=f"known: {', '.join(known)}")  # fmt: skip
+            add(known[key], raw_file[key], f"{here / engines_file}: engines.{key}")
+    if not isinstance(listed, list):
+        raise ConfigError("engine must be an array of tables", where=str(file),
+                          hint="write each engine as [[engine]]")  # fmt: skip
+    for number, entry in enumerate(listed, 1):
+        label = entry.get("name") if isinstance(entry, dict) else None
+        source = f"{file}: engine " + (repr(label) if isinstance(label, str) else f"#{number}")
+        spec = engine_definition(entry, where=source, here=here)
+        add(spec, entry, source)
+    return engines, conditions
+
+
+def check_conditions(t: Tournament, store: Store) -> None:
+    """Refuse a run whose conditions differ from the store's, naming the first change."""
+    stored = store.conditions()
+    fix = "use --fresh to start a new store (the old one is kept under a dated name)," \
+          " or restore the old value"
+    if stored is not None:
+        if store.meta("tournament") != t.name:
+            raise ConfigError(
+                f"the store {t.output} holds tournament {store.meta('tournament')!r},"
+                f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
+            )  # fmt: skip
+        for key, value in t.conditions().items():
+            if stored.get(key) != value:
+                raise ConfigError(
+                    f"changed from {stored.get(key)!r} to {value!r} since the store"
+                    f" {t.output.name} was started", where=f"{t.path}: tournament.{key}",
+                    hint=fix,
+                )  # fmt: skip
+    known = store.engine_definitions()
+    for name, conditions in t.engine_conditions.items():
+        old = known.get(name)
+        if old is None:
+            continue
+        for key, value in conditions.items():
+            if old.get(key) != value:
+                raise ConfigError(
+                    f"changed from {old.get(key)!r} to {value!r} since the store"
+                    f" {t.output.name} was started", where=f"{t.path}: engine {name!r}.{key}",
+                    hint=fix,
+                )  # fmt: skip
+
+
+def run_tournament(
+    t: Tournament,
+    store: Store,
+    *,
+    concurrency: int | None = None,
+    on_start: Callable[[ScheduledGame, str, str], None] | None = None,
+    on_finish: Callable[[ScheduledGame, GameRecord], None] | None = None,
+) -> tuple[Driver, int]:
+    """A driver for what is left of the schedule, and how many games that is."""
+    done = store.done_ids()
+    left = t.total - sum(1 for g in t.games() if g.game_id in done)
+    remaining = (g for g in t.games() if g.game_id not in done)
+
+    def engine_seen(key: str, info: EngineInfo) -> None:
+        store.engine_seen(key, info)
+
+    settings = ExecutorSettings(engines=t.engines, referee=RefereeConfig(margin=t.margin))
+    slots = min(concurrency or t.concurrency, max(1, left))
+    driver = Driver(
+        remaining, t.game_spec, LocalExecutor(settings, slots), store,
+        on_start=on_start, on_finish=on_finish, on_engine=engine_seen,
+    )  # fmt: skip
+    return driver, left
+
+
+__all__ = ["TC_HELP", "RunOutcome", "Tournament", "check_conditions", "load_tournament",
+           "run_tournament"]  # fmt: skip
