@@ -122,13 +122,17 @@ def _engines(engines_file: str | None) -> dict[str, EngineSpec]:
                    " receive it.")
 @click.option("--margin", type=float, default=0.1, show_default=True,
               help="Seconds an engine may overrun its clock before losing on time.")
+@click.option("--sprt", default=None, metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
+              help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
+                   " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
+                   " it plays).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @handle_errors
 def match(
     engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
     size: int | None, islands: str, pie: bool, concurrency: int, records: str | None,
-    seed: int | None, margin: float, as_json: bool, quiet: bool,
+    seed: int | None, margin: float, sprt: str | None, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
 
@@ -143,8 +147,18 @@ def match(
              resolve_engine(engine2, known, engines_file))  # fmt: skip
     if len(tcs) > 2:
         raise ConfigError("--tc given more than twice", hint="one for both, or one per engine")
-    parsed = [TimeControl.parse(t) for t in tcs] or [TimeControl.parse("10+0.1")]
-    tc = (parsed[0], parsed[-1])
+    parsed = [TimeControl.parse(t) for t in tcs]
+    default = TimeControl.parse("10+0.1")
+    # --tc wins; otherwise each engine's own tc from the engines file, else the default.
+    tc = (parsed[0], parsed[-1]) if parsed else (specs[0].tc or default, specs[1].tc or default)
+    test = None
+    if sprt is not None:
+        from arbiter.ratings import parse_sprt
+
+        try:
+            test = parse_sprt(sprt)
+        except ValueError as exc:
+            raise ConfigError(str(exc), where="--sprt") from exc
     if margin < 0:
         raise ConfigError("--margin must not be negative")
     config = MatchConfig(
@@ -154,7 +168,7 @@ def match(
     writer = RecordWriter(records) if records else None
     progress = Progress(sys.stderr, games, quiet=quiet)
     runner = Match(specs, config, writer=writer, on_start=progress.started,
-                   on_finish=progress.game_finished)  # fmt: skip
+                   on_finish=progress.game_finished, sprt=test)  # fmt: skip
     try:
         result = run_trio(runner.run)
     finally:

@@ -16,7 +16,7 @@ from arbiter.clock import TimeControl
 from arbiter.driver import Driver, VoidPolicy
 from arbiter.executor import ExecutorSettings, LocalExecutor, display_names
 from arbiter.process import Deadlines, EngineSpec
-from arbiter.ratings import PairStats
+from arbiter.ratings import PairStats, SprtResult, sprt
 from arbiter.records import GameRecord, RecordWriter
 from arbiter.referee import GameSpec, RefereeConfig
 from arbiter.rules import Variant
@@ -52,6 +52,7 @@ class MatchResult:
     unplayed: list[int] = field(default_factory=list)  # game numbers given up on
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play this match
+    sprt: SprtResult | None = None  # the test's state at the end, when one was run
 
     def stats(self) -> PairStats:
         wins = sum(r.winner == self.names[0] for r in self.records)
@@ -59,6 +60,11 @@ class MatchResult:
 
     def terminations(self) -> Counter[str]:
         return Counter(str(r.termination) for r in self.records)
+
+    def sprt_result(self, test: tuple[float, float, float, float] | None) -> SprtResult:
+        stats = self.stats()
+        assert test is not None
+        return sprt(stats.wins, stats.losses, *test)
 
     def seat1_wins(self) -> int:
         return sum(r.winner == r.seat1 for r in self.records)
@@ -76,7 +82,7 @@ class Match:
         on_start: StartHook | None = None,
         on_finish: FinishHook | None = None,
         match_id: str | None = None,
-        stop: Callable[[MatchResult], bool] | None = None,
+        sprt: tuple[float, float, float, float] | None = None,
     ) -> None:
         self.specs = specs
         self.config = config
@@ -84,7 +90,7 @@ class Match:
         self.on_start = on_start or (lambda *a: None)
         self.on_finish = on_finish or (lambda *a: None)
         self.match_id = match_id or uuid.uuid4().hex[:8]
-        self._stop = stop
+        self.sprt = sprt
         names = display_names(specs, ("", ""))
         self.result = MatchResult(names=(names[0], names[1]))
 
@@ -117,16 +123,19 @@ class Match:
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
             on_start=self._started,
             on_finish=self._finished,
-            stop=self._stop_now if self._stop is not None else None,
+            stop=self._decided if self.sprt is not None else None,
         )
         outcome = await driver.run()
         self.result.aborted = outcome.aborted
         self.result.config_error = outcome.config_error
         self.result.unplayed = [game.number for game in outcome.unplayed]
+        if self.sprt is not None:
+            self.result.sprt = self.result.sprt_result(self.sprt)
         return self.result
 
-    def _stop_now(self) -> bool:
-        return self._stop is not None and self._stop(self.result)
+    def _decided(self) -> bool:
+        """The SPRT, after each rated game: stop once it accepts either hypothesis."""
+        return self.result.sprt_result(self.sprt).result != "inconclusive"
 
     def write(self, game: ScheduledGame, record: GameRecord) -> None:
         assert self.writer is not None

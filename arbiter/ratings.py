@@ -1,14 +1,76 @@
-"""Match statistics on the 400-point logistic Elo scale (no draws in Atoll)."""
+"""Match statistics and pool ratings on the 400-point logistic Elo scale (no draws in Atoll).
+
+Model. A game with engine ``i`` in seat 1 and engine ``j`` in seat 2 is won by seat 1 with
+probability ``1 / (1 + 10**(-(r_i - r_j + s) / 400))``, where ``s`` is the seat-1 (first
+mover) advantage in Elo; it may come out negative. :func:`fit` finds the ratings and ``s``
+that maximise the likelihood of all games jointly (Bradley-Terry), from per-pair, per-seat
+win and loss counts, so its cost depends on the number of engines, not of games.
+
+Prior. Each engine gets ``prior`` virtual games (``DEFAULT_PRIOR`` = 2), half won and half
+lost, against a virtual opponent rated at the pool mean, with no seat advantage; the seat
+term gets ``prior`` virtual games between equal engines, half won by each seat. This is a
+shrinkage toward the mean (and toward no seat advantage) worth ``prior`` games: it keeps an
+engine that won or lost every game, and a seat that won every game, at a finite rating with
+a finite error, and its pull fades as real games accumulate (two virtual games move an
+engine with a few hundred real games by well under one Elo). ``prior=0`` is plain maximum
+likelihood; when the likelihood then has no unique maximum (an engine that won or lost all
+its games, a seat that won all games, a pool in several disconnected parts, or a schedule
+that cannot separate the seat advantage from the ratings), the fit stops with
+``converged=False``: the ratings are where the iteration stopped and every error bar is
+infinite.
+
+Scale. Ratings are centred so that the mean rating of the pool is 0, or shifted so that the
+anchor engine has the requested Elo. Error bars are 95% half-widths from the curvature of
+the penalised log-likelihood at its maximum; with the centring they are errors relative to
+the pool mean, with an anchor relative to the anchor (whose own error is 0). An engine
+without games is rated 0 (the pool mean, all it has is the prior) with an infinite error.
+
+Connectivity. Engines are linked when they played at least one game with each other. When
+the pool falls into several components the fit still runs (the prior keeps the offsets
+between components finite) and :attr:`RatingFit.connected` is False: ratings in different
+components are not comparable, since no game measured the difference between them.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+DEFAULT_PRIOR = 2.0
+"""Virtual games per engine, scored 50% against the pool mean (see the module docstring)."""
+
+Z95 = 1.959964
+"""Two-sided 95% quantile of the standard normal distribution."""
+
+_LOGIT_PER_ELO = math.log(10.0) / 400.0
+_TOLERANCE_ELO = 1e-6
+_MAX_ITERATIONS = 100
+_MAX_STEP = 400.0 * _LOGIT_PER_ELO
+# Below this step size the objective is quadratic to rounding, so the line search is skipped.
+_SMALL_STEP = 1e-2 * _LOGIT_PER_ELO
+# Beyond this logit (about 7000 Elo) a game's outcome carries no measurable information: the
+# maximum is at infinity.
+_MAX_LOGIT = 40.0
 
 
 def elo_from_score(score: float) -> float:
     """Elo difference for an expected score strictly between 0 and 1."""
     return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+def expected_score(diff_elo: float) -> float:
+    """Expected score of the side that is ``diff_elo`` stronger (inverse of elo_from_score).
+
+    Written with tanh so that huge differences give 0 or 1 instead of overflowing.
+    """
+    return 0.5 * (1.0 + math.tanh(0.5 * _LOGIT_PER_ELO * diff_elo))
 
 
 @dataclass(frozen=True)
@@ -51,3 +113,511 @@ class PairStats:
         if not self.games:
             return 0.5
         return 0.5 * (1 + math.erf((self.wins - self.losses) / math.sqrt(2 * self.games)))
+
+
+@dataclass(frozen=True, eq=False)
+class RatingFit:
+    """Ratings of a pool of engines, fitted jointly by :func:`fit`.
+
+    Arrays are indexed like ``names`` and read-only. Unknown quantities (an engine without
+    games, a fit that did not converge) have an infinite variance on the diagonal of
+    ``covariance`` and zero covariance elsewhere, so that every difference involving them
+    has an infinite error.
+
+    Attributes:
+        names: Engine names, in the order given to :func:`fit`.
+        elo: Ratings in Elo, centred on the pool mean or shifted to the anchor.
+        error: 95% half-widths of ``elo``, relative to the pool mean or to the anchor.
+        covariance: Covariance of ``elo`` in Elo squared, on the same reference.
+        seat_advantage: Seat-1 advantage in Elo (0 when the seat term is off).
+        seat_error: 95% half-width of ``seat_advantage`` (0 when the seat term is off,
+            infinite when there are no games).
+        games: Real games per engine.
+        wins: Real wins per engine.
+        losses: Real losses per engine.
+        prior: Virtual games per engine used in the fit.
+        connected: Whether every engine is linked to every other by a chain of games.
+        components: The engines of each connected component, in input order; the
+            components are ordered by their first engine.
+        converged: Whether the penalised likelihood has a unique maximum and the iteration
+            reached it. When False the ratings are where the iteration stopped and every
+            error is infinite.
+        iterations: Newton iterations used.
+        anchor: The anchor engine and its Elo, or None when centred on the pool mean.
+    """
+
+    names: tuple[str, ...]
+    elo: FloatArray
+    error: FloatArray
+    covariance: FloatArray
+    seat_advantage: float
+    seat_error: float
+    games: IntArray
+    wins: IntArray
+    losses: IntArray
+    prior: float
+    connected: bool
+    components: list[list[str]]
+    converged: bool
+    iterations: int
+    anchor: tuple[str, float] | None = None
+
+    def order(self) -> list[int]:
+        """Indices of the engines, best first; equal ratings are ordered by name."""
+        return sorted(range(len(self.names)), key=lambda i: (-float(self.elo[i]), self.names[i]))
+
+    def diff(self, i: int, j: int) -> tuple[float, float]:
+        """Elo difference ``elo[i] - elo[j]`` and its 95% half-width.
+
+        The half-width comes from the joint covariance, so it is narrower than the two
+        engines' error bars combined when they played each other often.
+        """
+        return float(self.elo[i] - self.elo[j]), Z95 * self._diff_sd(i, j)
+
+    def los(self, i: int, j: int) -> float:
+        """Likelihood of superiority: the probability that engine ``i`` is stronger than ``j``."""
+        d = float(self.elo[i] - self.elo[j])
+        sd = self._diff_sd(i, j)
+        if sd == 0.0:
+            return 0.5 if d == 0.0 else float(d > 0.0)
+        return 0.5 * (1.0 + math.erf(d / (sd * math.sqrt(2.0))))
+
+    def score(self, i: int) -> float:
+        """Fraction of its real games engine ``i`` won; 0.5 when it has none."""
+        games = int(self.games[i])
+        return int(self.wins[i]) / games if games else 0.5
+
+    def _diff_sd(self, i: int, j: int) -> float:
+        if i == j:
+            return 0.0
+        c = self.covariance
+        var = float(c[i, i] + c[j, j] - 2.0 * c[i, j])
+        return math.sqrt(max(var, 0.0))
+
+
+def fit(
+    names: Sequence[str],
+    seat1_wins: npt.ArrayLike,
+    seat1_losses: npt.ArrayLike,
+    *,
+    prior: float = DEFAULT_PRIOR,
+    anchor: tuple[str, float] | None = None,
+    seat_term: bool = True,
+) -> RatingFit:
+    """Rate a pool jointly, so that every game informs every rating through its opponents.
+
+    Check ``converged`` (False: no unique maximum, errors infinite) and ``connected``
+    (False: ratings in different components are not comparable) before printing.
+
+    Args:
+        names: Engine names, distinct.
+        seat1_wins: ``(n, n)`` counts; ``[i, j]`` is the number of games with ``i`` in seat 1
+            and ``j`` in seat 2 that ``i`` won.
+        seat1_losses: ``(n, n)`` counts; ``[i, j]`` is the number of those games ``j`` won.
+        prior: Virtual games per engine scored 50% against the pool mean (module docstring).
+        anchor: ``(name, elo)`` to report ratings relative to that engine, at that Elo,
+            instead of centring them on the pool mean.
+        seat_term: Fit the seat-1 advantage; False fixes it at 0, for schedules that are not
+            seat-balanced.
+
+    Raises:
+        ValueError: Counts that are not non-negative integers of shape ``(n, n)`` with a zero
+            diagonal, repeated names, a negative prior, or an unknown anchor name (the
+            message lists the known names) or a non-finite anchor Elo.
+    """
+    names_t = tuple(names)
+    n = len(names_t)
+    if len(set(names_t)) != n:
+        raise ValueError("engine names must be distinct")
+    wins = _counts(seat1_wins, n, "seat1_wins")
+    losses = _counts(seat1_losses, n, "seat1_losses")
+    if not (math.isfinite(prior) and prior >= 0.0):
+        raise ValueError(f"prior must be a finite number of games >= 0, not {prior!r}")
+    anchor_index = None
+    if anchor is not None:
+        name, value = anchor
+        if name not in names_t:
+            listed = ", ".join(names_t) if names_t else "(none)"
+            raise ValueError(f"unknown anchor engine {name!r}; known engines: {listed}")
+        if not math.isfinite(value):
+            raise ValueError(f"anchor Elo must be finite, not {value!r}")
+        anchor_index = names_t.index(name)
+
+    played = wins + losses
+    games = played.sum(axis=1) + played.sum(axis=0)
+    engine_wins = wins.sum(axis=1) + losses.sum(axis=0)
+    engine_losses = losses.sum(axis=1) + wins.sum(axis=0)
+    groups = _components(played)
+    components = [[names_t[i] for i in group] for group in groups]
+    active = np.flatnonzero(games > 0)
+    seat = seat_term and active.size > 0
+
+    model = _Model(
+        wins[np.ix_(active, active)].astype(np.float64),
+        losses[np.ix_(active, active)].astype(np.float64),
+        prior,
+        seat,
+    )
+    # Each gauge direction moves the ratings of one part of the pool together without
+    # changing the likelihood: the whole pool when the prior ties it together, each
+    # component on its own under plain maximum likelihood.
+    if prior > 0.0:
+        gauge_groups = [np.arange(active.size)] if active.size else []
+    else:
+        position = np.cumsum(games > 0) - 1
+        gauge_groups = [position[group] for group in groups if games[group[0]] > 0]
+    params, converged, iterations, cov = _maximise(model, gauge_groups)
+    if prior == 0.0 and len(gauge_groups) > 1:
+        converged = False
+
+    elo = np.zeros(n)
+    covariance = np.zeros((n, n))
+    elo[active] = params[: active.size] / _LOGIT_PER_ELO
+    known = np.zeros(n, dtype=bool)
+    seat_var = math.inf if seat_term else 0.0
+    if converged and cov is not None:
+        k = active.size
+        covariance[np.ix_(active, active)] = cov[:k, :k] / _LOGIT_PER_ELO**2
+        known[active] = True
+        if seat:
+            seat_var = float(cov[k, k]) / _LOGIT_PER_ELO**2
+    else:
+        converged = False
+    seat_advantage = float(params[-1]) / _LOGIT_PER_ELO if seat else 0.0
+
+    if anchor is not None and anchor_index is not None:
+        elo += anchor[1] - elo[anchor_index]
+        covariance, known = _relative_to(covariance, known, anchor_index)
+    covariance[~known, :] = 0.0
+    covariance[:, ~known] = 0.0
+    covariance[~known, ~known] = math.inf
+    if anchor_index is not None:
+        covariance[anchor_index, anchor_index] = 0.0
+    error = Z95 * np.sqrt(np.maximum(np.diag(covariance), 0.0))
+
+    for array in (elo, error, covariance, games, engine_wins, engine_losses):
+        array.setflags(write=False)
+    return RatingFit(
+        names=names_t,
+        elo=elo,
+        error=error,
+        covariance=covariance,
+        seat_advantage=seat_advantage,
+        seat_error=Z95 * math.sqrt(seat_var),
+        games=games,
+        wins=engine_wins,
+        losses=engine_losses,
+        prior=float(prior),
+        connected=len(components) <= 1,
+        components=components,
+        converged=converged,
+        iterations=iterations,
+        anchor=(anchor[0], float(anchor[1])) if anchor is not None else None,
+    )
+
+
+def _counts(data: npt.ArrayLike, n: int, what: str) -> IntArray:
+    array = np.asarray(data)
+    if array.shape != (n, n):
+        raise ValueError(f"{what} must have shape ({n}, {n}), not {array.shape}")
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number):
+        raise ValueError(f"{what} must hold numbers of games")
+    values = array.astype(np.float64)
+    if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values != np.round(values)):
+        raise ValueError(f"{what} must hold non-negative whole numbers of games")
+    if np.any(np.diag(values) != 0):
+        raise ValueError(f"{what} has games on its diagonal: an engine cannot play itself")
+    return values.astype(np.int64)
+
+
+def _components(played: IntArray) -> list[list[int]]:
+    """Connected components of the game graph, as sorted index lists ordered by first index."""
+    n = played.shape[0]
+    linked = (played + played.T) > 0
+    label = np.full(n, -1)
+    groups: list[list[int]] = []
+    for start in range(n):
+        if label[start] >= 0:
+            continue
+        label[start] = len(groups)
+        members = [start]
+        frontier = [start]
+        while frontier:
+            nxt = np.flatnonzero(linked[frontier].any(axis=0) & (label < 0))
+            label[nxt] = len(groups)
+            frontier = [int(v) for v in nxt]
+            members.extend(frontier)
+        groups.append(sorted(members))
+    return groups
+
+
+class _Model:
+    """Penalised log-likelihood in logits: parameters are the ratings, then the seat term."""
+
+    def __init__(self, wins: FloatArray, losses: FloatArray, prior: float, seat: bool) -> None:
+        self.wins = wins
+        self.losses = losses
+        self.played = wins + losses
+        self.has_games = self.played > 0
+        self.prior = prior
+        self.seat = seat
+        self.k = wins.shape[0]
+
+    def logits(self, params: FloatArray) -> FloatArray:
+        theta = params[: self.k]
+        s = params[self.k] if self.seat else 0.0
+        x: FloatArray = theta[:, None] - theta[None, :] + s
+        return x
+
+    def value(self, params: FloatArray) -> float:
+        x = self.logits(params)
+        plus = _softplus(x)
+        total = -float(np.sum(self.wins * (plus - x) + self.losses * plus))
+        if self.prior > 0.0:
+            theta = params[: self.k]
+            total -= 0.5 * self.prior * float(np.sum(_log_cosh_half(theta - theta.mean())))
+            if self.seat:
+                total -= 0.5 * self.prior * float(_log_cosh_half(params[self.k : self.k + 1])[0])
+        return total
+
+    def derivatives(self, params: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Gradient of the penalised log-likelihood and its negated Hessian."""
+        k = self.k
+        p, q = _sigmoid_pair(self.logits(params))
+        residual = self.wins * q - self.losses * p
+        weight = self.played * p * q
+        size = k + 1 if self.seat else k
+        grad = np.zeros(size)
+        hess = np.zeros((size, size))
+        grad[:k] = residual.sum(axis=1) - residual.sum(axis=0)
+        out_w, in_w = weight.sum(axis=1), weight.sum(axis=0)
+        hess[:k, :k] = np.diag(out_w + in_w) - weight - weight.T
+        if self.seat:
+            grad[k] = residual.sum()
+            hess[:k, k] = hess[k, :k] = out_w - in_w
+            hess[k, k] = weight.sum()
+        if self.prior > 0.0:
+            theta = params[:k]
+            pm, qm = _sigmoid_pair(theta - theta.mean())
+            slope = 0.5 * self.prior * (qm - pm)
+            grad[:k] += slope - slope.mean()
+            curve = self.prior * pm * qm
+            # Curvature of the prior through the pool mean: P diag(curve) P, P = I - 11'/k.
+            hess[:k, :k] += (
+                np.diag(curve) - (curve[:, None] + curve[None, :]) / k + curve.sum() / k**2
+            )
+            if self.seat:
+                ps, qs = _sigmoid_pair(params[k : k + 1])
+                grad[k] += 0.5 * self.prior * float(qs[0] - ps[0])
+                hess[k, k] += self.prior * float(ps[0] * qs[0])
+        return grad, hess
+
+    def max_logit(self, params: FloatArray) -> float:
+        if not self.has_games.any():
+            return 0.0
+        return float(np.abs(self.logits(params)[self.has_games]).max())
+
+
+def _softplus(x: FloatArray) -> FloatArray:
+    """log(1 + e^x) without overflow; it is the negated log-likelihood of a loss at logit x."""
+    out: FloatArray = np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+    return out
+
+
+def _log_cosh_half(x: FloatArray) -> FloatArray:
+    """Negated log-likelihood of one win and one loss at logit x."""
+    out: FloatArray = 2.0 * _softplus(x) - x
+    return out
+
+
+def _sigmoid_pair(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """sigmoid(x) and sigmoid(-x), each accurate in its own tail, from one exponential."""
+    small = np.exp(-np.abs(x))
+    big = 1.0 / (1.0 + small)
+    positive = x >= 0.0
+    return np.where(positive, big, small * big), np.where(positive, small * big, big)
+
+
+def _maximise(
+    model: _Model, gauge_groups: list[npt.NDArray[np.intp]]
+) -> tuple[FloatArray, bool, int, FloatArray | None]:
+    """Damped Newton ascent; returns parameters, convergence, iterations and covariance.
+
+    The gauge directions (flat in the likelihood) are given a unit curvature scaled to the
+    problem so that the Newton system is regular; steps then leave each group's mean where
+    it is, which keeps the ratings centred.
+    """
+    size = model.k + (1 if model.seat else 0)
+    params = np.zeros(size)
+    if model.k == 0:
+        return params, True, 0, np.zeros((size, size))
+    gauge = np.zeros((size, len(gauge_groups)))
+    for col, group in enumerate(gauge_groups):
+        gauge[group, col] = 1.0 / math.sqrt(len(group))
+
+    def regular(hess: FloatArray) -> tuple[FloatArray, float]:
+        scale = float(np.mean(np.diag(hess)[: model.k])) or 1.0
+        return hess + scale * (gauge @ gauge.T), scale
+
+    converged = False
+    iterations = 0
+    while iterations < _MAX_ITERATIONS:
+        iterations += 1
+        grad, hess = model.derivatives(params)
+        step = _solve(regular(hess)[0], grad)
+        if step is None:
+            break
+        size_now = float(np.abs(step).max())
+        if size_now < _TOLERANCE_ELO * _LOGIT_PER_ELO:
+            params = params + step
+            converged = True
+            break
+        if size_now <= _SMALL_STEP:
+            params = params + step
+            continue
+        if size_now > _MAX_STEP:
+            step *= _MAX_STEP / size_now
+        current = model.value(params)
+        slope = float(grad @ step)
+        t = 1.0
+        while t > 1e-6:
+            trial = params + t * step
+            if model.value(trial) >= current + 1e-4 * t * slope:
+                break
+            t *= 0.5
+        else:
+            break
+        params = trial
+        if model.max_logit(params) > _MAX_LOGIT:
+            break
+    if not converged:
+        return params, False, iterations, None
+
+    _, hess = model.derivatives(params)
+    regular_hess, scale = regular(hess)
+    if model.prior == 0.0:
+        eig = np.linalg.eigvalsh(regular_hess)
+        if eig[0] <= 1e-12 * eig[-1]:
+            return params, False, iterations, None
+    try:
+        inverse = np.linalg.inv(regular_hess)
+    except np.linalg.LinAlgError:
+        return params, False, iterations, None
+    cov: FloatArray = inverse - (gauge @ gauge.T) / scale
+    k = model.k
+    centre = np.eye(size)
+    centre[:k, :k] -= 1.0 / k
+    cov = centre @ cov @ centre.T
+    if not np.all(np.isfinite(cov)):
+        return params, False, iterations, None
+    return params, True, iterations, cov
+
+
+def _solve(matrix: FloatArray, rhs: FloatArray) -> FloatArray | None:
+    try:
+        out = np.linalg.solve(matrix, rhs).astype(np.float64, copy=False)
+    except np.linalg.LinAlgError:
+        return None
+    return out if np.all(np.isfinite(out)) else None
+
+
+def _relative_to(
+    covariance: FloatArray, known: npt.NDArray[np.bool_], a: int
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """Covariance of ``elo - elo[a]``: rows and columns of the anchor become zero."""
+    out = np.zeros(covariance.shape)
+    if not known[a]:
+        return out, np.zeros_like(known)
+    idx = np.flatnonzero(known)
+    sub = covariance[np.ix_(idx, idx)]
+    pos = int(np.searchsorted(idx, a))
+    out[np.ix_(idx, idx)] = sub - sub[:, [pos]] - sub[[pos], :] + sub[pos, pos]
+    return out, known
+
+
+@dataclass(frozen=True)
+class SprtResult:
+    """State of a sequential probability ratio test between two engines.
+
+    Attributes:
+        llr: Log-likelihood ratio of H1 against H0 so far.
+        lower: Bound at or below which H0 is accepted, ``ln(beta / (1 - alpha))``.
+        upper: Bound at or above which H1 is accepted, ``ln((1 - beta) / alpha)``.
+        result: ``"H0"``, ``"H1"`` or ``"inconclusive"``.
+        games: Games counted.
+    """
+
+    llr: float
+    lower: float
+    upper: float
+    result: str
+    games: int
+
+
+def sprt(
+    wins: int,
+    losses: int,
+    elo0: float,
+    elo1: float,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+) -> SprtResult:
+    """Binomial SPRT of H0 "the engine is elo0 stronger" against H1 "elo1 stronger".
+
+    Games are Bernoulli trials (Atoll has no draws), so the log-likelihood ratio is
+    ``W ln(p1/p0) + L ln((1-p1)/(1-p0))`` with ``p = expected_score(elo)``.
+
+    Raises:
+        ValueError: Negative counts, ``elo1 <= elo0``, or alpha or beta outside (0, 0.5).
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError(f"wins and losses must be >= 0, not {wins} and {losses}")
+    _check_hypotheses(elo0, elo1, alpha, beta)
+    p0, p1 = expected_score(elo0), expected_score(elo1)
+    llr = wins * math.log(p1 / p0) + losses * math.log((1.0 - p1) / (1.0 - p0))
+    lower = math.log(beta / (1.0 - alpha))
+    upper = math.log((1.0 - beta) / alpha)
+    result = "H1" if llr >= upper else "H0" if llr <= lower else "inconclusive"
+    return SprtResult(llr=llr, lower=lower, upper=upper, result=result, games=wins + losses)
+
+
+def parse_sprt(text: str) -> tuple[float, float, float, float]:
+    """Parse ``"elo0=0,elo1=10[,alpha=0.05,beta=0.05]"`` into (elo0, elo1, alpha, beta).
+
+    Raises:
+        ValueError: With a message naming the problem: an item without ``=``, an unknown or
+            repeated key, a value that is not a finite number, a missing elo0 or elo1,
+            ``elo1 <= elo0``, or alpha or beta outside (0, 0.5).
+    """
+    allowed = ("elo0", "elo1", "alpha", "beta")
+    values: dict[str, float] = {}
+    for item in text.split(","):
+        key, sep, raw = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise ValueError(f"SPRT item {item.strip()!r} is not key=value (e.g. elo0=0,elo1=10)")
+        if key not in allowed:
+            raise ValueError(f"unknown SPRT key {key!r}; expected {', '.join(allowed)}")
+        if key in values:
+            raise ValueError(f"SPRT key {key!r} is given twice")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"SPRT {key} must be a number, not {raw.strip()!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"SPRT {key} must be finite, not {raw.strip()!r}")
+        values[key] = value
+    missing = [k for k in ("elo0", "elo1") if k not in values]
+    if missing:
+        raise ValueError(f"SPRT needs {' and '.join(missing)} (e.g. elo0=0,elo1=10)")
+    out = (values["elo0"], values["elo1"], values.get("alpha", 0.05), values.get("beta", 0.05))
+    _check_hypotheses(*out)
+    return out
+
+
+def _check_hypotheses(elo0: float, elo1: float, alpha: float, beta: float) -> None:
+    if not (math.isfinite(elo0) and math.isfinite(elo1)) or elo1 <= elo0:
+        raise ValueError(f"SPRT needs elo1 > elo0, got elo0={elo0:g}, elo1={elo1:g}")
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if not 0.0 < value < 0.5:
+            raise ValueError(f"SPRT {name} must be between 0 and 0.5 (exclusive), not {value:g}")

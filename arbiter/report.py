@@ -156,6 +156,11 @@ def summary_lines(result: MatchResult) -> list[str]:
         lines.append(
             "Game numbers given up after repeated voids: " + ", ".join(map(str, result.unplayed))
         )
+    if result.sprt is not None:
+        t = result.sprt
+        verdict = {"H1": "H1 accepted", "H0": "H0 accepted"}.get(t.result, "inconclusive")
+        lines.append(f"SPRT: LLR {t.llr:.2f} [{t.lower:.2f}, {t.upper:.2f}] after {t.games}"
+                     f" games: {verdict}")  # fmt: skip
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")
     return lines
@@ -180,7 +185,12 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "void": len(result.voids),
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
-    }
+        "sprt": None if result.sprt is None else {
+            "llr": round(result.sprt.llr, 4), "lower": round(result.sprt.lower, 4),
+            "upper": round(result.sprt.upper, 4), "result": result.sprt.result,
+            "games": result.sprt.games,
+        },
+    }  # fmt: skip
 
 
 class TournamentProgress(Progress):

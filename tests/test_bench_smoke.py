@@ -31,3 +31,8 @@ def test_referee_bench_runs() -> None:
     out = run(str(BENCH / "referee_bench.py"), "--games", "4", "--round-trips", "200")
     assert "referee per ply, concurrency 1" in out and "speed-up" in out
     assert "'connection': 4" in out
+
+
+def test_ratings_bench_runs() -> None:
+    out = run(str(BENCH / "ratings_bench.py"), "--quick")
+    assert "fit 10 engines" in out and "converged=True" in out

@@ -1,0 +1,344 @@
+"""Tournaments end to end: the real CLI, real TOML files, real engines, a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbiter.records import read_records
+from arbiter.rules import Game, Variant
+
+ROOT = Path(__file__).resolve().parent.parent
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+ENGINES = ROOT / "engines" / "engines.toml"
+
+
+def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def bot(name: str, mode: str = "ok", *extra: str) -> str:
+    argv = [sys.executable, str(BADBOT), mode, "--name", f"reply-{name}", *extra]
+    return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n"
+
+
+def write_tournament(folder: Path, header: str, engines: list[str], name: str = "t") -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(f'[tournament]\nname = "{name}"\n{header}\n' + "\n".join(engines))
+    return path
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as con:
+        return con.execute(sql).fetchall()
+
+
+BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings = 1\nseed = 5'
+
+
+def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("alpha"), bot("beta"), bot("gamma")])
+    done = arbiter("tournament", "run", str(t), "--every", "2")
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "t.sqlite"
+    games = rows(db, "SELECT game_id, seat1, seat2, winner, termination, record FROM games")
+    assert len(games) == 6 == len({g[0] for g in games})
+    pairs = {(g[1], g[2]) for g in games}
+    assert pairs == {(a, b) for a in ("alpha", "beta", "gamma") for b in ("alpha", "beta", "gamma")
+                     if a != b}  # fmt: skip
+    for _, seat1, seat2, winner, termination, record in games:
+        data = json.loads(str(record))
+        # Keyed by the file's names, never by what the engines answer to `name`.
+        assert data["seat1"] == seat1 and data["seat2"] == seat2 and winner in (seat1, seat2)
+        assert termination == "connection"
+        replay = Game(Variant(8, 7, True))
+        for move in data["moves"]:
+            replay.play(move)
+        assert replay.winner is not None
+    # The engines table keeps the identity, the engine's own answer and hashes.
+    engines = rows(db, "SELECT name, reply_name, program_sha256, script_sha256 FROM engines")
+    assert {(e[0], e[1]) for e in engines} == {(n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
+    assert all(e[2] and len(str(e[3])) == 64 for e in engines)
+    for n in range(1, 7):
+        assert f"Started game {n} of 6" in done.stderr
+    assert "games left, ETA" in done.stderr  # the periodic standings
+    out = done.stdout
+    for word in ("rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults",
+                 "Seat 1 advantage", "alpha", "beta", "gamma"):  # fmt: skip
+        assert word in out
+    status = arbiter("tournament", "status", str(t), "--json")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert data["done"] == 6 and data["left"] == 0 and data["games"] == 6
+    assert [e["rank"] for e in data["engines"]] == [1, 2, 3]
+    assert sum(e["wins"] for e in data["engines"]) == 6
+    assert abs(sum(e["elo"] for e in data["engines"])) < 0.5  # centred on the pool mean
+    assert set(data["seat_advantage"]) == {"elo", "error"} and data["connected"] is True
+    for e in data["engines"]:
+        assert set(e) == {"rank", "name", "elo", "error", "games", "wins", "losses", "score",
+                          "faults", "los_next"}  # fmt: skip
+    # Re-running a finished tournament plays nothing and changes nothing.
+    again = arbiter("tournament", "run", str(t))
+    assert again.returncode == 0, again.stderr
+    assert "Started game" not in again.stderr
+    assert len(rows(db, "SELECT game_id FROM games")) == 6
+
+
+def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path) -> None:
+    header = BASIC + '\nformat = "gauntlet"\nchallenger = "hero"'
+    t = write_tournament(tmp_path, header, [bot("a"), bot("hero"), bot("b")])
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    games = rows(tmp_path / "t.sqlite", "SELECT seat1, seat2 FROM games")
+    assert sorted(games) == sorted([("hero", "a"), ("a", "hero"), ("hero", "b"), ("b", "hero")])
+
+
+def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    db = tmp_path / "t.sqlite"
+    before = dict(rows(db, "SELECT game_id, record FROM games"))
+    assert len(before) == 2
+    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 2"),
+                         [bot("a"), bot("b"), bot("c")])  # fmt: skip
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("Started game") == 10  # 12 scheduled, 2 stored
+    after = dict(rows(db, "SELECT game_id, record FROM games"))
+    assert len(after) == 12
+    assert {k: after[k] for k in before} == before  # the old games are untouched
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (lambda h, e: (h.replace('tc = "10+0.1"', 'tc = "20+0.1"'), e), "tournament.tc"),
+        (lambda h, e: (h.replace("size = 7", "size = 11"), e), "tournament.size"),
+        (lambda h, e: (h + "\npie = false", e), "tournament.pie"),
+        (lambda h, e: (h, [bot("a", "ok", "--ms", "1"), e[1]]), "engine 'a'.command"),
+    ],
+    ids=["tc", "size", "pie", "command"],
+)
+def test_a_changed_condition_is_refused_unless_fresh(tmp_path: Path, change, key: str) -> None:
+    engines = [bot("a"), bot("b")]
+    t = write_tournament(tmp_path, BASIC, engines)
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    header, engines = change(BASIC, engines)
+    t = write_tournament(tmp_path, header, engines)
+    refused = arbiter("tournament", "run", str(t), "-q")
+    assert refused.returncode == 2
+    [line] = refused.stderr.strip().splitlines()
+    assert key in line and "--fresh" in line and str(t) in line
+    fresh = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    kept = [p for p in tmp_path.glob("t.*.sqlite")]
+    assert len(kept) == 1 and len(rows(kept[0], "SELECT * FROM games")) == 2
+    assert len(rows(tmp_path / "t.sqlite", "SELECT * FROM games")) == 2
+
+
+def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) -> None:
+    (tmp_path / "open.txt").write_text("# two openings\nc3 d4\n\ne5   # one ply\n")
+    header = BASIC.replace("random_openings = 1", 'openings = "open.txt"').replace(
+        "rounds = 1", "rounds = 2"
+    )
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    games = rows(tmp_path / "t.sqlite", "SELECT round, opening, record FROM games ORDER BY number")
+    assert [(g[0], g[1]) for g in games] == [(1, "c3 d4"), (1, "c3 d4"), (2, "e5"), (2, "e5")]
+    for _, opening, record in games:
+        moves = json.loads(str(record))["moves"]
+        assert moves[: len(str(opening).split())] == str(opening).split()
+
+
+def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -> None:
+    header = BASIC.replace("random_openings = 1", "random_openings = 3").replace(
+        "rounds = 1", "rounds = 3"
+    )
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    games = rows(tmp_path / "t.sqlite", "SELECT pair_key, opening FROM games")
+    by_pair: dict[object, set[object]] = {}
+    for key, opening in games:
+        by_pair.setdefault(key, set()).add(opening)
+    assert len(by_pair) == 3 and all(len(v) == 1 for v in by_pair.values())
+    assert len({next(iter(v)) for v in by_pair.values()}) == 3
+    assert all(len(str(next(iter(v))).split()) == 3 for v in by_pair.values())
+
+
+BAD_FILES = [
+    ("[tournament\nname = 'x'", "not valid TOML", ""),
+    ('[tournament]\nrounds = "two"', "tournament.rounds", "integer"),
+    ("[tournament]\nround = 2", "unknown key(s) round", "allowed keys"),
+    ('[tournament]\ntc = "fast"', "tournament.tc", "BASE+INC"),
+    ('[tournament]\nsize = 12', "tournament.size", "Atoll sizes"),
+    ('[tournament]\nformat = "swiss"', "tournament.format", "round-robin"),
+    ('[tournament]\n[[engine]]\nname = "a"\ncommand = ["./nope.py"]', "engine 'a'", "does not exist"),
+    ('[tournament]\n[[engine]]\ncommand = ["python3", "x.py"]', "engine #1", "name"),
+    ('[tournament]\nopenings = "open.txt"', "open.txt", "line 2"),
+    ('[tournament]\n[[engine]]\nname = "a"\ncommand = "python3"\ncolour = 1', "engine 'a'", "colour"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "what"), BAD_FILES,
+                         ids=["syntax", "type", "unknown-key", "tc", "size", "format",
+                              "missing-program", "no-name", "illegal-opening",
+                              "unknown-engine-key"])  # fmt: skip
+def test_bad_tournament_files_are_one_clear_line_and_exit_2(
+    tmp_path: Path, text: str, where: str, what: str
+) -> None:
+    (tmp_path / "open.txt").write_text("c3\nc3 c3\n")
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n" + (bot("x") + bot("y") if "[[engine]]" not in text else ""))
+    done = arbiter("tournament", "run", str(path), "-q")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert where in line and what in line and "Traceback" not in line
+    assert str(path.name) in line or "open.txt" in line
+
+
+def test_duplicate_engine_names_are_refused(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("same"), bot("same")])
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 2
+    assert "duplicate engine name 'same'" in done.stderr and "t.toml" in done.stderr
+
+
+def test_sprt_stops_the_match_on_both_sides(tmp_path: Path) -> None:
+    # An engine that resigns at its first genmove loses every game: a decided resign
+    # game, never a void one.
+    loser = f"{sys.executable} {BADBOT} resign --name loser"
+    winner = f"{sys.executable} {BADBOT} ok --name winner"
+    records = tmp_path / "r.jsonl"
+    for first, second, verdict in ((winner, loser, "H1"), (loser, winner, "H0")):
+        done = arbiter("match", first, second, "--games", "200", "--tc", "10+0.1", "--json",
+                       "-q", "--sprt", "elo0=0,elo1=100", "--records", str(records))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        test = data["sprt"]
+        assert test["result"] == verdict
+        assert test["games"] == data["games"] < 200
+        assert (test["llr"] >= test["upper"]) if verdict == "H1" else (test["llr"] <= test["lower"])
+        text = arbiter("match", first, second, "--games", "200", "--tc", "10+0.1", "-q",
+                       "--sprt", "elo0=0,elo1=100")  # fmt: skip
+        assert f"SPRT: LLR" in text.stdout and f"{verdict} accepted" in text.stdout
+    games = list(read_records(records))
+    assert games and all(not g.void and g.termination.value == "resign" for g in games)
+    assert all(g.winner == "winner" and g.plies <= 1 for g in games)
+
+
+def test_bad_sprt_is_a_usage_error() -> None:
+    done = arbiter("match", "--engines", str(ENGINES), "random", "random", "--sprt", "elo0=10,elo1=5")
+    assert done.returncode == 2 and "elo1 > elo0" in done.stderr
+
+
+def test_ratings_from_records_report_bad_lines_and_strict_fails(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    out = tmp_path / "all.jsonl"
+    exported = arbiter("tournament", "export", str(t), "--records", str(out))
+    assert exported.returncode == 0, exported.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == 6
+    from_store = json.loads(arbiter("ratings", str(t), "--json").stdout)
+    from_records = json.loads(arbiter("ratings", str(out), "--json").stdout)
+    assert from_store == from_records
+    with out.open("a") as handle:
+        handle.write('{"schema": 1, "seat1": "a"}\nnot json\n')
+    lenient = arbiter("ratings", str(out), "--matrix")
+    assert lenient.returncode == 0
+    assert f"{out}:7: not a game record" in lenient.stderr and f"{out}:8:" in lenient.stderr
+    assert "pairs 2/1/0" in lenient.stdout
+    strict = arbiter("ratings", str(out), "--strict")
+    assert strict.returncode == 2
+    [line] = strict.stderr.strip().splitlines()
+    assert f"{out}:7" in line
+
+
+def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
+    records = tmp_path / "m.jsonl"
+    done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "4",
+                   "--tc", "10+0.1", "-q", "--records", str(records))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    anchored = json.loads(arbiter("ratings", str(records), "--json", "--anchor", "random=1000").stdout)
+    by_name = {e["name"]: e for e in anchored["engines"]}
+    assert by_name["random"]["elo"] == 1000 and by_name["random"]["error"] == 0
+    csv_out = arbiter("ratings", str(records), "--format", "csv").stdout.splitlines()
+    assert csv_out[0].startswith("rank,engine,Elo")
+    md = arbiter("ratings", str(records), "--format", "markdown").stdout
+    assert md.splitlines()[1].startswith("|--")
+    bad = arbiter("ratings", str(records), "--anchor", "nobody=0")
+    assert bad.returncode == 2 and "nobody" in bad.stderr
+
+
+def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
+    slow = [bot("a", "slow", "--ms", "50"), bot("b", "slow", "--ms", "50")]
+    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 5"), slow)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert first.stderr is not None
+        for line in first.stderr:
+            if line.startswith("Started game"):
+                break
+        second = arbiter("tournament", "run", str(t), "-q")
+        assert second.returncode == 2
+        assert "another run is using this results store" in second.stderr
+        for line in first.stderr:
+            if line.startswith("Finished game"):
+                break
+        first.send_signal(signal.SIGINT)
+        out, _ = first.communicate(timeout=60)
+        assert first.returncode == 130
+        assert "rank" in out and "replayed on resume" in out  # standings so far
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
+    engines = [bot("a", "slow", "--ms", "5"), bot("b", "slow", "--ms", "5"), bot("c")]
+    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 3"), engines)
+    db = tmp_path / "t.sqlite"
+    rng = random.Random(7)
+    finished_before: set[str] = set()
+    for _ in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        target = rng.randint(1, 4)
+        seen = 0
+        for line in proc.stderr:
+            if line.startswith("Finished game"):
+                seen += 1
+                if seen >= target:
+                    break
+        proc.kill()  # SIGKILL: no clean-up at all
+        proc.wait()
+        proc.stderr.close()
+        stored = {str(r[0]) for r in rows(db, "SELECT game_id FROM games")}
+        assert finished_before <= stored  # nothing committed is ever lost
+        assert len(stored) >= len(finished_before) + 1 or len(stored) == 18
+        finished_before = stored
+        integrity = rows(db, "PRAGMA integrity_check")
+        assert integrity == [("ok",)]
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    ids = [str(r[0]) for r in rows(db, "SELECT game_id FROM games")]
+    assert len(ids) == len(set(ids)) == 18
+    assert done.stderr.count("Started game") == 18 - len(finished_before)
