@@ -36,3 +36,10 @@ def test_referee_bench_runs() -> None:
 def test_ratings_bench_runs() -> None:
     out = run(str(BENCH / "ratings_bench.py"), "--quick")
     assert "fit 10 engines" in out and "converged=True" in out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
+def test_tournament_bench_runs() -> None:
+    out = run(str(BENCH / "tournament_bench.py"), "--quick")
+    assert out.count("tournament/match time") == 2
+    assert "ratings on 200 records" in out and "peak RSS of the harness" in out
