@@ -176,6 +176,21 @@ def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -
     assert all(len(str(next(iter(v))).split()) == 3 for v in by_pair.values())
 
 
+def test_identical_games_between_deterministic_engines_are_pointed_out(tmp_path: Path) -> None:
+    first = ROOT / "tests" / "engines" / "firstcell.py"
+    engines = [
+        f'[[engine]]\nname = "{n}"\ncommand = {json.dumps([sys.executable, str(first)])}\n'
+        for n in ("d1", "d2")
+    ]
+    header = BASIC.replace("random_openings = 1", "").replace("rounds = 1", "rounds = 2")
+    t = write_tournament(tmp_path, header, engines)
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    assert "all 4 games between d1 and d2 were identical" in done.stdout
+    status = arbiter("tournament", "status", str(t))
+    assert "were identical" in status.stdout and "openings" in status.stdout
+
+
 BAD_FILES = [
     ("[tournament\nname = 'x'", "not valid TOML", ""),
     ('[tournament]\nrounds = "two"', "tournament.rounds", "integer"),
@@ -299,9 +314,9 @@ def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
         for line in first.stderr:
             if line.startswith("Finished game"):
                 break
-        first.send_signal(signal.SIGINT)
+        first.send_signal(signal.SIGTERM)
         out, _ = first.communicate(timeout=60)
-        assert first.returncode == 130
+        assert first.returncode == 143
         assert "rank" in out and "replayed on resume" in out  # standings so far
     finally:
         first.kill()
