@@ -22,12 +22,19 @@ from arbiter.records import RecordWriter, read_records
 from arbiter.referee import RefereeConfig
 from arbiter.rules import IllegalMove, Variant
 from arbiter.running import Interrupted, run_trio
+from arbiter.text import one_line, terminal
+from arbiter.tournament import MAX_CONCURRENCY
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ConfigExit(click.ClickException):
     exit_code = 2
+
+
+def say(message: str = "", *, err: bool = False) -> None:
+    """Print human-readable text: engine-originated parts can never reach the terminal raw."""
+    click.echo(terminal(message), err=err)
 
 
 def _first_leaf(group: BaseExceptionGroup[ArbiterError]) -> ArbiterError:
@@ -47,7 +54,7 @@ def _first_interrupt(group: BaseExceptionGroup[KeyboardInterrupt]) -> KeyboardIn
 
 
 def _interrupted(exc: KeyboardInterrupt) -> None:
-    click.echo("Interrupted; engines were stopped.", err=True)
+    say("Interrupted; engines were stopped.", err=True)
     sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
 
 
@@ -59,9 +66,9 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ConfigError as exc:
-            raise ConfigExit(str(exc)) from exc
+            raise ConfigExit(one_line(str(exc))) from exc
         except ArbiterError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(one_line(str(exc))) from exc
         except KeyboardInterrupt as exc:
             _interrupted(exc)
         except BaseExceptionGroup as group:
@@ -73,8 +80,8 @@ def handle_errors(func: F) -> F:
                 raise
             first = _first_leaf(ours)
             if isinstance(first, ConfigError):
-                raise ConfigExit(str(first)) from group
-            raise click.ClickException(str(first)) from group
+                raise ConfigExit(one_line(str(first))) from group
+            raise click.ClickException(one_line(str(first))) from group
 
     return wrapper  # type: ignore[return-value]
 
@@ -113,14 +120,15 @@ def _engines(engines_file: str | None) -> dict[str, EngineSpec]:
 @click.option("--islands", type=click.Choice(["8", "4"]), default="8", show_default=True,
               help="8 for Atoll, 4 for Hex.")
 @click.option("--pie/--no-pie", default=True, show_default=True, help="Allow the swap on move 2.")
-@click.option("--concurrency", "-c", default=1, show_default=True, type=click.IntRange(1),
-              help="Games played at once.")
+@click.option("--concurrency", "-c", default=1, show_default=True,
+              type=click.IntRange(1, MAX_CONCURRENCY),
+              help=f"Games played at once (at most {MAX_CONCURRENCY}).")
 @click.option("--records", type=click.Path(dir_okay=False),
               help="Append one JSON line per game to this file.")
 @click.option("--seed", type=int, default=None,
               help="Recorded with each game (per-game seeds derive from it); engines do not"
                    " receive it.")
-@click.option("--margin", type=float, default=0.1, show_default=True,
+@click.option("--margin", type=click.FloatRange(0, 60), default=0.1, show_default=True,
               help="Seconds an engine may overrun its clock before losing on time.")
 @click.option("--sprt", default=None, metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
               help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
@@ -159,8 +167,6 @@ def match(
             test = parse_sprt(sprt)
         except ValueError as exc:
             raise ConfigError(str(exc), where="--sprt") from exc
-    if margin < 0:
-        raise ConfigError("--margin must not be negative")
     config = MatchConfig(
         games=games, variant=_variant(int(islands), size, pie), tc=tc,
         concurrency=concurrency, seed=seed, referee=RefereeConfig(margin=margin),
@@ -168,21 +174,34 @@ def match(
     writer = RecordWriter(records) if records else None
     progress = Progress(sys.stderr, games, quiet=quiet)
     runner = Match(specs, config, writer=writer, on_start=progress.started,
-                   on_finish=progress.game_finished, sprt=test)  # fmt: skip
+                   on_finish=progress.game_finished, sprt=test, given=(engine1, engine2),
+                   keep_records=False)  # fmt: skip
+
+    def summary() -> None:
+        if as_json:
+            click.echo(json.dumps(summary_json(runner.result)))
+        else:
+            for line in summary_lines(runner.result):
+                say(line)
+
     try:
         result = run_trio(runner.run)
+    except KeyboardInterrupt:
+        progress.close()
+        runner.result.aborted = "interrupted; games in flight were not recorded"
+        summary()  # the score of the games finished, as recorded
+        raise
     finally:
         progress.close()
         if writer is not None:
             writer.close()
     if result.config_error:
         raise ConfigError(result.aborted, hint="choose another engine or variant")
-    if as_json:
-        click.echo(json.dumps(summary_json(result)))
-    else:
-        for line in summary_lines(result):
-            click.echo(line)
+    summary()
     if result.aborted:
+        sys.exit(1)
+    if result.unplayed:
+        say(f"{len(result.unplayed)} of {games} games could not be played.", err=True)
         sys.exit(1)
 
 
@@ -216,7 +235,7 @@ def show(records: str, game_id: str | None, ply: int | None) -> None:
     except IllegalMove as exc:
         raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
     for line in lines:
-        click.echo(line)
+        say(line)
 
 
 @main.command()
@@ -224,8 +243,8 @@ def show(records: str, game_id: str | None, ply: int | None) -> None:
 @click.option("--engines", "engines_file", type=click.Path(dir_okay=False),
               help="TOML file defining engines by name.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--timeout", type=float, default=10.0, show_default=True,
-              help="Seconds allowed for each answer.")
+@click.option("--timeout", type=click.FloatRange(0, 3600, min_open=True), default=10.0,
+              show_default=True, help="Seconds allowed for each answer.")
 @handle_errors
 def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) -> None:
     """Check that an engine follows the protocol (for bot authors)."""
@@ -236,7 +255,7 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) 
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2))
     else:
-        click.echo(summary_table(results))
+        say(summary_table(results))
     if not all(r.passed for r in results if r.required):
         sys.exit(1)
 
@@ -277,7 +296,7 @@ def _tournament_notes(store: Any) -> list[str]:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--fresh", is_flag=True,
               help="Start a new store; the old one is kept under a dated name.")
-@click.option("--concurrency", "-c", type=click.IntRange(1), default=None,
+@click.option("--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
               help="Games played at once (default: the file's concurrency).")
 @click.option("--every", type=click.IntRange(0), default=10, show_default=True,
               help="Print the standings every N games (0: only at the end).")
@@ -298,7 +317,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
     store, kept = Store.open_for_run(t.output, fresh=fresh)
     with store:
         if kept is not None:
-            click.echo(f"The previous store was kept as {kept}.", err=True)
+            say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store)
         store.begin(t.name, t.conditions(), t.definition(),
                     {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
@@ -310,27 +329,27 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
         )  # fmt: skip
         progress.finished, progress.left = t.total - left, left
         if not quiet:
-            click.echo(f"Tournament {t.name}: {t.total} games, {t.total - left} stored,"
+            say(f"Tournament {t.name}: {t.total} games, {t.total - left} stored,"
                        f" {left} to play ({t.output})", err=True)  # fmt: skip
         try:
             outcome = run_trio(driver.run)
         except KeyboardInterrupt:
             progress.close()
-            click.echo(_store_standings(store))
-            click.echo("Stopped: games in flight were not stored and are replayed on resume.")
+            say(_store_standings(store))
+            say("Stopped: games in flight were not stored and are replayed on resume.")
             raise
         finally:
             progress.close()
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
-        click.echo(_store_standings(store))
+        say(_store_standings(store))
         for line in _tournament_notes(store):
-            click.echo(line)
+            say(line)
         if outcome.unplayed:
-            click.echo(f"Given up after repeated voids: {len(outcome.unplayed)} games"
+            say(f"Given up after repeated voids: {len(outcome.unplayed)} games"
                        " (run again to retry them).")  # fmt: skip
         if outcome.aborted:
-            click.echo(f"Tournament stopped: {outcome.aborted}")
+            say(f"Tournament stopped: {outcome.aborted}")
             sys.exit(1)
 
 
@@ -366,13 +385,13 @@ def tournament_status(file: str, as_json: bool) -> None:
         data.update(to_json(board) if board is not None else {"engines": [], "games": 0})
         click.echo(json.dumps(data))
         return
-    click.echo(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
+    say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
                f" ({t.output})")  # fmt: skip
     from arbiter.standings import table
 
-    click.echo(table(board) if board is not None else "No rated games yet.")
+    say(table(board) if board is not None else "No rated games yet.")
     for line in notes:
-        click.echo(line)
+        say(line)
 
 
 @tournament.command("export")
@@ -395,7 +414,7 @@ def tournament_export(file: str, out: str) -> None:
                     n += 1
         except OSError as exc:
             raise ConfigError(f"cannot write records: {exc.strerror}", where=out) from exc
-    click.echo(f"Wrote {n} records to {out}.", err=True)
+    say(f"Wrote {n} records to {out}.", err=True)
 
 
 # --------------------------------------------------------------------- ratings
@@ -454,7 +473,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     for line in bad:
         if strict:
             raise ConfigError(str(line), hint="fix or remove the line, or leave out --strict")
-        click.echo(f"skipped {line}", err=True)
+        say(f"skipped {line}", err=True)
     if not tally.games:
         raise ConfigError("no rated games in " + ", ".join(sources),
                           hint="give records files, a store or a tournament file with games")
@@ -468,10 +487,10 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 
         click.echo(json.dumps(to_json(board)))
         return
-    click.echo(table(board, fmt))
+    say(table(board, fmt))
     if matrix:
-        click.echo("")
-        click.echo(matrix_table(board))
+        say("")
+        say(matrix_table(board))
 
 
 def _source_kind(path: str) -> str:

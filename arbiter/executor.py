@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from arbiter import text
 from arbiter.errors import EngineError
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, start_engine
 from arbiter.records import Evidence, GameRecord, Termination
@@ -89,10 +90,14 @@ class ExecutorSettings:
 
 
 def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
-    """Names for people: given names win, else the engines' own; equal ones get suffixes."""
-    names = [spec.name or reply or spec.label for spec, reply in zip(specs, replies, strict=True)]
+    """Names for people: given names win, else the engines' own (escaped and shortened);
+    when both are equal the second gets a suffix (`mc`, `mc#2`)."""
+    names = [
+        spec.name or text.name(reply) or text.name(spec.label)
+        for spec, reply in zip(specs, replies, strict=True)
+    ]
     if names[0] == names[1]:
-        names = [f"{names[0]}#1", f"{names[1]}#2"]
+        names[1] = f"{names[1]}#2"
     return names
 
 

@@ -46,20 +46,31 @@ class MatchConfig:
 
 @dataclass
 class MatchResult:
-    names: tuple[str, str]
+    """What a match produced, counted by engine identity (index 0 or 1, as given).
+
+    Counts only, so a match of any length runs in constant memory; the records
+    themselves are kept in `records` and `voids` only when asked for (`keep_records`).
+    """
+
+    names: tuple[str, str]  # display names, as first reported
+    given: tuple[str, str] = ("", "")  # the engines as given (engines-file key or command)
+    wins: list[int] = field(default_factory=lambda: [0, 0])
+    seat1: int = 0  # rated games won by seat 1
+    ended: Counter[str] = field(default_factory=Counter)  # terminations of rated games
+    void_count: int = 0
     records: list[GameRecord] = field(default_factory=list)  # rated games, in finish order
     voids: list[GameRecord] = field(default_factory=list)
     unplayed: list[int] = field(default_factory=list)  # game numbers given up on
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play this match
     sprt: SprtResult | None = None  # the test's state at the end, when one was run
+    named: bool = False
 
     def stats(self) -> PairStats:
-        wins = sum(r.winner == self.names[0] for r in self.records)
-        return PairStats(wins, len(self.records) - wins)
+        return PairStats(self.wins[0], self.wins[1])
 
     def terminations(self) -> Counter[str]:
-        return Counter(str(r.termination) for r in self.records)
+        return self.ended
 
     def sprt_result(self, test: tuple[float, float, float, float] | None) -> SprtResult:
         stats = self.stats()
@@ -67,7 +78,21 @@ class MatchResult:
         return sprt(stats.wins, stats.losses, *test)
 
     def seat1_wins(self) -> int:
-        return sum(r.winner == r.seat1 for r in self.records)
+        return self.seat1
+
+    def add(self, engines: tuple[str, str], record: GameRecord, keep: bool) -> None:
+        """Count a finished game; `engines` are the seats' engine indices ("0", "1")."""
+        if record.void:
+            self.void_count += 1
+            if keep:
+                self.voids.append(record)
+            return
+        seat = 0 if record.winner == record.seat1 else 1
+        self.wins[int(engines[seat])] += 1
+        self.seat1 += seat == 0
+        self.ended[str(record.termination)] += 1
+        if keep:
+            self.records.append(record)
 
 
 class Match:
@@ -83,6 +108,8 @@ class Match:
         on_finish: FinishHook | None = None,
         match_id: str | None = None,
         sprt: tuple[float, float, float, float] | None = None,
+        given: tuple[str, str] | None = None,
+        keep_records: bool = True,
     ) -> None:
         self.specs = specs
         self.config = config
@@ -91,8 +118,9 @@ class Match:
         self.on_finish = on_finish or (lambda *a: None)
         self.match_id = match_id or uuid.uuid4().hex[:8]
         self.sprt = sprt
+        self.keep_records = keep_records
         names = display_names(specs, ("", ""))
-        self.result = MatchResult(names=(names[0], names[1]))
+        self.result = MatchResult(names=(names[0], names[1]), given=given or (names[0], names[1]))
 
     def game_spec(self, game: ScheduledGame) -> GameSpec:
         tc = self.config.tc
@@ -142,12 +170,14 @@ class Match:
         self.writer.write(record)
 
     def _started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
-        names = {game.engines[0]: seat1, game.engines[1]: seat2}
-        self.result.names = (names["0"], names["1"])
+        if not self.result.named:  # the first names reported stay the match's names
+            names = {game.engines[0]: seat1, game.engines[1]: seat2}
+            self.result.names = (names["0"], names["1"])
+            self.result.named = True
         self.on_start(game.number, self.config.games, seat1, seat2)
 
     def _finished(self, game: ScheduledGame, record: GameRecord) -> None:
-        (self.result.voids if record.void else self.result.records).append(record)
+        self.result.add(game.engines, record, self.keep_records)
         self.on_finish(game.number, record)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from arbiter import text
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
 from arbiter.protocol.session import EngineSession, PipeStream
@@ -154,7 +155,7 @@ class Engine:
             commands=frozenset(line.strip() for line in replies[3].splitlines() if line.strip()),
         )
         if self.spec.name is None and self.info.name:
-            self.name = self.session.name = self.info.name.splitlines()[0][:60]
+            self.name = self.session.name = text.name(self.info.name)
         for key, value in self.spec.options:
             await self.session.command(key, *value.split(), timeout=self.deadlines.command)
         return self.info

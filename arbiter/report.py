@@ -12,6 +12,7 @@ from arbiter.process import exit_status
 from arbiter.records import GameRecord, Termination
 from arbiter.rules import Game, Variant
 from arbiter.schedule import ScheduledGame
+from arbiter.text import terminal
 
 LEGENDS = {
     8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
@@ -87,7 +88,7 @@ class Progress:
             return
         if self.tty:
             self.stream.write("\r\x1b[K")
-        self.stream.write(text + "\n")
+        self.stream.write(terminal(text) + "\n")
         if self.tty:
             self.stream.write(self._bar())
         self.stream.flush()
@@ -130,13 +131,14 @@ def summary_lines(result: MatchResult) -> list[str]:
     stats = result.stats()
     if not stats.games:
         lines = [f"No rated games between {a} and {b}."]
-        if result.voids:
-            lines.append(f"Void games (replayed, not rated): {len(result.voids)}")
+        if result.void_count:
+            lines.append(f"Void games (replayed, not rated): {result.void_count}")
         if result.aborted:
             lines.append(f"Match stopped: {result.aborted}")
         return lines
     lines = [
-        f"Score of {a} vs {b}: {stats.wins} - {stats.losses}  [{stats.score:.3f}] {stats.games}",
+        f"Score of {a} vs {b}: {stats.wins} - {stats.losses} (wins - losses),"
+        f" score {stats.score:.3f} over {stats.games} games",
         (
             f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
             if stats.wins and stats.losses
@@ -150,8 +152,8 @@ def summary_lines(result: MatchResult) -> list[str]:
         lines.append(
             "Terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terms.items()))
         )
-    if result.voids:
-        lines.append(f"Void games (replayed, not rated): {len(result.voids)}")
+    if result.void_count:
+        lines.append(f"Void games (replayed, not rated): {result.void_count}")
     if result.unplayed:
         lines.append(
             "Game numbers given up after repeated voids: " + ", ".join(map(str, result.unplayed))
@@ -166,6 +168,12 @@ def summary_lines(result: MatchResult) -> list[str]:
     return lines
 
 
+def given_keys(result: MatchResult) -> tuple[str, str]:
+    """The engines as given on the command line (or engines-file keys), made distinct."""
+    a, b = result.given
+    return (a, b) if a != b else (a, f"{b}#2")
+
+
 def summary_json(result: MatchResult) -> dict[str, Any]:
     stats = result.stats()
 
@@ -175,14 +183,15 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
     return {
         "engines": list(result.names),
         "games": stats.games,
-        "wins": {result.names[0]: stats.wins, result.names[1]: stats.losses},
+        "given": list(given_keys(result)),
+        "wins": dict(zip(given_keys(result), (stats.wins, stats.losses), strict=True)),
         "score": round(stats.score, 4),
         "elo": num(stats.elo()),
         "elo_error": num(stats.elo_error()),
         "los": round(stats.los(), 4),
         "seat1_wins": result.seat1_wins(),
         "terminations": dict(result.terminations()),
-        "void": len(result.voids),
+        "void": result.void_count,
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
         "sprt": None if result.sprt is None else {

@@ -47,6 +47,7 @@ _TOURNAMENT_KEYS = {
     "engines": list, "margin": float,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
+MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
 _EXAMPLE = 'e.g. [[engine]] with name = "mine" and command = ["python3", "my_bot.py"]'
 
 
@@ -167,11 +168,12 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     if rounds < 1:
         raise ConfigError("must be at least 1", where=f"{where}.rounds")
     concurrency = _get(table, "concurrency", where, 1)
-    if concurrency < 1:
-        raise ConfigError("must be at least 1", where=f"{where}.concurrency")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(f"must be between 1 and {MAX_CONCURRENCY}",
+                          where=f"{where}.concurrency")  # fmt: skip
     margin = float(_get(table, "margin", where, 0.1))
-    if margin < 0:
-        raise ConfigError("must not be negative", where=f"{where}.margin")
+    if not 0 <= margin <= 60:
+        raise ConfigError("must be between 0 and 60 seconds", where=f"{where}.margin")
     try:
         tc = TimeControl.parse(_get(table, "tc", where, "10+0.1"))
     except ConfigError as exc:

@@ -87,7 +87,24 @@ def test_equal_engine_names_get_suffixes() -> None:
     cmd = f"{sys.executable} {ROOT / 'engines' / 'random_bot.py'}"
     done = arbiter("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["engines"] == ["random#1", "random#2"]
+    summary = json.loads(done.stdout)
+    assert summary["engines"] == ["random", "random#2"]
+    assert summary["wins"] == {cmd: summary["wins"][cmd], f"{cmd}#2": 2 - summary["wins"][cmd]}
+
+
+def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: Path) -> None:
+    # Each process of this engine answers another name (its pid): the scores must not care.
+    shifty = f"sh -c 'exec {sys.executable} {BADBOT} ok --name shifty-$$'"
+    loser = f"{sys.executable} {BADBOT} resign --name loser"
+    records = tmp_path / "r.jsonl"
+    done = arbiter("match", shifty, loser, "--games", "6", "--tc", "10+0.1", "-c", "2",
+                   "--json", "-q", "--records", str(records))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["wins"] == {shifty: 6, loser: 0}
+    assert summary["games"] == 6
+    names = {g.seat1 for g in read_records(records)} | {g.seat2 for g in read_records(records)}
+    assert len(names - {"loser"}) == 2  # two worker processes, two different answers
 
 
 def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
