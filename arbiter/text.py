@@ -48,8 +48,20 @@ def shorten(text: str, limit: int) -> str:
 
 
 def name(text: str, limit: int = NAME_LIMIT) -> str:
-    """An engine-chosen name for display: one line, escaped, at most `limit` characters."""
-    return shorten(escape(text), limit)
+    """An engine-chosen name for display: one line, escaped, at most `limit` characters
+    (an escape is never cut in half)."""
+    safe = escape(text)
+    if len(safe) <= limit:
+        return safe
+    out: list[str] = []
+    size = 0
+    for ch in text:
+        piece = _escape_char(ch) if _unsafe(ch) or ch in _KEEP else ch
+        if size + len(piece) > limit - 1:
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out) + "…"
 
 
 def terminal(text: str) -> str:

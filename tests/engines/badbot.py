@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Misbehaving GTP engine for the harness tests.
 
-Usage: badbot.py MODE [--after N] [--ms M] [--name NAME]
+Usage: badbot.py MODE [--after N] [--ms M] [--name NAME] [--say TEXT] [--hostile]
 
 The engine plays like protocol/bot_skeleton.py (random legal moves) until its
 fault triggers.  For the modes that act on genmove, the first N genmove
 commands (``--after N``, default 0) are answered normally and the fault
 happens on every genmove after that.  ``--ms`` is the delay used by "slow" and
 "slow-start" (default 500); ``--name`` is the answer to "name" (default
-"badbot").  At startup the engine writes "badbot pid PID mode MODE" on stderr.
+"badbot").  At startup the engine writes "badbot pid PID mode MODE" on stderr,
+then the ``--say`` text after decoding its backslash escapes; ``--hostile`` decodes
+escapes in the name too (for the terminal-safety tests).
 
 Modes:
   ok                behaves normally
@@ -45,6 +47,7 @@ Modes:
 """
 
 import argparse
+import codecs
 import os
 import random
 import signal
@@ -195,12 +198,23 @@ def parse_args(argv):
     parser.add_argument("--ms", type=int, default=500,
                         help="delay in milliseconds for slow and slow-start")
     parser.add_argument("--name", default="badbot", help="answer to the name command")
-    return parser.parse_args(argv)
+    parser.add_argument("--say", default="",
+                        help="written on stderr at startup, after decoding backslash escapes")
+    parser.add_argument("--hostile", action="store_true",
+                        help="decode backslash escapes in --name too")
+    opts = parser.parse_args(argv)
+    if opts.hostile:
+        opts.name = codecs.decode(opts.name, "unicode_escape")
+    opts.say = codecs.decode(opts.say, "unicode_escape")
+    return opts
 
 
 def main(argv=None):
     opts = parse_args(argv)
     skeleton.log(f"badbot pid {os.getpid()} mode {opts.mode}")
+    if opts.say:
+        sys.stderr.write(opts.say)
+        sys.stderr.flush()
     if opts.mode == "crash-start":
         return 3
     if opts.mode == "ignore-sigterm":

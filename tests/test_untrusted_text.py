@@ -1,0 +1,78 @@
+"""Engine-originated text never reaches a terminal raw, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from arbiter.text import escape, name, terminal
+
+ROOT = Path(__file__).resolve().parent.parent
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+
+# C0 controls but newline and tab, DEL, C1 controls, bidi and format controls, U+2028/9.
+FORBIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+)
+HOSTILE = r"ev\x1b[31mil\nforged line\u202eEXE.txt\x9b2J\u2028" + "x" * 300
+STDERR = "y" * 1500 + r"\n\x1b]0;pwned\x07\x1b[2J trace\u2066back\n"
+
+
+def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def assert_safe(output: str, *, human: bool = True) -> None:
+    assert not FORBIDDEN.search(output), repr(FORBIDDEN.search(output))
+    for line in output.splitlines():
+        assert len(line) <= 1000 or not human  # JSON is one line for programs
+        assert not line.startswith("forged line")
+
+
+def hostile(mode: str) -> str:
+    return (f"{sys.executable} {BADBOT} {mode} --hostile --name '{HOSTILE}'"
+            f" --say '{STDERR}'")  # fmt: skip
+
+
+def test_escaping_rules() -> None:
+    assert escape("a\x1b[1mb\nc\td") == "a\\x1b[1mb\\x0ac\\x09d"
+    assert escape("a\nb\tc", newlines=True) == "a\nb\tc"
+    assert escape("\u202eabc\u2066\x85") == "\\u202eabc\\u2066\\x85"
+    assert escape("plain ünïcode ok") == "plain ünïcode ok"
+    assert len(name("n" * 100)) == 40 and name("n" * 100).endswith("…")
+    assert name("\x1b" * 30) == "\\x1b" * 9 + "…"  # never half an escape
+    assert all(len(line) <= 1000 for line in terminal("z" * 5000 + "\n" + "w").splitlines())
+
+
+def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    random_bot = f"{sys.executable} {ROOT / 'engines' / 'random_bot.py'}"
+    for extra in ([], ["--json"]):
+        done = arbiter("match", hostile("crash"), random_bot, "--games", "2", "--tc", "5+0",
+                       "--records", str(records), *extra)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert_safe(done.stdout, human=not extra)
+        assert_safe(done.stderr)
+        assert "\\x0aforged line\\u202e" in done.stderr  # escaped, still readable
+    summary = json.loads(done.stdout)
+    assert sum(summary["wins"].values()) == 2
+    # Records keep the raw text.
+    raw = [json.loads(line) for line in records.read_text().splitlines()]
+    assert any("\x1b]0;pwned" in (r["evidence"]["stderr_tail"] if r.get("evidence") else "")
+               for r in raw)  # fmt: skip
+    for args in ([], ["--game", raw[0]["game_id"]]):
+        shown = arbiter("show", str(records), *args)
+        assert shown.returncode == 0, shown.stderr
+        assert_safe(shown.stdout)
+        assert "\\x1b]0;pwned" in shown.stdout
+    for extra in ([], ["--json"]):
+        checked = arbiter("check", hostile("crash"), *extra)
+        assert checked.returncode == 1
+        assert_safe(checked.stdout, human=not extra)
+        assert_safe(checked.stderr)
