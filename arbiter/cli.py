@@ -208,26 +208,28 @@ def match(
 @main.command()
 @click.argument("records", type=click.Path(dir_okay=False))
 @click.option("--game", "game_id", default=None,
-              help="Game id or game number (default: the last game in the file).")
-@click.option("--ply", type=int, default=None, help="Show the position after this many plies.")
+              help="Game id, a unique prefix of one, or its number in the listing (default:"
+                   " list the games).")
+@click.option("--ply", type=click.IntRange(0), default=None,
+              help="Show the position after this many plies.")
 @handle_errors
 def show(records: str, game_id: str | None, ply: int | None) -> None:
-    """Print a recorded game as a board."""
-    from arbiter.report import describe_game
+    """List the games of a records file, or print one as a board with its moves."""
+    from arbiter.report import describe_game, list_games
 
-    chosen = None
-    ids = []
-    for record in read_records(records):
-        ids.append(record.game_id)
-        if game_id is None or game_id in (record.game_id, record.game_id.rsplit("-", 1)[-1]):
-            chosen = record  # by id, or by game number (the latest game with that number)
-    if chosen is None:
-        if game_id is None:
-            raise ConfigError("the file holds no games", where=records)
-        sample = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
-        raise ConfigError(f"no game {game_id!r}", where=records,
-                          hint=f"give an id or a game number; ids here: {sample}")  # fmt: skip
-    if ply is not None and not 0 <= ply <= len(chosen.moves):
+    bad: list[str] = []
+    games = list(read_records(records, bad))
+    for line in bad:
+        say(f"skipped {line}", err=True)
+    if not games:
+        raise ConfigError("the file holds no games", where=records,
+                          hint="records files are written by 'arbiter match --records'")
+    if game_id is None and ply is None:
+        for line in list_games(games):
+            say(line)
+        return
+    chosen = _choose_game(games, game_id, records)
+    if ply is not None and ply > len(chosen.moves):
         raise ConfigError(f"--ply {ply} is out of range",
                           hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
     try:
@@ -236,6 +238,30 @@ def show(records: str, game_id: str | None, ply: int | None) -> None:
         raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
     for line in lines:
         say(line)
+
+
+def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
+    """By exact id, by number in the file (or a match's game number), or by unique prefix."""
+    if game_id is None:
+        return games[-1]
+    exact = [g for g in games if g.game_id == game_id]
+    if exact:
+        return exact[-1]
+    if game_id.isdigit():
+        numbered = [g for g in games if g.game_id.rsplit("-", 1)[-1] == game_id]
+        if numbered:
+            return numbered[-1]  # a match's game number (the latest attempt)
+        if 1 <= int(game_id) <= len(games):
+            return games[int(game_id) - 1]
+    prefixed = {g.game_id: g for g in games if g.game_id.startswith(game_id)}
+    if len(prefixed) == 1:
+        return next(iter(prefixed.values()))
+    sample = ", ".join(g.game_id for g in games[:5]) + (" ..." if len(games) > 5 else "")
+    if prefixed:
+        raise ConfigError(f"{len(prefixed)} games start with {game_id!r}", where=where,
+                          hint="give more of the id")  # fmt: skip
+    raise ConfigError(f"no game {game_id!r}", where=where,
+                      hint=f"give an id, a prefix or a number; ids here: {sample}")
 
 
 @main.command()

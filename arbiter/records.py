@@ -102,9 +102,21 @@ class GameRecord:
         return json.dumps(self.to_json(), separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GameRecord:
+    def from_json(cls, data: Any) -> GameRecord:
+        """A record from its JSON object; ValueError says what is wrong with it."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {type(data).__name__}, not an object")
         if data.get("schema") != SCHEMA:
             raise ValueError(f"unsupported record schema {data.get('schema')!r}")
+        variant = data.get("variant")
+        if not (isinstance(variant, dict) and set(variant) == {"size", "islands", "pie"}):
+            raise ValueError("variant must be an object with size, islands and pie")
+        from arbiter.rules import Variant
+
+        Variant(variant["islands"], variant["size"], variant["pie"])  # raises ValueError
+        moves = data.get("moves")
+        if not (isinstance(moves, list) and all(isinstance(m, str) for m in moves)):
+            raise ValueError("moves must be a list of strings")
         fields = dict(data)
         fields.pop("plies", None)
         evidence = fields.pop("evidence", None)
@@ -148,10 +160,16 @@ class RecordWriter:
         os.close(self._fd)
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[GameRecord]:
-    """Read a records file; a malformed line is reported with its line number."""
+def read_records(
+    path: str | os.PathLike[str], bad: list[str] | None = None
+) -> Iterator[GameRecord]:
+    """Read a records file; a malformed line is reported with its line number.
+
+    Without `bad` the first malformed line raises ConfigError; with it, each one is
+    described there (file:line: problem) and reading goes on.
+    """
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path)) from exc
     with handle:
@@ -159,10 +177,14 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[GameRecord]:
             if not line.strip():
                 continue
             try:
-                yield GameRecord.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError) as exc:
+                record = GameRecord.from_json(json.loads(line))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                if bad is not None:
+                    bad.append(f"{path}:{number}: not a game record ({exc})")
+                    continue
                 raise ConfigError(
                     f"not a game record ({exc})",
                     where=f"{path}:{number}",
                     hint="records files are written by 'arbiter match --records'",
                 ) from exc
+            yield record

@@ -56,9 +56,38 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
         f"Position after {len(moves)} of {len(record.moves)} plies"
         + (f", {game.to_move} to move" if not game.over else "")
     )
-    lines.append(game.render())
-    lines.append(LEGENDS.get(game.variant.islands, ""))
+    lines.append(game.render(marked=True))
+    legend = LEGENDS.get(game.variant.islands, "")
+    lines.append(legend + "; x/o the last stone" + ("; * the winning chain" if game.over else ""))
+    lines += move_list(record.moves, len(moves))
     return lines
+
+
+def move_list(moves: list[str], upto: int, width: int = 78) -> list[str]:
+    """Numbered moves, wrapped; the position shown is after move `upto`."""
+    words = [f"{n}.{m}" + ("<" if n == upto and upto < len(moves) else "")
+             for n, m in enumerate(moves, 1)]  # fmt: skip
+    lines, line = ["Moves:"], ""
+    for word in words:
+        if len(line) + len(word) + 1 > width:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}" if line else word
+    if line:
+        lines.append(line)
+    return lines
+
+
+def list_games(records: list[GameRecord]) -> list[str]:
+    """One line per game: id, players, result, plies (for `show` without --game)."""
+    from tabulate import tabulate
+
+    rows = [
+        [n, r.game_id, f"{r.seat1} vs {r.seat2}", describe_result(r)[:70], r.plies]
+        for n, r in enumerate(records, 1)
+    ]
+    return tabulate(rows, ["#", "id", "seats", "result", "plies"], tablefmt="simple",
+                    disable_numparse=True).splitlines()  # fmt: skip
 
 
 def describe_result(record: GameRecord) -> str:

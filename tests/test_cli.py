@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from processes import running
 
 from arbiter.cli import main
-from arbiter.records import read_records
+from arbiter.records import GameRecord, read_records
 from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,10 +65,24 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "Position after 3 of" in shown.stdout and "a  b  c" in shown.stdout
     assert "X black stone, O white stone" in shown.stdout  # the legend
-    board = shown.stdout.split("plies")[1].split("last move")[0]
-    assert board.count("X") + board.count("O") == 3 - games[0].moves[:3].count("swap")
+    board = shown.stdout.split("to move\n")[1].split("last move")[0]
+    stones = sum(board.count(c) for c in "XOxo")
+    assert stones == 3 - games[0].moves[:3].count("swap")
+    assert board.count("x") + board.count("o") == 1  # the last stone is marked
+    moves = shown.stdout.split("Moves:\n")[1].split()
+    assert moves[:3] == [f"1.{games[0].moves[0]}", f"2.{games[0].moves[1]}",
+                         f"3.{games[0].moves[2]}<"]  # fmt: skip
     by_number = arbiter("show", str(records), "--game", games[0].game_id.rsplit("-", 1)[1])
     assert by_number.stdout.splitlines()[0] == shown.stdout.splitlines()[0]
+    ambiguous = arbiter("show", str(records), "--game", games[0].game_id[:-1])
+    assert ambiguous.returncode == 2 and "4 games start with" in ambiguous.stderr
+    final = arbiter("show", str(records), "--game", games[0].game_id)
+    assert "*" in final.stdout.split("Moves:")[0] and "the winning chain" in final.stdout
+    listing = arbiter("show", str(records))
+    assert listing.returncode == 0
+    for g in games:
+        assert g.game_id in listing.stdout
+    assert len(listing.stdout.splitlines()) == 2 + len(games)
 
 
 def test_match_json_summary_and_hex(tmp_path: Path) -> None:
@@ -165,6 +179,20 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     bad.write_text('{"schema": 1}\n')
     result = CliRunner().invoke(main, ["show", str(bad)])
     assert result.exit_code == 2 and f"{bad}:1: not a game record" in result.output
+    assert "holds no games" in result.output
+    # Foreign lines among good records: the good ones show, each bad one is named.
+    good = GameRecord(game_id="m-1", variant={"size": 11, "islands": 8, "pie": True},
+                      seat1="a", seat2="b", tc={"seat1": "1+0", "seat2": "1+0"}, started="s",
+                      moves=["f5"], winner="a")  # fmt: skip
+    broken_variant = dict(good.to_json(), variant={"size": 12, "islands": 8, "pie": True})
+    bad.write_text("\n".join([good.dumps(), "[1, 2]", "null", json.dumps(broken_variant),
+                              "{not json", good.dumps().replace("m-1", "m-2")]) + "\n")
+    done = arbiter("show", str(bad))
+    assert done.returncode == 0, done.stderr
+    assert "m-1" in done.stdout and "m-2" in done.stdout and "Traceback" not in done.stderr
+    for line in (2, 3, 4, 5):
+        assert f"{bad}:{line}: not a game record" in done.stderr
+    assert "Atoll size" in done.stderr or "size" in done.stderr.split(f"{bad}:4:")[1]
     result = CliRunner().invoke(main, ["show", str(tmp_path / "none.jsonl")])
     assert result.exit_code == 2 and "cannot read records" in result.output
 

@@ -265,6 +265,10 @@ def test_ratings_from_records_report_bad_lines_and_strict_fails(tmp_path: Path) 
     assert exported.returncode == 0, exported.stderr
     lines = out.read_text().splitlines()
     assert len(lines) == 6
+    first_id = json.loads(lines[0])["game_id"]
+    shown = arbiter("show", str(out), "--game", first_id[:8])  # a unique prefix
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"Game {first_id}:")
     from_store = json.loads(arbiter("ratings", str(t), "--json").stdout)
     from_records = json.loads(arbiter("ratings", str(out), "--json").stdout)
     assert from_store == from_records

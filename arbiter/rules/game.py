@@ -233,6 +233,25 @@ class Game:
     def legal_cells(self) -> list[int]:
         return [i for i, c in enumerate(self.colors) if c == 0] if self.winner is None else []
 
-    def render(self) -> str:
+    def last_cell(self) -> int | None:
         last = next((m for m in reversed(self.moves) if m != SWAP), None)
-        return self.geometry.render(self.colors, last=None if last is None else int(last))
+        return None if last is None else int(last)
+
+    def winning_chain(self) -> frozenset[int]:
+        """The winner's stones connected to the winning island pair (empty while open)."""
+        last = self.last_cell()
+        if self.winner is None or last is None:
+            return frozenset()
+        root = self._find(last)
+        c = int(self.winner)
+        return frozenset(
+            i for i, color in enumerate(self.colors) if color == c and self._find(i) == root
+        )
+
+    def render(self, *, marked: bool = False) -> str:
+        """The board as text; `marked` draws the last move and the winning chain apart."""
+        last = self.last_cell()
+        if not marked:
+            return self.geometry.render(self.colors, last=last)
+        return self.geometry.render(self.colors, last=last, chain=self.winning_chain(),
+                                    mark_last=True)  # fmt: skip

@@ -160,11 +160,12 @@ class Geometry:
         """Coordinates named by `text`, on or off the board, or None if not a name."""
         return _parse_name(self, text)
 
-    def render(self, colors: Iterable[int], *, last: int | None = None) -> str:
+    def render(self, colors: Iterable[int], *, last: int | None = None,
+               chain: frozenset[int] = frozenset(), mark_last: bool = False) -> str:  # fmt: skip
         """Draw a position: `colors[i]` is 0 (empty), 1 (black) or 2 (white)."""
         from arbiter.rules.render import render
 
-        return render(self, list(colors), last=last)
+        return render(self, list(colors), last=last, chain=chain, mark_last=mark_last)
 
     def display_pos(self, coord: Coord) -> tuple[int, int]:
         return self._display[coord]

@@ -11,15 +11,23 @@ if TYPE_CHECKING:
 STONE = {0: ".", 1: "X", 2: "O"}
 
 
-def render(geom: Geometry, colors: list[int], *, last: int | None = None) -> str:
+def render(geom: Geometry, colors: list[int], *, last: int | None = None,
+           chain: frozenset[int] = frozenset(), mark_last: bool = False) -> str:  # fmt: skip
     """Draw the board: `X` black stones, `O` white stones, `.` empty, letters islands.
 
     Atoll islands use the board reference's letters (upper case Black, lower case
-    White: N E S W); Hex edges are drawn as rows and columns of `B` and `W`.
+    White: N E S W); Hex edges are drawn as rows and columns of `B` and `W`. With
+    `mark_last` the last stone is drawn in lower case (`x`, `o`); stones of `chain` (the
+    winning chain) are drawn as `*`.
     """
     marks: dict[tuple[int, int], str] = {}
     for i, coord in enumerate(geom.cells):
-        marks[geom.display_pos(coord)] = STONE[colors[i]]
+        mark = STONE[colors[i]]
+        if i in chain:
+            mark = "*"
+        elif mark_last and i == last:
+            mark = mark.lower()
+        marks[geom.display_pos(coord)] = mark
     for isl in geom.islands:
         for st in isl.stones:
             marks[geom.display_pos(st)] = isl.symbol
