@@ -79,9 +79,7 @@ class TimeControl:
         text = _fmt(self.base)
         if self.moves:
             text = f"{self.moves}/{text}"
-        if self.increment:
-            text += f"+{_fmt(self.increment)}"
-        return text
+        return f"{text}+{_fmt(self.increment)}"  # `1+0` stays `1+0`: the increment is explicit
 
     @property
     def clocked(self) -> bool:

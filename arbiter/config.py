@@ -111,6 +111,12 @@ def engine_definition(
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise ConfigError("env must be a table of strings", where=f"{where}.env",
                           hint='e.g. env = { OMP_NUM_THREADS = "1" }')  # fmt: skip
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ConfigError(f"{key!r} is not a valid environment variable",
+                              where=f"{where}.env",
+                              hint="names are non-empty, without '=' or NUL; values without"
+                              " NUL")  # fmt: skip
     name = table.get("name", default_name)
     if name is None:
         raise ConfigError("name is missing", where=where,
@@ -137,8 +143,16 @@ def engine_definition(
 def check_executable(spec: EngineSpec, where: str) -> None:
     """Fail early, as a usage error, when the engine's program does not exist."""
     program = spec.argv[0]
+    if "\0" in "".join(spec.argv):
+        raise ConfigError("the command holds a NUL character", where=where)
     if os.sep in program or (os.altsep and os.altsep in program):
         path = Path(spec.cwd or ".") / program
+        if path.is_dir():
+            raise ConfigError(
+                f"engine program {program!r} is a folder, not a program", where=where,
+                hint="give the engine's executable or script inside it, e.g. 'python3"
+                " my_bot/main.py'",
+            )  # fmt: skip
         if not path.exists():
             raise ConfigError(
                 f"engine program {program!r} does not exist"

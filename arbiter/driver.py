@@ -87,7 +87,8 @@ class RunOutcome:
 
 
 StartHook = Callable[[ScheduledGame, str, str], None]
-FinishHook = Callable[[ScheduledGame, GameRecord], None]
+# The note says what becomes of a void game: replayed, given up, or the run stops.
+FinishHook = Callable[[ScheduledGame, GameRecord, str], None]
 EngineHook = Callable[[str, EngineInfo], None]
 
 
@@ -113,7 +114,7 @@ class Driver:
         self.sink = sink
         self.policy = policy or VoidPolicy()
         self.on_start = on_start or (lambda game, a, b: None)
-        self.on_finish = on_finish or (lambda game, record: None)
+        self.on_finish = on_finish or (lambda game, record, note: None)
         self.on_engine = on_engine or (lambda key, info: None)
         self.stop = stop or (lambda: False)
         self.outcome = RunOutcome()
@@ -179,9 +180,9 @@ class Driver:
     def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
         if self.sink is not None:
             self.sink.write(game, record)  # stored before anyone is told
-        self.on_finish(game, record)
         self._changed.set()
         if not record.void:
+            self.on_finish(game, record, "")
             self._consecutive_voids = 0
             self.outcome.rated += 1
             if self.stop():
@@ -198,6 +199,13 @@ class Driver:
             self._games_started,
             self.policy,
         )
+        attempts = self._attempts[game.game_id]
+        self.on_finish(game, record, {
+            Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
+                          f" {self.policy.max_attempts})",
+            Action.GIVE_UP: f"given up after {attempts} attempts",
+            Action.ABORT: "the run stops",
+        }[action])  # fmt: skip
         if action is Action.RETRY:
             self._retries.append(game)
         elif action is Action.GIVE_UP:

@@ -23,7 +23,7 @@ from arbiter.rules import Variant
 from arbiter.schedule import ScheduledGame, match_games
 
 StartHook = Callable[[int, int, str, str], None]
-FinishHook = Callable[[int, GameRecord], None]
+FinishHook = Callable[[int, GameRecord, str], None]  # game number, record, void-game note
 
 __all__ = ["Match", "MatchConfig", "MatchResult", "display_names"]
 
@@ -176,8 +176,8 @@ class Match:
             self.result.named = True
         self.on_start(game.number, self.config.games, seat1, seat2)
 
-    def _finished(self, game: ScheduledGame, record: GameRecord) -> None:
+    def _finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
         self.result.add(game.engines, record, self.keep_records)
-        self.on_finish(game.number, record)
+        self.on_finish(game.number, record, note)
 
 

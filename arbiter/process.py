@@ -289,6 +289,11 @@ async def start_engine(
             + "; check the path, or give the interpreter first, e.g. 'python3 bot.py'",
         ) from exc
     except PermissionError as exc:
+        target = os.path.join(spec.cwd or ".", spec.argv[0])
+        if os.path.isdir(target):  # noqa: ASYNC240 - one stat, on an error path only
+            raise EngineStartError(
+                spec.label, f"cannot start {spec.argv[0]!r}: it is a folder, not a program"
+            ) from exc
         raise EngineStartError(
             spec.label,
             f"cannot start {spec.argv[0]!r}: permission denied; make it executable"

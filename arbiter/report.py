@@ -132,16 +132,15 @@ class Progress:
     def started(self, number: int, total: int, seat1: str, seat2: str) -> None:
         self._line(f"Started game {number} of {total} ({seat1} vs {seat2})")
 
-    def game_finished(self, number: int, record: GameRecord) -> None:
+    def game_finished(self, number: int, record: GameRecord, note: str = "") -> None:
         if not record.void:
             self.finished += 1
             for name in (record.seat1, record.seat2):
                 self.score.setdefault(name, 0)
             if record.winner is not None:
                 self.score[record.winner] += 1
-        self._line(
-            f"Finished game {number} ({record.seat1} vs {record.seat2}): {describe_result(record)}"
-        )
+        result = describe_result(record) + (f"; {note}" if note else "")
+        self._line(f"Finished game {number} ({record.seat1} vs {record.seat2}): {result}")
 
     def close(self) -> None:
         if self.tty and not self.quiet:
@@ -247,8 +246,8 @@ class TournamentProgress(Progress):
     def tournament_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
         self.started(game.number, self.total, seat1, seat2)
 
-    def tournament_finished(self, game: ScheduledGame, record: GameRecord) -> None:
-        self.game_finished(game.number, record)
+    def tournament_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+        self.game_finished(game.number, record, note)
         if record.void:
             return
         self.left -= 1

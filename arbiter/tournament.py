@@ -324,7 +324,7 @@ def run_tournament(
     *,
     concurrency: int | None = None,
     on_start: Callable[[ScheduledGame, str, str], None] | None = None,
-    on_finish: Callable[[ScheduledGame, GameRecord], None] | None = None,
+    on_finish: Callable[[ScheduledGame, GameRecord, str], None] | None = None,
 ) -> tuple[Driver, int]:
     """A driver for what is left of the schedule, and how many games that is."""
     done = store.done_ids()

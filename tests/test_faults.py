@@ -530,7 +530,7 @@ async def test_match_never_rates_void_games_and_gives_up(
     finished: list[GameRecord] = []
     # It starts fine but refuses every game's set-up: void after void, never rated.
     specs = (inline_engine("nosize", REJECTS_BOARDSIZE), badbot("ok", label=GOOD))
-    match = Match(specs, config, on_finish=lambda n, r: finished.append(r))
+    match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
     with trio.fail_after(30):
         result = await match.run()
     assert result.records == []

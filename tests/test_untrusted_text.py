@@ -70,7 +70,7 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
         shown = arbiter("show", str(records), *args)
         assert shown.returncode == 0, shown.stderr
         assert_safe(shown.stdout)
-        assert "\\x1b]0;pwned" in shown.stdout
+        assert "\\x1b]0;pwned" in shown.stdout or not args  # the listing has no evidence
     for extra in ([], ["--json"]):
         checked = arbiter("check", hostile("crash"), *extra)
         assert checked.returncode == 1
