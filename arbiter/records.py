@@ -6,6 +6,7 @@ keeps the last exchanges with the engine at fault, its exit status and its stder
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -146,11 +147,19 @@ class RecordWriter:
             ) from exc
 
     def write(self, record: GameRecord) -> None:
+        """Append one whole line, or nothing: a write that fails part-way (disk full,
+        quota, file size limit) is cut back to the last complete line before the error
+        is raised, so the file stays readable and the next run appends cleanly."""
         data = memoryview((record.dumps() + "\n").encode())
+        start = None
         try:
+            start = os.fstat(self._fd).st_size
             while data:
                 data = data[os.write(self._fd, data) :]
         except OSError as exc:
+            if start is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)
             raise StoreError(
                 f"cannot append to {self.path}: {exc.strerror}; the records written so far"
                 " are intact, free some space or choose another --records file"

@@ -325,6 +325,37 @@ def test_a_full_disk_is_one_clear_line_not_a_traceback() -> None:
     assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> None:
+    """A file size limit makes the kernel accept part of a record and then refuse the rest,
+    as a full disk or a quota does."""
+    import resource
+
+    records = tmp_path / "r.jsonl"
+    first = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
+                    "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    kept = records.read_bytes()
+    limit = len(kept) + 300  # room for part of the next record, not all of it
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter", "match", "--engines", str(ENGINES), "random",
+         "skeleton", "--games", "4", "--tc", "5+0", "--records", str(records), "-q"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        preexec_fn=small_files,
+    )  # fmt: skip
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert "cannot append to" in line and "intact" in line and "Traceback" not in line
+    assert records.read_bytes() == kept  # the torn line was cut back
+    again = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
+                    "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    assert again.returncode == 0
+    assert len(list(read_records(records))) == 2
+
+
 def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken_bot.py"
     broken.write_text("import sys\ndef broken(:\n")
