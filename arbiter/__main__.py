@@ -1,4 +1,6 @@
-from arbiter.cli import main
+"""`python -m arbiter` works like the `arbiter` command."""
+
+from arbiter.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

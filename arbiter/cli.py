@@ -531,5 +531,13 @@ def _source_kind(path: str) -> str:
     return "store" if head == b"SQLite format 3\x00" else "records"
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The `arbiter` program: the command line, as the guardian of the engines it starts."""
+    from arbiter.reaper import guard
+
+    guard()  # engines die with this process; what they leave behind is adopted and killed
     main()
+
+
+if __name__ == "__main__":
+    run()

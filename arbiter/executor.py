@@ -30,7 +30,7 @@ from typing import Any
 
 import trio
 
-from arbiter import text
+from arbiter import reaper, text
 from arbiter.errors import EngineError
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, start_engine
 from arbiter.records import Evidence, GameRecord, Termination
@@ -298,6 +298,7 @@ async def worker_main() -> None:
     # Nothing else may write to the frame pipe.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
+    reaper.guard()
     settings: ExecutorSettings = await channel.receive()
     send, receive = trio.open_memory_channel[GameJob](math.inf)
 
@@ -390,6 +391,7 @@ class _WorkerProcess:
             # Ctrl-C goes to the parent only, which then stops the workers in order.
             start_new_session=True,
         )
+        reaper.started(process.pid, group=False)  # it guards its own engines
         worker = cls(process)
         await worker.channel.send(settings)
         return worker
@@ -411,3 +413,4 @@ class _WorkerProcess:
             if self.process.returncode is None:
                 self.process.kill()
                 await self.process.wait()
+            reaper.reaped(self.process.pid)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from arbiter import text
+from arbiter import reaper, text
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
 from arbiter.protocol.session import EngineSession, PipeStream
@@ -115,6 +115,7 @@ class Engine:
         assert isinstance(stdin, trio.lowlevel.FdStream)
         assert isinstance(stdout, trio.lowlevel.FdStream)
         pipes = PipeStream(stdin.fileno(), stdout.fileno())
+        self.pipes = pipes
         self.session = EngineSession(pipes, pipes, self.name, on_terminated=self._terminated_error)
 
     @property
@@ -181,6 +182,9 @@ class Engine:
                 for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
                     if stream is not None:
                         await stream.aclose()  # release the pipes now, not at collection
+                if self.process.returncode is not None:
+                    reaper.reaped(self.process.pid)
+                reaper.reap_orphans()  # whatever the engine started and left behind
 
     async def _drain_stderr(self) -> None:
         stream = self.process.stderr
@@ -208,8 +212,10 @@ class Engine:
     async def _watch_exit(self) -> None:
         await self.process.wait()
         # The leader is gone: take the rest of its group with it so that pipes a child
-        # inherited close and readers see EOF.
+        # inherited close, and let readers see EOF at once even if a process that left
+        # the group still holds stdout open (it is killed when the engine is closed).
         _kill_group(self.process.pid, signal.SIGKILL)
+        self.pipes.writer_exited()
 
     async def shutdown(self) -> None:
         """`quit`, then SIGTERM to the group, then SIGKILL; returns once the leader is reaped.
@@ -301,6 +307,7 @@ async def start_engine(
         ) from exc
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
+    reaper.started(process.pid)
     engine = Engine(spec, process, deadlines)
     nursery.start_soon(engine._background)
     if handshake:

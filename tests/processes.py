@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -23,3 +26,19 @@ def running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll for a condition (not a fixed sleep): True as soon as it holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def pids_matching(pattern: str) -> list[int]:
+    """Live processes whose command line contains `pattern`."""
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split() if running(int(p))]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from processes import running
+from processes import running, wait_until
 
 from arbiter.cli import main
 from arbiter.records import GameRecord, read_records
@@ -275,16 +275,6 @@ def _children(pid: int, pattern: str) -> list[int]:
     return [int(p) for p in found.stdout.split()]
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    """Poll for a condition (not a fixed sleep): True as soon as it holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: Path) -> None:
     marker = f"wk-{uuid.uuid4().hex[:8]}"
     slow = f"{sys.executable} {BADBOT} slow --ms 20 --name {marker}"
@@ -297,13 +287,13 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     )  # fmt: skip
     try:
         workers: list[int] = []
-        assert _wait_until(lambda: len(workers := _children(proc.pid, "arbiter.worker")) == 2
+        assert wait_until(lambda: len(workers := _children(proc.pid, "arbiter.worker")) == 2
                            and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
         workers = _children(proc.pid, "arbiter.worker")
         victim = workers[0]
         engines = _children(victim, marker)
         os.kill(victim, signal.SIGKILL)
-        assert _wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
+        assert wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()

@@ -8,6 +8,7 @@ passes, so no await on engine I/O can wait forever.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections import deque
@@ -48,6 +49,7 @@ class PipeStream:
         self._wfd = write_fd
         self._rfd = read_fd
         self._unyielded = 0
+        self._exited = False
         os.set_blocking(write_fd, False)
         os.set_blocking(read_fd, False)
 
@@ -70,12 +72,26 @@ class PipeStream:
             view = view[written:]
         await self._fair()
 
+    def writer_exited(self) -> None:
+        """The engine process has exited: once what it wrote is read, stdout is at EOF,
+        even if a process it left behind still holds the pipe open."""
+        self._exited = True
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._rfd, False)
+        trio.lowlevel.notify_closing(self._rfd)  # wakes a reader waiting on the pipe
+
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         while True:
             try:
                 data = os.read(self._rfd, max_bytes or 65536)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self._rfd)
+                if self._exited:
+                    return b""
+                try:
+                    await trio.lowlevel.wait_readable(self._rfd)
+                except trio.ClosedResourceError:
+                    if not self._exited:
+                        raise
                 continue
             except OSError as exc:
                 raise _stream_error(exc, "stdout") from exc

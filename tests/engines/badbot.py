@@ -44,6 +44,10 @@ Modes:
   crlf              ends every line with CR LF, writes "= " for empty results and
                     a stray empty line before every response
   slow-start        sleeps --ms milliseconds before reading anything
+  escape            forks a child that starts a new session (leaving the engine's
+                    process group) and keeps stdin/stdout/stderr open, sleeping
+                    forever; writes "child pid PID" on stderr; at its first genmove
+                    the engine itself exits with status 1 without answering
 """
 
 import argparse
@@ -65,11 +69,11 @@ MODES = [
     "huge-line", "stderr-flood", "wrong-id", "question", "illegal-occupied",
     "illegal-offboard", "illegal-island", "unparseable", "swap-late", "swapper",
     "resign", "reject-play", "ignore-quit", "ignore-sigterm", "fork-child",
-    "no-newline-eof", "crlf", "slow-start",
+    "no-newline-eof", "crlf", "slow-start", "escape",
 ]
 # Modes whose fault is a wrong answer (or no answer) to genmove.
 GENMOVE_FAULTS = {
-    "crash", "hang", "garbage", "huge-line", "wrong-id", "question", "illegal-occupied",
+    "crash", "escape", "hang", "garbage", "huge-line", "wrong-id", "question", "illegal-occupied",
     "illegal-offboard", "illegal-island", "unparseable", "swap-late", "resign",
     "no-newline-eof",
 }
@@ -145,6 +149,9 @@ class BadBot(skeleton.Bot):
     def fault(self, cmd_id, args):
         """Misbehave on a genmove; return False to answer normally this time."""
         mode, game = self.mode, self.game
+        if mode == "escape":
+            sys.stdout.flush()
+            os._exit(1)
         if mode == "crash":
             sys.stderr.write("boom\n")
             sys.stderr.flush()
@@ -219,12 +226,14 @@ def main(argv=None):
         return 3
     if opts.mode == "ignore-sigterm":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if opts.mode == "fork-child":
+    if opts.mode in ("fork-child", "escape"):
         sys.stdout.flush()
         sys.stderr.flush()
         child = os.fork()
         if child == 0:                 # the child: keep the inherited pipes open
             try:
+                if opts.mode == "escape":
+                    os.setsid()
                 sleep_forever()
             finally:
                 os._exit(0)

@@ -1,0 +1,148 @@
+"""No engine outlives the harness, and nothing an engine starts outlives its game.
+
+Two mechanisms, each for a way processes escape:
+
+* A watchdog process (`python -m arbiter.reaper`) is told each engine's process group as
+  it starts and as it is reaped. When its stdin reaches EOF, which happens however the
+  harness ends (SIGKILL included), it kills every group still listed. PR_SET_PDEATHSIG
+  cannot do this job: it fires when the *thread* that forked the child exits, and trio
+  starts processes from worker threads that end after a few idle seconds.
+  Only processes that called `guard()` (the command line and its workers) run one.
+* The harness's command-line processes are child subreapers (PR_SET_CHILD_SUBREAPER): a
+  process that an engine starts and orphans, even in a new session of its own, becomes
+  a child of the harness instead of init, and `reap_orphans` kills and reaps it after
+  the engine is closed. Only processes that made themselves subreapers do this: a
+  library user's own children are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper = False
+_guarding = False
+_known: set[int] = set()  # children this process started on purpose (engines, workers)
+_watchdog: subprocess.Popen[bytes] | None = None
+_lock = threading.Lock()
+
+
+def guard() -> bool:
+    """Make this process the guardian of its engines: a watchdog kills them if it dies,
+    and it adopts what they orphan. Returns whether adoption is in force (Linux)."""
+    global _guarding
+    _guarding = True
+    return _become_subreaper()
+
+
+def _become_subreaper() -> bool:
+    global _subreaper
+    if _subreaper or not sys.platform.startswith("linux"):
+        return _subreaper
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _subreaper = False
+    return _subreaper
+
+
+def started(pid: int, *, group: bool = True) -> None:
+    """A child this process started on purpose; with `group`, the watchdog guards it."""
+    _known.add(pid)
+    if group:
+        _tell(f"+{pid}\n")
+
+
+def reaped(pid: int) -> None:
+    _known.discard(pid)
+    _tell(f"-{pid}\n")
+
+
+def _tell(line: str) -> None:
+    global _watchdog
+    if not _guarding:
+        return
+    with _lock:
+        if _watchdog is None or _watchdog.poll() is not None:
+            try:
+                _watchdog = subprocess.Popen(
+                    [sys.executable, "-m", "arbiter.reaper"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    start_new_session=True,  # Ctrl-C on the terminal does not reach it
+                )
+            except OSError:
+                return
+            _known.add(_watchdog.pid)
+        assert _watchdog.stdin is not None
+        with contextlib.suppress(OSError):
+            os.write(_watchdog.stdin.fileno(), line.encode())
+
+
+def reap_orphans() -> list[int]:
+    """Kill and reap adopted descendants of closed engines; returns their pids."""
+    if not _subreaper:
+        return []
+    me = os.getpid()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid in _known:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) != me:
+            continue
+        found.append(pid)
+        if fields[0] != b"Z":
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(fields[2]), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for pid in found:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # a zombie now, or at the next call
+    return found
+
+
+def _watch() -> None:
+    """The watchdog: read +PGID / -PGID lines; at EOF, kill every group still listed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    groups: set[int] = set()
+    buffer = b""
+    while True:
+        try:
+            chunk = os.read(0, 4096)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line[:1] == b"+" and line[1:].isdigit():
+                groups.add(int(line[1:]))
+            elif line[:1] == b"-" and line[1:].isdigit():
+                groups.discard(int(line[1:]))
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    _watch()

@@ -1,0 +1,101 @@
+"""No engine outlives the harness, and nothing an engine starts outlives its game."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from processes import pids_matching, running, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+
+
+def test_an_engine_that_exits_behind_an_escaped_child_is_charged_a_crash_at_once(
+    tmp_path: Path,
+) -> None:
+    records = tmp_path / "r.jsonl"
+    marker = f"esc-{uuid.uuid4().hex[:8]}"
+    escaper = f"{sys.executable} {BADBOT} escape --name {marker}"
+    good = f"{sys.executable} {BADBOT} ok --name good"
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter", "match", escaper, good, "--games", "2", "--tc", "inf",
+         "--records", str(records), "--json", "-q"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 30  # not the 600 s move limit of `inf`
+    games = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [g["termination"] for g in games] == ["crash", "crash"]
+    children = [int(line.split()[-1]) for g in games
+                for line in g["evidence"]["stderr_tail"].splitlines()
+                if line.startswith("child pid")]  # fmt: skip
+    assert len(children) == 2
+    assert wait_until(lambda: not any(running(pid) for pid in children), 10)
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str) -> None:
+    # These engines ignore EOF on stdin: only the harness's watchdog can stop them.
+    marker = f"kill9-{uuid.uuid4().hex[:8]}"
+    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", stubborn, stubborn, "--games", "20",
+         "--tc", "60+0", "-c", concurrency],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("Finished game"):
+                break
+        engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
+        assert len(engines) >= 2
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_engines_die_with_the_harness_after_a_long_match() -> None:
+    """Past the idle time of trio's process-starting threads (10 s): a death signal tied
+    to the forking thread would have fired by now and killed the engines mid-match."""
+    marker = f"long-{uuid.uuid4().hex[:8]}"
+    engine = f"{sys.executable} {BADBOT} slow --ms 30 --name {marker}"
+    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", engine, stubborn, "--games", "400",
+         "--tc", "600+0"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        start = time.monotonic()
+        crashed = False
+        for line in proc.stderr:
+            crashed |= "crash" in line
+            if line.startswith("Finished game") and time.monotonic() - start > 12:
+                break
+        assert not crashed  # the engines lived through the idle time
+        engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
+        assert len(engines) == 2
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
