@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -30,6 +32,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class ConfigExit(click.ClickException):
     exit_code = 2
+
+
+MAX_ELO = 100_000  # bounds for the Elo values people give (--sprt, --anchor)
 
 
 def say(message: str = "", *, err: bool = False) -> None:
@@ -167,6 +172,9 @@ def match(
             test = parse_sprt(sprt)
         except ValueError as exc:
             raise ConfigError(str(exc), where="--sprt") from exc
+        if not all(abs(elo) <= 2000 for elo in test[:2]):
+            raise ConfigError("elo0 and elo1 must be within ±2000", where="--sprt",
+                              hint="e.g. elo0=0,elo1=10")  # fmt: skip
     config = MatchConfig(
         games=games, variant=_variant(int(islands), size, pie), tc=tc,
         concurrency=concurrency, seed=seed, referee=RefereeConfig(margin=margin),
@@ -335,12 +343,16 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
     Running the same file again resumes it; adding an engine or raising `rounds` plays
     only the new games. Changing a condition of play needs --fresh.
     """
+    from arbiter.errors import StoreError
     from arbiter.report import TournamentProgress
     from arbiter.store import Store
     from arbiter.tournament import check_conditions, load_tournament, run_tournament
 
     t = load_tournament(file)
-    store, kept = Store.open_for_run(t.output, fresh=fresh)
+    try:
+        store, kept = Store.open_for_run(t.output, fresh=fresh)
+    except StoreError as exc:
+        raise ConfigError(str(exc), where=f"{file}: tournament.output") from exc
     with store:
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
@@ -377,6 +389,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
         if outcome.aborted:
             say(f"Tournament stopped: {outcome.aborted}")
             sys.exit(1)
+        if outcome.unplayed:
+            sys.exit(1)
 
 
 @tournament.command("status")
@@ -397,7 +411,7 @@ def tournament_status(file: str, as_json: bool) -> None:
     else:
         with Store.open(t.output, create=False) as store:
             ids = store.done_ids()
-            done = sum(1 for g in t.games() if g.game_id in ids)
+            done = sum(1 for gid in t.ids() if gid in ids)
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
@@ -408,7 +422,10 @@ def tournament_status(file: str, as_json: bool) -> None:
             "left": t.total - done,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
         }  # fmt: skip
-        data.update(to_json(board) if board is not None else {"engines": [], "games": 0})
+        data.update(to_json(board) if board is not None else {
+            "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
+            "prior": DEFAULT_PRIOR, "connected": True, "components": None,
+        })  # fmt: skip
         click.echo(json.dumps(data))
         return
     say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
@@ -431,14 +448,25 @@ def tournament_export(file: str, out: str) -> None:
     from arbiter.tournament import load_tournament
 
     t = load_tournament(file)
+    target = Path(out).resolve()
+    protected = {t.path.resolve(), t.output.resolve()} | {
+        t.output.resolve().with_name(t.output.name + suffix) for suffix in ("-wal", "-shm",
+                                                                             ".lock")
+    }  # fmt: skip
+    if target in protected:
+        raise ConfigError("the records file would overwrite the tournament's own files",
+                          where=out, hint="choose a new .jsonl path")  # fmt: skip
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
     with Store.open(t.output, create=False) as store:
         try:
-            with open(out, "w", encoding="utf-8") as handle:
+            with open(temporary, "w", encoding="utf-8") as handle:
                 n = 0
                 for data, _ in store.records():
                     handle.write(json.dumps(data, separators=(",", ":")) + "\n")
                     n += 1
+            os.replace(temporary, target)  # whole or not at all
         except OSError as exc:
+            temporary.unlink(missing_ok=True)
             raise ConfigError(f"cannot write records: {exc.strerror}", where=out) from exc
     say(f"Wrote {n} records to {out}.", err=True)
 
@@ -451,10 +479,14 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
         return None
     name, sep, value = text.rpartition("=")
     try:
-        return name, float(value) if sep and name else float("x")
+        elo = float(value) if sep and name else float("x")
     except ValueError as exc:
         raise ConfigError(f"bad --anchor {text!r}", hint="write it as NAME=ELO, e.g. random=0"
                           ) from exc  # fmt: skip
+    if not abs(elo) <= MAX_ELO:  # also refuses nan
+        raise ConfigError(f"--anchor Elo {value} is out of range",
+                          hint=f"give a rating between -{MAX_ELO} and {MAX_ELO}")  # fmt: skip
+    return name, elo
 
 
 @main.command()
@@ -486,16 +518,22 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 
     tally = Tally()
     files: list[str] = []
+    stores: set[Path] = set()
     for source in sources:
         kind = _source_kind(source)
         if kind == "records":
             files.append(source)
             continue
-        path = load_tournament(source).output if kind == "tournament" else source
+        path = Path(load_tournament(source).output if kind == "tournament" else source)
+        if path.resolve() in stores:
+            continue  # the same store twice (e.g. by its file and by its tournament)
+        stores.add(path.resolve())
         with Store.open(path, create=False) as store:
-            part = Tally.from_store(store)
-        tally.merge(part)
+            tally.add_store(store)
     tally, bad, _ = tally_records(files, tally)
+    if tally.duplicates:
+        say(f"{tally.duplicates} games appeared in more than one source and were counted"
+            " once.", err=True)  # fmt: skip
     for line in bad:
         if strict:
             raise ConfigError(str(line), hint="fix or remove the line, or leave out --strict")
@@ -503,11 +541,13 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     if not tally.games:
         raise ConfigError("no rated games in " + ", ".join(sources),
                           hint="give records files, a store or a tournament file with games")
-    try:
-        board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior,
-                          anchor=_anchor(anchor))  # fmt: skip
-    except ValueError as exc:
-        raise ConfigError(str(exc), where="--anchor") from exc
+    if prior is not None and not 0 <= prior <= 1e6:  # also refuses nan
+        raise ConfigError(f"--prior {prior} is out of range", hint="give 0 to 1000000 games")
+    pinned = _anchor(anchor)
+    if pinned is not None and pinned[0] not in tally.names:
+        raise ConfigError(f"--anchor names {pinned[0]!r}, which has no games here",
+                          hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
+    board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior, anchor=pinned)
     if as_json or fmt == "json":
         from arbiter.standings import to_json
 

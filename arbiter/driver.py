@@ -53,17 +53,18 @@ def void_decision(
     record: GameRecord,
     attempts: int,
     consecutive_voids: int,
-    games_started: int,
+    ever_started: bool,
     policy: VoidPolicy,
 ) -> tuple[Action, str]:
     """What to do after a void game (as gomill's process_game_error): a pure function.
 
-    `attempts` and `consecutive_voids` already count this void game. An engine that never
-    came up before any game started is broken or misconfigured: retrying it game after
-    game only repeats the error, so the run stops with its evidence.
+    `attempts` and `consecutive_voids` already count this void game; `ever_started` says
+    whether the engine at fault has come up at least once in this run. An engine that
+    never came up is broken or misconfigured: retrying it game after game only repeats
+    the error (and holds up everyone else's games), so the run stops with its evidence.
     """
     evidence = record.evidence
-    if evidence is not None and evidence.stage == "start" and not games_started:
+    if evidence is not None and evidence.stage == "start" and not ever_started:
         last = evidence.stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
         return Action.ABORT, (
             f"{evidence.engine} could not be started: {evidence.detail};"
@@ -122,7 +123,7 @@ class Driver:
         self._by_number: dict[int, ScheduledGame] = {}  # games in flight
         self._attempts: Counter[str] = Counter()
         self._consecutive_voids = 0
-        self._games_started = 0
+        self._up: set[str] = set()  # engines that have come up at least once
         self._changed = trio.Event()
         self._exhausted = False
 
@@ -167,11 +168,11 @@ class Driver:
         if self._scope.cancel_called:
             return  # the run is over; late events do not count
         if isinstance(event, Started):
-            self._games_started += 1
             self.on_start(self._by_number[event.number], event.seat1, event.seat2)
         elif isinstance(event, Finished):
             self._settle(self._by_number.pop(event.number), event.record)
         elif isinstance(event, EngineSeen):
+            self._up.add(event.key)
             self.on_engine(event.key, event.info)
         elif isinstance(event, Unplayable):
             self._by_number.pop(event.number, None)
@@ -192,11 +193,14 @@ class Driver:
         self.outcome.voids += 1
         self._consecutive_voids += 1
         self._attempts[game.game_id] += 1
+        evidence = record.evidence
+        seat = 1 if evidence is not None and evidence.engine == record.seat2 else 0
+        at_fault = game.engines[seat]
         action, why = void_decision(
             record,
             self._attempts[game.game_id],
             self._consecutive_voids,
-            self._games_started,
+            at_fault in self._up,
             self.policy,
         )
         attempts = self._attempts[game.game_id]

@@ -97,7 +97,10 @@ def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[s
         for spec, reply in zip(specs, replies, strict=True)
     ]
     if names[0] == names[1]:
-        names[1] = f"{names[1]}#2"
+        # A name given in an engines file is never taken by an engine that merely
+        # answers it: the answered one gets the suffix.
+        second = 0 if specs[1].name and not specs[0].name else 1
+        names[second] = f"{names[second]}#2"
     return names
 
 
@@ -264,9 +267,12 @@ class LocalExecutor:
                         return
                 finally:
                     await process.aclose()
-                    for pgid in groups:
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.killpg(pgid, signal.SIGKILL)
+                    # A worker that exited cleanly shut its own engines down (their groups
+                    # may be reused by now); one that died left them to us.
+                    if process.process.returncode != 0:
+                        for pgid in groups:
+                            with contextlib.suppress(ProcessLookupError, PermissionError):
+                                os.killpg(pgid, signal.SIGKILL)
 
     @staticmethod
     async def _remote_game(process: _WorkerProcess, job: GameJob, emit: Emit, groups: set[int],

@@ -24,6 +24,7 @@ from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
 from arbiter.protocol.session import EngineSession, PipeStream
 
 STDERR_CAP = 64 * 1024
+INFO_CAP = 256  # characters kept of an engine's name and version answers (labels only)
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,9 @@ class Engine:
             timeout=self.deadlines.handshake,
         )
         self.info = EngineInfo(
-            protocol_version=replies[0].strip(),
-            name=replies[1].strip(),
-            version=replies[2].strip(),
+            protocol_version=replies[0].strip()[:INFO_CAP],
+            name=replies[1].strip()[:INFO_CAP],
+            version=replies[2].strip()[:INFO_CAP],
             commands=frozenset(line.strip() for line in replies[3].splitlines() if line.strip()),
         )
         if self.spec.name is None and self.info.name:

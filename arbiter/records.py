@@ -187,7 +187,7 @@ def read_records(
                 continue
             try:
                 record = GameRecord.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
                 if bad is not None:
                     bad.append(f"{path}:{number}: not a game record ({exc})")
                     continue

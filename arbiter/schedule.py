@@ -8,9 +8,11 @@ already played, and a distributed run can use the id as its task key.
 
 Openings are assigned per pair so that both games of a pair start from the same position:
 with an openings list, each pairing walks through the list in order, one opening per round,
-cycling, and pairings start at staggered points; with `random_openings = N`, each pair gets
-its own N random legal plies from the seed. Both choices depend only on the round and the
-pairing, so adding engines or rounds never changes the opening of a game already scheduled.
+cycling, from a starting line derived from the two engines' names (so pairings start at
+staggered points, whatever the order of the engines in the file); with
+`random_openings = N`, each pair gets its own N random legal plies from the seed. Both
+choices depend only on the round and the pairing, so adding, removing or reordering
+engines, or adding rounds, never changes the opening of a game already scheduled.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -52,10 +54,10 @@ class Openings:
     seed: int = 0
 
     def for_pair(
-        self, variant: Variant, pairing_index: int, round_: int, key: str
+        self, variant: Variant, offset: int, round_: int, key: str
     ) -> tuple[str, ...]:
         if self.lines:
-            return self.lines[(pairing_index + round_ - 1) % len(self.lines)]
+            return self.lines[(offset + round_ - 1) % len(self.lines)]
         if self.random_plies:
             return random_opening(variant, self.random_plies, _derive(self.seed, key))
         return ()
@@ -96,17 +98,28 @@ def tournament_games(
     *,
     challenger: str | None = None,
     seed: int | None = None,
+    skip: Container[str] = (),
 ) -> Iterator[ScheduledGame]:
-    """Round by round, every pairing's seat-swapped pair; generated lazily."""
+    """Round by round, every pairing's seat-swapped pair; generated lazily.
+
+    Games whose id is in `skip` (already played) are passed over before their opening
+    is computed, so resuming a long tournament costs nothing per game already stored.
+    """
     pairs = pairings(engines, fmt, challenger)
+    offsets = [_derive(0, json.dumps(sorted(p), ensure_ascii=False)) for p in pairs]
     number = 0
     for round_ in range(1, rounds + 1):
         for index, (a, b) in enumerate(pairs):
+            ids = [game_id(name, round_, a, b), game_id(name, round_, b, a)]
+            if ids[0] in skip and ids[1] in skip:
+                number += 2
+                continue
             key = json.dumps([round_, *sorted((a, b))], ensure_ascii=False)
-            opening = openings.for_pair(variant, index, round_, key)
-            for seat1, seat2 in ((a, b), (b, a)):
+            opening = openings.for_pair(variant, offsets[index] % 1_000_003, round_, key)
+            for gid, (seat1, seat2) in zip(ids, ((a, b), (b, a)), strict=True):
                 number += 1
-                gid = game_id(name, round_, seat1, seat2)
+                if gid in skip:
+                    continue
                 yield ScheduledGame(
                     number=number,
                     game_id=gid,

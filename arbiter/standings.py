@@ -38,6 +38,8 @@ class Tally:
     faults: dict[str, Counter[str]] = field(default_factory=dict)
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # a<b: [2, 1, 0]
     _open_pairs: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    seen: set[tuple[str, str]] = field(default_factory=set)  # (game id, start) counted
+    duplicates: int = 0  # games met again through another source, not counted twice
 
     def add_game(self, seat1: str, seat2: str, seat1_won: bool, termination: str,
                  pair: str = "") -> None:  # fmt: skip
@@ -79,6 +81,23 @@ class Tally:
             outcome = self.pairs.setdefault(key, [0, 0, 0])
             for i in range(3):
                 outcome[i] += split[i]
+
+    def add_store(self, store: Store) -> None:
+        """Add a store's games, aggregated in SQL unless some were already counted
+        (the same games through a copy of the store or an export of it)."""
+        keys = store.game_keys()
+        if keys & self.seen:
+            for row in store.game_rows():
+                key = (row.game_id, row.started)
+                if key in self.seen:
+                    self.duplicates += 1
+                    continue
+                self.seen.add(key)
+                self.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination,
+                              row.pair_key)  # fmt: skip
+            return
+        self.seen |= keys
+        self.merge(Tally.from_store(store))
 
     @classmethod
     def from_store(cls, store: Store, names: Iterable[str] = ()) -> Tally:
@@ -127,6 +146,11 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
             if data["void"]:
                 voids += 1
                 continue
+            key = (str(data.get("game_id")), str(data.get("started")))
+            if key in tally.seen:
+                tally.duplicates += 1
+                continue
+            tally.seen.add(key)
             tally.add_game(data["seat1"], data["seat2"], data["winner"] == data["seat1"],
                            data["termination"], data.get("pair") or "")  # fmt: skip
     return tally, bad, voids
@@ -144,8 +168,8 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, object]]:
                 continue
             try:
                 yield number, json.loads(line)
-            except ValueError as exc:
-                yield number, f"invalid JSON: {exc}"
+            except (ValueError, RecursionError) as exc:
+                yield number, f"invalid JSON: {str(exc)[:200]}"
 
 
 def _check(data: object) -> str:
@@ -162,6 +186,8 @@ def _check(data: object) -> str:
         return "void missing or not true/false"
     if data["termination"] not in {t.value for t in Termination}:
         return f"unknown termination {data['termination']!r}"
+    if not isinstance(data.get("pair", ""), str):
+        return "pair is not a string"
     if not data["void"]:
         if data["termination"] not in _RATED:
             return f"termination {data['termination']!r} on a rated game"

@@ -122,6 +122,17 @@ class CountRow:
     seat2_wins: int
 
 
+@dataclass(frozen=True)
+class GameRow:
+    game_id: str
+    started: str
+    seat1: str
+    seat2: str
+    winner_seat: int
+    termination: str
+    pair_key: str
+
+
 class Store:
     """An open tournament store. Use `Store.open`; close it (or use `with`)."""
 
@@ -198,21 +209,31 @@ class Store:
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """A read query; a damaged or foreign file is a StoreError, not a traceback."""
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot read the results store {self.path}: {exc}; if the file is damaged,"
+                " restore it from a copy or start a new store with --fresh"
+            ) from exc
+
     # ------------------------------------------------------------------ meta
 
     def _set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._q("SELECT value FROM meta WHERE key=?", (key,))
+        return None if not rows else str(rows[0][0])
 
     def conditions(self) -> dict[str, Any] | None:
         text = self.meta("conditions")
         return None if text is None else dict(json.loads(text))
 
     def engine_definitions(self) -> dict[str, dict[str, Any]]:
-        rows = self.db.execute("SELECT name, definition FROM engines").fetchall()
+        rows = self._q("SELECT name, definition FROM engines")
         return {name: json.loads(definition) for name, definition in rows}
 
     def begin(self, name: str, conditions: Mapping[str, Any], definition: Mapping[str, Any],
@@ -284,15 +305,27 @@ class Store:
                  record.finished, data),
             )  # fmt: skip
 
+    def game_keys(self) -> set[tuple[str, str]]:
+        """(game id, start time) of every stored game: what tells one play of a game
+        from another when sources are combined."""
+        return {(str(a), str(b)) for a, b in self._q("SELECT game_id, started FROM games")}
+
+    def game_rows(self) -> Iterator[GameRow]:
+        rows = self._q(
+            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM games"
+        )
+        for row in rows:
+            yield GameRow(*row)
+
     def done_ids(self) -> set[str]:
-        return {row[0] for row in self.db.execute("SELECT game_id FROM games")}
+        return {row[0] for row in self._q("SELECT game_id FROM games")}
 
     def games_stored(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        return int(self._q("SELECT COUNT(*) FROM games")[0][0])
 
     def counts(self) -> list[CountRow]:
         """Per ordered seat pairing: games won by each seat (aggregated in SQL)."""
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT seat1, seat2, SUM(winner_seat = 1), SUM(winner_seat = 2) FROM games"
             " GROUP BY seat1, seat2"
         )
@@ -301,7 +334,7 @@ class Store:
     def faults(self) -> list[tuple[str, str, int]]:
         """(engine at fault, termination, count) for every forfeit."""
         marks = ",".join("?" * len(FAULTS))
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT CASE winner_seat WHEN 1 THEN seat2 ELSE seat1 END, termination, COUNT(*)"
             f" FROM games WHERE termination IN ({marks}) GROUP BY 1, 2",
             FAULTS,
@@ -310,7 +343,7 @@ class Store:
 
     def pair_results(self) -> list[tuple[str, str, str]]:
         """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT pair_key, seat1, seat2, winner FROM games ORDER BY pair_key, number"
         )
         out: list[tuple[str, str, str]] = []
@@ -329,7 +362,7 @@ class Store:
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT seat1, seat2, COUNT(*), COUNT(DISTINCT json_extract(record, '$.moves'))"
             " FROM games GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
         )
@@ -344,7 +377,7 @@ class Store:
 
     def void_summary(self) -> list[tuple[str, str, int]]:
         """(termination, reason, count) of void attempts whose game was never rated."""
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT termination, reason, COUNT(*) FROM voids"
             " WHERE game_id NOT IN (SELECT game_id FROM games)"
             " GROUP BY termination, reason ORDER BY COUNT(*) DESC"
@@ -352,18 +385,18 @@ class Store:
         return [(str(t), str(r), int(n)) for t, r, n in rows]
 
     def void_count(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM voids").fetchone()[0])
+        return int(self._q("SELECT COUNT(*) FROM voids")[0][0])
 
     def records(self, *, voids: bool = True) -> Iterator[tuple[dict[str, Any], bool]]:
         """Every stored record (JSON object) in play order, void attempts flagged."""
-        for (data,) in self.db.execute("SELECT record FROM games ORDER BY number"):
+        for (data,) in self._q("SELECT record FROM games ORDER BY number"):
             yield json.loads(data), False
         if voids:
-            for (data,) in self.db.execute("SELECT record FROM voids ORDER BY id"):
+            for (data,) in self._q("SELECT record FROM voids ORDER BY id"):
                 yield json.loads(data), True
 
     def engines(self) -> list[dict[str, Any]]:
-        rows = self.db.execute(
+        rows = self._q(
             "SELECT name, command, program_sha256, script_sha256, reply_name, reply_version"
             " FROM engines ORDER BY rowid"
         )
@@ -406,8 +439,12 @@ def set_aside(path: Path) -> Path | None:
         n += 1
         target = path.with_name(f"{path.stem}.{stamp}-{n}{path.suffix}")
     # Fold the WAL into the main file first so that one file holds everything.
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path} is not a results store ({exc}); --fresh only sets stores"
+                         " aside: move that file away yourself or choose another output") from exc
     os.replace(path, target)
     for suffix in ("-wal", "-shm"):
         side = path.with_name(path.name + suffix)

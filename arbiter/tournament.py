@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,8 @@ _TOURNAMENT_KEYS = {
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
+MAX_ROUNDS = 1_000_000
+MAX_GAMES = 10_000_000  # per tournament file: resuming counts its schedule once
 _EXAMPLE = 'e.g. [[engine]] with name = "mine" and command = ["python3", "my_bot.py"]'
 
 
@@ -92,11 +94,17 @@ class Tournament:
             "engines": {name: c for name, c in self.engine_conditions.items()},
         }  # fmt: skip
 
-    def games(self) -> Iterator[ScheduledGame]:
+    def games(self, skip: Container[str] = ()) -> Iterator[ScheduledGame]:
         return tournament_games(
             self.name, list(self.engines), self.format, self.rounds, self.variant,
-            self.openings, challenger=self.challenger, seed=self.seed,
+            self.openings, challenger=self.challenger, seed=self.seed, skip=skip,
         )  # fmt: skip
+
+    def ids(self) -> Iterator[str]:
+        """Every game id of the schedule, without computing openings."""
+        for game in tournament_games(self.name, list(self.engines), self.format, self.rounds,
+                                     self.variant, challenger=self.challenger):  # fmt: skip
+            yield game.game_id
 
     @property
     def total(self) -> int:
@@ -108,6 +116,21 @@ class Tournament:
             game_id=game.game_id, variant=self.variant, tc=(tcs[0], tcs[1]),
             opening=game.opening, seed=game.seed, pair=game.pair_key,
         )  # fmt: skip
+
+
+def _no_nul(value: Any, where: str) -> None:
+    """A NUL cannot be in a path, an argument or a name: say where it is."""
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ConfigError("holds a NUL character", where=where,
+                              hint="remove the \\u0000 escape")  # fmt: skip
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key, where)
+            _no_nul(item, f"{where}: {key}" if ": " not in where else f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _no_nul(item, f"{where}[{index}]")
 
 
 def _digest(lines: tuple[tuple[str, ...], ...]) -> str:
@@ -141,6 +164,7 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     """Read and check a tournament file; raises ConfigError naming the file and key."""
     file = Path(path)
     data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
+    _no_nul(data, str(file))
     here = file.resolve().parent
     where = f"{file}: tournament"
     unknown_top = set(data) - _TOP_KEYS
@@ -165,8 +189,8 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
         raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
                           hint='use "round-robin" or "gauntlet"') from exc  # fmt: skip
     rounds = _get(table, "rounds", where, 1)
-    if rounds < 1:
-        raise ConfigError("must be at least 1", where=f"{where}.rounds")
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ConfigError(f"must be between 1 and {MAX_ROUNDS}", where=f"{where}.rounds")
     concurrency = _get(table, "concurrency", where, 1)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ConfigError(f"must be between 1 and {MAX_CONCURRENCY}",
@@ -179,8 +203,13 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     except ConfigError as exc:
         raise ConfigError(str(exc), where=f"{where}.tc") from exc
     islands = _get(table, "islands", where, 8)
+    size = _get(table, "size", where, 11)
+    pie = _get(table, "pie", where, True)
+    if islands not in (4, 8):
+        raise ConfigError(f"{islands} islands is not a variant", where=f"{where}.islands",
+                          hint="8 for Atoll, 4 for Hex")  # fmt: skip
     try:
-        variant = Variant(islands, _get(table, "size", where, 11), _get(table, "pie", where, True))
+        variant = Variant(islands, size, pie)
     except ValueError as exc:
         raise ConfigError(str(exc), where=f"{where}.size",
                           hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26") from exc
@@ -200,11 +229,22 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
         elif challenger not in engines:
             raise ConfigError(f"no engine named {challenger!r}", where=f"{where}.challenger",
                               hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    if "output" not in table and (os.sep in name or name.startswith(".")):
+        raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
+                          hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
     output_value = _get(table, "output", where, f"{name}.sqlite")
+    output = (here / output_value).resolve()
+    if output.is_dir() or output == file.resolve() or not output_value.strip():
+        raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
+                          hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
+    total = tournament_size(len(engines), fmt, rounds)
+    if total > MAX_GAMES:
+        raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
+                          hint="split it into several tournaments")  # fmt: skip
     return Tournament(
         path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
-        openings_file=openings_file, seed=seed, output=(here / output_value).resolve(),
+        openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions,
     )  # fmt: skip
 
@@ -328,8 +368,8 @@ def run_tournament(
 ) -> tuple[Driver, int]:
     """A driver for what is left of the schedule, and how many games that is."""
     done = store.done_ids()
-    left = t.total - sum(1 for g in t.games() if g.game_id in done)
-    remaining = (g for g in t.games() if g.game_id not in done)
+    left = t.total - sum(1 for gid in t.ids() if gid in done)
+    remaining = t.games(skip=done)
 
     def engine_seen(key: str, info: EngineInfo) -> None:
         store.engine_seen(key, info)

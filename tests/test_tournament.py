@@ -155,7 +155,9 @@ def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) 
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     games = rows(tmp_path / "t.sqlite", "SELECT round, opening, record FROM games ORDER BY number")
-    assert [(g[0], g[1]) for g in games] == [(1, "c3 d4"), (1, "c3 d4"), (2, "e5"), (2, "e5")]
+    openings = [g[1] for g in games]
+    assert openings[0] == openings[1] and openings[2] == openings[3]  # shared within pairs
+    assert {openings[0], openings[2]} == {"c3 d4", "e5"}  # in order, one per round
     for _, opening, record in games:
         moves = json.loads(str(record))["moves"]
         assert moves[: len(str(opening).split())] == str(opening).split()
@@ -361,3 +363,91 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(tmp_pat
     ids = [str(r[0]) for r in rows(db, "SELECT game_id FROM games")]
     assert len(ids) == len(set(ids)) == 18
     assert done.stderr.count("Started game") == 18 - len(finished_before)
+
+
+def test_export_never_overwrites_the_tournament_or_its_store(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    store = tmp_path / "t.sqlite"
+    before = store.read_bytes()
+    for target in (store, t, tmp_path / "t.sqlite-wal"):
+        done = arbiter("tournament", "export", str(t), "--records", str(target))
+        assert done.returncode == 2 and "would overwrite" in done.stderr
+    assert store.read_bytes() == before
+    assert len(rows(store, "SELECT * FROM games")) == 2
+
+
+def test_a_damaged_or_foreign_store_is_one_line(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    store = tmp_path / "t.sqlite"
+    data = bytearray(store.read_bytes())
+    data[4096:8192] = b"\xff" * 4096
+    store.write_bytes(bytes(data))
+    for args in (["tournament", "status", str(t)], ["ratings", str(store)],
+                 ["tournament", "export", str(t), "--records", str(tmp_path / "o.jsonl")]):
+        done = arbiter(*args)
+        assert done.returncode in (1, 2) and "Traceback" not in done.stderr, args
+        assert len(done.stderr.strip().splitlines()) == 1
+    foreign = write_tournament(tmp_path, BASIC + '\noutput = "notes.txt"', [bot("a"), bot("b")],
+                               name="f")  # fmt: skip
+    (tmp_path / "notes.txt").write_text("not a database\n" * 100)
+    done = arbiter("tournament", "run", str(foreign), "-q")
+    assert done.returncode == 2 and "tournament.output" in done.stderr
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n" * 100
+
+
+def test_ratings_count_each_game_once_across_sources(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    out = tmp_path / "e.jsonl"
+    assert arbiter("tournament", "export", str(t), "--records", str(out)).returncode == 0
+    store = tmp_path / "t.sqlite"
+    for sources in ([str(t), str(store)], [str(store), str(store)], [str(out), str(store)],
+                    [str(out), str(out)]):  # fmt: skip
+        done = arbiter("ratings", *sources, "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["games"] == 2, sources
+
+
+def test_an_engine_answering_another_engines_name_cannot_take_it(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    impostor = f"{sys.executable} {BADBOT} resign --name random"
+    done = arbiter("match", impostor, "random", "--engines", str(ENGINES), "--games", "2",
+                   "--tc", "10+0.1", "--records", str(records), "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["engines"] == ["random#2", "random"]
+    games = list(read_records(records))
+    assert all(g.winner == "random" for g in games)  # the real one, by its given name
+
+
+def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    record = {"schema": 1, "seat1": "a", "seat2": "b", "termination": "connection",
+              "void": False, "winner": "a", "pair": [1, 2]}  # fmt: skip
+    bad.write_text(json.dumps(record) + "\n" + "[" * 100_000 + "\n")
+    done = arbiter("ratings", str(bad))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{bad}:1:" in done.stderr and f"{bad}:2:" in done.stderr
+    sprt = arbiter("match", "--engines", str(ENGINES), "random", "random", "--sprt",
+                   "elo0=0,elo1=1e308")  # fmt: skip
+    assert sprt.returncode == 2 and "--sprt" in sprt.stderr
+    nul = tmp_path / "nul.toml"
+    nul.write_text('[tournament]\nname = "x\\u0000y"\n' + bot("a") + bot("b"))
+    done = arbiter("tournament", "run", str(nul), "-q")
+    assert done.returncode == 2 and "NUL" in done.stderr and "name" in done.stderr
+
+
+def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_scheduled(
+    tmp_path: Path,
+) -> None:
+    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
+        [sys.executable, str(BADBOT), "crash-start"]) + "\n"  # fmt: skip
+    header = BASIC.replace("concurrency = 2", "concurrency = 1").replace("rounds = 1", "rounds = 2")
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b"), broken])
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 1
+    assert "broken could not be started" in done.stdout
+    # It stopped at the first game that needed it: no retry after retry, no void chain.
+    assert done.stderr.count("void") == 1
