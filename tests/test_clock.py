@@ -225,9 +225,12 @@ async def test_engines_are_told_their_clock_each_move(autojump_clock: trio.abc.C
     bots = (ScriptedBot(0.25, 9), ScriptedBot(0.0, 10))
     outcome, _, _ = await play_virtual(bots, "10+1")
     times = bots[0].time_lefts
-    # Both colours are sent before each genmove; the first update is the full 11 s.
-    assert times[:2] == [11000, 11000]
-    assert all(t >= 0 for t in times)
+    # Both colours, Black first, before each of Black's genmoves: the clocks start at
+    # BASE + INC = 11 s; Black spends 0.25 s and gains 1 s per move, White 0 s and 1 s.
+    moves = len(times) // 2
+    assert moves > 5 and len(times) == 2 * moves
+    expected = [t for k in range(moves) for t in (11000 + 750 * k, 11000 + 1000 * k)]
+    assert times == expected
     assert outcome.record.termination is Termination.CONNECTION  # type: ignore[attr-defined]
 
 

@@ -611,15 +611,20 @@ async def _stderr_pids(engine: Engine, wanted: int) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "wanted"), [("ignore-quit", 1), ("ignore-sigterm", 1), ("fork-child", 2)]
+    ("mode", "wanted", "ended_by"),
+    [("ignore-quit", 1, -signal.SIGTERM), ("ignore-sigterm", 1, -signal.SIGKILL),
+     ("fork-child", 2, 0)],
 )
-async def test_no_process_survives_its_engine(mode: str, wanted: int) -> None:
+async def test_no_process_survives_its_engine(mode: str, wanted: int, ended_by: int) -> None:
     deadlines = Deadlines(handshake=5.0, command=1.0, quit=0.3, term=0.3)
     async with open_engine(badbot(mode), deadlines) as engine:
         pids = await _stderr_pids(engine, wanted)
         assert pids[0] == engine.process.pid
         assert all(running(pid) for pid in pids)
-    assert engine.process.returncode is not None
+    # In order: `quit` (answered by all three), then SIGTERM, then SIGKILL; each engine
+    # ends at the step it cannot ignore.
+    assert re.search(r"^> \d+ quit$", "\n".join(engine.session.transcript.tail()), re.M)
+    assert engine.process.returncode == ended_by
     assert not running(pids[0])  # the leader is reaped by the time the block exits
     for _ in range(200):  # a SIGKILLed grandchild dies moments after the signal
         if not any(running(pid) for pid in pids):

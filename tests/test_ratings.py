@@ -38,7 +38,9 @@ def test_pair_stats() -> None:
     assert s.elo() == pytest.approx(190.85, abs=0.01)
     # The 95% interval shrinks with more games at the same score.
     assert PairStats(750, 250).elo_error() < s.elo_error() < PairStats(15, 5).elo_error()
-    assert 0 < s.elo_error() < 200
+    # Normal interval of the score, 0.75 +/- 1.96 * sqrt(0.75 * 0.25 / 100), mapped to Elo:
+    # (400 log10(0.83487/0.16513) - 400 log10(0.66513/0.33487)) / 2.
+    assert s.elo_error() == pytest.approx(81.15, abs=0.01)
     assert s.los() > 0.999 and PairStats(25, 75).los() < 0.001
     assert PairStats(10, 10).los() == pytest.approx(0.5)
 
