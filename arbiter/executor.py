@@ -17,6 +17,7 @@ applies the void policy, stores and reports.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import math
 import os
 import pickle
@@ -105,13 +106,12 @@ def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[s
 
 
 def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,
-                reason: str) -> GameRecord:  # fmt: skip
-    record = spec.new_record(*seats)
-    record.finished = record.started
-    record.termination = termination
-    record.void = True
-    record.reason = reason
-    return record
+                reason: str, evidence: Evidence | None = None) -> GameRecord:  # fmt: skip
+    """The record of a game that never started (its engines could not be brought up, or
+    the worker running it died)."""
+    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return spec.record(*seats, termination, started=now, finished=now, void=True,
+                       reason=reason, evidence=evidence)  # fmt: skip
 
 
 class GameWorker:
@@ -208,16 +208,15 @@ class GameWorker:
     def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
         names = self.names(job.engines)
         label = names[seat]
-        record = void_record(job.spec, names, Termination.SETUP,
-                             f"{label} failed to start: {exc.detail}")  # fmt: skip
-        record.evidence = Evidence(
+        evidence = Evidence(
             engine=label,
             detail=exc.detail,
             returncode=getattr(exc, "returncode", None),
             stderr_tail=getattr(exc, "stderr_tail", ""),
             stage="start",
         )
-        return record
+        return void_record(job.spec, names, Termination.SETUP,
+                           f"{label} failed to start: {exc.detail}", evidence)  # fmt: skip
 
 
 class LocalExecutor:

@@ -58,6 +58,7 @@ class GameRecord:
     seat2: str
     tc: dict[str, str]
     started: str
+    termination: Termination  # no default: every path that makes a record says how it ended
     finished: str = ""
     swapped: bool = False
     black: str = ""
@@ -66,7 +67,6 @@ class GameRecord:
     move_ms: list[float] = field(default_factory=list)
     winner: str | None = None
     winner_color: str | None = None
-    termination: Termination = Termination.CONNECTION
     void: bool = False
     reason: str = ""
     versions: dict[str, str] = field(default_factory=dict)

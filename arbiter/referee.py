@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -73,18 +73,22 @@ class GameSpec:
     pair: str = ""  # the seat-swapped pair this game belongs to
 
 
-    def new_record(self, seat1: str, seat2: str) -> GameRecord:
-        """The record of this game as it starts (outcome fields are filled in later)."""
+    def record(
+        self, seat1: str, seat2: str, termination: Termination, **outcome: Any
+    ) -> GameRecord:
+        """This game's record, made once from its outcome (`started` defaults to now)."""
         v = self.variant
+        outcome.setdefault("started", _now())
         return GameRecord(
             game_id=self.game_id,
             variant={"size": v.size, "islands": v.islands, "pie": v.pie},
             seat1=seat1,
             seat2=seat2,
             tc={"seat1": str(self.tc[0]), "seat2": str(self.tc[1])},
-            started=_now(),
+            termination=termination,
             seed=self.seed,
             pair=self.pair,
+            **outcome,
         )
 
 
@@ -99,7 +103,19 @@ _COLOR_LETTERS = ((Color.BLACK, "b"), (Color.WHITE, "w"))
 
 @dataclass
 class _Progress:
+    """What has happened so far in a game: the record is made from it at the end."""
+
     started: bool = False  # a game starts when its first genmove has been written
+    moves: list[str] = field(default_factory=list)
+    move_ms: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    termination: Termination
+    winner_seat: int | None = None  # None: void
+    reason: str = ""
+    evidence: Evidence | None = None
 
 
 class _Fault(Exception):
@@ -168,64 +184,76 @@ class Referee:
         self.config = config or RefereeConfig()
 
     async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
-        names = [engines[0].name, engines[1].name]
-        variant = spec.variant
-        record = spec.new_record(names[0], names[1])
-        record.versions = {e.name: e.info.version for e in engines}
-        outcome = GameOutcome(record)
-        game = Game(variant)
+        started = _now()
+        game = Game(spec.variant)
         progress = _Progress()
+        faulty: set[int] = set()
         try:
             await self._setup(spec, engines)
-            winner_seat, termination = await self._play_moves(
-                spec, engines, game, record, progress
-            )
-            record.termination = termination
-            self._finish(record, game, names, winner_seat)
+            winner_seat, termination = await self._play_moves(spec, engines, game, progress)
+            verdict = _Verdict(termination, winner_seat)
         except _Fault as fault:
-            engine = engines[fault.seat]
-            outcome.faulty.add(fault.seat)
-            if fault.termination is Termination.CRASH and engine.returncode is None:
-                code = await engine.wait_exit(self.config.exit_wait)
-                if code is not None:
-                    fault.detail += f"; {exit_status(code)}"
-            await engine.settle_stderr(self.config.exit_wait)
-            # A faulty engine is in an unknown state: no polite quit, it is killed now and
-            # restarted for its next game.
-            engine.session.broken = engine.session.broken or fault
-            engine.kill()
-            record.termination = fault.termination
-            record.reason = f"{engine.name}: {fault.detail}"
-            record.evidence = Evidence(
-                engine=engine.name,
-                detail=fault.detail,
-                transcript=engine.session.transcript.tail(),
-                returncode=engine.returncode,
-                stderr_tail=engine.stderr.tail(),
-            )
-            if progress.started:
-                self._finish(record, game, names, 1 - fault.seat)
-            else:
-                record.void = True
-                record.reason = f"set-up failed ({fault.termination}): {record.reason}"
-                record.termination = Termination.SETUP
+            verdict = await self._judge_fault(fault, engines, progress)
+            faulty.add(fault.seat)
         except Exception as exc:
-            outcome.faulty.update((0, 1))
-            record.void = True
-            record.termination = Termination.HARNESS
-            record.reason = f"harness error: {type(exc).__name__}: {exc}"
-        record.finished = _now()
-        self._set_colors(record, game, names)
-        return outcome
+            faulty.update((0, 1))
+            verdict = _Verdict(
+                Termination.HARNESS, reason=f"harness error: {type(exc).__name__}: {exc}"
+            )
+        return GameOutcome(self._record(spec, engines, game, progress, verdict, started), faulty)
 
-    def _set_colors(self, record: GameRecord, game: Game, names: list[str]) -> None:
-        record.swapped = game.swapped
-        record.black, record.white = (names[1], names[0]) if game.swapped else (names[0], names[1])
-
-    def _finish(self, record: GameRecord, game: Game, names: list[str], winner_seat: int) -> None:
-        record.winner = names[winner_seat]
+    def _record(self, spec: GameSpec, engines: Sequence[Player], game: Game,
+                progress: _Progress, verdict: _Verdict, started: str) -> GameRecord:  # fmt: skip
+        """The game's record, made once, from the verdict and what was played."""
+        names = [engines[0].name, engines[1].name]
+        seat = verdict.winner_seat
         black_seat = 1 if game.swapped else 0
-        record.winner_color = "black" if winner_seat == black_seat else "white"
+        return spec.record(
+            names[0], names[1], verdict.termination,
+            started=started,
+            finished=_now(),
+            swapped=game.swapped,
+            black=names[black_seat],
+            white=names[1 - black_seat],
+            moves=progress.moves,
+            move_ms=progress.move_ms,
+            winner=None if seat is None else names[seat],
+            winner_color=None if seat is None else ("black" if seat == black_seat else "white"),
+            void=seat is None,
+            reason=verdict.reason,
+            versions={e.name: e.info.version for e in engines},
+            evidence=verdict.evidence,
+        )  # fmt: skip
+
+    async def _judge_fault(self, fault: _Fault, engines: Sequence[Player],
+                           progress: _Progress) -> _Verdict:  # fmt: skip
+        """The verdict on a fault, with its evidence: a forfeit once the game has
+        started, a void game before."""
+        engine = engines[fault.seat]
+        if fault.termination is Termination.CRASH and engine.returncode is None:
+            code = await engine.wait_exit(self.config.exit_wait)
+            if code is not None:
+                fault.detail += f"; {exit_status(code)}"
+        await engine.settle_stderr(self.config.exit_wait)
+        # A faulty engine is in an unknown state: no polite quit, it is killed now and
+        # restarted for its next game.
+        engine.session.broken = engine.session.broken or fault
+        engine.kill()
+        reason = f"{engine.name}: {fault.detail}"
+        evidence = Evidence(
+            engine=engine.name,
+            detail=fault.detail,
+            transcript=engine.session.transcript.tail(),
+            returncode=engine.returncode,
+            stderr_tail=engine.stderr.tail(),
+        )
+        if progress.started:
+            return _Verdict(fault.termination, 1 - fault.seat, reason, evidence)
+        return _Verdict(
+            Termination.SETUP,
+            reason=f"set-up failed ({fault.termination}): {reason}",
+            evidence=evidence,
+        )
 
     async def _setup(self, spec: GameSpec, engines: Sequence[Player]) -> None:
         variant = spec.variant
@@ -251,7 +279,6 @@ class Referee:
         spec: GameSpec,
         engines: Sequence[Player],
         game: Game,
-        record: GameRecord,
         progress: _Progress,
     ) -> tuple[int, Termination]:
         cfg = self.config
@@ -264,8 +291,8 @@ class Referee:
             move = game.parse_move(text)
             game.play(move)
             name = game.move_name(move)
-            record.moves.append(name)
-            record.move_ms.append(0.0)
+            progress.moves.append(name)
+            progress.move_ms.append(0.0)
             for seat in (0, 1):
                 pending[seat].append((color.letter, name))
             if move == SWAP:
@@ -305,8 +332,8 @@ class Referee:
             except (IllegalMove, ValueError) as exc:
                 raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
             name = game.move_name(move)
-            record.moves.append(name)
-            record.move_ms.append(round(elapsed * 1000, 1))
+            progress.moves.append(name)
+            progress.move_ms.append(round(elapsed * 1000, 1))
             pending[1 - seat].append((color.letter, name))
             if move == SWAP:
                 owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}

@@ -113,11 +113,10 @@ def test_match_schedule_keeps_its_record_ids() -> None:
 
 def _void(stage: str = "game") -> GameRecord:
     tc = TimeControl(10, 0.1)
-    record = GameSpec("g", ATOLL, (tc, tc)).new_record("a", "b")
-    record.void = True
-    record.reason = "boardsize refused"
-    record.evidence = Evidence(engine="a", detail="exit status 3", stage=stage)
-    return record
+    return GameSpec("g", ATOLL, (tc, tc)).record(
+        "a", "b", Termination.SETUP, void=True, reason="boardsize refused",
+        evidence=Evidence(engine="a", detail="exit status 3", stage=stage),
+    )  # fmt: skip
 
 
 def test_void_policy_is_a_pure_decision() -> None:
