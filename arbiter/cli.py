@@ -42,20 +42,15 @@ def say(message: str = "", *, err: bool = False) -> None:
     click.echo(terminal(message), err=err)
 
 
-def _first_leaf(group: BaseExceptionGroup[ArbiterError]) -> ArbiterError:
+E = TypeVar("E", bound=BaseException)
+
+
+def _first_leaf(group: BaseExceptionGroup[E]) -> E:
+    """The first exception of a (nested) group: the one to report."""
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
-    assert isinstance(exc, ArbiterError)
-    return exc
-
-
-def _first_interrupt(group: BaseExceptionGroup[KeyboardInterrupt]) -> KeyboardInterrupt:
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    assert isinstance(exc, KeyboardInterrupt)
-    return exc
+    return exc  # type: ignore[return-value]
 
 
 def _interrupted(exc: KeyboardInterrupt) -> None:
@@ -79,7 +74,7 @@ def handle_errors(func: F) -> F:
         except BaseExceptionGroup as group:
             stop = group.subgroup(KeyboardInterrupt)
             if stop is not None:
-                _interrupted(_first_interrupt(stop))
+                _interrupted(_first_leaf(stop))
             ours = group.subgroup(ArbiterError)
             if ours is None:
                 raise

@@ -337,25 +337,21 @@ def check_conditions(t: Tournament, store: Store) -> None:
                 f"the store {t.output} holds tournament {store.meta('tournament')!r},"
                 f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
             )  # fmt: skip
-        for key, value in t.conditions().items():
-            if stored.get(key) != value:
-                raise ConfigError(
-                    f"changed from {stored.get(key)!r} to {value!r} since the store"
-                    f" {t.output.name} was started", where=f"{t.path}: tournament.{key}",
-                    hint=fix,
-                )  # fmt: skip
+        _compare(stored, t.conditions(), f"{t.path}: tournament.", t.output.name, fix)
     known = store.engine_definitions()
     for name, conditions in t.engine_conditions.items():
-        old = known.get(name)
-        if old is None:
-            continue
-        for key, value in conditions.items():
-            if old.get(key) != value:
-                raise ConfigError(
-                    f"changed from {old.get(key)!r} to {value!r} since the store"
-                    f" {t.output.name} was started", where=f"{t.path}: engine {name!r}.{key}",
-                    hint=fix,
-                )  # fmt: skip
+        if name in known:
+            _compare(known[name], conditions, f"{t.path}: engine {name!r}.", t.output.name, fix)
+
+
+def _compare(old: Mapping[str, Any], new: Mapping[str, Any], where: str, store: str,
+             fix: str) -> None:  # fmt: skip
+    for key, value in new.items():
+        if old.get(key) != value:
+            raise ConfigError(
+                f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
+                " started", where=f"{where}{key}", hint=fix,
+            )  # fmt: skip
 
 
 def run_tournament(

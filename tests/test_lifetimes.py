@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,21 +41,18 @@ def test_an_engine_that_exits_behind_an_escaped_child_is_charged_a_crash_at_once
     assert wait_until(lambda: not any(running(pid) for pid in children), 10)
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
-def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str) -> None:
-    # These engines ignore EOF on stdin: only the harness's watchdog can stop them.
-    marker = f"kill9-{uuid.uuid4().hex[:8]}"
-    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str], bool]) -> None:
+    """Start a match, SIGKILL the harness once `ready` accepts a progress line, and check
+    that every engine (the processes whose command line holds `marker`) dies with it."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", stubborn, stubborn, "--games", "20",
-         "--tc", "60+0", "-c", concurrency],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-m", "arbiter", "match", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert proc.stderr is not None
         for line in proc.stderr:
-            if line.startswith("Finished game"):
+            assert "crash" not in line  # the engines live until the harness dies
+            if ready(line):
                 break
         engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
         assert len(engines) >= 2
@@ -68,34 +66,25 @@ def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str) -> None:
             proc.stderr.close()
 
 
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str) -> None:
+    # These engines ignore EOF on stdin: only the harness's watchdog can stop them.
+    marker = f"kill9-{uuid.uuid4().hex[:8]}"
+    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+    _kill_harness_mid_match(
+        [stubborn, stubborn, "--games", "20", "--tc", "60+0", "-c", concurrency], marker,
+        lambda line: line.startswith("Finished game"),
+    )  # fmt: skip
+
+
 def test_engines_die_with_the_harness_after_a_long_match() -> None:
     """Past the idle time of trio's process-starting threads (10 s): a death signal tied
     to the forking thread would have fired by now and killed the engines mid-match."""
     marker = f"long-{uuid.uuid4().hex[:8]}"
     engine = f"{sys.executable} {BADBOT} slow --ms 30 --name {marker}"
     stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", engine, stubborn, "--games", "400",
-         "--tc", "600+0"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
+    start = time.monotonic()
+    _kill_harness_mid_match(
+        [engine, stubborn, "--games", "400", "--tc", "600+0"], marker,
+        lambda line: line.startswith("Finished game") and time.monotonic() - start > 12,
     )  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        start = time.monotonic()
-        crashed = False
-        for line in proc.stderr:
-            crashed |= "crash" in line
-            if line.startswith("Finished game") and time.monotonic() - start > 12:
-                break
-        assert not crashed  # the engines lived through the idle time
-        engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
-        assert len(engines) == 2
-        proc.kill()
-        proc.wait()
-        assert wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
-    finally:
-        proc.kill()
-        proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
