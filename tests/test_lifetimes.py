@@ -41,6 +41,18 @@ def test_an_engine_that_exits_behind_an_escaped_child_is_charged_a_crash_at_once
     assert wait_until(lambda: not any(running(pid) for pid in children), 10)
 
 
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid == ancestor:
+            return True
+    return False
+
+
 def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str], bool]) -> None:
     """Start a match, SIGKILL the harness once `ready` accepts a progress line, and check
     that every engine (the processes whose command line holds `marker`) dies with it."""
@@ -56,9 +68,13 @@ def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str],
                 break
         engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
         assert len(engines) >= 2
+        watchdogs = [pid for pid in pids_matching("arbiter.reaper") if _descends(pid, proc.pid)]
+        assert watchdogs
         proc.kill()
         proc.wait()
         assert wait_until(lambda: not any(running(pid) for pid in engines)), "engines survived"
+        # The watchdog itself goes once its work is done.
+        assert wait_until(lambda: not any(running(pid) for pid in watchdogs))
     finally:
         proc.kill()
         proc.wait()
