@@ -356,7 +356,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
                     {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
         progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),
                                       every=every, quiet=quiet)  # fmt: skip
-        driver, left = run_tournament(
+        play, left = run_tournament(
             t, store, concurrency=concurrency,
             on_start=progress.tournament_started, on_finish=progress.tournament_finished,
         )  # fmt: skip
@@ -365,7 +365,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
             say(f"Tournament {t.name}: {t.total} games, {t.total - left} stored,"
                        f" {left} to play ({t.output})", err=True)  # fmt: skip
         try:
-            outcome = run_trio(driver.run)
+            outcome = run_trio(play)
         except KeyboardInterrupt:
             progress.close()
             say(_store_standings(store))

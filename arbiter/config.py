@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.clock import TC_HELP, TimeControl
+from arbiter.dialect import Dialect, TimeFamily
 from arbiter.errors import ConfigError
 from arbiter.process import EngineSpec
 
-ENGINE_KEYS = ("command", "cwd", "env", "name", "tc")
+ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
+               "time")  # fmt: skip
 
 
 def _expand(word: str, here: Path) -> str:
@@ -134,10 +136,49 @@ def engine_definition(
             raise ConfigError(str(exc), where=f"{where}.tc") from exc
     spec = EngineSpec(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
-        tc=tc,
+        tc=tc, options=_options(table, where), dialect=_dialect(table, where),
     )  # fmt: skip
     check_executable(spec, where)
     return spec
+
+
+def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
+    options = table.get("options", [])
+    if not (isinstance(options, list) and all(isinstance(o, str) and o.split() for o in options)):
+        raise ConfigError("options must be a list of command lines", where=f"{where}.options",
+                          hint='e.g. options = ["param_game allow_swap 1"]')  # fmt: skip
+    return tuple(" ".join(o.split()) for o in options)
+
+
+def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: str
+              ) -> tuple[int, ...] | None:  # fmt: skip
+    if key not in table:
+        return None
+    value = table[key]
+    if not (isinstance(value, list) and value
+            and all(isinstance(v, int) and not isinstance(v, bool) and v in allowed
+                    for v in value)):  # fmt: skip
+        raise ConfigError(f"{key} must be a non-empty list of integers", where=f"{where}.{key}",
+                          hint=hint)  # fmt: skip
+    return tuple(value)
+
+
+def _dialect(table: dict[str, Any], where: str) -> Dialect:
+    """The engine's declared dialect: what it plays and how it says it."""
+    islands = _int_list(table, "islands", where, (4, 8),
+                        "8 for Atoll, 4 for Hex, e.g. islands = [4]")  # fmt: skip
+    sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]")
+    swap = table.get("swap", "swap")
+    if not (isinstance(swap, str) and swap and swap.isprintable() and " " not in swap):
+        raise ConfigError("swap must be one word", where=f"{where}.swap",
+                          hint='e.g. swap = "swap-pieces"')  # fmt: skip
+    time = table.get("time")
+    if time is not None and time not in {f.value for f in TimeFamily}:
+        raise ConfigError(f"time must be atoll, gtp or none, not {time!r}", where=f"{where}.time",
+                          hint="atoll: atoll-time_* commands; gtp: time_settings and time_left;"
+                          " none: no clock commands")  # fmt: skip
+    return Dialect(islands=islands, sizes=sizes, swap=swap.lower(),
+                   time=None if time is None else TimeFamily(time))  # fmt: skip
 
 
 def check_executable(spec: EngineSpec, where: str) -> None:

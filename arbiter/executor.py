@@ -32,10 +32,11 @@ from typing import Any
 import trio
 
 from arbiter import reaper, text
-from arbiter.errors import EngineError
-from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, start_engine
+from arbiter.errors import EngineError, EngineFailure
+from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, open_engine, start_engine
 from arbiter.records import Evidence, GameRecord, Termination
 from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
+from arbiter.rules import Variant
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,46 @@ def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return spec.record(*seats, termination, started=now, finished=now, void=True,
                        reason=reason, evidence=evidence)  # fmt: skip
+
+
+async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant
+                    ) -> str | None:  # fmt: skip
+    """Before any game: can each engine play this variant at all? The first problem, or None.
+
+    Each engine is started once and asked for the board (`atoll-islands`, `boardsize`): a
+    variant it does not list or declare, or a `?` to the board, is a configuration error
+    for the operator, never a string of void games. An engine that does not start here is
+    left to the run, which reports start failures with their evidence.
+    """
+    problems: list[str] = []
+
+    async def probe(key: str) -> None:
+        spec = settings.engines[key]
+        try:
+            async with open_engine(spec, settings.deadlines) as engine:
+                problem = unsupported_variant(engine, variant)
+                if problem is not None:
+                    problems.append(problem)
+                    return
+                commands: list[tuple[str, ...]] = []
+                if engine.supports("atoll-islands"):
+                    commands.append(("atoll-islands", str(variant.islands)))
+                commands.append(("boardsize", str(variant.size)))
+                try:
+                    await engine.session.pipeline(commands, timeout=settings.deadlines.command)
+                except EngineFailure as exc:
+                    problems.append(
+                        f"{engine.name} cannot play {variant}: it answered"
+                        f" {exc.command!r} with ? {exc.message[:200]}; declare the sizes it"
+                        " plays (sizes = [...]) in its definition, or choose another size"
+                    )
+        except EngineError:
+            return
+
+    async with trio.open_nursery() as nursery:
+        for key in dict.fromkeys(keys):
+            nursery.start_soon(probe, key)
+    return problems[0] if problems else None
 
 
 class GameWorker:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from arbiter.clock import TimeControl
 from arbiter.driver import Driver, VoidPolicy
-from arbiter.executor import ExecutorSettings, LocalExecutor, display_names
+from arbiter.executor import ExecutorSettings, LocalExecutor, display_names, preflight
 from arbiter.process import Deadlines, EngineSpec
 from arbiter.ratings import PairStats, SprtResult, sprt
 from arbiter.records import GameRecord, RecordWriter
@@ -143,6 +143,10 @@ class Match:
         executor = LocalExecutor(
             settings, min(config.concurrency, config.games), processes=config.processes
         )
+        problem = await preflight(settings, ["0", "1"], config.variant)
+        if problem is not None:
+            self.result.aborted, self.result.config_error = problem, True
+            return self.result
         driver = Driver(
             match_games(self.match_id, config.games, config.variant, seed=config.seed),
             self.game_spec,

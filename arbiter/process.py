@@ -20,7 +20,14 @@ import trio
 
 from arbiter import reaper, text
 from arbiter.clock import TimeControl
-from arbiter.errors import EngineError, EngineStartError, EngineTerminatedError
+from arbiter.dialect import Dialect
+from arbiter.errors import (
+    EngineError,
+    EngineFailure,
+    EngineStartError,
+    EngineTerminatedError,
+    ProtocolError,
+)
 from arbiter.protocol.session import EngineSession, PipeStream
 
 STDERR_CAP = 64 * 1024
@@ -45,8 +52,9 @@ class EngineSpec:
     name: str | None = None  # display name; defaults to the engine's `name` reply
     cwd: str | None = None
     env: Mapping[str, str] | None = None  # added to the harness's environment
-    options: tuple[tuple[str, str], ...] = ()  # extra commands sent after the handshake
+    options: tuple[str, ...] = ()  # whole command lines sent after the handshake
     tc: TimeControl | None = None  # this engine's own time control, if it has one
+    dialect: Dialect = field(default_factory=Dialect)
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -108,6 +116,7 @@ class Engine:
         self.deadlines = deadlines
         self.stderr = StderrLog()
         self.info = EngineInfo()
+        self.dialect = spec.dialect
         self.name = spec.label
         self.stderr_closed = trio.Event()
         self._background_scope = trio.CancelScope()
@@ -158,8 +167,18 @@ class Engine:
         )
         if self.spec.name is None and self.info.name:
             self.name = self.session.name = text.name(self.info.name)
-        for key, value in self.spec.options:
-            await self.session.command(key, *value.split(), timeout=self.deadlines.command)
+        if self.info.protocol_version != "2":
+            raise ProtocolError(
+                self.name,
+                f"answered protocol_version with {self.info.protocol_version[:40]!r}; this"
+                " referee speaks protocol version 2 (GTP v2): answer 2",
+            )
+        for line in self.spec.options:
+            words = line.split()
+            try:
+                await self.session.command(words[0], *words[1:], timeout=self.deadlines.command)
+            except EngineFailure as exc:
+                raise EngineFailure(self.name, f"option {line!r}", exc.message) from exc
         return self.info
 
     async def _background(self) -> None:

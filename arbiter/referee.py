@@ -18,7 +18,9 @@ from typing import Any, Protocol
 
 import trio
 
+from arbiter import dialect
 from arbiter.clock import GameClock, TimeControl
+from arbiter.dialect import Dialect
 from arbiter.errors import (
     EngineError,
     EngineFailure,
@@ -39,6 +41,7 @@ class Player(Protocol):
     info: EngineInfo
     session: EngineSession
     stderr: StderrLog
+    dialect: Dialect
 
     @property
     def returncode(self) -> int | None: ...
@@ -98,9 +101,6 @@ class GameOutcome:
     faulty: set[int] = field(default_factory=set)  # seat indices (0, 1) to restart
 
 
-_COLOR_LETTERS = ((Color.BLACK, "b"), (Color.WHITE, "w"))
-
-
 @dataclass
 class _Progress:
     """What has happened so far in a game: the record is made from it at the end."""
@@ -143,38 +143,8 @@ def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
 
 
 def unsupported_variant(engine: Player, variant: Variant) -> str | None:
-    """Why this engine cannot play this variant at all, judged from its command list."""
-    if variant.islands != 8 and not engine.supports("atoll-islands"):
-        return (
-            f"{engine.name} does not list atoll-islands, so it can only play 8-island Atoll,"
-            f" not {variant.islands} islands"
-        )
-    if not variant.pie and not engine.supports("atoll-pie"):
-        return f"{engine.name} does not list atoll-pie, so it cannot play without the pie rule"
-    return None
-
-
-def time_commands(engine: Player, tc: TimeControl) -> list[tuple[str, ...]]:
-    """The time-settings commands this engine understands, preferring the atoll-* ones."""
-    if engine.supports("atoll-time_settings"):
-        if tc.infinite:
-            return [("atoll-time_settings", "none")]
-        if tc.per_move:
-            return [("atoll-time_settings", "movetime", str(int(tc.per_move * 1000)))]
-        base, inc = str(int(tc.base * 1000)), str(int(tc.increment * 1000))
-        if tc.moves:
-            return [("atoll-time_settings", "moves", str(tc.moves), base, inc)]
-        return [("atoll-time_settings", "fischer", base, inc)]
-    if engine.supports("time_settings"):
-        if tc.infinite:
-            return [("time_settings", "0", "1", "0")]
-        if tc.per_move:
-            return [("time_settings", "0", str(max(1, int(tc.per_move))), "1")]
-        base = str(max(1, int(tc.base))) if tc.base else "0"
-        if tc.moves:
-            return [("time_settings", "0", base, str(tc.moves))]
-        return [("time_settings", base, "0", "0")]
-    return []
+    """Why this engine cannot play this variant at all (a configuration error)."""
+    return dialect.unsupported(engine.dialect, engine.supports, engine.name, variant)
 
 
 class Referee:
@@ -262,13 +232,9 @@ class Referee:
             problem = unsupported_variant(engine, variant)
             if problem is not None:
                 raise _Fault(seat, Termination.SETUP, problem)
-            commands: list[tuple[str, ...]] = []
-            if engine.supports("atoll-islands"):
-                commands.append(("atoll-islands", str(variant.islands)))
-            commands += [("boardsize", str(variant.size)), ("clear_board",)]
-            if engine.supports("atoll-pie"):
-                commands.append(("atoll-pie", "on" if variant.pie else "off"))
-            commands += time_commands(engine, spec.tc[seat])
+            commands = dialect.setup_commands(
+                engine.dialect, engine.supports, variant, spec.tc[seat]
+            )
             try:
                 await engine.session.pipeline(commands, timeout=timeout)
             except EngineError as exc:
@@ -285,6 +251,7 @@ class Referee:
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
+        families = [dialect.time_family(e.dialect, e.supports) for e in engines]
         for text in spec.opening:
             # Openings are validated when the schedule is built; a bad one is a harness bug.
             color = game.to_move
@@ -302,9 +269,12 @@ class Referee:
             seat = owner[color]
             engine = engines[seat]
             clock = clocks[seat]
-            commands: list[tuple[str, ...]] = [("play", c, m) for c, m in pending[seat]]
+            swap = engine.dialect.swap  # the pie move in this engine's spelling
+            commands: list[tuple[str, ...]] = [
+                ("play", c, swap if m == SWAP else m) for c, m in pending[seat]
+            ]
             n_play = len(commands)
-            commands += self._time_updates(engine, clocks, owner)
+            commands += dialect.time_updates(families[seat], clocks, owner)
             commands.append(("genmove", color.letter))
             budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
             answer, elapsed = await self._exchange(
@@ -352,24 +322,6 @@ class Referee:
         if clock.tc.per_move:
             return f"a fixed {clock.tc.per_move * 1000:.0f} ms per move"
         return f"{(clock.remaining + elapsed) * 1000:.0f} ms on the clock"
-
-    def _time_updates(
-        self, engine: Player, clocks: list[GameClock], owner: dict[Color, int]
-    ) -> list[tuple[str, ...]]:
-        out: list[tuple[str, ...]] = []
-        atoll = engine.supports("atoll-time_left")
-        if not atoll and not engine.supports("time_left"):
-            return out
-        for color, letter in _COLOR_LETTERS:
-            clock = clocks[owner[color]]
-            if clock.tc.infinite:
-                continue
-            ms = clock.remaining_ms()
-            if atoll:
-                out.append(("atoll-time_left", letter, str(ms)))
-            else:
-                out.append(("time_left", letter, str(ms // 1000), "0"))
-        return out
 
     async def _exchange(
         self,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Container, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from arbiter.clock import TC_HELP, TimeControl
 from arbiter.config import engine_definition, load_engines, read_toml
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
-from arbiter.executor import ExecutorSettings, LocalExecutor
+from arbiter.executor import ExecutorSettings, LocalExecutor, preflight
 from arbiter.process import EngineInfo, EngineSpec
 from arbiter.records import GameRecord
 from arbiter.referee import GameSpec, RefereeConfig
@@ -298,6 +298,7 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
         conditions[spec.name] = {
             "command": raw.get("command"), "cwd": raw.get("cwd", "."),
             "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
+            "options": list(spec.options),
         }  # fmt: skip
 
     keys = _get(table, "engines", where, None)
@@ -347,7 +348,7 @@ def check_conditions(t: Tournament, store: Store) -> None:
 def _compare(old: Mapping[str, Any], new: Mapping[str, Any], where: str, store: str,
              fix: str) -> None:  # fmt: skip
     for key, value in new.items():
-        if old.get(key) != value:
+        if key in old and old[key] != value:  # a key older stores lack is not a change
             raise ConfigError(
                 f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
                 " started", where=f"{where}{key}", hint=fix,
@@ -361,8 +362,8 @@ def run_tournament(
     concurrency: int | None = None,
     on_start: Callable[[ScheduledGame, str, str], None] | None = None,
     on_finish: Callable[[ScheduledGame, GameRecord, str], None] | None = None,
-) -> tuple[Driver, int]:
-    """A driver for what is left of the schedule, and how many games that is."""
+) -> tuple[Callable[[], Awaitable[RunOutcome]], int]:
+    """The run of what is left of the schedule (to pass to trio), and how many games."""
     done = store.done_ids()
     left = t.total - sum(1 for gid in t.ids() if gid in done)
     remaining = t.games(skip=done)
@@ -376,7 +377,15 @@ def run_tournament(
         remaining, t.game_spec, LocalExecutor(settings, slots), store,
         on_start=on_start, on_finish=on_finish, on_engine=engine_seen,
     )  # fmt: skip
-    return driver, left
+
+    async def run() -> RunOutcome:
+        if left:
+            problem = await preflight(settings, list(t.engines), t.variant)
+            if problem is not None:
+                return RunOutcome(aborted=problem, config_error=True)
+        return await driver.run()
+
+    return run, left
 
 
 __all__ = ["TC_HELP", "RunOutcome", "Tournament", "check_conditions", "load_tournament",

@@ -9,6 +9,7 @@ import trio
 import trio.testing
 
 from arbiter.bot import Bot
+from arbiter.dialect import Dialect
 from arbiter.clock import GameClock, TimeControl
 from arbiter.errors import ConfigError
 from arbiter.process import EngineInfo, StderrLog
@@ -115,6 +116,7 @@ class FakePlayer:
              "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
         self.killed = False
         self.returncode: int | None = None
+        self.dialect = Dialect()
 
     def supports(self, command: str) -> bool:
         return command in self.info.commands

@@ -80,6 +80,14 @@ class Bot(sk.Bot):
 sys.exit(Bot().run())
 """
 
+# Takes every board, but refuses to clear it: a set-up fault in every game.
+REJECTS_CLEAR_BOARD = """
+class Bot(sk.Bot):
+    def cmd_clear_board(self, args):
+        raise sk.GtpError("cannot clear")
+sys.exit(Bot().run())
+"""
+
 # Answers its first two `play` commands, then never answers a `play` again.
 STALLS_ON_PLAY = """
 class Bot(sk.Bot):
@@ -529,7 +537,7 @@ async def test_match_never_rates_void_games_and_gives_up(
     )
     finished: list[GameRecord] = []
     # It starts fine but refuses every game's set-up: void after void, never rated.
-    specs = (inline_engine("nosize", REJECTS_BOARDSIZE), badbot("ok", label=GOOD))
+    specs = (inline_engine("noclear", REJECTS_CLEAR_BOARD), badbot("ok", label=GOOD))
     match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
     with trio.fail_after(30):
         result = await match.run()
@@ -539,11 +547,22 @@ async def test_match_never_rates_void_games_and_gives_up(
     for record in result.voids:
         assert record.void and record.termination is Termination.SETUP
         assert record.winner is None
-        assert "boardsize 11" in record.reason
-        assert record.evidence is not None and record.evidence.engine == "nosize"
-    assert {(r.seat1, r.seat2) for r in result.voids} == {("nosize", GOOD), (GOOD, "nosize")}
+        assert "clear_board" in record.reason
+        assert record.evidence is not None and record.evidence.engine == "noclear"
+    assert {(r.seat1, r.seat2) for r in result.voids} == {("noclear", GOOD), (GOOD, "noclear")}
     assert bool(result.aborted) is aborted
     assert result.unplayed == unplayed
+
+
+async def test_a_board_an_engine_refuses_is_a_configuration_error_before_any_game() -> None:
+    config = MatchConfig(games=4, tc=(ROOMY, ROOMY), referee=FAST, deadlines=DEADLINES)
+    finished: list[GameRecord] = []
+    specs = (inline_engine("nosize", REJECTS_BOARDSIZE), badbot("ok", label=GOOD))
+    match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
+    with trio.fail_after(30):
+        result = await match.run()
+    assert result.config_error and finished == []
+    assert "nosize cannot play" in result.aborted and "boardsize 11" in result.aborted
 
 
 async def test_an_engine_that_never_starts_stops_the_match_at_once() -> None:

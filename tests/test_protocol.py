@@ -270,3 +270,14 @@ def test_a_flood_of_blank_lines_is_cut_off() -> None:
     with pytest.raises(FramingError, match="blank lines"):
         for _ in range(100):
             reader.feed(b"\n" * 1000)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 1000])
+def test_only_an_empty_line_ends_a_response(chunk: int) -> None:
+    # A board drawing: its lines of spaces belong to the response, on every read path.
+    wire = b"=5 \n  a b c\n     \n1 . X .\n   \n\n=6 next\n\n"
+    reader = ResponseReader()
+    got = []
+    for i in range(0, len(wire), chunk):
+        got += reader.feed(wire[i : i + chunk])
+    assert [(r.id, r.text) for r in got] == [(5, "  a b c\n\n1 . X ."), (6, "next")]

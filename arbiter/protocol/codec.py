@@ -201,7 +201,7 @@ class ResponseReader:
             self._lines = [line]
             self._size = len(line)
             return None
-        if line:
+        if raw.rstrip("\r"):  # only an empty line ends a response; spaces are content
             self._size += len(line) + 1
             if self._size > self.max_response:
                 raise FramingError(f"a response of over {self.max_response} bytes")

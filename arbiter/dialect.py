@@ -1,0 +1,125 @@
+"""Engine dialects: how the referee's moves, variants and clocks are said to one engine.
+
+Engines speak GTP with differences: a plain GTP Hex program says nothing about islands,
+spells the pie move `swap-pieces`, and knows `time_left` but not `time_settings`. The
+referee keeps the rules, the clocks and the verdicts; this module turns them into the
+commands a given engine understands, from what the engine lists (`list_commands`) and
+what its definition declares (`islands`, `sizes`, `swap`, `time` in an engines file or a
+tournament's `[[engine]]`). It is pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from arbiter.clock import GameClock, TimeControl
+from arbiter.rules import Color, Variant
+
+Command = tuple[str, ...]
+
+
+class TimeFamily(StrEnum):
+    ATOLL = "atoll"  # atoll-time_settings / atoll-time_left, milliseconds
+    GTP = "gtp"  # time_settings / time_left, whole seconds
+    NONE = "none"  # told nothing; the clock runs all the same
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What an engine's definition declares about how it speaks (None: ask the engine)."""
+
+    islands: tuple[int, ...] | None = None  # variants it plays if it lists no atoll-islands
+    sizes: tuple[int, ...] | None = None  # board sizes it plays; None: any the rules allow
+    swap: str = "swap"  # the pie move on the wire, both ways
+    time: TimeFamily | None = None  # None: by the commands it lists (PROTOCOL.md 5.2)
+
+
+def time_family(dialect: Dialect, supports: Callable[[str], bool]) -> TimeFamily:
+    """Which clock commands the engine is told: declared, else as PROTOCOL.md 5.2 says."""
+    if dialect.time is not None:
+        return dialect.time
+    if supports("atoll-time_settings") and supports("atoll-time_left"):
+        return TimeFamily.ATOLL
+    if supports("time_settings") and supports("time_left"):
+        return TimeFamily.GTP
+    return TimeFamily.NONE
+
+
+def unsupported(dialect: Dialect, supports: Callable[[str], bool], name: str,
+                variant: Variant) -> str | None:  # fmt: skip
+    """Why this engine cannot play this variant at all, from its commands and definition."""
+    if not supports("atoll-islands"):
+        allowed = dialect.islands or (8,)
+        if variant.islands not in allowed:
+            kinds = " or ".join(f"{k}-island" for k in allowed)
+            how = "declares islands = " + str(list(allowed)) if dialect.islands else (
+                "does not list atoll-islands, so it can only play 8-island Atoll"
+            )  # fmt: skip
+            return (f"{name} {how} ({kinds} games), not {variant.islands} islands;"
+                    " declare islands = [4] in its definition if it plays Hex")  # fmt: skip
+    if dialect.sizes is not None and variant.size not in dialect.sizes:
+        return (f"{name} declares sizes = {list(dialect.sizes)}, so it cannot play size"
+                f" {variant.size}")  # fmt: skip
+    if not variant.pie and not supports("atoll-pie"):
+        return f"{name} does not list atoll-pie, so it cannot play without the pie rule"
+    return None
+
+
+def setup_commands(dialect: Dialect, supports: Callable[[str], bool], variant: Variant,
+                   tc: TimeControl) -> list[Command]:  # fmt: skip
+    """The set-up before every game, in PROTOCOL.md's order."""
+    commands: list[Command] = []
+    if supports("atoll-islands"):
+        commands.append(("atoll-islands", str(variant.islands)))
+    commands += [("boardsize", str(variant.size)), ("clear_board",)]
+    if supports("atoll-pie"):
+        commands.append(("atoll-pie", "on" if variant.pie else "off"))
+    return commands + time_settings(time_family(dialect, supports), tc)
+
+
+def time_settings(family: TimeFamily, tc: TimeControl) -> list[Command]:
+    """The clock's settings in the engine's family (GTP: Canadian overtime for MOVES/BASE)."""
+    if family is TimeFamily.ATOLL:
+        if tc.infinite:
+            return [("atoll-time_settings", "none")]
+        if tc.per_move:
+            return [("atoll-time_settings", "movetime", str(int(tc.per_move * 1000)))]
+        base, inc = str(int(tc.base * 1000)), str(int(tc.increment * 1000))
+        if tc.moves:
+            return [("atoll-time_settings", "moves", str(tc.moves), base, inc)]
+        return [("atoll-time_settings", "fischer", base, inc)]
+    if family is TimeFamily.GTP:
+        if tc.infinite:
+            return [("time_settings", "0", "1", "0")]
+        if tc.per_move:
+            return [("time_settings", "0", str(max(1, int(tc.per_move))), "1")]
+        base = str(max(1, int(tc.base))) if tc.base else "0"
+        if tc.moves:
+            return [("time_settings", "0", base, str(tc.moves))]
+        return [("time_settings", base, "0", "0")]
+    return []
+
+
+def time_updates(family: TimeFamily, clocks: Sequence[GameClock],
+                 owner: dict[Color, int]) -> list[Command]:  # fmt: skip
+    """Both colours' clocks, Black first, right before a `genmove`."""
+    if family is TimeFamily.NONE:
+        return []
+    out: list[Command] = []
+    for color in (Color.BLACK, Color.WHITE):
+        clock = clocks[owner[color]]
+        if clock.tc.infinite:
+            continue
+        ms = clock.remaining_ms()
+        if family is TimeFamily.ATOLL:
+            out.append(("atoll-time_left", color.letter, str(ms)))
+        else:
+            out.append(("time_left", color.letter, str(ms // 1000), "0"))
+    return out
+
+
+def play_command(dialect: Dialect, letter: str, move: str) -> Command:
+    """`play` of a move in the engine's spelling (the pie move may be `swap-pieces`)."""
+    return ("play", letter, dialect.swap if move == "swap" else move)

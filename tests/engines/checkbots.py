@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Engines with the mistakes bot authors make, one per mode, for `arbiter check` tests.
+
+Usage: checkbots.py MODE [--seed N]
+
+Each mode is protocol/bot_skeleton.py (random legal moves, every atoll-* command the
+skeleton handles) with one realistic bug.  Unlike badbot.py, the bugs are not loud
+faults on a chosen genmove: the engine looks healthy until a check puts it in the
+situation its author did not test.  ``--seed`` seeds the move choice (default 1).
+
+Modes:
+  ok                   behaves correctly
+  ignores-boardsize    accepts every size the protocol allows (and refuses the others)
+                       but keeps its board at size 11, so on other sizes it refuses
+                       valid plays and answers cells of the 11 board
+  ignores-clear-board  answers clear_board but keeps the stones and history (boardsize
+                       only resets when the size or island count changes), so after a
+                       game it refuses plays of cells it believes taken ("? illegal
+                       move") and never genmoves them
+  transposed           reads the opponent's moves through a wrong coordinate map
+                       (Atoll: rank k of a file read as its mirror top+1-k; Hex: column
+                       and row swapped) but writes its own moves correctly, so its board
+                       differs from the referee's; it prefers central cells, so after a
+                       few central plays its genmove often names an occupied cell
+  swaps-without-pie    answers atoll-pie off but ignores it, and answers "swap" to every
+                       genmove on move 2
+  debug-stdout         writes "thinking..." on stdout before every genmove answer
+  overruns-time        once told its clock (atoll-time_left or time_left for the colour
+                       it is then asked to play), sleeps remaining + 500 ms before
+                       answering that genmove
+  no-pipelining        reads stdin in chunks with os.read and runs only the first
+                       command of each chunk, dropping the rest, so pipelined commands
+                       are never answered
+  ignores-quit         answers quit but does not exit, and at the end of input sleeps
+                       forever instead of exiting
+"""
+
+import argparse
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True        # keep the source tree free of __pycache__
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
+
+import bot_skeleton as skeleton  # noqa: E402, RUF100
+
+MODES = [
+    "ok", "ignores-boardsize", "ignores-clear-board", "transposed", "swaps-without-pie",
+    "debug-stdout", "overruns-time", "no-pipelining", "ignores-quit",
+]
+CHUNK = 65536
+
+
+def sleep_forever():
+    while True:
+        time.sleep(3600)
+
+
+def mirrored(game, cell):
+    """The wrong reading of a cell name in transposed mode; always a valid name."""
+    x, k = skeleton.FILE_LETTERS.index(cell[0]), int(cell[1:])
+    if game.islands == 4:
+        # Row letter and column number, the classic Hex mix-up; the board is square.
+        return f"{skeleton.FILE_LETTERS[k - 1]}{x + 1}"
+    top = game.size - 2 + x % 2
+    return f"{cell[0]}{top + 1 - k}"
+
+
+def position(game, cell):
+    """Where a cell is drawn, in units of the distance between neighbouring centres."""
+    x, k = skeleton.FILE_LETTERS.index(cell[0]), int(cell[1:])
+    if game.islands == 4:
+        return x + k / 2, k * math.sqrt(3) / 2
+    # Atoll: files are sqrt(3)/2 apart and each file is offset by half a cell from
+    # its neighbours; axial r = k + x // 2 as in atoll-board.md.
+    return x * math.sqrt(3) / 2, k + x // 2 - x / 2
+
+
+def centre_distances(game):
+    """Distance of every cell from the centre of the board."""
+    points = {cell: position(game, cell) for cell in game.cells}
+    cx = sum(p[0] for p in points.values()) / len(points)
+    cy = sum(p[1] for p in points.values()) / len(points)
+    return {cell: math.hypot(px - cx, py - cy) for cell, (px, py) in points.items()}
+
+
+class CheckBot(skeleton.Bot):
+    """The skeleton bot with the bug of one mode."""
+
+    name = "checkbot"
+
+    def __init__(self, mode, seed):
+        self.mode = mode
+        self.rng = random.Random(seed)
+        super().__init__(chooser=self.choose)
+        self.name = f"checkbot-{mode}"
+        self.fresh_time = set()        # colours told their clock since their last genmove
+
+    # ---- strategy ------------------------------------------------------------
+    def choose(self, game):
+        if self.mode == "swaps-without-pie" and len(game.history) == 1:
+            return "swap"
+        empty = game.empty_cells()
+        if self.mode == "transposed":
+            # A "play near the centre" bot: it lands on the cells the opponent really
+            # took, which it believes empty because it read them mirrored.
+            distance = centre_distances(game)
+            nearest = min(distance[cell] for cell in empty)
+            return self.rng.choice([c for c in empty if distance[c] < nearest + 1e-9])
+        return self.rng.choice(empty)
+
+    # ---- the bugs --------------------------------------------------------------
+    def run(self):
+        if self.mode == "no-pipelining":
+            return self.run_chunked()
+        status = super().run()
+        if self.mode == "ignores-quit":
+            sleep_forever()
+        return status
+
+    def run_chunked(self):
+        """The read()-based loop: one chunk is taken to be one command."""
+        fd = self.stdin.fileno()
+        while not self.quit_requested:
+            data = os.read(fd, CHUNK)
+            if not data:
+                break
+            for raw in data.decode("utf-8", errors="replace").split("\n"):
+                line = skeleton.preprocess(raw)
+                if line:
+                    self.handle_command(*skeleton.split_command(line))
+                    break              # the rest of the chunk is lost
+        return 0
+
+    def cmd_quit(self, args):
+        if self.mode != "ignores-quit":
+            return super().cmd_quit(args)
+        return ""
+
+    def cmd_boardsize(self, args):
+        game = self.game
+        if self.mode not in ("ignores-boardsize", "ignores-clear-board"):
+            return super().cmd_boardsize(args)
+        skeleton.expect_args(args, 1, "boardsize SIZE")
+        size = skeleton.parse_int(args[0], "size")
+        # Sizes are still checked, so that only the ignoring itself shows.
+        if not skeleton.size_is_valid(game.islands, size):
+            raise skeleton.GtpError("unacceptable size")
+        if self.mode == "ignores-clear-board" and size != game.size:
+            game.size = size           # a new size needs a new board, even for this bot
+            game.clear()
+        return ""
+
+    def cmd_atoll_islands(self, args):
+        # The referee sends atoll-islands before every game, and the skeleton clears
+        # the board there too: this bot only rebuilds it for a different variant.
+        game = self.game
+        if self.mode != "ignores-clear-board" or args != [str(game.islands)]:
+            return super().cmd_atoll_islands(args)
+        return ""
+
+    def cmd_clear_board(self, args):
+        if self.mode == "ignores-clear-board":
+            return ""
+        return super().cmd_clear_board(args)
+
+    def cmd_play(self, args):
+        if self.mode == "transposed" and len(args) == 2 and self.is_cell(args[1]):
+            args = [args[0], mirrored(self.game, args[1].lower())]
+        return super().cmd_play(args)
+
+    def is_cell(self, text):
+        return text.lower() in self.game.cell_set
+
+    def cmd_atoll_pie(self, args):
+        result = super().cmd_atoll_pie(args)
+        if self.mode == "swaps-without-pie":
+            self.game.pie = True       # "off" acknowledged, then forgotten
+        return result
+
+    def cmd_atoll_time_left(self, args):
+        result = super().cmd_atoll_time_left(args)
+        self.fresh_time.add(skeleton.parse_colour(args[0]))
+        return result
+
+    def cmd_time_left(self, args):
+        result = super().cmd_time_left(args)
+        self.fresh_time.add(skeleton.parse_colour(args[0]))
+        return result
+
+    def cmd_genmove(self, args):
+        if self.mode == "overruns-time" and len(args) == 1:
+            colour = skeleton.parse_colour(args[0])
+            if colour in self.fresh_time:
+                time.sleep((self.game.time_left[colour][0] + 500) / 1000)
+        self.fresh_time.clear()
+        if self.mode == "debug-stdout":
+            self.send("thinking...\n")
+        return super().cmd_genmove(args)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="Engines with typical bot-author bugs.")
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(argv)
+    skeleton.log(f"checkbot pid {os.getpid()} mode {opts.mode}")
+    try:
+        return CheckBot(opts.mode, opts.seed).run()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
