@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from arbiter.clock import TimeControl
-from arbiter.config import load_engines, resolve_engine
+from arbiter.config import EnginesFile, default_engines_file, resolve_engine
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.process import EngineSpec
 from arbiter.records import RecordWriter, read_records
@@ -99,8 +99,11 @@ def _variant(islands: int, size: int | None, pie: bool) -> Variant:
         raise ConfigError(str(exc), where="--size/--islands") from exc
 
 
-def _engines(engines_file: str | None) -> dict[str, EngineSpec]:
-    return load_engines(engines_file) if engines_file else {}
+def _engines(engines_file: str | None) -> EnginesFile | None:
+    if engines_file:
+        return EnginesFile(engines_file)
+    found = default_engines_file()
+    return EnginesFile(found) if found else None
 
 
 @main.command()
@@ -151,8 +154,7 @@ def match(
     from arbiter.report import Progress, summary_json, summary_lines
 
     known = _engines(engines_file)
-    specs = (resolve_engine(engine1, known, engines_file),
-             resolve_engine(engine2, known, engines_file))  # fmt: skip
+    specs = (resolve_engine(engine1, known), resolve_engine(engine2, known))
     if len(tcs) > 2:
         raise ConfigError("--tc given more than twice", hint="one for both, or one per engine")
     parsed = [TimeControl.parse(t) for t in tcs]
@@ -177,7 +179,8 @@ def match(
     writer = RecordWriter(records) if records else None
     progress = Progress(sys.stderr, games, quiet=quiet)
     runner = Match(specs, config, writer=writer, on_start=progress.started,
-                   on_finish=progress.game_finished, sprt=test, given=(engine1, engine2),
+                   on_finish=progress.game_finished, sprt=test,
+                   given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
                    keep_records=False)  # fmt: skip
 
     def summary() -> None:
@@ -206,6 +209,14 @@ def match(
     if result.unplayed:
         say(f"{len(result.unplayed)} of {games} games could not be played.", err=True)
         sys.exit(1)
+
+
+def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
+    """How results name an engine given on the command line: its engines-file key, the
+    NAME of NAME=COMMAND, or the command line itself."""
+    if known is not None and text in known:
+        return text
+    return spec.name or text
 
 
 @main.command()
@@ -279,7 +290,7 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) 
     """Check that an engine follows the protocol (for bot authors)."""
     from arbiter.check import run_checks, summary_table
 
-    spec = resolve_engine(engine, _engines(engines_file), engines_file)
+    spec = resolve_engine(engine, _engines(engines_file))
     results = run_trio(functools.partial(run_checks, spec, timeout=timeout))
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2))

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,22 +48,47 @@ def read_toml(file: Path, what: str, hint: str) -> dict[str, Any]:
                           hint="fix the syntax at the line and column given") from exc  # fmt: skip
 
 
+class EnginesFile:
+    """The engines of an engines file, each checked when it is used: one broken entry
+    does not keep the others from playing."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        data = read_toml(self.path, "engines file", "check the path given with --engines")
+        tables = data.get("engines")
+        if not isinstance(tables, dict) or not tables:
+            raise ConfigError(
+                "no [engines.NAME] tables", where=str(self.path),
+                hint='define engines like [engines.mc] with command = ["{python}", "mc_bot.py"]',
+            )  # fmt: skip
+        self.tables: dict[str, Any] = tables
+        self.here = self.path.resolve().parent
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.tables
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tables)
+
+    def spec(self, key: str) -> EngineSpec:
+        return engine_definition(self.tables[key], where=f"{self.path}: engines.{key}",
+                                 here=self.here, default_name=key)  # fmt: skip
+
+
+def default_engines_file() -> Path | None:
+    """The bundled engines, found without --engines: in this folder's `engines/`, or beside
+    the installed package's source tree."""
+    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        candidate = root / "engines" / "engines.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def load_engines(path: str | os.PathLike[str]) -> dict[str, EngineSpec]:
-    """Read an engines file; every problem names the file and the key."""
-    file = Path(path)
-    data = read_toml(file, "engines file", "check the path given with --engines")
-    engines = data.get("engines")
-    if not isinstance(engines, dict) or not engines:
-        raise ConfigError(
-            "no [engines.NAME] tables", where=str(file),
-            hint='define engines like [engines.mc] with command = ["{python}", "mc_bot.py"]',
-        )  # fmt: skip
-    here = file.resolve().parent
-    return {
-        key: engine_definition(table, where=f"{file}: engines.{key}", here=here,
-                               default_name=key)
-        for key, table in engines.items()
-    }  # fmt: skip
+    """Read an engines file and check every engine in it."""
+    book = EnginesFile(path)
+    return {key: book.spec(key) for key in book}
 
 
 def engine_definition(
@@ -213,25 +239,28 @@ def check_executable(spec: EngineSpec, where: str) -> None:
         )  # fmt: skip
 
 
-def resolve_engine(
-    text: str, engines: dict[str, EngineSpec], engines_file: str | None
-) -> EngineSpec:
-    """An ENGINE argument: a name from the engines file, or a command line."""
-    if text in engines:
-        return engines[text]
+def resolve_engine(text: str, engines: EnginesFile | None) -> EngineSpec:
+    """An ENGINE argument: a key of the engines file, a command line, or NAME=COMMAND (a
+    command line with the name its results go under)."""
+    if engines is not None and text in engines:
+        return engines.spec(text)
+    name = None
+    head, sep, rest = text.partition("=")
+    if sep and head and rest.strip() and all(c.isalnum() or c in "-_.#+" for c in head):
+        name, text = head, rest
     try:
         argv = shlex.split(text)
     except ValueError as exc:
         raise ConfigError(f"cannot split engine command {text!r}: {exc}") from exc
     if not argv:
         raise ConfigError("empty engine command", hint="give a command line or an engine name")
-    if len(argv) == 1 and os.sep not in text and shutil.which(text) is None:
+    if len(argv) == 1 and os.sep not in text and shutil.which(text) is None and name is None:
         known = ", ".join(sorted(engines)) if engines else "none: no --engines file given"
         raise ConfigError(
             f"unknown engine {text!r}",
             hint=f"known engine names: {known}; or give a command line such as"
             " 'python3 my_bot.py'",
         )
-    spec = EngineSpec(argv=tuple(argv))
+    spec = EngineSpec(argv=tuple(argv), name=name)
     check_executable(spec, f"engine {text!r}")
     return spec

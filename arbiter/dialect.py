@@ -116,7 +116,12 @@ def time_updates(family: TimeFamily, clocks: Sequence[GameClock],
         if family is TimeFamily.ATOLL:
             out.append(("atoll-time_left", color.letter, str(ms)))
         else:
-            out.append(("time_left", color.letter, str(ms // 1000), "0"))
+            # GTP counts overtime in stones per period (Canadian): the moves left in the
+            # current block of a MOVES/BASE clock, 1 under a fixed time per move, and 0
+            # (absolute time) for a Fischer clock.
+            tc = clock.tc
+            stones = clock.moves_left if tc.moves else (1 if tc.per_move else 0)
+            out.append(("time_left", color.letter, str(ms // 1000), str(stones)))
     return out
 
 

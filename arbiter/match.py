@@ -131,6 +131,7 @@ class Match:
             opening=game.opening,
             seed=game.seed,
             pair=game.pair_key,
+            commands=(self.specs[int(game.engines[0])].argv, self.specs[int(game.engines[1])].argv),
         )
 
     async def run(self) -> MatchResult:

@@ -73,6 +73,7 @@ class GameRecord:
     evidence: Evidence | None = None
     seed: int | None = None
     pair: str = ""  # the same for both games of a seat-swapped pair (empty if unknown)
+    commands: dict[str, list[str]] = field(default_factory=dict)  # seat1/seat2: argv
     schema: int = SCHEMA
 
     @property
@@ -95,7 +96,8 @@ class GameRecord:
         order = [
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
-            "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "evidence",
+            "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "commands",
+            "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 

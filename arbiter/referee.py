@@ -74,6 +74,7 @@ class GameSpec:
     opening: tuple[str, ...] = ()
     seed: int | None = None
     pair: str = ""  # the seat-swapped pair this game belongs to
+    commands: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # seat 1's and seat 2's argv
 
 
     def record(
@@ -91,6 +92,7 @@ class GameSpec:
             termination=termination,
             seed=self.seed,
             pair=self.pair,
+            commands={"seat1": list(self.commands[0]), "seat2": list(self.commands[1])},
             **outcome,
         )
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.clock import TC_HELP, TimeControl
-from arbiter.config import engine_definition, load_engines, read_toml
+from arbiter.config import EnginesFile, engine_definition, read_toml
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
 from arbiter.executor import ExecutorSettings, LocalExecutor, preflight
@@ -115,6 +115,7 @@ class Tournament:
         return GameSpec(
             game_id=game.game_id, variant=self.variant, tc=(tcs[0], tcs[1]),
             opening=game.opening, seed=game.seed, pair=game.pair_key,
+            commands=(self.engines[game.engines[0]].argv, self.engines[game.engines[1]].argv),
         )  # fmt: skip
 
 
@@ -309,13 +310,12 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
                               hint='add engines_file = "../engines/engines.toml"')  # fmt: skip
         if not all(isinstance(k, str) for k in keys):
             raise ConfigError("must be a list of engine keys (strings)", where=f"{where}.engines")
-        known = load_engines(here / engines_file)
-        raw_file = read_toml(here / engines_file, "engines file", "")["engines"]
+        book = EnginesFile(here / engines_file)
         for key in keys:
-            if key not in known:
+            if key not in book:
                 raise ConfigError(f"no engine {key!r} in {engines_file}", where=f"{where}.engines",
-                                  hint=f"known: {', '.join(known)}")  # fmt: skip
-            add(known[key], raw_file[key], f"{here / engines_file}: engines.{key}")
+                                  hint=f"known: {', '.join(book)}")  # fmt: skip
+            add(book.spec(key), book.tables[key], f"{book.path}: engines.{key}")
     if not isinstance(listed, list):
         raise ConfigError("engine must be an array of tables", where=str(file),
                           hint="write each engine as [[engine]]")  # fmt: skip

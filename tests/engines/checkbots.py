@@ -17,11 +17,12 @@ Modes:
                        only resets when the size or island count changes), so after a
                        game it refuses plays of cells it believes taken ("? illegal
                        move") and never genmoves them
-  transposed           reads the opponent's moves through a wrong coordinate map
-                       (Atoll: rank k of a file read as its mirror top+1-k; Hex: column
-                       and row swapped) but writes its own moves correctly, so its board
-                       differs from the referee's; it prefers central cells, so after a
-                       few central plays its genmove often names an occupied cell
+  transposed           reads the moves it is sent with the rank counted from the wrong
+                       end of the file (rank k of a file of height H read as H+1-k, on
+                       both boards) but writes its own moves correctly, so its board
+                       differs from the referee's; it plays the most central cell it
+                       believes empty, so after a few plays that are not mirror images
+                       of each other, its genmove often names an occupied cell
   swaps-without-pie    answers atoll-pie off but ignores it, and answers "swap" to every
                        genmove on move 2
   debug-stdout         writes "thinking..." on stdout before every genmove answer
@@ -61,13 +62,12 @@ def sleep_forever():
 
 
 def mirrored(game, cell):
-    """The wrong reading of a cell name in transposed mode; always a valid name."""
+    """The wrong reading of a cell name in transposed mode: the rank counted from the
+    wrong end of its file (Hex row 1 is the top, Atoll rank 1 the bottom, and code
+    reused between the two mixes them up).  Always a valid name of the same board."""
     x, k = skeleton.FILE_LETTERS.index(cell[0]), int(cell[1:])
-    if game.islands == 4:
-        # Row letter and column number, the classic Hex mix-up; the board is square.
-        return f"{skeleton.FILE_LETTERS[k - 1]}{x + 1}"
-    top = game.size - 2 + x % 2
-    return f"{cell[0]}{top + 1 - k}"
+    height = game.size if game.islands == 4 else game.size - 2 + x % 2
+    return f"{cell[0]}{height + 1 - k}"
 
 
 def position(game, cell):

@@ -167,14 +167,15 @@ class GtpHex(skeleton.Bot):
         game, size = self.game, self.game.size
         mark = {"b": "X", "w": "O"}
         letters = skeleton.FILE_LETTERS[:size]
-        width = 4 + 3 * size
-        header = "   " + "".join(f" {letter} " for letter in letters)
-        lines = [f"GtpHex {size}x{size}, {len(game.history)} moves", " " * width, header]
+        header = "    " + "  ".join(letters)
+        rows = []
         for row in range(1, size + 1):
-            cells = "".join(f" {mark.get(game.stones.get(f'{x}{row}'), '.')} " for x in letters)
-            lines.append(f"{row:2d} " + " " * row + cells + f" {row}")
-        lines += [" " * (row + 3) + header.strip(), " " * width]
-        return "\n".join(lines)
+            cells = "  ".join(mark.get(game.stones.get(f"{x}{row}"), ".") for x in letters)
+            rows.append(f"{row:2d}" + " " * (row + 1) + cells + f"  {row}")
+        blank = " " * max(len(line) for line in rows)
+        footer = " " * (size + 3) + header.strip()
+        title = f"GtpHex {size}x{size}, {len(game.history)} moves"
+        return "\n".join([title, blank, header, *rows, footer, blank])
 
 
 def parse_args(argv):
