@@ -96,6 +96,7 @@ class ScriptedBot(Bot):
         self.hang_after = hang_after
         self.moves = 0
         self.time_lefts: list[int] = []
+        self.received: list[str] = []  # every command, as "name arg ..."
         self.hang_on_play = False
         self.raw_genmove: str | None = None  # answer this text to genmove, unchecked
         self.close_before_genmove = False
@@ -107,16 +108,17 @@ class ScriptedBot(Bot):
 class FakePlayer:
     """Enough of an Engine for the referee, over in-memory streams."""
 
-    def __init__(self, name: str, session: EngineSession) -> None:
+    def __init__(self, name: str, session: EngineSession,
+                 commands: frozenset[str] | None = None, dialect: Dialect | None = None) -> None:
         self.name = name
         self.session = session
         self.stderr = StderrLog()
-        self.info = EngineInfo(name=name, version="1", protocol_version="2", commands=frozenset(
-            ["play", "genmove", "boardsize", "clear_board", "atoll-islands", "atoll-pie",
-             "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
+        self.info = EngineInfo(name=name, version="1", protocol_version="2", commands=commands or
+            frozenset(["play", "genmove", "boardsize", "clear_board", "atoll-islands",
+                       "atoll-pie", "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
+        self.dialect = dialect or Dialect()
         self.killed = False
         self.returncode: int | None = None
-        self.dialect = Dialect()
 
     def supports(self, command: str) -> bool:
         return command in self.info.commands
@@ -143,6 +145,7 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
         command = parse_command(line.decode())
         if command is None:
             continue
+        bot.received.append(" ".join([command.name, *command.args]))
         if command.name == "genmove" and bot.raw_genmove is not None:
             await trio.sleep(bot.delay)
             sign, text = ("?", bot.raw_genmove[1:]) if bot.raw_genmove.startswith("?") else (
@@ -166,7 +169,9 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
 
 
 async def play_virtual(
-    bots: tuple[ScriptedBot, ScriptedBot], tc: str, config: RefereeConfig | None = None
+    bots: tuple[ScriptedBot, ScriptedBot], tc: str, config: RefereeConfig | None = None,
+    *, variant: Variant | None = None, opening: tuple[str, ...] = (),
+    speak: tuple[tuple[frozenset[str] | None, Dialect | None], ...] = ((None, None),) * 2,
 ) -> tuple[object, list[FakePlayer], float]:
     players = []
     async with trio.open_nursery() as nursery:
@@ -174,8 +179,9 @@ async def play_virtual(
             referee_end, engine_end = trio.testing.memory_stream_pair()
             nursery.start_soon(serve, bot, engine_end)
             session = EngineSession(referee_end, referee_end, f"p{i + 1}")
-            players.append(FakePlayer(f"p{i + 1}", session))
-        spec = GameSpec("g1", Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)))
+            players.append(FakePlayer(f"p{i + 1}", session, *speak[i]))
+        spec = GameSpec("g1", variant or Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)),
+                        opening=opening)  # fmt: skip
         start = trio.current_time()
         outcome = await Referee(config).play(spec, players)
         elapsed = trio.current_time() - start
@@ -281,3 +287,35 @@ async def test_the_clock_is_checked_before_a_refusal(
     outcome, _, _ = await play_virtual(bots, "st=1")
     record = outcome.record  # type: ignore[attr-defined]
     assert record.termination is verdict and record.winner == "p2"
+
+
+GTP_HEX = frozenset(["play", "genmove", "boardsize", "clear_board", "time_left"])
+
+
+async def test_every_command_each_dialect_is_sent(autojump_clock: trio.abc.Clock) -> None:
+    """A plain GTP Hex engine (spells the pie move swap-pieces, lists time_left but not
+    time_settings) against an atoll-* engine: every line each one is told, in order."""
+    bots = (ScriptedBot(0.5, 3), ScriptedBot(0.25, 4))
+    bots[0].islands = 4  # a Hex program: it is never told the variant
+    speak = ((GTP_HEX, Dialect(islands=(4,), swap="swap-pieces")), (None, None))
+    outcome, _, _ = await play_virtual(bots, "10+1", variant=Variant(4, 5, True),
+                                       opening=("c3", "swap"), speak=speak)  # fmt: skip
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.CONNECTION and record.moves[:2] == ["c3", "swap"]
+    gtp, atoll = bots[0].received, bots[1].received
+    # Set-up: only what each one lists; the GTP engine hears of no clock at all.
+    assert gtp[:2] == ["boardsize 5", "clear_board"]
+    assert atoll[:5] == ["atoll-islands 4", "boardsize 5", "clear_board", "atoll-pie on",
+                         "atoll-time_settings fischer 10000 1000"]  # fmt: skip
+    assert not any(line.startswith(("time_", "atoll-")) for line in gtp)
+    # The opening reaches both, the pie move in each one's spelling.
+    assert gtp[2:4] == ["play b c3", "play w swap-pieces"]
+    assert atoll[5:7] == ["play b c3", "play w swap"]
+    # Before each of its genmoves the atoll engine hears both clocks, Black first.
+    for i, line in enumerate(atoll):
+        if line.startswith("genmove"):
+            assert atoll[i - 2].startswith("atoll-time_left b ")
+            assert atoll[i - 1].startswith("atoll-time_left w ")
+    # Each engine is told exactly the other's moves: together, every move of the game.
+    told = [line.split()[-1] for line in gtp[4:] + atoll[7:] if line.startswith("play")]
+    assert sorted(told) == sorted(record.moves[2:-1])
