@@ -1,6 +1,10 @@
-"""`arbiter check`: a conformance run for bot authors.
+"""`arbiter check`: a conformance run for bot authors that finds what loses games.
 
-Each check starts the engine afresh, so one failure does not hide the next, and each
+It talks to the engine the way the referee does (its dialect, set-up batches, moves
+written back to back, the clock update right before `genmove`), on every variant the
+engine lists or declares, from deterministic positions (`--seed`), and checks every
+answer against the referee's own board. One engine process serves the checks while they
+pass; after a failure it is restarted, so one failure does not hide the next. Each
 failure carries a hint that says what to change in the bot.
 """
 
@@ -9,13 +13,15 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import trio
 from tabulate import tabulate
 
+from arbiter import dialect as wire
+from arbiter.clock import GameClock, TimeControl
 from arbiter.errors import (
     EngineError,
     EngineStartError,
@@ -23,8 +29,9 @@ from arbiter.errors import (
     EngineTimeout,
     ProtocolError,
 )
-from arbiter.process import Deadlines, Engine, EngineSpec, open_engine
-from arbiter.rules import Color, Game, IllegalMove, Variant
+from arbiter.process import Deadlines, Engine, EngineSpec, start_engine
+from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
+from arbiter.rules.game import SWAP_ALIASES
 
 REQUIRED_COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit",
@@ -52,16 +59,22 @@ class CheckFailed(Exception):
 
 
 class Checker:
-    def __init__(self, spec: EngineSpec, timeout: float) -> None:
+    """Runs checks on one engine process, kept across checks while they pass (so an engine
+    that ignores `quit` costs one slow shutdown, not one per check) and restarted after a
+    failure, since its state is unknown then."""
+
+    def __init__(self, spec: EngineSpec, timeout: float, nursery: trio.Nursery) -> None:
         self.spec = spec
         self.timeout = timeout
+        self.nursery = nursery
         # Short shutdown waits: "exit on quit" and "exit on end of input" measure exits
-        # themselves, and an engine that ignores quit should not slow every other check.
+        # themselves, and an engine that ignores quit should not slow the run.
         self.deadlines = Deadlines(handshake=timeout, command=timeout, quit=0.5, term=0.5)
-        self.latencies: list[float] = []
+        self.latencies: list[float] = []  # per command, non-thinking commands only
+        self.move_times: list[float] = []
         self.stderr_bytes = 0
         self.results: list[CheckResult] = []
-        self._last_stderr = ""
+        self._engine: Engine | None = None
 
     async def ask(self, engine: Engine, *command: str) -> tuple[bool, str]:
         start = time.perf_counter()
@@ -72,52 +85,133 @@ class Checker:
     async def ok(self, engine: Engine, *command: str) -> str:
         ok, text = await self.ask(engine, *command)
         if not ok:
-            hint = "the engine must accept this command as the protocol describes it"
-            if command[0] == "genmove":
-                hint = (
-                    "genmove must answer a move; if the bot raised an exception or chose an"
-                    " illegal move, its stderr shows why"
-                )
-            raise CheckFailed(f"{' '.join(command)!r} was refused: ? {text}", hint)
+            raise CheckFailed(
+                f"{' '.join(command)!r} was refused: ? {text}",
+                "the engine must accept this command as the protocol describes it",
+            )
         return text
 
-    async def legal_genmove(self, engine: Engine, game: Game, color: Color) -> str:
-        answer = (await self.ok(engine, "genmove", color.letter)).strip().lower()
-        if answer == "resign":
-            return answer
-        try:
-            game.play(game.parse_move(answer), color)
-        except IllegalMove as exc:
-            raise CheckFailed(
-                f"genmove {color.letter} answered {answer!r}: {exc}",
-                "genmove must answer an empty cell (or swap as move 2) for the given colour",
-            ) from exc
-        return answer
+    async def batch(self, engine: Engine, commands: Sequence[Sequence[str]],
+                    variant: Variant | None = None) -> None:  # fmt: skip
+        """Non-thinking commands written back to back, as the referee does; all must pass."""
+        if not commands:
+            return
+        start = time.perf_counter()
+        responses = await engine.session.pipeline_responses(commands, timeout=self.timeout)
+        self.latencies.append((time.perf_counter() - start) / len(commands))
+        for command, response in zip(commands, responses, strict=True):
+            if response.ok:
+                continue
+            what = " ".join(command)
+            hint = "the engine must accept this command as the protocol describes it"
+            if command[0] == "play":
+                hint = _BOARD_HINT
+                if variant is not None and variant.size != 11:
+                    hint = f"rebuild the board on boardsize {variant.size}; " + hint
+            raise CheckFailed(f"{what!r} (a legal move) was refused: ? {response.text}", hint)
 
-    async def run(
-        self, name: str, body: Callable[[Engine], Awaitable[str]], *, required: bool = True
-    ) -> None:
+    async def position(self, engine: Engine, variant: Variant, game: Game, *,
+                       moves: list[str] | None = None, clock: TimeControl | None = None,
+                       ) -> str:  # fmt: skip
+        """Set up `variant`, play `game`'s moves, then ask for the next move the referee's
+        way (clock update right before genmove); the answer must be legal on the
+        referee's board, and in time if there is a clock."""
+        tc = clock or TimeControl(infinite=True)
+        setup = wire.setup_commands(self.spec.dialect, engine.supports, variant, tc)
+        replay = Game(variant)
+        plays: list[tuple[str, ...]] = []
+        for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
+            color = replay.to_move
+            replay.play(move)
+            plays.append(wire.play_command(self.spec.dialect, color.letter, move))
+        await self.batch(engine, setup + plays, variant)
+        color = replay.to_move
+        family = wire.time_family(self.spec.dialect, engine.supports)
+        clocks = [GameClock(tc), GameClock(tc)]
+        ask = wire.time_updates(family, clocks, {Color.BLACK: 0, Color.WHITE: 1})
+        ask.append(("genmove", color.letter))
+        limit = tc.base + 1.0 if clock is not None else self.timeout
+        start = time.perf_counter()
+        responses = await engine.session.pipeline_responses(ask, timeout=limit)
+        elapsed = time.perf_counter() - start
+        self.move_times.append(elapsed)
+        for command, response in zip(ask[:-1], responses, strict=False):
+            if not response.ok:
+                raise CheckFailed(f"{' '.join(command)!r} was refused: ? {response.text}",
+                                  "accept the clock commands the referee sends")  # fmt: skip
+        answer = responses[-1]
+        if not answer.ok:
+            raise CheckFailed(
+                f"genmove {color.letter} was refused: ? {answer.text}",
+                "genmove must answer a move; its stderr shows why it could not",
+            )
+        if clock is not None and elapsed > tc.base + 0.1:
+            raise CheckFailed(
+                f"answered genmove after {elapsed:.2f} s with {tc.base:g} s on its clock",
+                "budget each move from the time the referee sends right before genmove"
+                " (atoll-time_left or time_left): an answer over the clock loses the game",
+            )
+        word = answer.text.strip().lower()
+        if word == "resign":
+            return word
         try:
-            async with open_engine(self.spec, self.deadlines) as engine:
-                try:
-                    detail = await body(engine)
-                finally:
-                    self.stderr_bytes += engine.stderr.total
-                    await engine.settle_stderr(0.5)
-                    lines = engine.stderr.tail().strip().splitlines()
-                    self._last_stderr = lines[-1][:200] if lines else ""
+            replay.play(replay.parse_move(word), color)
+        except IllegalMove as exc:
+            if exc.reason is IllegalReason.SWAP_NOT_ALLOWED and not variant.pie:
+                hint = "after atoll-pie off, never answer swap"
+            elif exc.reason in (IllegalReason.OCCUPIED, IllegalReason.ISLAND):
+                hint = _BOARD_HINT
+            else:
+                hint = ("genmove must answer an empty cell (or the pie move as move 2) for the"
+                        " given colour")  # fmt: skip
+            raise CheckFailed(f"genmove {color.letter} answered {word!r}: {exc}", hint) from exc
+        return word
+
+    async def no_swap_without_pie(self, engine: Engine, variant: Variant, seed: int) -> str:
+        game = Game(variant)
+        first = game.move_name(random.Random(seed).choice(game.legal_cells()))
+        answer = await self.position(engine, variant, game, moves=[first])
+        if answer in SWAP_ALIASES or answer == self.spec.dialect.swap:
+            raise CheckFailed("answered the pie move as move 2 with the pie rule off",
+                              "after atoll-pie off, never answer swap")  # fmt: skip
+        return f"{answer} (no swap, pie off)"
+
+    async def run(self, name: str, body: Callable[[Engine], Awaitable[str]], *,
+                  required: bool = True, fresh: bool = False) -> None:  # fmt: skip
+        try:
+            if fresh:
+                await self._close()
+            if self._engine is None:
+                self._engine = await start_engine(self.spec, self.nursery, self.deadlines)
+            engine = self._engine
+            detail = await body(engine)
             self.results.append(CheckResult(name, True, required, detail))
         except CheckFailed as exc:
-            detail = exc.detail
-            if self._last_stderr:
-                detail += f"\nlast stderr line: {self._last_stderr}"
+            detail = exc.detail + await self._last_stderr()
             self.results.append(CheckResult(name, False, required, detail, exc.hint))
+            await self._close()
         except EngineError as exc:
-            detail = str(exc)
-            tail = getattr(exc, "stderr_tail", "").strip()
-            if tail:
-                detail += f"\nlast stderr line: {tail.splitlines()[-1][:200]}"
+            detail = str(exc) + await self._last_stderr(getattr(exc, "stderr_tail", ""))
             self.results.append(CheckResult(name, False, required, detail, _hint_for(exc)))
+            await self._close()
+        if fresh:
+            await self._close()
+
+    async def _last_stderr(self, tail: str = "") -> str:
+        if self._engine is not None:
+            await self._engine.settle_stderr(0.5)
+            tail = tail or self._engine.stderr.tail()
+        lines = tail.strip().splitlines()
+        return f"\nlast stderr line: {lines[-1][:200]}" if lines else ""
+
+    async def _close(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            self.stderr_bytes += engine.stderr.total
+            await engine.aclose()
+
+    async def aclose(self) -> None:
+        await self._close()
 
 
 def _hint_for(exc: EngineError) -> str:
@@ -125,7 +219,10 @@ def _hint_for(exc: EngineError) -> str:
     if isinstance(exc, EngineStartError):
         return "check the command line; try running it in a terminal"
     if isinstance(exc, EngineTimeout):
-        return "flush stdout after each response, and end each response with an empty line"
+        return (
+            "answer every command, in order, and flush stdout after each response (ending it"
+            " with an empty line); " + _PIPELINE_HINT
+        )
     if isinstance(exc, EngineTerminatedError):
         return "the engine exited: run it by hand and read its stderr (traceback?)"
     if isinstance(exc, ProtocolError):
@@ -154,17 +251,65 @@ def _near_full_position(variant: Variant, seed: int) -> Game:
     return game
 
 
-async def run_checks(spec: EngineSpec, *, timeout: float = 10.0) -> list[CheckResult]:
-    c = Checker(spec, timeout)
+def variants_to_check(spec: EngineSpec, supports: Callable[[str], bool]) -> list[Variant]:
+    """Every variant the engine lists or declares: its sizes (default 11, 15 and 19 for
+    Atoll, 5 and 11 for Hex), Hex when it plays 4 islands, the pie rule on and off."""
+    d = spec.dialect
+    islands = [8, 4] if supports("atoll-islands") else list(d.islands or (8,))
+    pies = [True, False] if supports("atoll-pie") else [True]
+    out = []
+    for k in islands:
+        sizes = d.sizes or ((11, 15, 19) if k == 8 else (5, 11))
+        for size in sizes:
+            for pie in pies:
+                try:
+                    out.append(Variant(k, size, pie))
+                except ValueError:
+                    continue  # a declared size this variant does not have
+    return out
+
+
+def _positions(variant: Variant, seed: int, count: int) -> list[Game]:
+    """Deterministic open positions of several lengths, spread over the whole board."""
+    rng = random.Random(f"{seed}-{variant}")
+    positions = []
+    for n in range(count):
+        plies = (2 + 5 * n) % max(3, variant.geometry.n_cells // 3)
+        game = Game(Variant(variant.islands, variant.size, pie=False))
+        for _ in range(plies):
+            trial = game.copy()
+            if trial.play(rng.choice(trial.legal_cells())) is not None:
+                break  # that would end the game: keep the position open
+            game = trial
+        positions.append(game)
+    return positions
+
+
+_PIPELINE_HINT = (
+    "read stdin line by line and answer each command in order: several commands can arrive"
+    " before the first is answered"
+)
+_BOARD_HINT = (
+    "its board disagrees with the referee's: honour boardsize and clear_board, and read"
+    " cells as column letter + row number (PROTOCOL.md section 3)"
+)
+
+
+async def run_checks(
+    spec: EngineSpec, *, timeout: float = 10.0, seed: int = 1
+) -> list[CheckResult]:
+    async with trio.open_nursery() as nursery:
+        return await _run_checks(Checker(spec, timeout, nursery), seed)
+
+
+async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
+    spec = c.spec
     info: dict[str, Any] = {}
 
     async def handshake(engine: Engine) -> str:
         i = engine.info
         info["commands"] = i.commands
-        if i.protocol_version != "2":
-            raise CheckFailed(
-                f"protocol_version answered {i.protocol_version!r}", "answer 2"
-            )
+        info["supports"] = engine.supports
         if not i.name:
             raise CheckFailed("name answered nothing", "answer the bot's name")
         return f"{i.name} {i.version}".strip()
@@ -193,13 +338,15 @@ async def run_checks(spec: EngineSpec, *, timeout: float = 10.0) -> list[CheckRe
         ok, _ = await c.ask(engine, "no-such-command")
         if ok:
             problems.append("an unknown command was answered with '='")
-        ok, _ = await c.ask(engine, "boardsize", "12")
+        ok, _ = await c.ask(engine, "boardsize", "27")
         if ok:
-            problems.append("boardsize 12 (not a valid Atoll size) was accepted")
-        await c.ok(engine, "boardsize", "11")
-        await c.ok(engine, "clear_board")
-        await c.ok(engine, "play", "b", "f5")
-        ok, _ = await c.ask(engine, "play", "w", "f5")
+            problems.append("boardsize 27 (no variant has it) was accepted")
+        first = variants_to_check(spec, engine.supports)[0]
+        await c.batch(engine, wire.setup_commands(
+            spec.dialect, engine.supports, first, TimeControl(infinite=True)))  # fmt: skip
+        cell = Game(first).move_name(Game(first).legal_cells()[0])
+        await c.ok(engine, "play", "b", cell)
+        ok, _ = await c.ask(engine, "play", "w", cell)
         if ok:
             problems.append("play on an occupied cell was accepted")
         ok, _ = await c.ask(engine, "play", "w", "z99")
@@ -209,127 +356,82 @@ async def run_checks(spec: EngineSpec, *, timeout: float = 10.0) -> list[CheckRe
             raise CheckFailed("; ".join(problems), "answer '?' with a message to bad commands")
         return "bad commands answered with '?'"
 
-    async def genmove_both_colours(engine: Engine) -> str:
-        game = Game()
-        await c.ok(engine, "boardsize", "11")
-        await c.ok(engine, "clear_board")
-        moves = []
-        for _ in range(3):
-            moves.append(await c.legal_genmove(engine, game, game.to_move))
-            if moves[-1] == "resign" or game.over:
-                break
-            # Play a reply for the other side so both colours get asked.
-            reply = game.move_name(random.Random(len(game.moves)).choice(game.legal_cells()))
-            await c.ok(engine, "play", game.to_move.letter, reply)
-            game.play(reply)
-        return "answered " + " ".join(moves)
+    def variant_check(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
+        async def body(engine: Engine) -> str:
+            answers = []
+            for game in _positions(variant, seed, 3):
+                answers.append(await c.position(engine, variant, game))
+            if not variant.pie:
+                answers.append(await c.no_swap_without_pie(engine, variant, seed))
+            return "answered " + ", ".join(answers)
 
-    async def swap_offered(engine: Engine) -> str:
-        game = Game()
-        await c.ok(engine, "boardsize", "11")
-        await c.ok(engine, "clear_board")
-        await c.ok(engine, "play", "b", "f5")
-        game.play("f5")
-        answer = await c.legal_genmove(engine, game, Color.WHITE)
-        return f"move 2 answered {answer}"
+        return body
 
     async def after_swap(engine: Engine) -> str:
-        game = Game()
-        await c.ok(engine, "boardsize", "11")
-        await c.ok(engine, "clear_board")
-        for move in ("f5", "swap"):
-            await c.ok(engine, "play", game.to_move.letter, move)
-            game.play(move)
-        answer = await c.legal_genmove(engine, game, Color.WHITE)
-        return f"White to move again after the swap; answered {answer}"
+        variant = next(v for v in variants_to_check(spec, engine.supports) if v.pie)
+        game = Game(variant)
+        first = game.move_name(game.legal_cells()[len(game.legal_cells()) // 2])
+        game.play(first)
+        game.play("swap")
+        return await c.position(engine, variant, game, moves=[first, "swap"])
+
+    async def clock(engine: Engine) -> str:
+        family = wire.time_family(spec.dialect, engine.supports)
+        if family is wire.TimeFamily.NONE:
+            return "no clock commands: the engine is not told its time (its clock runs)"
+        variant = variants_to_check(spec, engine.supports)[0]
+        game = _positions(variant, seed, 2)[1]
+        return await c.position(engine, variant, game, clock=TimeControl(1.5, 0.0))
 
     async def near_full(engine: Engine) -> str:
-        game = _near_full_position(Variant(), seed=7)
-        await c.ok(engine, "boardsize", "11")
-        await c.ok(engine, "clear_board")
-        replay = Game(Variant(pie=False))
-        for move in game.moves:
-            name = replay.move_name(move)
-            await c.ok(engine, "play", replay.to_move.letter, name)
-            replay.play(move)
-        empty = replay.legal_cells()
-        answer = await c.legal_genmove(engine, replay, replay.to_move)
-        return f"{len(empty)} empty cell{'s' if len(empty) != 1 else ''}; answered {answer}"
-
-    async def clear_between_games(engine: Engine) -> str:
-        for _ in range(2):
-            await c.ok(engine, "boardsize", "11")
-            await c.ok(engine, "clear_board")
-            await c.ok(engine, "play", "b", "f5")
-        return "f5 playable again after clear_board"
-
-    async def time_commands(engine: Engine) -> str:
-        done = []
-        if engine.supports("atoll-time_settings"):
-            await c.ok(engine, "atoll-time_settings", "fischer", "10000", "100")
-            await c.ok(engine, "atoll-time_left", "b", "9000")
-            done.append("atoll-time_settings/atoll-time_left")
-        if engine.supports("time_settings"):
-            await c.ok(engine, "time_settings", "10", "0", "0")
-            if engine.supports("time_left"):
-                await c.ok(engine, "time_left", "b", "9", "0")
-            done.append("time_settings/time_left")
-        if not done:
-            return "no time commands listed (the engine will not be told its clock)"
-        game = Game()
-        await c.ok(engine, "clear_board")
-        await c.legal_genmove(engine, game, Color.BLACK)
-        return ", ".join(done)
-
-    async def hex_variant(engine: Engine) -> str:
-        if not engine.supports("atoll-islands"):
-            return "atoll-islands not listed: 8-island Atoll only"
-        await c.ok(engine, "atoll-islands", "4")
-        await c.ok(engine, "boardsize", "5")
-        await c.ok(engine, "clear_board")
-        game = Game(Variant(4, 5))
-        answer = await c.legal_genmove(engine, game, Color.BLACK)
-        return f"Hex 5x5 answered {answer}"
+        variant = variants_to_check(spec, engine.supports)[0]
+        game = _near_full_position(variant, seed)
+        empty = len(game.legal_cells())
+        answer = await c.position(engine, variant, game)
+        return f"{empty} empty cell{'s' if empty != 1 else ''}; answered {answer}"
 
     async def quit_exits(engine: Engine) -> str:
         await c.ok(engine, "quit")
-        with trio.move_on_after(2.0):
+        with trio.move_on_after(1.0):
             await engine.process.wait()
             return "exited after quit"
-        raise CheckFailed("still running 2 s after answering quit", "exit after answering quit")
+        raise CheckFailed("still running 1 s after answering quit", "exit after answering quit")
 
     async def eof_exits(engine: Engine) -> str:
         assert engine.process.stdin is not None
         await engine.process.stdin.aclose()
-        with trio.move_on_after(2.0):
+        with trio.move_on_after(1.0):
             await engine.process.wait()
             return "exited when stdin closed"
         raise CheckFailed(
-            "still running 2 s after its stdin was closed", "exit when reading stdin hits EOF"
+            "still running 1 s after its stdin was closed", "exit when reading stdin hits EOF"
         )
 
-    await c.run("start-up handshake", handshake)
-    if not c.results[-1].passed:
-        return c.results
-    await c.run("required commands listed", required_listed)
-    await c.run("known_command", known_command)
-    await c.run("errors for bad commands", errors)
-    await c.run("genmove for both colours", genmove_both_colours)
-    await c.run("genmove on move 2 (swap offered)", swap_offered)
-    await c.run("genmove after a swap", after_swap)
-    await c.run("genmove on a nearly full board", near_full)
-    await c.run("clear_board between games", clear_between_games)
-    await c.run("time commands", time_commands, required="atoll-time_settings" in info["commands"])
-    await c.run("Hex (atoll-islands 4)", hex_variant, required="atoll-islands" in info["commands"])
-    await c.run("exit on quit", quit_exits)
-    await c.run("exit on end of input", eof_exits)
-    if c.latencies:
-        worst = max(c.latencies) * 1000
-        c.results.append(CheckResult(
-            "response latency", worst < 1000, False,
-            f"median {statistics.median(c.latencies) * 1000:.1f} ms, worst {worst:.1f} ms",
-            "" if worst < 1000 else "answer non-move commands quickly",
-        ))  # fmt: skip
+    try:
+        await c.run("start-up handshake", handshake)
+        if not c.results[-1].passed:
+            return c.results
+        await c.run("required commands listed", required_listed)
+        await c.run("known_command", known_command)
+        await c.run("errors for bad commands", errors)
+        for variant in variants_to_check(spec, info["supports"]):
+            await c.run(f"positions: {variant}", variant_check(variant))
+        await c.run("genmove after a swap", after_swap)
+        await c.run("genmove on a nearly full board", near_full)
+        await c.run("within its clock (1.5 s)", clock)
+        await c.run("exit on quit", quit_exits, fresh=True)
+        await c.run("exit on end of input", eof_exits, fresh=True)
+    finally:
+        await c.aclose()
+    for label, samples in (("command latency", c.latencies), ("genmove time", c.move_times)):
+        if samples:
+            worst = max(samples) * 1000
+            slow = label == "command latency" and worst >= 1000
+            c.results.append(CheckResult(
+                label, not slow, False,
+                f"median {statistics.median(samples) * 1000:.1f} ms, worst {worst:.1f} ms",
+                "answer non-move commands at once" if slow else "",
+            ))  # fmt: skip
     c.results.append(CheckResult(
         "stderr volume", c.stderr_bytes < 1_000_000, False, f"{c.stderr_bytes} bytes",
         "" if c.stderr_bytes < 1_000_000 else "log less: the referee keeps only a tail",

@@ -285,13 +285,20 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--timeout", type=click.FloatRange(0, 3600, min_open=True), default=10.0,
               show_default=True, help="Seconds allowed for each answer.")
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Chooses the test positions (the same seed, the same positions).")
 @handle_errors
-def check(engine: str, engines_file: str | None, as_json: bool, timeout: float) -> None:
-    """Check that an engine follows the protocol (for bot authors)."""
+def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
+          seed: int) -> None:  # fmt: skip
+    """Check that an engine plays by the protocol, the way matches will run it.
+
+    Every variant it lists or declares, its engine definition's keys honoured (options,
+    islands, sizes, swap, time); for bot authors.
+    """
     from arbiter.check import run_checks, summary_table
 
     spec = resolve_engine(engine, _engines(engines_file))
-    results = run_trio(functools.partial(run_checks, spec, timeout=timeout))
+    results = run_trio(functools.partial(run_checks, spec, timeout=timeout, seed=seed))
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2))
     else:

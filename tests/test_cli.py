@@ -209,28 +209,66 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     assert len(list(read_records(records))) == 2
 
 
-def test_check_passes_the_skeleton_and_bundled_bots() -> None:
+def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant() -> None:
     for name in ("skeleton", "random", "mc-fast"):
-        done = arbiter("check", "--engines", str(ENGINES), name)
+        done = arbiter("check", "--engines", str(ENGINES), name, "--json")
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "all required checks passed" in done.stdout
+        results = json.loads(done.stdout)
+        variants = {r["name"] for r in results if r["name"].startswith("positions:")}
+        assert variants == {f"positions: {v}" for v in (
+            "atoll-8/11", "atoll-8/11 no-pie", "atoll-8/15", "atoll-8/15 no-pie", "atoll-8/19",
+            "atoll-8/19 no-pie", "hex/5", "hex/5 no-pie", "hex/11", "hex/11 no-pie")}
+        assert all(r["passed"] for r in results if r["required"])
+
+
+CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
 
 
 @pytest.mark.parametrize(
-    ("mode", "check", "hint"),
+    ("engine", "check", "hint"),
     [
-        ("garbage", "genmove for both colours", "send logs to stderr"),
-        ("wrong-id", "genmove for both colours", "followed by the command's id"),
-        ("illegal-offboard", "genmove for both colours", "must answer an empty cell"),
-        ("ignore-quit", "exit on quit", "exit after answering quit"),
+        ("badbot garbage", "positions: atoll-8/11", "send logs to stderr"),
+        ("badbot wrong-id", "positions: atoll-8/11", "followed by the command's id"),
+        ("badbot illegal-offboard", "positions: atoll-8/11", "must answer an empty cell"),
+        ("checkbots ignores-boardsize", "positions: atoll-8/15", "rebuild the board on boardsize"),
+        ("checkbots ignores-clear-board", "positions: atoll-8/11", "honour boardsize and clear"),
+        ("checkbots transposed", "positions: atoll-8/11", "column letter + row number"),
+        ("checkbots swaps-without-pie", "positions: atoll-8/11 no-pie", "never answer swap"),
+        ("checkbots debug-stdout", "positions: atoll-8/11", "send logs to stderr"),
+        ("checkbots overruns-time", "within its clock (1.5 s)", "budget each move"),
+        ("checkbots no-pipelining", "start-up handshake", "read stdin line by line"),
+        ("checkbots ignores-quit", "exit on quit", "exit after answering quit"),
     ],
 )
-def test_check_fails_misbehaving_bots_with_a_hint(mode: str, check: str, hint: str) -> None:
-    done = arbiter("check", f"{sys.executable} {BADBOT} {mode}", "--json", "--timeout", "2")
+def test_check_fails_each_bot_author_mistake_with_a_true_hint(
+    engine: str, check: str, hint: str
+) -> None:
+    program, mode = engine.split()
+    path = BADBOT if program == "badbot" else CHECKBOTS
+    start = time.monotonic()
+    done = arbiter("check", f"{sys.executable} {path} {mode}", "--json", "--timeout", "2")
     assert done.returncode == 1, done.stdout + done.stderr
+    assert time.monotonic() - start < 15  # seconds, even against an engine ignoring quit
     results = {r["name"]: r for r in json.loads(done.stdout)}
-    assert not results[check]["passed"]
+    assert not results[check]["passed"], results[check]
     assert hint in results[check]["hint"]
+    for other in ("start-up handshake", "known_command"):
+        if other != check and check != "start-up handshake":
+            assert results[other]["passed"]  # only the mistake fails, not everything
+
+
+def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
+    book = tmp_path / "engines.toml"
+    hexer = [sys.executable, str(ROOT / "tests" / "engines" / "gtphex.py"), "--always-swap"]
+    book.write_text(f"[engines.hexer]\ncommand = {json.dumps(hexer)}\nislands = [4]\n"
+                    'sizes = [7, 11]\nswap = "swap-pieces"\n'
+                    'options = ["param_game allow_swap 1"]\n')  # fmt: skip
+    done = arbiter("check", "hexer", "--engines", str(book), "--json")
+    assert done.returncode == 0, done.stdout
+    results = {r["name"]: r for r in json.loads(done.stdout)}
+    assert {n for n in results if n.startswith("positions")} == {"positions: hex/7",
+                                                                  "positions: hex/11"}
+    assert "not told its time" in results["within its clock (1.5 s)"]["detail"]
 
 
 @pytest.mark.skipif(GNUGO is None, reason="gnugo is not installed")
