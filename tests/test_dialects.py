@@ -55,6 +55,20 @@ def test_a_plain_gtp_hex_engine_plays_full_games_unchanged(tmp_path: Path) -> No
     assert all(g.commands["seat1"][-1] == "--always-swap" for g in games if g.seat1 == "hexer")
 
 
+def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) -> None:
+    book = engines_file(tmp_path, "--islands", "8", "--always-swap",
+                        extra='islands = [8]\noptions = ["param_game allow_swap 1"]\n'
+                        "sizes = [7, 11]")  # fmt: skip
+    records = tmp_path / "r.jsonl"
+    done = arbiter("match", "random", "hexer", "--engines", str(book), "--size", "7",
+                   "--games", "2", "--tc", "5+0.05", "--records", str(records), "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    games = list(read_records(records))
+    assert all(g.termination.value == "connection" for g in games)
+    assert any(g.seat2 == "hexer" and g.moves[1] == "swap" for g in games)
+    assert arbiter("check", "hexer", "--engines", str(book)).returncode == 0
+
+
 def test_an_option_the_engine_refuses_stops_the_run_naming_it(tmp_path: Path) -> None:
     book = engines_file(tmp_path, extra='options = ["param_game no_such_thing 1"]')
     done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4",

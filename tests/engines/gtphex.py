@@ -69,7 +69,7 @@ class GtpHex(skeleton.Bot):
         # Replace the skeleton's command table: only what a Benzene program implements.
         self.commands = {name: getattr(self, "cmd_" + name) for name in COMMAND_NAMES}
         game = self.game
-        game.islands = 4
+        game.islands = opts.islands  # 4: Hex; 8: the same program playing Atoll, unannounced
         game.size = min(11, opts.max_size)
         game.clear()
 
@@ -84,6 +84,8 @@ class GtpHex(skeleton.Bot):
         if len(set(sizes)) != 1:
             raise GtpError("unacceptable size: the board must be square")
         if not 2 <= sizes[0] <= self.opts.max_size:
+            raise GtpError("unacceptable size")
+        if self.game.islands == 8 and sizes[0] not in (7, 11, 15, 19, 23):
             raise GtpError("unacceptable size")
         self.game.size = sizes[0]
         self.game.clear()
@@ -187,6 +189,8 @@ def parse_args(argv):
                         help="largest accepted board size (default 19)")
     parser.add_argument("--protocol-version", default="2",
                         help="answer to protocol_version (default 2)")
+    parser.add_argument("--islands", type=int, choices=(4, 8), default=4,
+                        help="4: Hex (default); 8: plays Atoll without saying so")
     parser.add_argument("--banner", default=None,
                         help="written on stdout, with a newline, before reading commands")
     return parser.parse_args(argv)
