@@ -125,6 +125,18 @@ def time_updates(family: TimeFamily, clocks: Sequence[GameClock],
     return out
 
 
+def ply_commands(dialect: Dialect, family: TimeFamily, unseen: Sequence[tuple[str, str]],
+                 clocks: Sequence[GameClock], owner: dict[Color, int], color: Color,
+                 ) -> list[Command]:  # fmt: skip
+    """One ply's batch, written in one go: the moves the engine has not seen (colour
+    letter, move name), both clocks, then `genmove` for `color`."""
+    swap = dialect.swap
+    commands: list[Command] = [("play", c, swap if m == "swap" else m) for c, m in unseen]
+    commands += time_updates(family, clocks, owner)
+    commands.append(("genmove", color.letter))
+    return commands
+
+
 def play_command(dialect: Dialect, letter: str, move: str) -> Command:
     """`play` of a move in the engine's spelling (the pie move may be `swap-pieces`)."""
     return ("play", letter, dialect.swap if move == "swap" else move)

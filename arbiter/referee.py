@@ -271,13 +271,10 @@ class Referee:
             seat = owner[color]
             engine = engines[seat]
             clock = clocks[seat]
-            swap = engine.dialect.swap  # the pie move in this engine's spelling
-            commands: list[tuple[str, ...]] = [
-                ("play", c, swap if m == SWAP else m) for c, m in pending[seat]
-            ]
-            n_play = len(commands)
-            commands += dialect.time_updates(families[seat], clocks, owner)
-            commands.append(("genmove", color.letter))
+            commands = dialect.ply_commands(
+                engine.dialect, families[seat], pending[seat], clocks, owner, color
+            )
+            n_play = len(pending[seat])
             budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
             answer, elapsed = await self._exchange(
                 seat, engine, commands, n_play, budget, progress
