@@ -25,7 +25,8 @@ from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
 from arbiter.records import SCHEMA, Termination
 from arbiter.store import FAULTS, Store
 
-_RATED = {t.value for t in Termination} - {Termination.SETUP.value, Termination.HARNESS.value}
+_TERMINATIONS = frozenset(t.value for t in Termination)
+_RATED = _TERMINATIONS - {Termination.SETUP.value, Termination.HARNESS.value}
 
 
 @dataclass
@@ -184,7 +185,7 @@ def _check(data: object) -> str:
             return f"{key} missing or not a string"
     if not isinstance(data.get("void"), bool):
         return "void missing or not true/false"
-    if data["termination"] not in {t.value for t in Termination}:
+    if data["termination"] not in _TERMINATIONS:
         return f"unknown termination {data['termination']!r}"
     if not isinstance(data.get("pair", ""), str):
         return "pair is not a string"
