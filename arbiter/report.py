@@ -252,7 +252,7 @@ class TournamentProgress(Progress):
             return
         self.left -= 1
         self._done_here += 1
-        if self.every and self._done_here % self.every == 0 and self.left:
+        if self.every and self._done_here % self.every == 0 and self.left and not self.quiet:
             self._line(f"{self.left} games left, {self.eta()}\n{self.standings()}")
 
     def eta(self) -> str:
