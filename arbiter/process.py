@@ -335,14 +335,15 @@ async def start_engine(
             await engine.handshake()
         except EngineTerminatedError as exc:
             await engine.aclose()
-            # The exit status and the last of stderr are known only now: add them.
-            code = process.returncode
+            # The exit status and the last of stderr are known only now: a new error
+            # carries them (the caught one stays as it was, as the cause).
+            code = process.returncode if exc.returncode is None else exc.returncode
+            detail = exc.detail
             if exc.returncode is None and code is not None:
-                exc.returncode = code
-                exc.detail = f"{exc.detail}; {exit_status(code)}"
-                exc.args = (f"engine {exc.engine!r}: {exc.detail}",)
-            exc.stderr_tail = engine.stderr.tail()
-            raise
+                detail = f"{detail}; {exit_status(code)}"
+            raise EngineTerminatedError(
+                exc.engine, detail, returncode=code, stderr_tail=engine.stderr.tail()
+            ) from exc
         except BaseException:
             await engine.aclose()
             raise
