@@ -119,8 +119,8 @@ class Engine:
         self.dialect = spec.dialect
         self.name = spec.label
         self.stderr_closed = trio.Event()
-        self._background_scope = trio.CancelScope()
-        self.closed = False
+        self._close_requested = trio.Event()
+        self._closed = trio.Event()
         stdin, stdout = process.stdin, process.stdout
         assert isinstance(stdin, trio.lowlevel.FdStream)
         assert isinstance(stdout, trio.lowlevel.FdStream)
@@ -181,30 +181,42 @@ class Engine:
                 raise EngineFailure(self.name, f"option {line!r}", exc.message) from exc
         return self.info
 
-    async def _background(self) -> None:
-        """Drain stderr and watch for exit until the engine is closed."""
-        with self._background_scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._drain_stderr)
-                nursery.start_soon(self._watch_exit)
+    async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                   ) -> None:  # fmt: skip
+        """The one task that owns the process, from start to reaping.
 
-    async def aclose(self) -> None:
-        """Shut the engine down (see `shutdown`), even inside a cancelled scope, and
-        release its pipes."""
-        if self.closed:
-            return
-        self.closed = True
-        with trio.CancelScope(shield=True):
-            try:
-                await self.shutdown()
-            finally:
-                self._background_scope.cancel()
+        It drains stderr and watches for the exit while the engine lives; when the engine
+        is closed, or the nursery it lives in is cancelled, it shuts the group down
+        (quit, SIGTERM, SIGKILL, with stderr still drained), releases the pipes and kills
+        what the engine left behind. Nothing else starts or ends its helpers.
+        """
+        try:
+            async with trio.open_nursery() as helpers:
+                helpers.start_soon(self._drain_stderr)
+                helpers.start_soon(self._watch_exit)
+                task_status.started()
+                try:
+                    await self._close_requested.wait()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self.shutdown()
+                    helpers.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
                 for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
                     if stream is not None:
                         await stream.aclose()  # release the pipes now, not at collection
                 if self.process.returncode is not None:
                     reaper.reaped(self.process.pid)
                 reaper.reap_orphans()  # whatever the engine started and left behind
+                self._closed.set()
+
+    async def aclose(self) -> None:
+        """Close the engine and wait until its owner has shut it down, even inside a
+        cancelled scope."""
+        with trio.CancelScope(shield=True):
+            self._close_requested.set()
+            await self._closed.wait()
 
     async def _drain_stderr(self) -> None:
         stream = self.process.stderr
@@ -287,7 +299,8 @@ async def start_engine(
     *,
     handshake: bool = True,
 ) -> Engine:
-    """Start an engine whose helper tasks live in `nursery`; close it with `aclose()`.
+    """Start an engine owned by a task in `nursery` (see `Engine._own`); close it with
+    `aclose()`, or cancel the nursery.
 
     Raises EngineStartError when the program cannot be started, and the session's
     errors when the handshake fails (the process is gone by then).
@@ -329,7 +342,7 @@ async def start_engine(
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
     reaper.started(process.pid)
     engine = Engine(spec, process, deadlines)
-    nursery.start_soon(engine._background)
+    await nursery.start(engine._own)
     if handshake:
         try:
             await engine.handshake()
