@@ -586,10 +586,13 @@ def _source_kind(path: str) -> str:
 
 def run() -> None:
     """The `arbiter` program: the command line, as the guardian of the engines it starts."""
-    from arbiter.reaper import guard
+    from arbiter.reaper import guard, reap_orphans
 
     guard()  # engines die with this process; what they leave behind is adopted and killed
-    main()
+    try:
+        main()
+    finally:
+        reap_orphans()
 
 
 if __name__ == "__main__":

@@ -213,6 +213,7 @@ class GameWorker:
         self.emit(Started(job.number, names[0], names[1]))
         outcome = await self.referee.play(job.spec, [a, b])
         self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
+        reaper.check_watchdog()
         for seat in outcome.faulty:
             await self._close(job.engines[seat])
         await self._trim()
@@ -313,6 +314,7 @@ class LocalExecutor:
                         for pgid in groups:
                             with contextlib.suppress(ProcessLookupError, PermissionError):
                                 os.killpg(pgid, signal.SIGKILL)
+                        reaper.reap_orphans()  # what its engines left behind came to us
 
     @staticmethod
     async def _remote_game(process: _WorkerProcess, job: GameJob, emit: Emit, groups: set[int],
@@ -430,14 +432,15 @@ class _WorkerProcess:
 
     @classmethod
     async def start(cls, settings: ExecutorSettings) -> _WorkerProcess:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "arbiter.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            # Ctrl-C goes to the parent only, which then stops the workers in order.
-            start_new_session=True,
-        )
-        reaper.started(process.pid, group=False)  # it guards its own engines
+        with reaper.spawning():
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "arbiter.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                # Ctrl-C goes to the parent only, which then stops the workers in order.
+                start_new_session=True,
+            )
+            reaper.started(process.pid, group=False)  # it guards its own engines
         worker = cls(process)
         await worker.channel.send(settings)
         return worker

@@ -307,19 +307,22 @@ async def start_engine(
     """
     deadlines = deadlines or Deadlines()
     env = None
-    if spec.env:
+    if spec.env or reaper.engine_env():
         env = dict(os.environ)
-        env.update(spec.env)
+        env.update(spec.env or {})
+        env.update(reaper.engine_env())
     try:
-        process = await trio.lowlevel.open_process(
-            list(spec.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            cwd=spec.cwd,
-            env=env,
-        )
+        with reaper.spawning():
+            process = await trio.lowlevel.open_process(
+                list(spec.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                cwd=spec.cwd,
+                env=env,
+            )
+            reaper.started(process.pid)
     except FileNotFoundError as exc:
         raise EngineStartError(
             spec.label,
@@ -340,7 +343,6 @@ async def start_engine(
         ) from exc
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
-    reaper.started(process.pid)
     engine = Engine(spec, process, deadlines)
     await nursery.start(engine._own)
     if handshake:

@@ -24,11 +24,16 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
+TOKEN_VARIABLE = "ARBITER_GUARD"  # set in every engine's environment (see `engine_env`)
 _subreaper = False
 _guarding = False
+_token = ""
 _known: set[int] = set()  # children this process started on purpose (engines, workers)
+_groups: set[int] = set()  # engine groups the watchdog must kill if this process dies
+_spawning = 0  # starts in flight: their pids are not known yet
 _watchdog: subprocess.Popen[bytes] | None = None
 _lock = threading.Lock()
 
@@ -36,8 +41,9 @@ _lock = threading.Lock()
 def guard() -> bool:
     """Make this process the guardian of its engines: a watchdog kills them if it dies,
     and it adopts what they orphan. Returns whether adoption is in force (Linux)."""
-    global _guarding
+    global _guarding, _token
     _guarding = True
+    _token = os.urandom(8).hex()
     return _become_subreaper()
 
 
@@ -53,16 +59,42 @@ def _become_subreaper() -> bool:
     return _subreaper
 
 
+def engine_env() -> dict[str, str]:
+    """What every engine's environment carries, so that the watchdog can find processes
+    an engine moved out of its group (a new session) after this process has died."""
+    return {TOKEN_VARIABLE: _token} if _guarding else {}
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Around a process start: orphans are not reaped while a new child's pid is unknown."""
+    global _spawning
+    _spawning += 1
+    try:
+        yield
+    finally:
+        _spawning -= 1
+
+
 def started(pid: int, *, group: bool = True) -> None:
     """A child this process started on purpose; with `group`, the watchdog guards it."""
     _known.add(pid)
     if group:
+        _groups.add(pid)
         _tell(f"+{pid}\n")
 
 
 def reaped(pid: int) -> None:
     _known.discard(pid)
-    _tell(f"-{pid}\n")
+    if pid in _groups:
+        _groups.discard(pid)
+        _tell(f"-{pid}\n")
+
+
+def check_watchdog() -> None:
+    """Start the watchdog again if it died, and tell it every group it must guard."""
+    if _guarding and _groups:
+        _tell("")
 
 
 def _tell(line: str) -> None:
@@ -73,7 +105,7 @@ def _tell(line: str) -> None:
         if _watchdog is None or _watchdog.poll() is not None:
             try:
                 _watchdog = subprocess.Popen(
-                    [sys.executable, "-m", "arbiter.reaper"],
+                    [sys.executable, "-m", "arbiter.reaper", _token],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     start_new_session=True,  # Ctrl-C on the terminal does not reach it
@@ -81,16 +113,19 @@ def _tell(line: str) -> None:
             except OSError:
                 return
             _known.add(_watchdog.pid)
+            line = "".join(f"+{pgid}\n" for pgid in sorted(_groups))  # all it must know
         assert _watchdog.stdin is not None
         with contextlib.suppress(OSError):
-            os.write(_watchdog.stdin.fileno(), line.encode())
+            if line:
+                os.write(_watchdog.stdin.fileno(), line.encode())
 
 
 def reap_orphans() -> list[int]:
     """Kill and reap adopted descendants of closed engines; returns their pids."""
-    if not _subreaper:
-        return []
+    if not _subreaper or _spawning:
+        return []  # a child being started is not known yet: try again at the next close
     me = os.getpid()
+    own_group = os.getpgrp()
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -107,8 +142,10 @@ def reap_orphans() -> list[int]:
             continue
         found.append(pid)
         if fields[0] != b"Z":
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(fields[2]), signal.SIGKILL)
+            pgid = int(fields[2])
+            if pgid not in (own_group, me):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     for pid in found:
@@ -117,8 +154,25 @@ def reap_orphans() -> list[int]:
     return found
 
 
-def _watch() -> None:
-    """The watchdog: read +PGID / -PGID lines; at EOF, kill every group still listed."""
+def _guarded(token: str) -> list[int]:
+    """Processes whose environment carries this harness's token."""
+    needle = f"{TOKEN_VARIABLE}={token}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                if needle in handle.read().split(b"\0"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _watch(token: str) -> None:
+    """The watchdog: read +PGID / -PGID lines; at EOF, kill every group still listed and
+    every process that carries the harness's token (engines' escaped descendants)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     groups: set[int] = set()
@@ -142,7 +196,11 @@ def _watch() -> None:
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    if token:
+        for pid in _guarded(token):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":
-    _watch()
+    _watch(sys.argv[1] if len(sys.argv) > 1 else "")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -82,15 +84,42 @@ def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str],
             proc.stderr.close()
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
-def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str) -> None:
-    # These engines ignore EOF on stdin: only the harness's watchdog can stop them.
+@pytest.mark.parametrize(
+    ("concurrency", "mode"),
+    [("1", "ignore-quit"), ("2", "ignore-quit"), ("1", "escape --after 100000")],
+)
+def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str, mode: str) -> None:
+    # These engines ignore EOF on stdin (or left a child in a session of its own): only
+    # the harness's watchdog can stop them.
     marker = f"kill9-{uuid.uuid4().hex[:8]}"
-    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+    stubborn = f"{sys.executable} {BADBOT} {mode} --name {marker}"
     _kill_harness_mid_match(
         [stubborn, stubborn, "--games", "20", "--tc", "60+0", "-c", concurrency], marker,
         lambda line: line.startswith("Finished game"),
     )  # fmt: skip
+
+
+def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> None:
+    marker = f"wd-{uuid.uuid4().hex[:8]}"
+    stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
+    killed: list[int] = []
+    finished = 0
+
+    def ready(line: str) -> bool:
+        nonlocal finished
+        if not line.startswith("Finished game"):
+            return False
+        finished += 1
+        if not killed:  # kill the first watchdog; the harness starts a new one
+            dogs = pids_matching("arbiter.reaper")
+            killed.extend(dogs)
+            for pid in dogs:
+                os.kill(pid, signal.SIGKILL)
+            return False
+        return finished >= 3
+
+    _kill_harness_mid_match([stubborn, stubborn, "--games", "20", "--tc", "60+0"], marker, ready)
+    assert killed
 
 
 def test_engines_die_with_the_harness_after_a_long_match() -> None:
