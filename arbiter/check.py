@@ -368,7 +368,10 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         return body
 
     async def after_swap(engine: Engine) -> str:
-        variant = next(v for v in variants_to_check(spec, engine.supports) if v.pie)
+        variants = [v for v in variants_to_check(spec, engine.supports) if v.pie]
+        if not variants:
+            return "no variant with the pie rule"
+        variant = variants[0]
         game = Game(variant)
         first = game.move_name(game.legal_cells()[len(game.legal_cells()) // 2])
         game.play(first)
@@ -410,6 +413,12 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
     try:
         await c.run("start-up handshake", handshake)
         if not c.results[-1].passed:
+            return c.results
+        if not variants_to_check(spec, info["supports"]):
+            c.results.append(CheckResult(
+                "variants", False, True, "the engine lists or declares no playable variant",
+                "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
+            ))  # fmt: skip
             return c.results
         await c.run("required commands listed", required_listed)
         await c.run("known_command", known_command)

@@ -25,6 +25,7 @@ from arbiter.clock import TC_HELP, TimeControl
 from arbiter.dialect import Dialect, TimeFamily
 from arbiter.errors import ConfigError
 from arbiter.process import EngineSpec
+from arbiter.rules import Variant
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
                "time")  # fmt: skip
@@ -199,12 +200,27 @@ def _dialect(table: dict[str, Any], where: str) -> Dialect:
         raise ConfigError("swap must be one word", where=f"{where}.swap",
                           hint='e.g. swap = "swap-pieces"')  # fmt: skip
     time = table.get("time")
-    if time is not None and time not in {f.value for f in TimeFamily}:
+    if time is not None and (not isinstance(time, str)
+                             or time not in {f.value for f in TimeFamily}):  # fmt: skip
         raise ConfigError(f"time must be atoll, gtp or none, not {time!r}", where=f"{where}.time",
                           hint="atoll: atoll-time_* commands; gtp: time_settings and time_left;"
                           " none: no clock commands")  # fmt: skip
+    if islands is not None and sizes is not None:
+        playable = [(k, n) for k in islands for n in sizes if _variant_ok(k, n)]
+        if not playable:
+            raise ConfigError(f"no declared size is a board of the declared islands {islands}",
+                              where=f"{where}.sizes",
+                              hint="Atoll sizes are 7, 11, 15, 19 and 23; Hex 2 to 26")  # fmt: skip
     return Dialect(islands=islands, sizes=sizes, swap=swap.lower(),
                    time=None if time is None else TimeFamily(time))  # fmt: skip
+
+
+def _variant_ok(islands: int, size: int) -> bool:
+    try:
+        Variant(islands, size)
+    except ValueError:
+        return False
+    return True
 
 
 def check_executable(spec: EngineSpec, where: str) -> None:

@@ -52,13 +52,17 @@ def unsupported(dialect: Dialect, supports: Callable[[str], bool], name: str,
     """Why this engine cannot play this variant at all, from its commands and definition."""
     if not supports("atoll-islands"):
         allowed = dialect.islands or (8,)
+        if len(allowed) > 1:
+            return (f"{name} declares islands = {list(allowed)} but does not list"
+                    " atoll-islands, so it can never be told which one a game is; declare one")
         if variant.islands not in allowed:
             kinds = " or ".join(f"{k}-island" for k in allowed)
-            how = "declares islands = " + str(list(allowed)) if dialect.islands else (
-                "does not list atoll-islands, so it can only play 8-island Atoll"
-            )  # fmt: skip
-            return (f"{name} {how} ({kinds} games), not {variant.islands} islands;"
-                    " declare islands = [4] in its definition if it plays Hex")  # fmt: skip
+            if dialect.islands:
+                return (f"{name} declares islands = {list(allowed)} ({kinds} games), so it"
+                        f" cannot play {variant.islands} islands")  # fmt: skip
+            return (f"{name} does not list atoll-islands, so it can only play 8-island Atoll,"
+                    f" not {variant.islands} islands; declare islands = [4] in its definition"
+                    " if it plays Hex")  # fmt: skip
     if dialect.sizes is not None and variant.size not in dialect.sizes:
         return (f"{name} declares sizes = {list(dialect.sizes)}, so it cannot play size"
                 f" {variant.size}")  # fmt: skip

@@ -83,7 +83,7 @@ def test_an_option_the_engine_refuses_stops_the_run_naming_it(tmp_path: Path) ->
     [
         (["--max-size", "5"], "", "7", "hexer cannot play"),
         ([], "sizes = [5, 9]", "7", "declares sizes = [5, 9]"),
-        ([], "islands = [8]", "7", "not 4 islands"),
+        ([], "islands = [8]", "7", "cannot play 4 islands"),
     ],
     ids=["refused-boardsize", "undeclared-size", "undeclared-variant"],
 )
