@@ -30,6 +30,8 @@ class ConfigError(ArbiterError, ValueError):
 class EngineError(ArbiterError):
     """Something went wrong with one engine process."""
 
+    stderr_tail: str = ""  # the end of its stderr, when it was taken as evidence
+
     def __init__(self, engine: str, message: str) -> None:
         self.engine = engine
         self.detail = message

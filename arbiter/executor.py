@@ -26,12 +26,13 @@ import subprocess
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import trio
 
-from arbiter import reaper, text
+from arbiter import dialect, reaper, text
+from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, open_engine, start_engine
 from arbiter.records import Evidence, GameRecord, Termination
@@ -115,44 +116,64 @@ def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination
                        reason=reason, evidence=evidence)  # fmt: skip
 
 
-async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant
-                    ) -> str | None:  # fmt: skip
-    """Before any game: can each engine play this variant at all? The first problem, or None.
+@dataclass
+class Preflight:
+    """What the engines said before any game: each one's answers, and the first problem."""
 
-    Each engine is started once and asked for the board (`atoll-islands`, `boardsize`): a
-    variant it does not list or declare, or a `?` to the board, is a configuration error
-    for the operator, never a string of void games. An engine that does not start here is
-    left to the run, which reports start failures with their evidence.
+    info: dict[str, EngineInfo] = field(default_factory=dict)
+    problem: str = ""
+    config_error: bool = False  # the problem is the operator's to fix (exit 2)
+
+
+async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
+                    tcs: Mapping[str, TimeControl], limit: int = 2) -> Preflight:  # fmt: skip
+    """Before any game: can each engine start and play this variant at all?
+
+    Each engine is started once (at most `limit` at a time) and given a game's whole
+    set-up, its options, board and clock included: a variant it does not list or declare,
+    or a `?` to any of it, is a configuration error for the operator, never a string of
+    void games; an engine that cannot start stops the run with its evidence. Its answer
+    to `name` is kept, so that every worker names it the same way.
     """
-    problems: list[str] = []
+    result = Preflight()
+    gate = trio.CapacityLimiter(max(1, limit))
+    # Short goodbyes: an engine that ignores quit should not hold up the first game.
+    deadlines = replace(settings.deadlines, quit=0.3, term=0.5)
+
+    def fail(problem: str, config_error: bool) -> None:
+        if not result.problem:
+            result.problem, result.config_error = problem, config_error
 
     async def probe(key: str) -> None:
         spec = settings.engines[key]
-        try:
-            async with open_engine(spec, settings.deadlines) as engine:
-                problem = unsupported_variant(engine, variant)
-                if problem is not None:
-                    problems.append(problem)
-                    return
-                commands: list[tuple[str, ...]] = []
-                if engine.supports("atoll-islands"):
-                    commands.append(("atoll-islands", str(variant.islands)))
-                commands.append(("boardsize", str(variant.size)))
-                try:
-                    await engine.session.pipeline(commands, timeout=settings.deadlines.command)
-                except EngineFailure as exc:
-                    problems.append(
-                        f"{engine.name} cannot play {variant}: it answered"
-                        f" {exc.command!r} with ? {exc.message[:200]}; declare the sizes it"
-                        " plays (sizes = [...]) in its definition, or choose another size"
-                    )
-        except EngineError:
-            return
+        async with gate:
+            try:
+                async with open_engine(spec, deadlines) as engine:
+                    result.info[key] = engine.info
+                    problem = unsupported_variant(engine, variant)
+                    if problem is not None:
+                        fail(problem, True)
+                        return
+                    commands = dialect.setup_commands(spec.dialect, engine.supports, variant,
+                                                      tcs[key])  # fmt: skip
+                    try:
+                        await engine.session.pipeline(commands, timeout=deadlines.command)
+                    except EngineFailure as exc:
+                        fail(f"{engine.name} cannot play {variant} at {tcs[key]}: it answered"
+                             f" {exc.command!r} with ? {exc.message[:200]}; declare what it"
+                             " plays (sizes, islands, time) in its definition, or choose"
+                             " another variant", True)  # fmt: skip
+            except EngineFailure as exc:  # an option it refused
+                fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)
+            except EngineError as exc:
+                last = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:] or ["(nothing)"]
+                fail(f"{spec.label} could not be started: {exc.detail}; its last stderr"
+                     f" line: {last[0][:200]}", False)  # fmt: skip
 
     async with trio.open_nursery() as nursery:
         for key in dict.fromkeys(keys):
             nursery.start_soon(probe, key)
-    return problems[0] if problems else None
+    return result
 
 
 class GameWorker:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from arbiter.clock import TimeControl
 from arbiter.driver import Driver, VoidPolicy
@@ -144,10 +144,18 @@ class Match:
         executor = LocalExecutor(
             settings, min(config.concurrency, config.games), processes=config.processes
         )
-        problem = await preflight(settings, ["0", "1"], config.variant)
-        if problem is not None:
-            self.result.aborted, self.result.config_error = problem, True
+        checked = await preflight(settings, ["0", "1"], config.variant,
+                                  {"0": config.tc[0], "1": config.tc[1]})  # fmt: skip
+        if checked.problem:
+            self.result.aborted, self.result.config_error = checked.problem, checked.config_error
             return self.result
+        # Names fixed once from the engines' first answers, so that every process (and
+        # every record) names each engine the same way, however often it restarts.
+        replies = [checked.info[k].name if k in checked.info else "" for k in ("0", "1")]
+        names = display_names(self.specs, replies)
+        named = {k: replace(self.specs[i], name=names[i]) for i, k in enumerate(("0", "1"))}
+        settings = replace(settings, engines=named)
+        self.result.names = (names[0], names[1])
         driver = Driver(
             match_games(self.match_id, config.games, config.variant, seed=config.seed),
             self.game_spec,

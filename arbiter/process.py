@@ -359,6 +359,17 @@ async def start_engine(
             raise EngineTerminatedError(
                 exc.engine, detail, returncode=code, stderr_tail=engine.stderr.tail()
             ) from exc
+        except EngineError as exc:
+            await engine.aclose()
+            # Whatever went wrong, what it said on stderr is the best clue: a new error of
+            # the same kind carries it.
+            evidence = (
+                EngineFailure(exc.engine, exc.command, exc.message)
+                if isinstance(exc, EngineFailure)
+                else type(exc)(exc.engine, exc.detail)
+            )
+            evidence.stderr_tail = engine.stderr.tail()
+            raise evidence from exc
         except BaseException:
             await engine.aclose()
             raise

@@ -380,9 +380,10 @@ def run_tournament(
 
     async def run() -> RunOutcome:
         if left:
-            problem = await preflight(settings, list(t.engines), t.variant)
-            if problem is not None:
-                return RunOutcome(aborted=problem, config_error=True)
+            tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
+            checked = await preflight(settings, list(t.engines), t.variant, tcs, slots)
+            if checked.problem:
+                return RunOutcome(aborted=checked.problem, config_error=checked.config_error)
         return await driver.run()
 
     return run, left

@@ -15,6 +15,7 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from processes import running
 
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
+from arbiter.executor import ExecutorSettings, Finished, GameJob, GameWorker
 from arbiter.match import Match, MatchConfig
 from arbiter.process import Deadlines, Engine, EngineSpec, open_engine
 from arbiter.records import GameRecord, Termination
@@ -80,11 +82,17 @@ class Bot(sk.Bot):
 sys.exit(Bot().run())
 """
 
-# Takes every board, but refuses to clear it: a set-up fault in every game.
+# Clears the board once across all its processes (the harness's check before the first
+# game, counted in the file named by $CLEARS), then refuses to: a set-up fault in every game.
 REJECTS_CLEAR_BOARD = """
 class Bot(sk.Bot):
     def cmd_clear_board(self, args):
-        raise sk.GtpError("cannot clear")
+        with open(os.environ["CLEARS"], "a+") as counter:
+            counter.write("x")
+            counter.seek(0)
+            if len(counter.read()) > 1:
+                raise sk.GtpError("cannot clear")
+        return super().cmd_clear_board(args)
 sys.exit(Bot().run())
 """
 
@@ -525,7 +533,7 @@ async def test_setup_failure_is_void(seat: int) -> None:
     ids=["too-many-voids-in-a-row", "attempts-used-up"],
 )
 async def test_match_never_rates_void_games_and_gives_up(
-    max_attempts: int, max_voids: int, aborted: bool, unplayed: list[int]
+    max_attempts: int, max_voids: int, aborted: bool, unplayed: list[int], tmp_path: Path
 ) -> None:
     config = MatchConfig(
         games=2,
@@ -537,7 +545,9 @@ async def test_match_never_rates_void_games_and_gives_up(
     )
     finished: list[GameRecord] = []
     # It starts fine but refuses every game's set-up: void after void, never rated.
-    specs = (inline_engine("noclear", REJECTS_CLEAR_BOARD), badbot("ok", label=GOOD))
+    noclear = replace(inline_engine("noclear", REJECTS_CLEAR_BOARD),
+                      env={"CLEARS": str(tmp_path / "clears")})  # fmt: skip
+    specs = (noclear, badbot("ok", label=GOOD))
     match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
     with trio.fail_after(30):
         result = await match.run()
@@ -570,23 +580,29 @@ async def test_an_engine_that_never_starts_stops_the_match_at_once() -> None:
     specs = (badbot("crash-start", label="crash-start"), badbot("ok", label=GOOD))
     with trio.fail_after(30):
         result = await Match(specs, config).run()
-    assert result.records == [] and len(result.voids) == 1
-    evidence = result.voids[0].evidence
-    assert evidence is not None and evidence.stage == "start" and evidence.returncode == 3
+    # Found before any game: nothing played, nothing voided, the evidence in the message.
+    assert result.records == [] and result.voids == [] and not result.config_error
     assert "crash-start could not be started" in result.aborted
     assert "exit status 3" in result.aborted and "mode crash-start" in result.aborted
 
 
 async def test_void_record_of_a_start_failure_tells_the_engines_apart() -> None:
-    config = MatchConfig(
-        games=1, referee=FAST, deadlines=DEADLINES, max_attempts=1, max_consecutive_voids=1
-    )
+    # An engine that fails to (re)start in the middle of a run: the executor's record.
+    settings = ExecutorSettings(engines={"0": badbot("crash-start"), "1": good()},
+                                referee=FAST, deadlines=DEADLINES)  # fmt: skip
+    spec = GameSpec("g-1", Variant(), (ROOMY, ROOMY))
+    events: list[object] = []
     with trio.fail_after(30):
-        result = await Match((badbot("crash-start"), good()), config).run()
-    [record] = result.voids
+        async with trio.open_nursery() as nursery:
+            worker = GameWorker(settings, nursery, events.append)
+            await worker.play(GameJob(1, spec, ("0", "1")))
+            await worker.aclose()
+    [finished] = [e for e in events if isinstance(e, Finished)]
+    record = finished.record
+    assert record.void and record.termination is Termination.SETUP
     assert record.seat1 != record.seat2
-    assert result.names[0] != result.names[1]
     assert record.evidence is not None and record.evidence.engine == record.seat1
+    assert record.evidence.stage == "start" and record.evidence.returncode == 3
 
 
 async def test_match_with_a_variant_an_engine_cannot_play_stops_at_once() -> None:

@@ -449,5 +449,5 @@ def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_schedul
     done = arbiter("tournament", "run", str(t))
     assert done.returncode == 1
     assert "broken could not be started" in done.stdout
-    # It stopped at the first game that needed it: no retry after retry, no void chain.
-    assert done.stderr.count("void") == 1
+    # It stopped before any game: no retry after retry, no void chain.
+    assert "Started game" not in done.stderr and "void" not in done.stderr
