@@ -21,6 +21,7 @@ import trio
 from tabulate import tabulate
 
 from arbiter import dialect as wire
+from arbiter import text
 from arbiter.clock import GameClock, TimeControl
 from arbiter.errors import (
     EngineError,
@@ -104,7 +105,13 @@ class Checker:
                 continue
             what = " ".join(command)
             hint = "the engine must accept this command as the protocol describes it"
-            if command[0] == "play":
+            if command[0] == "boardsize":
+                hint = ("if it does not play this size, declare the sizes it plays"
+                        " (sizes = [...]) in its engine definition")  # fmt: skip
+            elif command[0] == "play" and command[2] == self.spec.dialect.swap:
+                hint = ("declare how it spells the pie move in its engine definition"
+                        ' (e.g. swap = "swap-pieces")')  # fmt: skip
+            elif command[0] == "play":
                 hint = _BOARD_HINT
                 if variant is not None and variant.size != 11:
                     hint = f"rebuild the board on boardsize {variant.size}; " + hint
@@ -132,7 +139,14 @@ class Checker:
         ask.append(("genmove", color.letter))
         limit = tc.base + 1.0 if clock is not None else self.timeout
         start = time.perf_counter()
-        responses = await engine.session.pipeline_responses(ask, timeout=limit)
+        try:
+            responses = await engine.session.pipeline_responses(ask, timeout=limit)
+        except EngineTimeout as exc:
+            raise CheckFailed(
+                f"no answer to {' '.join(ask[-1])!r} within {limit:g} s",
+                "answer genmove within the time it is told (the clock update comes right"
+                " before it), or raise --timeout for a slow engine",
+            ) from exc
         elapsed = time.perf_counter() - start
         self.move_times.append(elapsed)
         for command, response in zip(ask[:-1], responses, strict=False):
@@ -187,11 +201,11 @@ class Checker:
             detail = await body(engine)
             self.results.append(CheckResult(name, True, required, detail))
         except CheckFailed as exc:
-            detail = exc.detail + await self._last_stderr()
+            detail = text.escape(exc.detail) + await self._last_stderr()
             self.results.append(CheckResult(name, False, required, detail, exc.hint))
             await self._close()
         except EngineError as exc:
-            detail = str(exc) + await self._last_stderr(getattr(exc, "stderr_tail", ""))
+            detail = text.escape(str(exc)) + await self._last_stderr(exc.stderr_tail)
             self.results.append(CheckResult(name, False, required, detail, _hint_for(exc)))
             await self._close()
         if fresh:
@@ -202,7 +216,7 @@ class Checker:
             await self._engine.settle_stderr(0.5)
             tail = tail or self._engine.stderr.tail()
         lines = tail.strip().splitlines()
-        return f"\nlast stderr line: {lines[-1][:200]}" if lines else ""
+        return f"\nlast stderr line: {text.name(lines[-1], 200)}" if lines else ""
 
     async def _close(self) -> None:
         engine, self._engine = self._engine, None
@@ -312,7 +326,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         info["supports"] = engine.supports
         if not i.name:
             raise CheckFailed("name answered nothing", "answer the bot's name")
-        return f"{i.name} {i.version}".strip()
+        return f"{text.name(i.name)} {text.name(i.version)}".strip()
 
     async def required_listed(engine: Engine) -> str:
         missing = [x for x in REQUIRED_COMMANDS if x not in engine.info.commands]

@@ -222,8 +222,8 @@ def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
 @main.command()
 @click.argument("records", type=click.Path(dir_okay=False))
 @click.option("--game", "game_id", default=None,
-              help="Game id, a unique prefix of one, or its number in the listing (default:"
-                   " list the games).")
+              help="Game id, a unique prefix of one, or a number: the game number in a file"
+                   " of one match, else the number in the listing (default: list the games).")
 @click.option("--ply", type=click.IntRange(0), default=None,
               help="Show the position after this many plies.")
 @handle_errors
@@ -262,11 +262,12 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
     if exact:
         return exact[-1]
     if game_id.isdigit():
+        matches = {g.game_id.rsplit("-", 1)[0] for g in games}
         numbered = [g for g in games if g.game_id.rsplit("-", 1)[-1] == game_id]
-        if numbered:
-            return numbered[-1]  # a match's game number (the latest attempt)
+        if len(matches) == 1 and numbered:
+            return numbered[-1]  # one match's game number (its latest attempt)
         if 1 <= int(game_id) <= len(games):
-            return games[int(game_id) - 1]
+            return games[int(game_id) - 1]  # the number in the listing
     prefixed = {g.game_id: g for g in games if g.game_id.startswith(game_id)}
     if len(prefixed) == 1:
         return next(iter(prefixed.values()))

@@ -21,7 +21,7 @@ def _unsafe(ch: str) -> bool:
         return True
     # Cc: C0 and C1 controls and DEL; Cf: format controls (bidi overrides and isolates,
     # zero-width joiners); Zl/Zp: line and paragraph separators.
-    return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+    return unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")  # Cs: lone surrogates
 
 
 def _escape_char(ch: str) -> str:

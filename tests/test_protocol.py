@@ -281,3 +281,8 @@ def test_only_an_empty_line_ends_a_response(chunk: int) -> None:
     for i in range(0, len(wire), chunk):
         got += reader.feed(wire[i : i + chunk])
     assert [(r.id, r.text) for r in got] == [(5, "  a b c\n\n1 . X ."), (6, "next")]
+
+
+def test_a_line_of_control_characters_is_content_not_the_end() -> None:
+    got = ResponseReader().feed(b"=1 board\n\x1b\nrest\n\n")
+    assert [(r.id, r.text) for r in got] == [(1, "board\n\nrest")]

@@ -181,6 +181,7 @@ class ResponseReader:
         return self._lines is not None or bool(self._buffer)
 
     def _line(self, raw: str) -> Response | None:
+        empty = not raw.rstrip("\r")  # judged before control characters are dropped
         if not raw.isprintable():
             raw = _CONTROL.sub("", raw.replace("\t", " "))
         line = raw.rstrip()
@@ -201,7 +202,7 @@ class ResponseReader:
             self._lines = [line]
             self._size = len(line)
             return None
-        if raw.rstrip("\r"):  # only an empty line ends a response; spaces are content
+        if not empty:  # only an empty line ends a response; spaces are content
             self._size += len(line) + 1
             if self._size > self.max_response:
                 raise FramingError(f"a response of over {self.max_response} bytes")
