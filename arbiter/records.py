@@ -74,6 +74,7 @@ class GameRecord:
     seed: int | None = None
     pair: str = ""  # the same for both games of a seat-swapped pair (empty if unknown)
     commands: dict[str, list[str]] = field(default_factory=dict)  # seat1/seat2: argv
+    answers: dict[str, str] = field(default_factory=dict)  # seat1/seat2: its `name` answer
     schema: int = SCHEMA
 
     @property
@@ -97,7 +98,7 @@ class GameRecord:
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
             "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "commands",
-            "evidence",
+            "answers", "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 

@@ -194,6 +194,8 @@ class Referee:
             void=seat is None,
             reason=verdict.reason,
             versions={e.name: e.info.version for e in engines},
+            # What each engine answered to `name`, whole (up to the cap): a label only.
+            answers={"seat1": engines[0].info.name, "seat2": engines[1].info.name},
             evidence=verdict.evidence,
         )  # fmt: skip
 
