@@ -322,7 +322,6 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
 
     async def handshake(engine: Engine) -> str:
         i = engine.info
-        info["commands"] = i.commands
         info["supports"] = engine.supports
         if not i.name:
             raise CheckFailed("name answered nothing", "answer the bot's name")
@@ -428,7 +427,8 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         await c.run("start-up handshake", handshake)
         if not c.results[-1].passed:
             return c.results
-        if not variants_to_check(spec, info["supports"]):
+        variants = variants_to_check(spec, info["supports"])
+        if not variants:
             c.results.append(CheckResult(
                 "variants", False, True, "the engine lists or declares no playable variant",
                 "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
@@ -437,7 +437,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         await c.run("required commands listed", required_listed)
         await c.run("known_command", known_command)
         await c.run("errors for bad commands", errors)
-        for variant in variants_to_check(spec, info["supports"]):
+        for variant in variants:
             await c.run(f"positions: {variant}", variant_check(variant))
         await c.run("genmove after a swap", after_swap)
         await c.run("genmove on a nearly full board", near_full)

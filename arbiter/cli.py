@@ -316,14 +316,11 @@ def tournament() -> None:
     """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
 
 
-def _store_standings(store: Any, fmt: str = "table", prior: float | None = None) -> str:
-    from arbiter.ratings import DEFAULT_PRIOR
+def _store_standings(store: Any) -> str:
     from arbiter.standings import Tally, standings, table
 
     tally = Tally.from_store(store)
-    if not tally.games:
-        return "No rated games yet."
-    return table(standings(tally, prior=DEFAULT_PRIOR if prior is None else prior), fmt)
+    return table(standings(tally)) if tally.games else "No rated games yet."
 
 
 def _tournament_notes(store: Any) -> list[str]:
@@ -399,11 +396,10 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
             say(line)
         if outcome.unplayed:
             say(f"Given up after repeated voids: {len(outcome.unplayed)} games"
-                       " (run again to retry them).")  # fmt: skip
+                " (run again to retry them).")  # fmt: skip
         if outcome.aborted:
             say(f"Tournament stopped: {outcome.aborted}")
-            sys.exit(1)
-        if outcome.unplayed:
+        if outcome.aborted or outcome.unplayed:
             sys.exit(1)
 
 
@@ -424,8 +420,7 @@ def tournament_status(file: str, as_json: bool) -> None:
         notes: list[str] = []
     else:
         with Store.open(t.output, create=False) as store:
-            ids = store.done_ids()
-            done = sum(1 for gid in t.ids() if gid in ids)
+            done = t.stored(store.done_ids())
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None

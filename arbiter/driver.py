@@ -24,6 +24,7 @@ from arbiter.executor import (
     LocalExecutor,
     Started,
     Unplayable,
+    start_failure,
 )
 from arbiter.process import EngineInfo
 from arbiter.records import GameRecord
@@ -65,11 +66,7 @@ def void_decision(
     """
     evidence = record.evidence
     if evidence is not None and evidence.stage == "start" and not ever_started:
-        last = evidence.stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
-        return Action.ABORT, (
-            f"{evidence.engine} could not be started: {evidence.detail};"
-            f" its last stderr line: {last[0][:200]}"
-        )
+        return Action.ABORT, start_failure(evidence.engine, evidence.detail, evidence.stderr_tail)
     if consecutive_voids >= policy.max_consecutive_voids:
         return Action.ABORT, f"{consecutive_voids} games in a row were void; last: {record.reason}"
     if attempts >= policy.max_attempts:
@@ -79,12 +76,9 @@ def void_decision(
 
 @dataclass
 class RunOutcome:
-    rated: int = 0
-    voids: int = 0
     unplayed: list[ScheduledGame] = field(default_factory=list)
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play these games
-    stopped: bool = False  # the stop condition said so before the schedule ran out
 
 
 StartHook = Callable[[ScheduledGame, str, str], None]
@@ -185,25 +179,18 @@ class Driver:
         if not record.void:
             self.on_finish(game, record, "")
             self._consecutive_voids = 0
-            self.outcome.rated += 1
             if self.stop():
-                self.outcome.stopped = True
                 self._halt()
             return
-        self.outcome.voids += 1
         self._consecutive_voids += 1
         self._attempts[game.game_id] += 1
+        attempts = self._attempts[game.game_id]
         evidence = record.evidence
         seat = 1 if evidence is not None and evidence.engine == record.seat2 else 0
         at_fault = game.engines[seat]
         action, why = void_decision(
-            record,
-            self._attempts[game.game_id],
-            self._consecutive_voids,
-            at_fault in self._up,
-            self.policy,
+            record, attempts, self._consecutive_voids, at_fault in self._up, self.policy
         )
-        attempts = self._attempts[game.game_id]
         self.on_finish(game, record, {
             Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
                           f" {self.policy.max_attempts})",
@@ -215,6 +202,6 @@ class Driver:
         elif action is Action.GIVE_UP:
             self.outcome.unplayed.append(game)
         else:
-            if self._attempts[game.game_id] >= self.policy.max_attempts:
+            if attempts >= self.policy.max_attempts:
                 self.outcome.unplayed.append(game)
             self._halt(why)

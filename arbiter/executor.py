@@ -17,7 +17,6 @@ applies the void policy, stores and reports.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import math
 import os
 import pickle
@@ -35,7 +34,7 @@ from arbiter import dialect, reaper, text
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, open_engine, start_engine
-from arbiter.records import Evidence, GameRecord, Termination
+from arbiter.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
 from arbiter.rules import Variant
 
@@ -111,9 +110,15 @@ def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination
                 reason: str, evidence: Evidence | None = None) -> GameRecord:  # fmt: skip
     """The record of a game that never started (its engines could not be brought up, or
     the worker running it died)."""
-    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = timestamp()
     return spec.record(*seats, termination, started=now, finished=now, void=True,
                        reason=reason, evidence=evidence)  # fmt: skip
+
+
+def start_failure(engine: str, detail: str, stderr_tail: str) -> str:
+    """Why a run stops on an engine that cannot start, with its last word on stderr."""
+    last = stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
+    return f"{engine} could not be started: {detail}; its last stderr line: {last[0][:200]}"
 
 
 @dataclass
@@ -166,9 +171,7 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
             except EngineFailure as exc:  # an option it refused
                 fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)
             except EngineError as exc:
-                last = getattr(exc, "stderr_tail", "").strip().splitlines()[-1:] or ["(nothing)"]
-                fail(f"{spec.label} could not be started: {exc.detail}; its last stderr"
-                     f" line: {last[0][:200]}", False)  # fmt: skip
+                fail(start_failure(spec.label, exc.detail, exc.stderr_tail), False)
 
     async with trio.open_nursery() as nursery:
         for key in dict.fromkeys(keys):

@@ -52,7 +52,7 @@ class MatchResult:
     themselves are kept in `records` and `voids` only when asked for (`keep_records`).
     """
 
-    names: tuple[str, str]  # display names, as first reported
+    names: tuple[str, str]  # display names, fixed from the first answers
     given: tuple[str, str] = ("", "")  # the engines as given (engines-file key or command)
     wins: list[int] = field(default_factory=lambda: [0, 0])
     seat1: int = 0  # rated games won by seat 1
@@ -64,7 +64,6 @@ class MatchResult:
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play this match
     sprt: SprtResult | None = None  # the test's state at the end, when one was run
-    named: bool = False
 
     def stats(self) -> PairStats:
         return PairStats(self.wins[0], self.wins[1])
@@ -183,10 +182,6 @@ class Match:
         self.writer.write(record)
 
     def _started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
-        if not self.result.named:  # the first names reported stay the match's names
-            names = {game.engines[0]: seat1, game.engines[1]: seat2}
-            self.result.names = (names["0"], names["1"])
-            self.result.named = True
         self.on_start(game.number, self.config.games, seat1, seat2)
 
     def _finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:

@@ -7,6 +7,7 @@ keeps the last exchanges with the engine at fault, its exit status and its stder
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import json
 import os
 from collections.abc import Iterator
@@ -18,6 +19,11 @@ from typing import Any
 from arbiter.errors import ConfigError, StoreError
 
 SCHEMA = 1
+
+
+def timestamp() -> str:
+    """Now, as records write it: UTC, ISO 8601 with milliseconds."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Termination(StrEnum):

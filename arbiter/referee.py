@@ -11,7 +11,6 @@ engine. A failure of the harness itself always voids the game.
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -30,7 +29,7 @@ from arbiter.errors import (
 from arbiter.process import EngineInfo, StderrLog, exit_status
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
-from arbiter.records import Evidence, GameRecord, Termination
+from arbiter.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 
 
@@ -82,7 +81,7 @@ class GameSpec:
     ) -> GameRecord:
         """This game's record, made once from its outcome (`started` defaults to now)."""
         v = self.variant
-        outcome.setdefault("started", _now())
+        outcome.setdefault("started", timestamp())
         return GameRecord(
             game_id=self.game_id,
             variant={"size": v.size, "islands": v.islands, "pie": v.pie},
@@ -130,10 +129,6 @@ class _Fault(Exception):
         super().__init__(detail)
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
     if isinstance(exc, EngineTimeout):
         return _Fault(seat, Termination.STALL, f"{what}: {exc.detail}")
@@ -156,7 +151,7 @@ class Referee:
         self.config = config or RefereeConfig()
 
     async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
-        started = _now()
+        started = timestamp()
         game = Game(spec.variant)
         progress = _Progress()
         faulty: set[int] = set()
@@ -183,7 +178,7 @@ class Referee:
         return spec.record(
             names[0], names[1], verdict.termination,
             started=started,
-            finished=_now(),
+            finished=timestamp(),
             swapped=game.swapped,
             black=names[black_seat],
             white=names[1 - black_seat],

@@ -101,10 +101,8 @@ class Tally:
         self.merge(Tally.from_store(store))
 
     @classmethod
-    def from_store(cls, store: Store, names: Iterable[str] = ()) -> Tally:
+    def from_store(cls, store: Store) -> Tally:
         tally = cls()
-        for name in names:
-            tally.names.setdefault(name)
         for row in store.counts():
             tally.names.setdefault(row.seat1)
             tally.names.setdefault(row.seat2)

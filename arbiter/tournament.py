@@ -106,6 +106,10 @@ class Tournament:
                                      self.variant, challenger=self.challenger):  # fmt: skip
             yield game.game_id
 
+    def stored(self, done: Container[str]) -> int:
+        """How many games of this schedule are among `done` (ids of stored games)."""
+        return sum(1 for gid in self.ids() if gid in done)
+
     @property
     def total(self) -> int:
         return tournament_size(len(self.engines), self.format, self.rounds)
@@ -365,7 +369,7 @@ def run_tournament(
 ) -> tuple[Callable[[], Awaitable[RunOutcome]], int]:
     """The run of what is left of the schedule (to pass to trio), and how many games."""
     done = store.done_ids()
-    left = t.total - sum(1 for gid in t.ids() if gid in done)
+    left = t.total - t.stored(done)
     remaining = t.games(skip=done)
 
     def engine_seen(key: str, info: EngineInfo) -> None:
