@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from arbiter import reaper, text
+from arbiter import reaper, sandbox, text
 from arbiter.clock import TimeControl
 from arbiter.dialect import Dialect
 from arbiter.errors import (
@@ -29,6 +29,7 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.protocol.session import EngineSession, PipeStream
+from arbiter.sandbox import Limits
 
 STDERR_CAP = 64 * 1024
 INFO_CAP = 256  # characters kept of an engine's name and version answers (labels only)
@@ -55,6 +56,9 @@ class EngineSpec:
     options: tuple[str, ...] = ()  # whole command lines sent after the handshake
     tc: TimeControl | None = None  # this engine's own time control, if it has one
     dialect: Dialect = field(default_factory=Dialect)
+    sandbox: bool = False  # run under bubblewrap (see arbiter.sandbox)
+    limits: Limits = field(default_factory=Limits)
+    hidden: tuple[str, ...] = ()  # host files a sandboxed engine must not read
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -110,9 +114,13 @@ class EngineInfo:
 class Engine:
     """A running engine process and its protocol session."""
 
-    def __init__(self, spec: EngineSpec, process: trio.Process, deadlines: Deadlines) -> None:
+    def __init__(self, spec: EngineSpec, process: trio.Process, deadlines: Deadlines,
+                 confinement: sandbox.Confinement | None = None) -> None:  # fmt: skip
         self.spec = spec
         self.process = process
+        self.confinement = confinement or sandbox.Confinement(
+            list(spec.argv), sandboxed=False, limits=sandbox.Limits()
+        )
         self.deadlines = deadlines
         self.stderr = StderrLog()
         self.info = EngineInfo()
@@ -135,13 +143,21 @@ class Engine:
     def _terminated_error(self, message: str) -> EngineTerminatedError:
         code = self.process.returncode
         if code is not None:
-            message += f"; {exit_status(code)}"
+            message += f"; {self.exit_words(code)}"
         return EngineTerminatedError(
             self.name, message, returncode=code, stderr_tail=self.stderr.tail()
         )
 
     def supports(self, command: str) -> bool:
         return command in self.info.commands
+
+    def exit_words(self, code: int) -> str:
+        """How the engine ended, in words, seen through the sandbox if there is one."""
+        return sandbox.describe_exit(code, self.confinement.sandboxed)
+
+    def breach(self) -> sandbox.Breach | None:
+        """The resource limit this engine is known to have hit, if any."""
+        return self.confinement.breach(self.process.returncode)
 
     async def wait_exit(self, timeout: float) -> int | None:
         """The exit status once the process has exited, waiting at most `timeout`.
@@ -208,6 +224,12 @@ class Engine:
                         await stream.aclose()  # release the pipes now, not at collection
                 if self.process.returncode is not None:
                     reaper.reaped(self.process.pid)
+                # Kill whatever is left in its cgroups; the folders can go only once the
+                # kernel has finished those processes, which it does not announce on v1.
+                for _ in range(int(self.deadlines.term * 100)):
+                    if self.confinement.release():
+                        break
+                    await trio.sleep(0.01)
                 reaper.reap_orphans()  # whatever the engine started and left behind
                 self._closed.set()
 
@@ -292,35 +314,20 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def start_engine(
-    spec: EngineSpec,
-    nursery: trio.Nursery,
-    deadlines: Deadlines | None = None,
-    *,
-    handshake: bool = True,
-) -> Engine:
-    """Start an engine owned by a task in `nursery` (see `Engine._own`); close it with
-    `aclose()`, or cancel the nursery.
-
-    Raises EngineStartError when the program cannot be started, and the session's
-    errors when the handshake fails (the process is gone by then).
-    """
-    deadlines = deadlines or Deadlines()
-    env = None
-    if spec.env or reaper.engine_env():
-        env = dict(os.environ)
-        env.update(spec.env or {})
-        env.update(reaper.engine_env())
+async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
+                 env: dict[str, str] | None) -> trio.Process:  # fmt: skip
+    """Start the process in its own session; start failures become EngineStartError."""
     try:
         with reaper.spawning():
             process = await trio.lowlevel.open_process(
-                list(spec.argv),
+                confinement.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 cwd=spec.cwd,
                 env=env,
+                preexec_fn=confinement.preexec(),
             )
             reaper.started(process.pid)
     except FileNotFoundError as exc:
@@ -343,7 +350,40 @@ async def start_engine(
         ) from exc
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
-    engine = Engine(spec, process, deadlines)
+    return process
+
+
+async def start_engine(
+    spec: EngineSpec,
+    nursery: trio.Nursery,
+    deadlines: Deadlines | None = None,
+    *,
+    handshake: bool = True,
+) -> Engine:
+    """Start an engine owned by a task in `nursery` (see `Engine._own`); close it with
+    `aclose()`, or cancel the nursery.
+
+    Raises EngineStartError when the program cannot be started, and the session's
+    errors when the handshake fails (the process is gone by then).
+    """
+    deadlines = deadlines or Deadlines()
+    try:
+        confinement = sandbox.confine(
+            spec.argv, sandbox=spec.sandbox, limits=spec.limits, hidden=spec.hidden
+        )
+    except OSError as exc:
+        raise EngineStartError(spec.label, f"cannot set up its resource limits: {exc}") from exc
+    env = None
+    if spec.env or reaper.engine_env():
+        env = dict(os.environ)
+        env.update(spec.env or {})
+        env.update(reaper.engine_env())
+    try:
+        process = await _spawn(spec, confinement, env)
+    except BaseException:
+        confinement.release()
+        raise
+    engine = Engine(spec, process, deadlines, confinement)
     await nursery.start(engine._own)
     if handshake:
         try:
@@ -355,7 +395,7 @@ async def start_engine(
             code = process.returncode if exc.returncode is None else exc.returncode
             detail = exc.detail
             if exc.returncode is None and code is not None:
-                detail = f"{detail}; {exit_status(code)}"
+                detail = f"{detail}; {engine.exit_words(code)}"
             raise EngineTerminatedError(
                 exc.engine, detail, returncode=code, stderr_tail=engine.stderr.tail()
             ) from exc

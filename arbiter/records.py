@@ -37,6 +37,12 @@ class Termination(StrEnum):
     CRASH = "crash"
     STALL = "stall"
     DESYNC = "desync"
+    # A resource limit of the engine's definition (see arbiter.sandbox.Limits), named
+    # where the kernel tells which one; otherwise the fault keeps its own name.
+    MEMORY = "memory"
+    CPU = "cpu"
+    PROCESSES = "processes"
+    DISK = "disk"
     SETUP = "setup"  # only on void games: a fault before the first genmove
     HARNESS = "harness"  # only on void games: the harness itself failed
 
@@ -54,6 +60,7 @@ class Evidence:
     returncode: int | None = None
     stderr_tail: str = ""
     stage: str = "game"  # "start" when the engine could not be started at all
+    limit: dict[str, Any] | None = None  # the limit broken and the kernel's counters
 
 
 @dataclass
@@ -99,6 +106,8 @@ class GameRecord:
         data["plies"] = self.plies
         if self.evidence is None:
             del data["evidence"]
+        elif self.evidence.limit is None:
+            del data["evidence"]["limit"]
         # Field order: identity first, then outcome, then details.
         order = [
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",

@@ -26,11 +26,12 @@ from arbiter.errors import (
     EngineTerminatedError,
     EngineTimeout,
 )
-from arbiter.process import EngineInfo, StderrLog, exit_status
+from arbiter.process import EngineInfo, StderrLog
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
 from arbiter.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
+from arbiter.sandbox import Breach
 
 
 class Player(Protocol):
@@ -52,6 +53,10 @@ class Player(Protocol):
     async def wait_exit(self, timeout: float) -> int | None: ...
 
     async def settle_stderr(self, timeout: float) -> None: ...
+
+    def exit_words(self, code: int) -> str: ...
+
+    def breach(self) -> Breach | None: ...
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,12 @@ class _Fault(Exception):
         super().__init__(detail)
 
 
+# Faults a broken resource limit shows up as: a killed process, silence, a cut answer.
+_LIMIT_CAN_CAUSE = frozenset(
+    {Termination.CRASH, Termination.STALL, Termination.TIME, Termination.PROTOCOL}
+)
+
+
 def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
     if isinstance(exc, EngineTimeout):
         return _Fault(seat, Termination.STALL, f"{what}: {exc.detail}")
@@ -202,12 +213,18 @@ class Referee:
         if fault.termination is Termination.CRASH and engine.returncode is None:
             code = await engine.wait_exit(self.config.exit_wait)
             if code is not None:
-                fault.detail += f"; {exit_status(code)}"
+                fault.detail += f"; {engine.exit_words(code)}"
         await engine.settle_stderr(self.config.exit_wait)
         # A faulty engine is in an unknown state: no polite quit, it is killed now and
         # restarted for its next game.
         engine.session.broken = engine.session.broken or fault
         engine.kill()
+        termination, limit = fault.termination, None
+        if termination in _LIMIT_CAN_CAUSE and (breach := engine.breach()) is not None:
+            # What the engine did is only the symptom: the kernel says which limit it hit.
+            termination = Termination(breach.limit)
+            fault.detail += f"; {breach.detail}"
+            limit = {"limit": breach.limit, **breach.evidence}
         reason = f"{engine.name}: {fault.detail}"
         evidence = Evidence(
             engine=engine.name,
@@ -215,12 +232,13 @@ class Referee:
             transcript=engine.session.transcript.tail(),
             returncode=engine.returncode,
             stderr_tail=engine.stderr.tail(),
+            limit=limit,
         )
         if progress.started:
-            return _Verdict(fault.termination, 1 - fault.seat, reason, evidence)
+            return _Verdict(termination, 1 - fault.seat, reason, evidence)
         return _Verdict(
             Termination.SETUP,
-            reason=f"set-up failed ({fault.termination}): {reason}",
+            reason=f"set-up failed ({termination}): {reason}",
             evidence=evidence,
         )
 

@@ -132,6 +132,12 @@ class FakePlayer:
     async def settle_stderr(self, timeout: float) -> None:
         return None
 
+    def exit_words(self, code: int) -> str:
+        return f"exit status {code}"
+
+    def breach(self) -> None:
+        return None
+
 
 async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: ignore[type-arg]
     buffer = b""
