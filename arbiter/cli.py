@@ -6,6 +6,7 @@ Exit status: 0 success, 1 a check or run that failed, 2 bad usage or configurati
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -137,13 +138,16 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
               help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
                    " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
                    " it plays).")
+@click.option("--sandbox", is_flag=True,
+              help="Run both engines under bubblewrap (see the README on untrusted bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @handle_errors
 def match(
     engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
     size: int | None, islands: str, pie: bool, concurrency: int, records: str | None,
-    seed: int | None, margin: float, sprt: str | None, as_json: bool, quiet: bool,
+    seed: int | None, margin: float, sprt: str | None, sandbox: bool, as_json: bool,
+    quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
 
@@ -176,6 +180,9 @@ def match(
         games=games, variant=_variant(int(islands), size, pie), tc=tc,
         concurrency=concurrency, seed=seed, referee=RefereeConfig(margin=margin),
     )  # fmt: skip
+    hidden = (str(Path(records).resolve()),) if records else ()
+    specs = (_confined(specs[0], sandbox, hidden, f"engine {engine1!r}"),
+             _confined(specs[1], sandbox, hidden, f"engine {engine2!r}"))  # fmt: skip
     writer = RecordWriter(records) if records else None
     progress = Progress(sys.stderr, games, quiet=quiet)
     runner = Match(specs, config, writer=writer, on_start=progress.started,
@@ -209,6 +216,17 @@ def match(
     if result.unplayed:
         say(f"{len(result.unplayed)} of {games} games could not be played.", err=True)
         sys.exit(1)
+
+
+def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str
+              ) -> EngineSpec:  # fmt: skip
+    """The engine as this run starts it: sandboxed if asked here or in its definition,
+    never able to read the run's records."""
+    from arbiter.config import check_confinement
+
+    spec = dataclasses.replace(spec, sandbox=spec.sandbox or sandbox)
+    check_confinement(spec, where)
+    return dataclasses.replace(spec, hidden=hidden) if spec.sandbox else spec
 
 
 def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
@@ -288,9 +306,11 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
               show_default=True, help="Seconds allowed for each answer.")
 @click.option("--seed", type=int, default=1, show_default=True,
               help="Chooses the test positions (the same seed, the same positions).")
+@click.option("--sandbox", is_flag=True, help="Check it under bubblewrap, as a sandboxed"
+              " tournament runs it.")
 @handle_errors
 def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
-          seed: int) -> None:  # fmt: skip
+          seed: int, sandbox: bool) -> None:  # fmt: skip
     """Check that an engine plays by the protocol, the way matches will run it.
 
     Every variant it lists or declares, its engine definition's keys honoured (options,
@@ -298,7 +318,8 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
     """
     from arbiter.check import run_checks, summary_table
 
-    spec = resolve_engine(engine, _engines(engines_file))
+    spec = _confined(resolve_engine(engine, _engines(engines_file)), sandbox, (),
+                     f"engine {engine!r}")  # fmt: skip
     results = run_trio(functools.partial(run_checks, spec, timeout=timeout, seed=seed))
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2))

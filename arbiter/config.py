@@ -21,14 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from arbiter import sandbox
 from arbiter.clock import TC_HELP, TimeControl
 from arbiter.dialect import Dialect, TimeFamily
 from arbiter.errors import ConfigError
 from arbiter.process import EngineSpec
 from arbiter.rules import Variant
+from arbiter.sandbox import Limits, parse_limits
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time")  # fmt: skip
+               "time", "sandbox", "limits")  # fmt: skip
 
 
 def _expand(word: str, here: Path) -> str:
@@ -161,12 +163,25 @@ def engine_definition(
             tc = TimeControl.parse(table["tc"])
         except ConfigError as exc:
             raise ConfigError(str(exc), where=f"{where}.tc") from exc
+    confined = table.get("sandbox", False)
+    if not isinstance(confined, bool):
+        raise ConfigError("sandbox must be true or false", where=f"{where}.sandbox")
+    limits = parse_limits(table["limits"], f"{where}.limits") if "limits" in table else Limits()
     spec = EngineSpec(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
         tc=tc, options=_options(table, where), dialect=_dialect(table, where),
+        sandbox=confined, limits=limits,
     )  # fmt: skip
     check_executable(spec, where)
+    check_confinement(spec, where)
     return spec
+
+
+def check_confinement(spec: EngineSpec, where: str) -> None:
+    """Stop before any game when the engine's sandbox or limits cannot be had here."""
+    if spec.sandbox:
+        sandbox.require(where)
+    sandbox.check_limits(spec.limits, f"{where}.limits")
 
 
 def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:

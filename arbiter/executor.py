@@ -238,8 +238,11 @@ class GameWorker:
         outcome = await self.referee.play(job.spec, [a, b])
         self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
         reaper.check_watchdog()
-        for seat in outcome.faulty:
-            await self._close(job.engines[seat])
+        for seat, key in enumerate(job.engines):
+            # A sandboxed engine, and all it started, lasts one game: nothing it left
+            # running or wrote in its scratch folder reaches the next.
+            if seat in outcome.faulty or self.settings.engines[key].sandbox:
+                await self._close(key)
         await self._trim()
 
     async def _start(self, key: str) -> Engine:

@@ -451,3 +451,8 @@ def set_aside(path: Path) -> Path | None:
         if side.exists():
             os.replace(side, target.with_name(target.name + suffix))
     return target
+
+
+def store_files(path: Path) -> list[Path]:
+    """The files a store lives in: the database, its WAL and shared memory, its lock."""
+    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", ".lock")]

@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from arbiter.clock import TC_HELP, TimeControl
-from arbiter.config import EnginesFile, engine_definition, read_toml
+from arbiter.config import EnginesFile, check_confinement, engine_definition, read_toml
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
 from arbiter.executor import ExecutorSettings, LocalExecutor, preflight
@@ -30,6 +30,7 @@ from arbiter.process import EngineInfo, EngineSpec
 from arbiter.records import GameRecord
 from arbiter.referee import GameSpec, RefereeConfig
 from arbiter.rules import Variant
+from arbiter.sandbox import Limits, parse_limits
 from arbiter.schedule import (
     Format,
     Openings,
@@ -38,13 +39,13 @@ from arbiter.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.store import Store
+from arbiter.store import Store, store_files
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
     "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
-    "engines": list, "margin": float,
+    "engines": list, "margin": float, "sandbox": bool, "limits": dict,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -293,19 +294,29 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
     sources: dict[str, str] = {}
 
     def add(spec: EngineSpec, raw: Mapping[str, Any], source: str) -> None:
-        assert spec.name is not None
-        if spec.name in engines:
-            raise ConfigError(f"duplicate engine name {spec.name!r} (also {sources[spec.name]})",
+        name = spec.name
+        assert name is not None
+        if name in engines:
+            raise ConfigError(f"duplicate engine name {name!r} (also {sources[name]})",
                               where=source, hint="engine names are identities: make them"
                               " unique")  # fmt: skip
-        engines[spec.name] = spec
-        sources[spec.name] = source
-        conditions[spec.name] = {
+        sources[name] = source
+        # The tournament's sandbox and limits are defaults: an engine's own win.
+        spec = replace(
+            spec, sandbox=raw.get("sandbox", confined), limits=spec.limits.merged(limits)
+        )
+        check_confinement(spec, source)
+        engines[name] = spec
+        conditions[name] = {
             "command": raw.get("command"), "cwd": raw.get("cwd", "."),
             "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
-            "options": list(spec.options),
+            "options": list(spec.options), "sandbox": spec.sandbox,
+            "limits": spec.limits.as_dict(),
         }  # fmt: skip
 
+    confined = _get(table, "sandbox", where, False)
+    limits_table = _get(table, "limits", where, None)
+    limits = Limits() if limits_table is None else parse_limits(limits_table, f"{where}.limits")
     keys = _get(table, "engines", where, None)
     engines_file = _get(table, "engines_file", where, None)
     if keys is not None:
@@ -375,7 +386,10 @@ def run_tournament(
     def engine_seen(key: str, info: EngineInfo) -> None:
         store.engine_seen(key, info)
 
-    settings = ExecutorSettings(engines=t.engines, referee=RefereeConfig(margin=t.margin))
+    # Sandboxed engines must not even read the results they are judged by.
+    hidden = tuple(str(p) for p in store_files(t.output))
+    specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in t.engines.items()}
+    settings = ExecutorSettings(engines=specs, referee=RefereeConfig(margin=t.margin))
     slots = min(concurrency or t.concurrency, max(1, left))
     driver = Driver(
         remaining, t.game_spec, LocalExecutor(settings, slots), store,
