@@ -369,7 +369,8 @@ async def start_engine(
     deadlines = deadlines or Deadlines()
     try:
         confinement = sandbox.confine(
-            spec.argv, sandbox=spec.sandbox, limits=spec.limits, hidden=spec.hidden
+            spec.argv, sandbox=spec.sandbox, limits=spec.limits, hidden=spec.hidden,
+            cwd=spec.cwd,
         )
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot set up its resource limits: {exc}") from exc

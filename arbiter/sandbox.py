@@ -136,7 +136,11 @@ def require(where: str) -> None:
         raise ConfigError(f"the sandbox cannot be used: {reason}", where=where)
 
 
-def _bwrap_options(disk_mb: int, hidden: Iterable[str]) -> list[str]:
+_MASKED = ("/tmp", "/run", "/dev")  # host folders the sandbox replaces with its own
+
+
+def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = ()
+                   ) -> list[str]:  # fmt: skip
     size = str(disk_mb * 1024 * 1024)
     options = [
         "--ro-bind", "/", "/",
@@ -147,6 +151,9 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str]) -> list[str]:
     ]  # fmt: skip
     if os.path.isdir("/run"):
         options += ["--tmpfs", "/run"]  # host services' unix sockets live there
+    for path in shown:  # the engine's own folder, read-only, even where a tmpfs hides it
+        if any(path == m or path.startswith(m + "/") for m in _MASKED) and os.path.exists(path):
+            options += ["--ro-bind", path, path]
     for path in hidden:
         if os.path.isdir(path):
             options += ["--tmpfs", path]
@@ -159,12 +166,18 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str]) -> list[str]:
     return options
 
 
-def bwrap_argv(argv: Iterable[str], limits: Limits, hidden: Iterable[str] = ()) -> list[str]:
+def bwrap_argv(argv: list[str], limits: Limits, hidden: Iterable[str] = (),
+               cwd: str | None = None) -> list[str]:  # fmt: skip
     """The command line that runs `argv` in the sandbox. `hidden` are host paths (the
-    records file, the store) that the engine must not even read."""
+    records file, the store) that the engine must not even read; the engine's working
+    folder and program stay visible even under /tmp."""
     program = shutil.which("bwrap") or "bwrap"
     disk = limits.disk_mb or DEFAULT_DISK_MB
-    return [program, *_bwrap_options(disk, hidden), "--", *argv]
+    here = os.path.abspath(cwd or os.getcwd())
+    shown = [here]
+    if os.sep in argv[0]:
+        shown.append(os.path.dirname(os.path.join(here, argv[0])))
+    return [program, *_bwrap_options(disk, hidden, dict.fromkeys(shown)), "--", *argv]
 
 
 def signal_of(returncode: int, sandboxed: bool) -> int | None:
@@ -487,11 +500,11 @@ def check_limits(limits: Limits, where: str) -> None:
         )  # fmt: skip
 
 
-def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Iterable[str] = ()
-            ) -> Confinement:  # fmt: skip
+def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Iterable[str] = (),
+            cwd: str | None = None) -> Confinement:  # fmt: skip
     """The command and set-up for one engine process; makes its cgroups (release them)."""
     argv = list(argv)
     if sandbox:
-        argv = bwrap_argv(argv, limits, hidden)
+        argv = bwrap_argv(argv, limits, hidden, cwd)
     groups = make_cgroups(limits) if limits else None
     return Confinement(argv=argv, sandboxed=sandbox, limits=limits, cgroups=groups)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from arbiter import sandbox
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
@@ -43,3 +45,10 @@ def test_tournament_bench_runs() -> None:
     out = run(str(BENCH / "tournament_bench.py"), "--quick")
     assert out.count("tournament/match time") == 2
     assert "ratings on 200 records" in out and "peak RSS of the harness" in out
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None,
+                    reason=f"no sandbox here: {sandbox.unavailable()}")  # fmt: skip
+def test_sandbox_bench_runs() -> None:
+    out = run(str(BENCH / "sandbox_bench.py"), "--starts", "2", "--games", "2", "--reps", "1")
+    assert "per move" in out and "ratio" in out

@@ -1,0 +1,362 @@
+"""Hostile engines against the sandbox, through the real CLI and real processes.
+
+Each attack runs twice where that is safe: with `--sandbox`, where it must be contained
+(the opponent never loses because of it, the referee finishes and records the game, no
+file outside the scratch folder changes, nothing connects, nothing survives), and
+without, where the test shows the attack working, so that these tests can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from processes import pids_matching, running, wait_until
+
+from arbiter import sandbox
+from arbiter.records import GameRecord, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTACKER = ROOT / "tests" / "engines" / "attacker.py"
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+
+needs_bwrap = pytest.mark.skipif(
+    sandbox.unavailable() is not None,
+    reason=f"no sandbox here: {sandbox.unavailable()}",
+)
+
+
+@dataclass
+class Played:
+    returncode: int
+    stderr: str
+    records: list[GameRecord]
+    bad_lines: list[Any]
+    token: str
+
+    @property
+    def record(self) -> GameRecord:
+        assert len(self.records) == 1, (self.returncode, self.stderr)
+        return self.records[0]
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int] | None = None,
+         extra: tuple[str, ...] = (), tc: str = "30+0") -> Played:  # fmt: skip
+    """One game, the attacker in seat 1 against a well-behaved victim."""
+    token = f"tok{uuid.uuid4().hex[:10]}"
+    records = tmp_path / f"{token}.jsonl"
+    extra = tuple(w.replace("RECORDS", str(records)) for w in extra)
+    attacker = ["{python}", str(ATTACKER), attack, "--token", token, *extra]
+    book = tmp_path / "engines.toml"
+    lines = ["[engines.attacker]", f"command = {_toml(attacker)}"]
+    if limits:
+        lines.append(f"limits = {_toml(limits)}")
+    lines += ["[engines.victim]",
+              f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', f'victim-{token}'])}"]
+    book.write_text("\n".join(lines) + "\n")
+    args = [sys.executable, "-m", "arbiter", "match", "attacker", "victim", "--engines",
+            str(book), "-n", "1", "--tc", tc, "--size", "7", "--records", str(records), "-q"]
+    if sandboxed:
+        args.append("--sandbox")
+    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=90,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+    bad: list[Any] = []
+    found = list(read_records(records, bad=bad)) if records.exists() else []
+    return Played(done.returncode, done.stderr, found, bad, token)
+
+
+def attack_said(record: GameRecord) -> str:
+    evidence = record.evidence.stderr_tail if record.evidence else ""
+    return evidence
+
+
+def victim_not_harmed(played: Played) -> None:
+    """The referee finished and recorded the game, and the victim did not lose a fault."""
+    assert played.returncode == 0, played.stderr
+    record = played.record
+    assert not played.bad_lines
+    assert not record.void
+    assert record.winner is not None
+    if record.winner != record.seat2:  # the victim lost: only ever on the board
+        assert record.termination == "connection", record
+
+
+# -- attacks on the other processes ----------------------------------------------------------
+
+
+@needs_bwrap
+def test_killing_the_opponent_is_contained(tmp_path: Path) -> None:
+    victim_not_harmed(play(tmp_path, "kill-opponent", sandboxed=True))
+
+
+def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
+    played = play(tmp_path, "kill-opponent", sandboxed=False)
+    assert played.record.winner == played.record.seat1
+    assert played.record.termination == "crash"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("attack", ["kill-referee", "term-referee"])
+def test_signalling_the_referee_is_contained(tmp_path: Path, attack: str) -> None:
+    victim_not_harmed(play(tmp_path, attack, sandboxed=True))
+
+
+@pytest.mark.parametrize(("attack", "status"), [("kill-referee", -9), ("term-referee", 143)])
+def test_without_the_sandbox_signalling_the_referee_erases_the_game(
+    tmp_path: Path, attack: str, status: int
+) -> None:
+    played = play(tmp_path, attack, sandboxed=False)
+    assert played.returncode == status
+    assert played.records == []
+
+
+@needs_bwrap
+def test_writing_into_the_opponents_pipe_is_contained(tmp_path: Path) -> None:
+    victim_not_harmed(play(tmp_path, "inject", sandboxed=True))
+
+
+def test_without_the_sandbox_writing_into_the_opponents_pipe_works(tmp_path: Path) -> None:
+    played = play(tmp_path, "inject", sandboxed=False)
+    record = played.record
+    assert record.winner == record.seat1
+    assert record.termination != "connection"
+    assert record.evidence is not None and "victim" in record.evidence.engine
+
+
+# -- files, network, processes -------------------------------------------------------------
+
+
+def _write_targets(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """A file outside the scratch folder, and the records file itself (RECORDS: the
+    attacker is told the path, as it could read it from the referee's command line)."""
+    target = tmp_path / "outside.txt"
+    target.write_text("original\n")
+    return target, ("--path", str(target), "--path", "RECORDS")
+
+
+@needs_bwrap
+def test_writing_outside_the_scratch_folder_and_to_the_records_is_refused(
+    tmp_path: Path,
+) -> None:
+    target, extra = _write_targets(tmp_path)
+    played = play(tmp_path, "write", sandboxed=True, extra=extra)
+    victim_not_harmed(played)  # also: no forged line among the records
+    assert target.read_text() == "original\n"
+
+
+def test_without_the_sandbox_files_outside_and_the_records_are_written(tmp_path: Path) -> None:
+    target, extra = _write_targets(tmp_path)
+    played = play(tmp_path, "write", sandboxed=False, extra=extra)
+    assert "forged" in target.read_text()
+    assert played.bad_lines  # the forged line
+
+
+def _listener() -> socket.socket:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    server.setblocking(False)
+    return server
+
+
+def _accepted(server: socket.socket) -> bool:
+    try:
+        conn, _ = server.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+@needs_bwrap
+def test_no_network_not_even_loopback_to_the_host(tmp_path: Path) -> None:
+    with _listener() as server:
+        port = str(server.getsockname()[1])
+        played = play(tmp_path, "connect", sandboxed=True, extra=("--port", port))
+        victim_not_harmed(played)
+        assert not _accepted(server)
+
+
+def test_without_the_sandbox_the_engine_reaches_the_network(tmp_path: Path) -> None:
+    with _listener() as server:
+        port = str(server.getsockname()[1])
+        play(tmp_path, "connect", sandboxed=False, extra=("--port", port))
+        assert _accepted(server)
+
+
+@pytest.mark.parametrize("sandboxed", [
+    pytest.param(True, marks=needs_bwrap), pytest.param(False)])  # fmt: skip
+def test_no_process_escapes_into_a_new_session(tmp_path: Path, sandboxed: bool) -> None:
+    # Without the sandbox the harness's reaper already finds escaped children while it
+    # lives; the sandbox's pid namespace also holds when the harness is killed.
+    played = play(tmp_path, "escape", sandboxed=sandboxed)
+    victim_not_harmed(played)
+    assert wait_until(lambda: not [p for p in pids_matching(played.token) if running(p)],
+                      timeout=10)  # fmt: skip
+
+
+# -- resource limits --------------------------------------------------------------------------
+
+
+def _lost_by(played: Played, verdict: str) -> GameRecord:
+    assert played.returncode == 0, played.stderr
+    record = played.record
+    assert record.winner == record.seat2, record  # the victim wins, nothing else changes
+    assert record.termination == verdict, (record.termination, record.reason)
+    return record
+
+
+@needs_bwrap
+def test_memory_past_the_limit_loses_by_memory(tmp_path: Path) -> None:
+    played = play(tmp_path, "memory", sandboxed=True, limits={"memory_mb": 96})
+    if "memory" in sandbox.cgroup_support():
+        record = _lost_by(played, "memory")
+        assert record.evidence is not None and record.evidence.limit is not None
+        assert record.evidence.limit["limit"] == "memory"
+        assert record.evidence.limit["oom_kill"] >= 1
+    else:  # an address-space rlimit: the engine sees allocations fail and dies
+        _lost_by(played, "crash")
+
+
+@needs_bwrap
+def test_cpu_past_the_limit_loses_by_cpu(tmp_path: Path) -> None:
+    record = _lost_by(play(tmp_path, "cpu", sandboxed=True, limits={"cpu_s": 1}), "cpu")
+    assert record.evidence is not None and record.evidence.limit == {"limit": "cpu",
+                                                                     "limit_s": 1}
+
+
+def test_the_cpu_limit_holds_without_the_sandbox_too(tmp_path: Path) -> None:
+    _lost_by(play(tmp_path, "cpu", sandboxed=False, limits={"cpu_s": 1}), "cpu")
+
+
+@needs_bwrap
+@pytest.mark.skipif("processes" not in sandbox.cgroup_support(),
+                    reason="no writable pids cgroup here")  # fmt: skip
+def test_a_fork_bomb_stops_at_the_processes_limit(tmp_path: Path) -> None:
+    played = play(tmp_path, "fork", sandboxed=True, limits={"processes": 12})
+    record = _lost_by(played, "processes")
+    assert record.evidence is not None and record.evidence.limit is not None
+    assert record.evidence.limit["pids_refused"] >= 1
+    assert "refused after" in record.evidence.stderr_tail
+
+
+@needs_bwrap
+def test_a_file_past_the_disk_limit_loses_by_disk(tmp_path: Path) -> None:
+    _lost_by(play(tmp_path, "disk", sandboxed=True, limits={"disk_mb": 4}), "disk")
+
+
+@needs_bwrap
+def test_the_scratch_folder_is_size_capped(tmp_path: Path) -> None:
+    record = _lost_by(play(tmp_path, "fill", sandboxed=True, limits={"disk_mb": 8}), "crash")
+    assert "stopped after" in record.evidence.stderr_tail  # type: ignore[union-attr]
+    said = record.evidence.stderr_tail  # type: ignore[union-attr]
+    assert int(said.split("stopped after ")[1].split()[0]) <= 8
+
+
+@needs_bwrap
+def test_endless_output_loses_without_harming_anyone(tmp_path: Path) -> None:
+    played = play(tmp_path, "flood", sandboxed=True, tc="5+0")
+    assert played.returncode == 0, played.stderr
+    record = played.record
+    assert record.winner == record.seat2
+    assert record.termination in ("protocol", "time")
+
+
+# -- definitions, tournaments, and a sandbox that cannot run ---------------------------------
+
+
+def _arbiter(*args: str, cwd: Path, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def _engine(name: str, argv: list[str], extra: str = "") -> str:
+    return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {_toml(argv)}\n{extra}\n"
+
+
+@pytest.mark.parametrize(("table", "where", "what"), [
+    ('limits = { memory = 5 }', "tournament.limits", "unknown limit(s) memory"),
+    ('limits = { cpu_s = -1 }', "tournament.limits.cpu_s", "positive whole number"),
+    ('limits = { processes = 1 }', "tournament.limits.processes", "at least 2"),
+    ('sandbox = "yes"', "tournament.sandbox", "sandbox"),
+], ids=["unknown", "negative", "processes", "not-bool"])  # fmt: skip
+def test_bad_sandbox_settings_are_one_line_and_exit_2(
+    tmp_path: Path, table: str, where: str, what: str
+) -> None:
+    bots = [_engine(n, [sys.executable, str(BADBOT), "ok"]) for n in "ab"]
+    path = tmp_path / "t.toml"
+    path.write_text(f'[tournament]\nname = "t"\n{table}\n' + "".join(bots))
+    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert where in line and what in line, line
+
+
+def test_an_engine_limits_table_is_checked_where_it_is_written(tmp_path: Path) -> None:
+    bots = [_engine("a", [sys.executable, str(BADBOT), "ok"], "limits = { disk_mb = 0 }"),
+            _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    path = tmp_path / "t.toml"
+    path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
+    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "engine 'a'.limits.disk_mb" in done.stderr
+
+
+def test_asking_for_the_sandbox_without_bubblewrap_stops_before_any_game(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {**os.environ, "PATH": str(bare)}
+    records = tmp_path / "r.jsonl"
+    done = _arbiter("match", f"{sys.executable} {BADBOT} ok", f"{sys.executable} {BADBOT} ok",
+                    "--sandbox", "--records", str(records), cwd=tmp_path, env=env)  # fmt: skip
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "bubblewrap (bwrap) is not installed" in line and "apt-get install bubblewrap" in line
+    assert not records.exists()  # nothing played, nothing written
+
+
+@needs_bwrap
+def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path) -> None:
+    store = tmp_path / "t.sqlite"
+    attacker = [sys.executable, str(ATTACKER), "write", "--path", str(store),
+                "--path", f"{store}-wal"]  # fmt: skip
+    bots = [_engine("attacker", attacker),
+            _engine("victim", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    path = tmp_path / "t.toml"
+    head = ('[tournament]\nname = "t"\nrounds = 2\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\n'
+            'sandbox = true\nlimits = { memory_mb = 512, cpu_s = 60 }\n')  # fmt: skip
+    path.write_text(head + "".join(bots))
+    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    status = _arbiter("tournament", "status", str(path), "--json", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert b"forged" not in store.read_bytes()
+    with sqlite3.connect(store) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert con.execute("SELECT count(*) FROM games").fetchone() == (4,)
+        definition = json.loads(con.execute(
+            "SELECT value FROM meta WHERE key = 'definition'").fetchone()[0])  # fmt: skip
+    assert definition["engines"]["victim"]["sandbox"] is True
+    assert definition["engines"]["victim"]["limits"] == {"memory_mb": 512, "cpu_s": 60}
+    # Changing a limit changes the conditions of play: refused on resume, like a tc.
+    path.write_text(head.replace("cpu_s = 60", "cpu_s = 61") + "".join(bots))
+    refused = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "engine 'attacker'.limits" in refused.stderr and "--fresh" in refused.stderr
