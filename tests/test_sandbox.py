@@ -360,3 +360,39 @@ def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path)
     refused = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert refused.returncode == 2
     assert "engine 'attacker'.limits" in refused.stderr and "--fresh" in refused.stderr
+
+
+@needs_bwrap
+def test_an_escaped_process_dies_with_a_harness_killed_with_its_watchdog(tmp_path: Path) -> None:
+    # Without the sandbox, a child that left its session and cleared its environment
+    # outlives a harness whose watchdog is gone too; in the sandbox's pid namespace it
+    # cannot: bubblewrap dies with the harness, and the namespace with it.
+    token = f"tok{uuid.uuid4().hex[:10]}"
+    attacker = f"{sys.executable} {ATTACKER} escape --token {token}"
+    slow = f"{sys.executable} {BADBOT} slow --ms 100 --name victim-{token}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", attacker, slow, "--sandbox", "-n", "4",
+         "--tc", "60+0", "--size", "7", "-q"],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        child = f"time.sleep.600. {token}"  # a regular expression, for pgrep
+        assert wait_until(lambda: bool(pids_matching(child)), timeout=30)
+        survivors = pids_matching(token)
+        for pid in pids_matching("arbiter.reaper"):
+            if _parent(pid) == proc.pid:
+                os.kill(pid, 9)
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not any(running(p) for p in survivors), timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return 0
