@@ -32,6 +32,7 @@ TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
 STDERR_LINES = 30
 STDERR_CHARS = 4000
 LINE_CHARS = 400
+PAGE_SIZE = 100  # rows of the game list in the page at a time: what keeps big reports fast
 MINUS = "\u2212"  # typographic minus and en dash, for numbers and scores on the page
 DASH = "\u2013"
 
@@ -243,7 +244,8 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
         tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
         data = {
-            "id": record.game_id, "n": number, "v": key, "s": list(seats),
+            "id": record.game_id, "n": number, "v": key, "vn": str(variant), "s": list(seats),
+            "p": record.plies,
             "sw": record.swapped, "r": result, "t": record.termination.value,
             "res": _text(describe_result(record), 1000),
             "m": moves, "ms": [round(t) for t in record.move_ms[: len(moves)]],
@@ -270,7 +272,8 @@ def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
     termination = str(raw.get("termination"))
     game_id = str(raw.get("game_id"))
     data = {
-        "id": game_id, "n": number, "v": None, "s": list(seats), "sw": False, "r": result,
+        "id": game_id, "n": number, "v": None, "vn": "?", "p": 0, "s": list(seats),
+        "sw": False, "r": result,
         "t": termination, "res": _text(f"{raw.get('winner')} wins ({termination})"),
         "m": [], "ms": [], "ch": [], "bad": _text(problem, 1000), "ev": None, "tc": "",
         "when": _text(raw.get("started", ""), 40), "ans": ["", ""],
@@ -297,6 +300,7 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         "engines": [name(n) for n in engines],
         "boards": list(pictures),
         "games": [g.data for g in views],
+        "page": PAGE_SIZE,
     }
     f = board.fit
     counts = Counter(g.result == "void" for g in views)
@@ -307,7 +311,7 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
         cross_names=cross_names, grid=grid, games=views, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
-        voids=counts[True], variants=sorted({g.variant for g in views}),
+        voids=counts[True], variants=sorted({g.variant for g in views}), page_size=PAGE_SIZE,
     )  # fmt: skip
 
 

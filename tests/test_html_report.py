@@ -172,20 +172,17 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     (plot,) = doc.find_all("svg", **{"class": "plot"})
     assert len(list(plot.find_all("circle"))) == 4
     assert "Seat 1 advantage:" in doc.all_text()
-    # One list row and one viewer entry per game, in the same order, each game once.
-    (games_table,) = doc.find_all("table", id="gametable")
-    list_rows = list(next(games_table.find_all("tbody")).find_all("tr"))
-    assert len(list_rows) == len(data["games"]) == len(played.records) == 8
+    # One viewer entry per game, in the order of the sources, each game once.
+    assert len(data["games"]) == len(played.records) == 8
     assert [g["id"] for g in data["games"]] == [r.game_id for r in played.records]
-    for row, game, record in zip(list_rows, data["games"], played.records, strict=True):
-        (link,) = row.find_all("a")
-        assert link.attrs["href"] == f"#game={record.game_id}"
+    for game, record in zip(data["games"], played.records, strict=True):
         replay = Game(Variant(**record.variant))
         for move in record.moves:
             replay.play(move)
         assert game["m"] == [-1 if m == "swap" else int(m) for m in replay.moves]
         assert game["ch"] == sorted(replay.winning_chain())
         assert (game["ev"] is not None) == (record.evidence is not None)
+        assert data["engines"][game["s"][0]] == record.seat1
     # A board per variant met, each with every cell of its geometry.
     boards = {b.attrs["data-board"]: b for b in doc.find_all("div", **{"class": "board-wrap"})}
     assert set(boards) == {"atoll-8/7", "hex/5"}
@@ -367,6 +364,10 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
     assert browser.execute_script("return document.body.dataset.ready") == "1"
     assert swapped.game_id in browser.find_element(By.ID, "game-title").text
     assert shown_stones(browser) == {}
+    # The list: a row per game, each linking to the game in the viewer.
+    links = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr a")
+    assert [a.get_attribute("href").split("#", 1)[1] for a in links] == [
+        f"game={r.game_id}" for r in played.records]
     keys = ActionChains(browser)
     for ply in range(1, swapped.plies + 1):
         keys.send_keys(Keys.ARROW_RIGHT).perform()
@@ -419,14 +420,49 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     assert HOSTILE_STDERR in browser.find_element(By.ID, "ev-stderr").text
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
     # Filters: by engine and termination, by result.
+    def listed() -> list[str]:
+        return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#gametable tbody a")]
+
     Select(browser.find_element(By.ID, "f-engine")).select_by_visible_text("crashy")
-    rows = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr")
-    assert sum(r.is_displayed() for r in rows) == 4
+    assert listed() == [r.game_id for r in played.records if "crashy" in (r.seat1, r.seat2)]
+    assert len(listed()) == 4
     Select(browser.find_element(By.ID, "f-result")).select_by_value("won")
-    assert sum(r.is_displayed() for r in rows) == 0
+    assert listed() == []
+    Select(browser.find_element(By.ID, "f-result")).select_by_value("lost")
+    assert len(listed()) == 4
     Select(browser.find_element(By.ID, "f-result")).select_by_value("")
     Select(browser.find_element(By.ID, "f-engine")).select_by_value("")
     Select(browser.find_element(By.ID, "f-term")).select_by_value("connection")
-    shown = sum(r.is_displayed() for r in rows)
-    assert shown == sum(r.termination.value == "connection" for r in played.records)
-    assert browser.find_element(By.ID, "f-count").text == f"{shown} of 8 games"
+    expected = [r.game_id for r in played.records if r.termination.value == "connection"]
+    assert listed() == expected
+    assert browser.find_element(By.ID, "f-count").text == f"{len(expected)} of 8 games"
+
+
+def test_game_list_pages_through_many_games(played: Played, browser: Any,
+                                            tmp_path: Path) -> None:  # fmt: skip
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    many = tmp_path / "many.jsonl"
+    lines = played.hex_records.read_text().splitlines()
+    with open(many, "w") as handle:
+        for n in range(115):  # 230 games: three pages of the list
+            for line in lines:
+                data = json.loads(line)
+                data["game_id"] = f"{data['game_id']}-copy{n}"
+                handle.write(json.dumps(data) + "\n")
+    page = tmp_path / "many.html"
+    done = CliRunner().invoke(main, ["report", str(many), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    browser.get(f"{page.as_uri()}#game=100")
+    count = browser.find_element(By.ID, "f-count")
+    assert count.text == "230 of 230 games, rows 1\u2013100 shown"
+    rows = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr")
+    assert len(rows) == 100 and "current" in rows[-1].get_attribute("class")
+    ActionChains(browser).send_keys(Keys.PAGE_DOWN).perform()  # the next game: next page
+    assert count.text == "230 of 230 games, rows 101\u2013200 shown"
+    assert browser.find_element(By.ID, "game-title").text.startswith("Game 101:")
+    browser.find_element(By.ID, "page-next").click()
+    assert count.text == "230 of 230 games, rows 201\u2013230 shown"
+    assert browser.find_element(By.ID, "page-next").get_attribute("disabled") is not None

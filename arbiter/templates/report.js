@@ -6,7 +6,9 @@
   const games = data.games;
   const engines = data.engines;
   const byId = new Map(games.map(function (g, i) { return [g.id, i]; }));
-  const rows = Array.from(document.querySelectorAll("#gametable tbody tr"));
+  const tbody = document.querySelector("#gametable tbody");
+  let matches = games.map(function (g, i) { return i; });  // the games the filters let through
+  let page = 0;
   const boards = new Map();
   document.querySelectorAll(".board-wrap").forEach(function (wrap) {
     const cells = [];
@@ -29,10 +31,14 @@
 
   function showGame(index, atPly) {
     if (index < 0 || index >= games.length) { return; }
-    if (current >= 0) { rows[current].classList.remove("current"); rows[current].removeAttribute("aria-current"); }
     current = index;
-    rows[index].classList.add("current");
-    rows[index].setAttribute("aria-current", "true");
+    const k = matches.indexOf(index);
+    if (k >= 0 && Math.floor(k / data.page) !== page) {
+      page = Math.floor(k / data.page);
+      renderList();
+    } else {
+      markCurrent();
+    }
     const g = games[index];
     boards.forEach(function (b, key) { b.wrap.hidden = key !== g.v; });
     setText("game-title", "Game " + g.n + ": " + g.id);
@@ -159,9 +165,66 @@
   function step(delta) { if (current >= 0) { setPly(ply + delta); } }
 
   function nextVisible(delta) {
-    for (let i = current + delta; i >= 0 && i < rows.length; i += delta) {
-      if (!rows[i].hidden) { showGame(i); rows[i].scrollIntoView({ block: "nearest" }); return; }
+    let k = matches.indexOf(current);
+    if (k < 0) {  // the current game is filtered out: the nearest one that is not
+      k = matches.findIndex(function (i) { return i > current; });
+      k = delta > 0 ? k : (k < 0 ? matches.length : k) - 1;
+    } else {
+      k += delta;
     }
+    if (k < 0 || k >= matches.length) { return; }
+    showGame(matches[k]);
+    const row = tbody.querySelector("tr.current");
+    if (row) { row.scrollIntoView({ block: "nearest" }); }
+  }
+
+  function markCurrent() {
+    tbody.querySelectorAll("tr").forEach(function (row) {
+      const on = Number(row.dataset.game) === current;
+      row.classList.toggle("current", on);
+      if (on) { row.setAttribute("aria-current", "true"); } else { row.removeAttribute("aria-current"); }
+    });
+  }
+
+  function addCell(row, text, className) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (className) { td.className = className; }
+    row.appendChild(td);
+    return td;
+  }
+
+  // The list holds one page of rows at a time, built from the data as text.
+  function renderList() {
+    const from = page * data.page;
+    const slice = matches.slice(from, from + data.page);
+    const rows = document.createDocumentFragment();
+    slice.forEach(function (i) {
+      const g = games[i];
+      const row = document.createElement("tr");
+      row.dataset.game = String(i);
+      addCell(row, String(g.n));
+      const link = document.createElement("a");
+      link.href = "#game=" + encodeURIComponent(g.id);
+      link.textContent = g.id;
+      addCell(row, "", "name").appendChild(link);
+      addCell(row, engines[g.s[0]], "name");
+      addCell(row, engines[g.s[1]], "name");
+      addCell(row, g.r === "void" ? "void" : engines[g.s[Number(g.r) - 1]], "name");
+      addCell(row, g.t, "name");
+      addCell(row, String(g.p));
+      addCell(row, g.vn, "name");
+      rows.appendChild(row);
+    });
+    tbody.replaceChildren(rows);
+    markCurrent();
+    let count = matches.length + " of " + games.length + " games";
+    if (matches.length > data.page) {
+      count += ", rows " + (from + 1) + "\u2013" + (from + slice.length) + " shown";
+    }
+    setText("f-count", count);
+    $("page-prev").disabled = page === 0;
+    $("page-next").disabled = from + data.page >= matches.length;
   }
 
   $("first").addEventListener("click", function () { setPly(0); });
@@ -194,9 +257,8 @@
     const engine = $("f-engine").value;
     const result = $("f-result").value;
     const term = $("f-term").value;
-    let shown = 0;
-    rows.forEach(function (row, i) {
-      const g = games[i];
+    matches = [];
+    games.forEach(function (g, i) {
       let ok = !engine || g.s.indexOf(Number(engine)) >= 0;
       if (ok && (result === "won" || result === "lost")) {
         const winner = g.r === "void" ? -1 : g.s[Number(g.r) - 1];
@@ -204,14 +266,18 @@
       } else if (ok && result) {
         ok = g.r === result;
       }
-      ok = ok && (!term || g.t === term);
-      row.hidden = !ok;
-      if (ok) { shown += 1; }
+      if (ok && (!term || g.t === term)) { matches.push(i); }
     });
-    setText("f-count", shown + " of " + rows.length + " games");
+    page = 0;
+    renderList();
   }
   ["f-engine", "f-result", "f-term"].forEach(function (id) { $(id).addEventListener("change", filter); });
   $("filters").addEventListener("submit", function (event) { event.preventDefault(); });
+  $("page-prev").addEventListener("click", function () { page = Math.max(0, page - 1); renderList(); });
+  $("page-next").addEventListener("click", function () {
+    if ((page + 1) * data.page < matches.length) { page += 1; renderList(); }
+  });
+  renderList();
 
   if (!fromHash() && games.length) { showGame(0); }
   document.body.dataset.ready = "1";
