@@ -141,15 +141,14 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
         step_ms, plies = driver.execute_script(
             "const data = JSON.parse(document.getElementById('report-data').textContent);"
             "let longest = 0; data.games.forEach(function (g, i) {"
-            "  if (g.m.length > data.games[longest].m.length) { longest = i; } });"
+            "  if (g.p > data.games[longest].p) { longest = i; } });"
             "location.hash = '#game=' + (longest + 1) + '&ply=0';"
             "window.dispatchEvent(new HashChangeEvent('hashchange'));"
             "const t0 = performance.now();"
-            "for (let i = 0; i < data.games[longest].m.length; i++) {"
+            "for (let i = 0; i < data.games[longest].p; i++) {"
             "  document.body.dispatchEvent(new KeyboardEvent('keydown',"
             "    {key: 'ArrowRight', bubbles: true})); }"
-            "return [(performance.now() - t0) / data.games[longest].m.length,"
-            "        data.games[longest].m.length];"
+            "return [(performance.now() - t0) / data.games[longest].p, data.games[longest].p];"
         )
         lines.append(f"viewer step (Right arrow, longest game of {plies} plies):"
                      f" {step_ms:.2f} ms per ply")  # fmt: skip

@@ -19,6 +19,16 @@
     });
   });
   const $ = function (id) { return document.getElementById(id); };
+  const DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  // Moves and chains come as two characters a cell ("..": the swap); decoded when shown.
+  function cells(text) {
+    const out = [];
+    for (let i = 0; i + 1 < text.length; i += 2) {
+      out.push(text[i] === "." ? -1 : DIGITS.indexOf(text[i]) * 64 + DIGITS.indexOf(text[i + 1]));
+    }
+    return out;
+  }
+  games.forEach(function (g) { g.m = cells(g.m); g.ch = cells(g.ch); });
   let current = -1;
   let ply = 0;
   let moveButtons = [];
