@@ -43,3 +43,8 @@ def test_tournament_bench_runs() -> None:
     out = run(str(BENCH / "tournament_bench.py"), "--quick")
     assert out.count("tournament/match time") == 2
     assert "ratings on 200 records" in out and "peak RSS of the harness" in out
+
+
+def test_report_bench_runs() -> None:
+    out = run(str(BENCH / "report_bench.py"), "--quick")
+    assert "40 games (atoll-8/11" in out and "report written in" in out and "MB" in out

@@ -380,18 +380,26 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
     for ply in range(1, swapped.plies + 1):
         keys.send_keys(Keys.ARROW_RIGHT).perform()
         expected, game = expected_stones(swapped, ply)
-        assert shown_stones(browser) == expected, f"ply {ply}"
-        last = browser.execute_script(
-            "const m = document.querySelector('.board-wrap:not([hidden]) .last-mark');"
-            "return [m.getAttribute('visibility'), m.getAttribute('cx'), m.getAttribute('cy')];")
-        cell = browser.find_element(
-            By.CSS_SELECTOR, f".board-wrap:not([hidden]) g.cell[data-cell='{game.last_cell()}']"
-            " circle")  # fmt: skip
-        assert last == ["visible", cell.get_attribute("cx"), cell.get_attribute("cy")]
-        status = browser.find_element(By.ID, "status").text
+        state = browser.execute_script(
+            "const board = document.querySelector('.board-wrap:not([hidden])');"
+            "const stones = {};"
+            "board.querySelectorAll('g.cell').forEach(function (g) {"
+            "  if (g.dataset.stone) { stones[g.dataset.name] = g.dataset.stone; } });"
+            "const mark = board.querySelector('.last-mark');"
+            "const cell = board.querySelector('g.cell[data-cell=\"' + arguments[0] + '\"] circle');"
+            "return {stones: stones, ply: board.querySelector('svg').dataset.ply,"
+            "  mark: [mark.getAttribute('visibility'), mark.getAttribute('cx'),"
+            "         mark.getAttribute('cy')],"
+            "  cell: [cell.getAttribute('cx'), cell.getAttribute('cy')],"
+            "  status: document.getElementById('status').textContent,"
+            "  players: document.getElementById('players').textContent};",
+            game.last_cell(),
+        )  # fmt: skip
+        assert state["stones"] == expected and state["ply"] == str(ply), f"ply {ply}"
+        assert state["mark"] == ["visible", *state["cell"]]  # the last stone is marked
         if swapped.moves[ply - 1] == "swap":
-            assert "swap" in status and "takes the black stone" in status
-            assert "colours after the swap" in browser.find_element(By.ID, "players").text
+            assert "swap" in state["status"] and "takes the black stone" in state["status"]
+            assert "colours after the swap" in state["players"]
     chain = browser.execute_script(
         "return Array.from(document.querySelectorAll('.board-wrap:not([hidden]) g.cell.chain'))"
         ".map(function (g) { return g.dataset.name; });")
