@@ -584,7 +584,7 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     keep = Games()
     board, _, names = _gathered_standings(sources, prior, anchor, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
-    page = render_report(board, keep.records, title=heading,
+    page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
                          sources=[Path(s).name for s in sources])  # fmt: skip
     _write_whole(output, page)
     say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"

@@ -299,7 +299,7 @@ def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
 
 
 def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
-                  sources: list[str]) -> str:  # fmt: skip
+                  sources: list[str], anchor: tuple[str, float] | None = None) -> str:  # fmt: skip
     """The whole page as one string."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
@@ -324,6 +324,7 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
         cross_names=cross_names, grid=grid, games=views, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
+        anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
         voids=counts[True], variants=sorted({g.variant for g in views}), page_size=PAGE_SIZE,
     )  # fmt: skip
 

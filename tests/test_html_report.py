@@ -256,6 +256,25 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot write" in missing.output
 
 
+def test_records_that_do_not_replay_are_listed_with_the_problem(
+    played: Played, tmp_path: Path
+) -> None:
+    lines = [json.loads(line) for line in played.hex_records.read_text().splitlines()]
+    lines[0]["moves"][3] = lines[0]["moves"][1]  # an occupied cell: the replay stops there
+    lines[1]["variant"] = {"size": 5, "islands": 4}  # not a variant a record can name
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    page = tmp_path / "damaged.html"
+    done = CliRunner().invoke(main, ["report", str(damaged), "-o", str(page), "--anchor",
+                                     "random=1500", "--title", "Damaged"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    doc = parse(page.read_text())
+    first, second = payload(doc)["games"]
+    assert "does not replay at ply 4" in first["bad"] and len(decode_cells(first["m"])) == 3
+    assert "not a readable game record" in second["bad"] and second["v"] is None
+    assert "anchored so that random has +1500" in doc.all_text()
+
+
 def test_picture_and_rules_agree_on_every_board() -> None:
     """Two cells or island stones are drawn side by side exactly when the geometry makes
     them neighbours, and nothing overlaps."""
@@ -336,11 +355,17 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                  "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1600",
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):  # fmt: skip
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+def script_errors(driver: Any) -> list[str]:
+    """The page's errors since the last call (uncaught exceptions, failed requests)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def shown_stones(driver: Any) -> dict[str, str]:
@@ -415,6 +440,7 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
     moves = browser.find_elements(By.CSS_SELECTOR, "#moves li")
     assert len(moves) == swapped.plies + 1
     assert "swap" in moves[2].text
+    assert script_errors(browser) == []
 
 
 def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: Any) -> None:
@@ -452,6 +478,7 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     expected = [r.game_id for r in played.records if r.termination.value == "connection"]
     assert listed() == expected
     assert browser.find_element(By.ID, "f-count").text == f"{len(expected)} of 8 games"
+    assert script_errors(browser) == []
 
 
 def test_game_list_pages_through_many_games(played: Played, browser: Any,
@@ -482,3 +509,4 @@ def test_game_list_pages_through_many_games(played: Played, browser: Any,
     browser.find_element(By.ID, "page-next").click()
     assert count.text == "230 of 230 games, rows 201\u2013230 shown"
     assert browser.find_element(By.ID, "page-next").get_attribute("disabled") is not None
+    assert script_errors(browser) == []
