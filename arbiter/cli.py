@@ -252,7 +252,7 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None) ->
         if svg is not None:
             from arbiter.html_report import position_svg
 
-            _write_whole(svg, position_svg(chosen, ply))
+            _write_whole(svg, position_svg(chosen, ply), (b"<?xml", b"<svg"))
             say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
                 f" of {len(chosen.moves)} plies to {svg}.", err=True)  # fmt: skip
             return
@@ -263,9 +263,22 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None) ->
         say(line)
 
 
-def _write_whole(path: str, text: str) -> None:
-    """Write a file whole or not at all (a temporary file renamed into place)."""
+def _write_whole(path: str, text: str, kinds: tuple[bytes, ...]) -> None:
+    """Write a file whole or not at all (a temporary file renamed into place); a file
+    already there is replaced only if it starts like one of `kinds` (never a store, a
+    records file or a tournament file given by mistake)."""
     target = Path(path)
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(64).lstrip().lower()
+    except FileNotFoundError:
+        head = None
+    except OSError as exc:
+        raise ConfigError(f"cannot write: {exc.strerror}", where=path,
+                          hint="choose a writable path") from exc  # fmt: skip
+    if head is not None and not head.startswith(kinds):
+        raise ConfigError("the file exists and is not one this command wrote; it was left"
+                          " alone", where=path, hint="choose a new path")  # fmt: skip
     temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:
         temporary.write_text(text, encoding="utf-8")
@@ -544,7 +557,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     from arbiter.standings import matrix as matrix_table
     from arbiter.standings import table
 
-    board, _, _ = _gathered_standings(sources, prior, anchor, strict)
+    board, _ = _gathered_standings(sources, prior, anchor, strict)
     if as_json or fmt == "json":
         from arbiter.standings import to_json
 
@@ -582,19 +595,20 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
         raise ConfigError("the report would overwrite one of its sources", where=output,
                           hint="choose a new .html path")  # fmt: skip
     keep = Games()
-    board, _, names = _gathered_standings(sources, prior, anchor, strict, keep)
+    board, names = _gathered_standings(sources, prior, anchor, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
     page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
                          sources=[Path(s).name for s in sources])  # fmt: skip
-    _write_whole(output, page)
+    _write_whole(output, page, (b"<!doctype html",))
     say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
         f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
 
 
 def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: str | None,
-                        strict: bool, keep: Any = None) -> tuple[Any, Any, list[str]]:  # fmt: skip
-    """The standings of SOURCE arguments combined (as `ratings` and `report` read them):
-    (standings, tally, tournament names); duplicates and skipped lines said on stderr."""
+                        strict: bool, keep: Any = None) -> tuple[Any, list[str]]:  # fmt: skip
+    """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
+    and the tournament names met; duplicates and skipped lines said on stderr. With
+    `keep` (standings.Games), the records counted are kept there."""
     from arbiter.ratings import DEFAULT_PRIOR
     from arbiter.standings import gather, standings
 
@@ -616,7 +630,7 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
         raise ConfigError(f"--anchor names {pinned[0]!r}, which has no games here",
                           hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
     board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior, anchor=pinned)
-    return board, tally, names
+    return board, names
 
 
 def run() -> None:

@@ -12,7 +12,6 @@ chain shown is the one the rules found.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -192,22 +191,6 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
 # ---------------------------------------------------------------------- games
 
 
-@dataclass
-class GameView:
-    """One game for the list (rendered as a table row) and the viewer (as JSON)."""
-
-    number: int
-    game_id: str
-    seats: tuple[int, int]  # engine indices
-    seat_names: tuple[str, str]
-    result: str  # "1", "2" (the winning seat) or "void"
-    winner: str
-    termination: str
-    plies: int
-    variant: str
-    data: dict[str, Any]
-
-
 def _evidence(record: GameRecord) -> dict[str, Any] | None:
     ev = record.evidence
     if ev is None:
@@ -238,8 +221,9 @@ def _replay(record: GameRecord, variant: Variant) -> tuple[list[int], list[int],
 
 
 def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
-               variants: dict[str, Variant]) -> list[GameView]:  # fmt: skip
-    """Replay every record with the rules; engines and variants are filled in as met."""
+               variants: dict[str, Variant]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each game as the viewer's data, replayed with the rules; `engines` and `variants`
+    are filled in as they are met."""
     views = []
     for number, raw in enumerate(records, 1):
         try:
@@ -257,42 +241,34 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
         tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
         data = {
-            "id": record.game_id, "n": number, "v": key, "vn": str(variant), "s": list(seats),
-            "p": record.plies,
-            "sw": record.swapped, "r": result, "t": record.termination.value,
+            "id": _text(record.game_id, 200), "n": number, "v": key, "vn": str(variant),
+            "s": list(seats), "p": record.plies, "sw": record.swapped, "r": result,
+            "t": record.termination.value,
             "res": _text(describe_result(record), 1000),
             "m": encode_cells(moves), "ms": [round(t) for t in record.move_ms[: len(moves)]],
             "ch": encode_cells(chain), "bad": problem, "ev": _evidence(record),
             "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}", "when": _text(record.started, 40),
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
         }  # fmt: skip
-        views.append(GameView(
-            number=number, game_id=_text(record.game_id, 120), seats=seats,
-            seat_names=(name(record.seat1), name(record.seat2)), result=result,
-            winner=name(record.winner) if record.winner else "",
-            termination=record.termination.value, plies=record.plies, variant=str(variant),
-            data=data,
-        ))  # fmt: skip
+        views.append(data)
     return views
 
 
 def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
-                problem: str) -> GameView:  # fmt: skip
+                problem: str) -> dict[str, Any]:  # fmt: skip
     """A record the tally accepted but that cannot be replayed: listed, without a board."""
     seat1, seat2 = str(raw.get("seat1")), str(raw.get("seat2"))
     seats = (engines.setdefault(seat1, len(engines)), engines.setdefault(seat2, len(engines)))
     result = "void" if raw.get("void") else "1" if raw.get("winner") == seat1 else "2"
     termination = str(raw.get("termination"))
-    game_id = str(raw.get("game_id"))
-    data = {
+    game_id = _text(raw.get("game_id"), 200)
+    return {
         "id": game_id, "n": number, "v": None, "vn": "?", "p": 0, "s": list(seats),
-        "sw": False, "r": result,
-        "t": termination, "res": _text(f"{raw.get('winner')} wins ({termination})"),
+        "sw": False, "r": result, "t": termination,
+        "res": _text(f"{raw.get('winner')} wins ({termination})"),
         "m": "", "ms": [], "ch": "", "bad": _text(problem, 1000), "ev": None, "tc": "",
         "when": _text(raw.get("started", ""), 40), "ans": ["", ""],
     }  # fmt: skip
-    return GameView(number, _text(game_id, 120), seats, (name(seat1), name(seat2)), result,
-                    name(str(raw.get("winner") or "")), termination, 0, "?", data)
 
 
 # ----------------------------------------------------------------------- page
@@ -307,25 +283,23 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
     verdicts, rows = leaderboard(board)
     cross_names, grid = cross_table(board)
     pictures = {key: picture(v.geometry) for key, v in variants.items()}
-    terminations = [t.value for t in Termination
-                    if any(g.termination == t.value for g in views)]  # fmt: skip
+    terminations = [t.value for t in Termination if any(g["t"] == t.value for g in views)]
     payload = {
         "engines": [name(n) for n in engines],
-        "boards": list(pictures),
-        "games": [g.data for g in views],
+        "games": views,
         "page": PAGE_SIZE,
     }
     f = board.fit
-    counts = Counter(g.result == "void" for g in views)
     return _environment().get_template("report.html").render(
         title=title, sources=sources, leaderboard=rows, verdicts=verdicts,
         plot=elo_plot(board), seat=(_signed(f.seat_advantage), _error(f.seat_error)),
         rated=board.games, prior=board.prior, connected=f.connected,
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
-        cross_names=cross_names, grid=grid, games=views, pictures=pictures,
+        cross_names=cross_names, grid=grid, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
         anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
-        voids=counts[True], variants=sorted({g.variant for g in views}), page_size=PAGE_SIZE,
+        games=len(views), voids=sum(g["r"] == "void" for g in views),
+        variants=sorted({g["vn"] for g in views}), page_size=PAGE_SIZE,
     )  # fmt: skip
 
 

@@ -251,6 +251,22 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     none = runner.invoke(main, ["report", str(empty), "-o", str(tmp_path / "r.html")])
     assert none.exit_code == 2 and "no rated games" in none.output
     assert not (tmp_path / "r.html").exists()
+    # A store, records file or any file not written by `report` is never replaced.
+    store = played.folder / "tiny.sqlite"
+    before = store.read_bytes()
+    clobber = runner.invoke(main, ["report", str(played.tournament), "-o", str(store)])
+    assert clobber.exit_code == 2 and "left alone" in clobber.output
+    assert store.read_bytes() == before
+    clobber = runner.invoke(main, ["show", str(played.hex_records), "--game", "1", "--svg",
+                                   str(played.hex_records)])  # fmt: skip
+    assert clobber.exit_code == 2 and "left alone" in clobber.output
+    # A report is replaced by the next one.
+    shutil.copy(played.report, tmp_path / "old.html")
+    again = runner.invoke(main, ["report", str(played.hex_records), "-o",
+                                 str(tmp_path / "old.html")])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "2 in the viewer" in again.output
+    assert len(payload(parse((tmp_path / "old.html").read_text()))["games"]) == 2
     missing = runner.invoke(main, ["report", str(played.hex_records), "-o",
                                    str(tmp_path / "no" / "dir" / "r.html")])  # fmt: skip
     assert missing.exit_code == 2 and "cannot write" in missing.output
