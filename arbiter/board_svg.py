@@ -151,12 +151,13 @@ def _edge_labels(geom: Geometry, place: Callable[[float, float], Point], *, top:
     labels: list[Label] = []
     if geom.key.startswith("hex"):
         n = geom.size
+        # One step beyond the edge stones, in line with the column or row they name.
         for c in range(1, n + 1):
-            labels.append(Label(letters[c - 1], *place(c, -0.6)))
-            labels.append(Label(letters[c - 1], *place(c, n + 1.6)))
+            labels.append(Label(letters[c - 1], *place(c, -1)))
+            labels.append(Label(letters[c - 1], *place(c, n + 2)))
         for r in range(1, n + 1):
-            labels.append(Label(str(r), *place(-0.6, r)))
-            labels.append(Label(str(r), *place(n + 1.6, r)))
+            labels.append(Label(str(r), *place(-1, r)))
+            labels.append(Label(str(r), *place(n + 2, r)))
         return labels
     for x in range(geom.size):
         cx, _ = place(x, 0)
