@@ -28,7 +28,7 @@
     }
     return out;
   }
-  games.forEach(function (g) { g.m = cells(g.m); g.ch = cells(g.ch); });
+
   let current = -1;
   let ply = 0;
   let moveButtons = [];
@@ -50,6 +50,7 @@
       markCurrent();
     }
     const g = games[index];
+    if (typeof g.m === "string") { g.m = cells(g.m); g.ch = cells(g.ch); }
     boards.forEach(function (b, key) { b.wrap.hidden = key !== g.v; });
     setText("game-title", "Game " + g.n + ": " + g.id);
     setText("result", g.res);
