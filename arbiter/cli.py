@@ -244,8 +244,10 @@ def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
                    " of one match, else the number in the listing (default: list the games).")
 @click.option("--ply", type=click.IntRange(0), default=None,
               help="Show the position after this many plies.")
+@click.option("--svg", "svg", type=click.Path(dir_okay=False), default=None,
+              help="Write the position as a standalone SVG picture to this file.")
 @handle_errors
-def show(records: str, game_id: str | None, ply: int | None) -> None:
+def show(records: str, game_id: str | None, ply: int | None, svg: str | None) -> None:
     """List the games of a records file, or print one as a board with its moves."""
     from arbiter.report import describe_game, list_games
 
@@ -256,7 +258,7 @@ def show(records: str, game_id: str | None, ply: int | None) -> None:
     if not games:
         raise ConfigError("the file holds no games", where=records,
                           hint="records files are written by 'arbiter match --records'")
-    if game_id is None and ply is None:
+    if game_id is None and ply is None and svg is None:
         for line in list_games(games):
             say(line)
         return
@@ -265,11 +267,44 @@ def show(records: str, game_id: str | None, ply: int | None) -> None:
         raise ConfigError(f"--ply {ply} is out of range",
                           hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
     try:
+        if svg is not None:
+            from arbiter.html_report import position_svg
+
+            _write_whole(svg, position_svg(chosen, ply), (b"<?xml", b"<svg"))
+            say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
+                f" of {len(chosen.moves)} plies to {svg}.", err=True)  # fmt: skip
+            return
         lines = describe_game(chosen, ply)
     except IllegalMove as exc:
         raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
     for line in lines:
         say(line)
+
+
+def _write_whole(path: str, text: str, kinds: tuple[bytes, ...]) -> None:
+    """Write a file whole or not at all (a temporary file renamed into place); a file
+    already there is replaced only if it starts like one of `kinds` (never a store, a
+    records file or a tournament file given by mistake)."""
+    target = Path(path)
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(64).lstrip().lower()
+    except FileNotFoundError:
+        head = None
+    except OSError as exc:
+        raise ConfigError(f"cannot write: {exc.strerror}", where=path,
+                          hint="choose a writable path") from exc  # fmt: skip
+    if head is not None and not head.startswith(kinds):
+        raise ConfigError("the file exists and is not one this command wrote; it was left"
+                          " alone", where=path, hint="choose a new path")  # fmt: skip
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write: {exc.strerror}", where=path,
+                          hint="choose a writable path") from exc
 
 
 def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
@@ -540,27 +575,65 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
     term; errors are 95% intervals. Void games are skipped.
     """
-    from arbiter.ratings import DEFAULT_PRIOR
-    from arbiter.standings import Tally, standings, table, tally_records
     from arbiter.standings import matrix as matrix_table
-    from arbiter.store import Store
-    from arbiter.tournament import load_tournament
+    from arbiter.standings import table
 
-    tally = Tally()
-    files: list[str] = []
-    stores: set[Path] = set()
-    for source in sources:
-        kind = _source_kind(source)
-        if kind == "records":
-            files.append(source)
-            continue
-        path = Path(load_tournament(source).output if kind == "tournament" else source)
-        if path.resolve() in stores:
-            continue  # the same store twice (e.g. by its file and by its tournament)
-        stores.add(path.resolve())
-        with Store.open(path, create=False) as store:
-            tally.add_store(store)
-    tally, bad, _ = tally_records(files, tally)
+    board, _ = _gathered_standings(sources, prior, anchor, strict)
+    if as_json or fmt == "json":
+        from arbiter.standings import to_json
+
+        click.echo(json.dumps(to_json(board)))
+        return
+    say(table(board, fmt))
+    if matrix:
+        say("")
+        say(matrix_table(board))
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The HTML file to write (one self-contained page).")
+@click.option("--title", default=None, help="The page title (default: the tournament name).")
+@click.option("--prior", type=click.FloatRange(0), default=None,
+              help="As for `ratings`.  [default: 2]")
+@click.option("--anchor", default=None, metavar="NAME=ELO",
+              help="Give this engine this rating (default: the pool mean is 0).")
+@click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
+@handle_errors
+def report(sources: tuple[str, ...], output: str, title: str | None, prior: float | None,
+           anchor: str | None, strict: bool) -> None:  # fmt: skip
+    """Write a tournament report: one HTML page that works offline.
+
+    SOURCES as for `ratings` (tournament files, stores, records files, combined). The
+    page has the leaderboard, a plot of the ratings, the cross table, the games
+    (filterable) and a viewer that replays each game on the board.
+    """
+    from arbiter.html_report import render_report
+    from arbiter.standings import Games
+
+    if Path(output).resolve() in {Path(s).resolve() for s in sources}:
+        raise ConfigError("the report would overwrite one of its sources", where=output,
+                          hint="choose a new .html path")  # fmt: skip
+    keep = Games()
+    board, names = _gathered_standings(sources, prior, anchor, strict, keep)
+    heading = title or (", ".join(names) if names else "Atoll games")
+    page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
+                         sources=[Path(s).name for s in sources])  # fmt: skip
+    _write_whole(output, page, (b"<!doctype html",))
+    say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
+        f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
+
+
+def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: str | None,
+                        strict: bool, keep: Any = None) -> tuple[Any, list[str]]:  # fmt: skip
+    """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
+    and the tournament names met; duplicates and skipped lines said on stderr. With
+    `keep` (standings.Games), the records counted are kept there."""
+    from arbiter.ratings import DEFAULT_PRIOR
+    from arbiter.standings import gather, standings
+
+    tally, bad, names = gather(sources, keep)
     if tally.duplicates:
         say(f"{tally.duplicates} games appeared in more than one source and were counted"
             " once.", err=True)  # fmt: skip
@@ -578,27 +651,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
         raise ConfigError(f"--anchor names {pinned[0]!r}, which has no games here",
                           hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
     board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior, anchor=pinned)
-    if as_json or fmt == "json":
-        from arbiter.standings import to_json
-
-        click.echo(json.dumps(to_json(board)))
-        return
-    say(table(board, fmt))
-    if matrix:
-        say("")
-        say(matrix_table(board))
-
-
-def _source_kind(path: str) -> str:
-    if path.endswith(".toml"):
-        return "tournament"
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(16)
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", where=path,
-                          hint="give a tournament file, a store or a records file") from exc
-    return "store" if head == b"SQLite format 3\x00" else "records"
+    return board, names
 
 
 def run() -> None:

@@ -15,6 +15,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -83,10 +84,17 @@ class Tally:
             for i in range(3):
                 outcome[i] += split[i]
 
-    def add_store(self, store: Store) -> None:
+    def add_store(self, store: Store, keep: Games | None = None) -> None:
         """Add a store's games, aggregated in SQL unless some were already counted
-        (the same games through a copy of the store or an export of it)."""
+        (the same games through a copy of the store or an export of it); with `keep`,
+        the records of the games counted (and of the void attempts) are kept there."""
         keys = store.game_keys()
+        if keep is not None:
+            fresh = keys - self.seen
+            for data, void in store.records():
+                key = (str(data.get("game_id")), str(data.get("started")))
+                if void or key in fresh:
+                    keep.add(key, data, void=void)
         if keys & self.seen:
             for row in store.game_rows():
                 key = (row.game_id, row.started)
@@ -115,6 +123,22 @@ class Tally:
         return tally
 
 
+@dataclass
+class Games:
+    """The records behind a tally, in source order, each play of a game once: what a
+    report shows game by game. Void attempts are kept apart from the rated games."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    _void_seen: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, key: tuple[str, str], data: dict[str, Any], *, void: bool) -> None:
+        if void:
+            if key in self._void_seen:
+                return
+            self._void_seen.add(key)
+        self.records.append(data)
+
+
 @dataclass(frozen=True)
 class BadLine:
     path: str
@@ -126,11 +150,12 @@ class BadLine:
 
 
 def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
-                  ) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
+                  keep: Games | None = None) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
     """Add records files to a tally: (tally, bad lines, void records skipped).
 
     Only the fields the tally needs are read, so large files go fast; a line that is not
-    a valid rated-or-void record is returned as a BadLine, never silently counted.
+    a valid rated-or-void record is returned as a BadLine, never silently counted. With
+    `keep`, the records counted (and the void ones, each attempt once) are kept there too.
     """
     tally = tally or Tally()
     bad: list[BadLine] = []
@@ -142,14 +167,18 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
                 bad.append(BadLine(str(path), number, problem))
                 continue
             assert isinstance(data, dict)
+            key = (str(data.get("game_id")), str(data.get("started")))
             if data["void"]:
                 voids += 1
+                if keep is not None:
+                    keep.add(key, data, void=True)
                 continue
-            key = (str(data.get("game_id")), str(data.get("started")))
             if key in tally.seen:
                 tally.duplicates += 1
                 continue
             tally.seen.add(key)
+            if keep is not None:
+                keep.add(key, data, void=False)
             tally.add_game(data["seat1"], data["seat2"], data["winner"] == data["seat1"],
                            data["termination"], data.get("pair") or "")  # fmt: skip
     return tally, bad, voids
@@ -195,6 +224,48 @@ def _check(data: object) -> str:
         if data["seat1"] == data["seat2"]:
             return "both seats have the same name"
     return ""
+
+
+def source_kind(path: str) -> str:
+    """What a SOURCE argument is: "tournament" (a .toml file), "store" or "records"."""
+    if path.endswith(".toml"):
+        return "tournament"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", where=path,
+                          hint="give a tournament file, a store or a records file") from exc
+    return "store" if head == b"SQLite format 3\x00" else "records"
+
+
+def gather(sources: Iterable[str], keep: Games | None = None,
+           ) -> tuple[Tally, list[BadLine], list[str]]:  # fmt: skip
+    """Tally tournament files, stores and records files together, each game once:
+    (tally, bad records lines, tournament names met). With `keep`, the records counted
+    are kept there as well, deduplicated the same way."""
+    from arbiter.tournament import load_tournament
+
+    tally = Tally()
+    files: list[str] = []
+    stores: set[Path] = set()
+    names: list[str] = []
+    for source in sources:
+        kind = source_kind(source)
+        if kind == "records":
+            files.append(source)
+            continue
+        path = Path(load_tournament(source).output if kind == "tournament" else source)
+        if path.resolve() in stores:
+            continue  # the same store twice (e.g. by its file and by its tournament)
+        stores.add(path.resolve())
+        with Store.open(path, create=False) as store:
+            name = store.meta("tournament")
+            if name and name not in names:
+                names.append(name)
+            tally.add_store(store, keep)
+    tally, bad, _ = tally_records(files, tally, keep)
+    return tally, bad, names
 
 
 @dataclass(frozen=True)
@@ -322,12 +393,29 @@ def footer(s: Standings) -> list[str]:
     return lines
 
 
-def matrix(s: Standings) -> str:
-    """Head-to-head: W-L, the fitted Elo difference, and pairs won twice/split/lost twice."""
+@dataclass(frozen=True)
+class HeadToHead:
+    """One engine against one opponent, from the engine's side."""
+
+    engine: str
+    opponent: str
+    wins: int
+    losses: int
+    diff: float  # the fitted Elo difference, engine minus opponent
+    error: float  # its 95% half-width
+    pairs: tuple[int, int, int] | None  # seat-swapped pairs won twice, split, lost twice
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.losses
+
+
+def head_to_head(s: Standings) -> list[HeadToHead]:
+    """Every pairing that met, both ways round, engines in leaderboard order."""
     names = [r.name for r in s.rows]
     index = {name: i for i, name in enumerate(s.fit.names)}
     t = s.tally
-    body = []
+    out = []
     for a in names:
         for b in names:
             if a == b:
@@ -339,10 +427,20 @@ def matrix(s: Standings) -> str:
             diff, err = s.fit.diff(index[a], index[b])
             x, y = sorted((a, b))
             counts = t.pairs.get((x, y))
-            pair_text = ""
+            pairs = None
             if counts:
                 two, split, zero = counts if a == x else counts[::-1]
-                pair_text = f"{two}/{split}/{zero}"
-            body.append([a, b, f"{w}-{l_}", f"{_signed(diff)} ± {err:.0f}", pair_text])
+                pairs = (two, split, zero)
+            out.append(HeadToHead(a, b, w, l_, diff, err, pairs))
+    return out
+
+
+def matrix(s: Standings) -> str:
+    """Head-to-head: W-L, the fitted Elo difference, and pairs won twice/split/lost twice."""
+    body = [
+        [h.engine, h.opponent, f"{h.wins}-{h.losses}", f"{_signed(h.diff)} ± {h.error:.0f}",
+         "" if h.pairs is None else "/".join(map(str, h.pairs))]
+        for h in head_to_head(s)
+    ]  # fmt: skip
     return tabulate(body, ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
                     tablefmt="simple", disable_numparse=True)

@@ -52,3 +52,9 @@ def test_tournament_bench_runs() -> None:
 def test_sandbox_bench_runs() -> None:
     out = run(str(BENCH / "sandbox_bench.py"), "--starts", "2", "--games", "2", "--reps", "1")
     assert "per move" in out and "ratio" in out
+
+
+
+def test_report_bench_runs() -> None:
+    out = run(str(BENCH / "report_bench.py"), "--quick")
+    assert "40 games (atoll-8/11" in out and "report written in" in out and "MB" in out

@@ -1,0 +1,328 @@
+"""The tournament report as one self-contained HTML page, and single positions as SVG.
+
+The page is rendered by Jinja2 with autoescaping on, so whatever a record holds (engine
+names, what engines answered, their stderr) reaches the page as text, never as markup.
+Everything it needs is inline: styles, the boards as SVG, the games as JSON in a
+``<script type="application/json">`` block, and a small script for the viewer and the
+filters. Boards come from the rules core (arbiter.board_svg), moves are replayed by it
+here, so the viewer only places stones the rules already accepted, and the winning
+chain shown is the one the rules found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from arbiter.board_svg import BoardPicture, picture, position, stone_class
+from arbiter.process import exit_status
+from arbiter.records import GameRecord, Termination
+from arbiter.report import describe_result
+from arbiter.rules import SWAP, Game, IllegalMove, Variant
+from arbiter.standings import Standings, head_to_head
+from arbiter.text import escape, name, shorten
+
+TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
+STDERR_LINES = 30
+STDERR_CHARS = 4000
+LINE_CHARS = 400
+PAGE_SIZE = 100  # rows of the game list in the page at a time: what keeps big reports fast
+MINUS = "\u2212"  # typographic minus and en dash, for numbers and scores on the page
+DASH = "\u2013"
+
+
+CELL_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+SWAP_CODE = ".."
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("arbiter", "templates"),
+        autoescape=True,  # every template: page, SVG, and the inline style and script
+        undefined=jinja2.StrictUndefined,
+    )
+    # `tojson` escapes <, >, & and ' (nothing in the data can close the script block);
+    # without spaces it is a quarter smaller.
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "sort_keys": False}
+    return env
+
+
+def encode_cells(cells: Iterable[int]) -> str:
+    """Cell indices (-1 for the swap) as two characters each: the game data's bulk, kept
+    small (a 1,000-game report on the largest board stays within its budget)."""
+    return "".join(SWAP_CODE if c < 0 else CELL_DIGITS[c // 64] + CELL_DIGITS[c % 64]
+                   for c in cells)  # fmt: skip
+
+
+def _text(value: Any, limit: int = LINE_CHARS) -> str:
+    """Record text for the page: control and bidi characters escaped, capped."""
+    return shorten(escape(str(value)), limit)
+
+
+def _signed(x: float) -> str:
+    if math.isinf(x):
+        return "+∞" if x > 0 else f"{MINUS}∞"
+    text = f"{x:+.0f}"
+    return "0" if text in ("+0", "-0") else text.replace("-", MINUS)
+
+
+def _error(x: float) -> str:
+    return "∞" if math.isinf(x) or math.isnan(x) else f"{x:.0f}"
+
+
+# ---------------------------------------------------------------- leaderboard
+
+
+@dataclass(frozen=True)
+class PlotRow:
+    name: str
+    y: float
+    elo: float
+    lo: float
+    hi: float
+    open_lo: bool  # the interval runs off the plot (unbounded)
+    open_hi: bool
+    label: str
+
+
+@dataclass(frozen=True)
+class Plot:
+    width: float
+    height: float
+    left: float
+    right: float
+    rows: list[PlotRow]
+    ticks: list[tuple[float, str]]
+    zero: float | None
+
+
+def _nice_step(span: float) -> float:
+    raw = span / 6
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    for k in (1, 2, 2.5, 5, 10):
+        if raw <= k * magnitude:
+            return k * magnitude
+    return 10 * magnitude
+
+
+def elo_plot(board: Standings) -> Plot:
+    """Each engine's Elo with its 95% interval on one scale (unbounded ends marked)."""
+    width, left, right, row_h = 640.0, 150.0, 620.0, 26.0
+    finite = [(r.elo - r.error, r.elo + r.error) for r in board.rows
+              if math.isfinite(r.elo) and math.isfinite(r.error)]  # fmt: skip
+    points = [r.elo for r in board.rows if math.isfinite(r.elo)] or [0.0]
+    low = min([p[0] for p in finite] + points)
+    high = max([p[1] for p in finite] + points)
+    if high - low < 100:
+        middle = (high + low) / 2
+        low, high = middle - 50, middle + 50
+    step = _nice_step(high - low)
+    low = math.floor(low / step) * step
+    high = math.ceil(high / step) * step
+
+    def x(elo: float) -> float:
+        return round(left + (elo - low) / (high - low) * (right - left), 1)
+
+    rows = []
+    for i, r in enumerate(board.rows):
+        elo = min(max(r.elo, low), high) if math.isfinite(r.elo) else (high if r.elo > 0 else low)
+        lo, hi = r.elo - r.error, r.elo + r.error
+        rows.append(PlotRow(
+            name=name(r.name), y=30.0 + i * row_h, elo=x(elo),
+            lo=x(max(lo, low)) if not math.isnan(lo) else x(low),
+            hi=x(min(hi, high)) if not math.isnan(hi) else x(high),
+            open_lo=not lo >= low, open_hi=not hi <= high,
+            label=f"{_signed(r.elo)} ± {_error(r.error)}",
+        ))  # fmt: skip
+    ticks = []
+    k = low
+    while k <= high + step / 2:
+        ticks.append((x(k), _signed(k)))
+        k += step
+    return Plot(width, 40.0 + len(rows) * row_h, left, right, rows, ticks,
+                x(0.0) if low <= 0 <= high else None)  # fmt: skip
+
+
+def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
+    """(fault verdicts with a column each, one row per engine)."""
+    verdicts = sorted({v for r in board.rows for v in r.faults})
+    rows = []
+    for r in board.rows:
+        rows.append({
+            "rank": r.rank, "name": name(r.name), "elo": _signed(r.elo),
+            "error": _error(r.error), "games": r.games, "score": f"{100 * r.score:.1f}",
+            "wl": f"{r.wins}{DASH}{r.losses}",
+            "los": "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
+            "faults": [r.faults.get(v, 0) for v in verdicts],
+        })  # fmt: skip
+    return verdicts, rows
+
+
+def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] | None]]]:
+    """Engines in leaderboard order and, per engine, one cell per opponent (None if they
+    never met or on the diagonal)."""
+    names = [r.name for r in board.rows]
+    met = {(h.engine, h.opponent): h for h in head_to_head(board)}
+    grid: list[list[dict[str, Any] | None]] = []
+    for a in names:
+        line: list[dict[str, Any] | None] = []
+        for b in names:
+            h = met.get((a, b))
+            if h is None:
+                line.append(None)
+                continue
+            line.append({
+                "score": f"{h.wins}{DASH}{h.losses}",
+                "elo": f"{_signed(h.diff)} ± {_error(h.error)}",
+                "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
+                "tone": "ahead" if h.wins > h.losses else "behind" if h.wins < h.losses
+                else "even",
+            })  # fmt: skip
+        grid.append(line)
+    return [name(n) for n in names], grid
+
+
+# ---------------------------------------------------------------------- games
+
+
+def _evidence(record: GameRecord) -> dict[str, Any] | None:
+    ev = record.evidence
+    if ev is None:
+        return None
+    stderr = ev.stderr_tail[-STDERR_CHARS:].splitlines()[-STDERR_LINES:]
+    return {
+        "engine": _text(ev.engine),
+        "detail": _text(ev.detail, 1000),
+        "status": exit_status(ev.returncode) if ev.returncode is not None else "",
+        "transcript": [_text(line) for line in ev.transcript[-TRANSCRIPT_LINES:]],
+        "stderr": [_text(line) for line in stderr],
+        "stage": _text(ev.stage, 20),
+    }
+
+
+def _replay(record: GameRecord, variant: Variant) -> tuple[list[int], list[int], str]:
+    """(moves as cell indices, -1 for the swap; the winning chain; a problem, if the
+    record does not replay)."""
+    game = Game(variant)
+    for text in record.moves:
+        try:
+            game.play(text)
+        except IllegalMove as exc:
+            moves = [-1 if m == SWAP else int(m) for m in game.moves]
+            return moves, [], _text(f"the record does not replay at ply {len(moves) + 1}: {exc}")
+    moves = [-1 if m == SWAP else int(m) for m in game.moves]
+    return moves, sorted(game.winning_chain()), ""
+
+
+def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
+               variants: dict[str, Variant]) -> list[dict[str, Any]]:  # fmt: skip
+    """Each game as the viewer's data, replayed with the rules; `engines` and `variants`
+    are filled in as they are met."""
+    views = []
+    for number, raw in enumerate(records, 1):
+        try:
+            record = GameRecord.from_json(raw)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            views.append(_unreadable(number, raw, engines, f"not a readable game record ({exc})"))
+            continue
+        v = record.variant
+        variant = Variant(v["islands"], v["size"], v["pie"])
+        key = variant.geometry.key
+        variants.setdefault(key, variant)
+        seats = (engines.setdefault(record.seat1, len(engines)),
+                 engines.setdefault(record.seat2, len(engines)))  # fmt: skip
+        moves, chain, problem = _replay(record, variant)
+        result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
+        tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
+        data = {
+            "id": _text(record.game_id, 200), "n": number, "v": key, "vn": str(variant),
+            "s": list(seats), "p": record.plies, "sw": record.swapped, "r": result,
+            "t": record.termination.value,
+            "res": _text(describe_result(record), 1000),
+            "m": encode_cells(moves), "ms": [round(t) for t in record.move_ms[: len(moves)]],
+            "ch": encode_cells(chain), "bad": problem, "ev": _evidence(record),
+            "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}", "when": _text(record.started, 40),
+            "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
+        }  # fmt: skip
+        views.append(data)
+    return views
+
+
+def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
+                problem: str) -> dict[str, Any]:  # fmt: skip
+    """A record the tally accepted but that cannot be replayed: listed, without a board."""
+    seat1, seat2 = str(raw.get("seat1")), str(raw.get("seat2"))
+    seats = (engines.setdefault(seat1, len(engines)), engines.setdefault(seat2, len(engines)))
+    result = "void" if raw.get("void") else "1" if raw.get("winner") == seat1 else "2"
+    termination = str(raw.get("termination"))
+    game_id = _text(raw.get("game_id"), 200)
+    return {
+        "id": game_id, "n": number, "v": None, "vn": "?", "p": 0, "s": list(seats),
+        "sw": False, "r": result, "t": termination,
+        "res": _text(f"{raw.get('winner')} wins ({termination})"),
+        "m": "", "ms": [], "ch": "", "bad": _text(problem, 1000), "ev": None, "tc": "",
+        "when": _text(raw.get("started", ""), 40), "ans": ["", ""],
+    }  # fmt: skip
+
+
+# ----------------------------------------------------------------------- page
+
+
+def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
+                  sources: list[str], anchor: tuple[str, float] | None = None) -> str:  # fmt: skip
+    """The whole page as one string."""
+    engines = {r.name: i for i, r in enumerate(board.rows)}
+    variants: dict[str, Variant] = {}
+    views = game_views(records, engines, variants)
+    verdicts, rows = leaderboard(board)
+    cross_names, grid = cross_table(board)
+    pictures = {key: picture(v.geometry) for key, v in variants.items()}
+    terminations = [t.value for t in Termination if any(g["t"] == t.value for g in views)]
+    payload = {
+        "engines": [name(n) for n in engines],
+        "games": views,
+        "page": PAGE_SIZE,
+    }
+    f = board.fit
+    return _environment().get_template("report.html").render(
+        title=title, sources=sources, leaderboard=rows, verdicts=verdicts,
+        plot=elo_plot(board), seat=(_signed(f.seat_advantage), _error(f.seat_error)),
+        rated=board.games, prior=board.prior, connected=f.connected,
+        components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
+        cross_names=cross_names, grid=grid, pictures=pictures,
+        engines=payload["engines"], terminations=terminations, payload=payload,
+        anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
+        games=len(views), voids=sum(g["r"] == "void" for g in views),
+        variants=sorted({g["vn"] for g in views}), page_size=PAGE_SIZE,
+    )  # fmt: skip
+
+
+def position_svg(record: GameRecord, ply: int | None = None) -> str:
+    """One position of a recorded game as a standalone SVG document.
+
+    Raises IllegalMove if the record does not replay.
+    """
+    v = record.variant
+    variant = Variant(v["islands"], v["size"], v["pie"])
+    pos = position(variant, record.moves, ply)
+    p: BoardPicture = pos.picture
+    stones = [stone_class(c) for c in pos.colors]
+    swapped = None
+    if pos.swap_now:
+        swapped = pos.last
+    title = (f"{variant}, game {escape(record.game_id)}: {name(record.seat1)} (seat 1) vs"
+             f" {name(record.seat2)} (seat 2), after {pos.ply} of {pos.plies} plies")  # fmt: skip
+    shown = record.moves[: pos.ply]
+    desc = "Moves: " + " ".join(f"{n}.{_text(m, 8)}" for n, m in enumerate(shown, 1))
+    if pos.chain:
+        desc += ". Winning chain: " + " ".join(p.cells[i].name for i in sorted(pos.chain))
+    return _environment().get_template("position.svg").render(
+        p=p, stones=stones, last=pos.last, chain=pos.chain, swapped=swapped, title=title,
+        desc=desc if shown else "No moves.",
+    )  # fmt: skip
