@@ -240,8 +240,10 @@ class GameWorker:
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
-            # running or wrote in its scratch folder reaches the next.
-            if seat in outcome.faulty or self.settings.engines[key].sandbox:
+            # running or wrote in its scratch folder reaches the next; an engine with
+            # limits too, so that they and the kernel's counters are per game.
+            spec = self.settings.engines[key]
+            if seat in outcome.faulty or spec.sandbox or spec.limits:
                 await self._close(key)
         await self._trim()
 

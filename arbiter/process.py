@@ -350,6 +350,10 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
         ) from exc
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
+    except subprocess.SubprocessError as exc:  # the set-up between fork and exec failed
+        raise EngineStartError(
+            spec.label, f"cannot apply its resource limits or enter its cgroup: {exc}"
+        ) from exc
     return process
 
 

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -175,6 +176,7 @@ def _watch(token: str) -> None:
     every process that carries the harness's token (engines' escaped descendants)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    harness = os.getppid()
     groups: set[int] = set()
     buffer = b""
     while True:
@@ -200,6 +202,14 @@ def _watch(token: str) -> None:
         for pid in _guarded(token):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+    # The cgroups of its engines (resource limits): a killed process leaves its cgroup
+    # only once the kernel has finished it, so try for a moment.
+    from arbiter import sandbox
+
+    for _ in range(50):
+        if not sandbox.remove_cgroups_of(harness):
+            break
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

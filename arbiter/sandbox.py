@@ -35,6 +35,10 @@ from arbiter.errors import ConfigError
 
 LIMIT_KEYS = ("memory_mb", "cpu_s", "processes", "disk_mb")
 DEFAULT_DISK_MB = 64  # the scratch tmpfs of a sandboxed engine with no disk limit of its own
+MIN_PROCESSES = 3
+# What a sandboxed engine gets when its definition sets no limit: enough for any engine
+# that plays fair, never the whole machine. Applied where the host can enforce them.
+SANDBOX_DEFAULTS = {"memory_mb": 4096, "processes": 512, "disk_mb": DEFAULT_DISK_MB}
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "arbiter-"
 _LIMITS_HINT = "e.g. limits = { memory_mb = 1024, cpu_s = 600, processes = 64, disk_mb = 64 }"
@@ -82,8 +86,9 @@ def parse_limits(value: Any, where: str) -> Limits:
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
             raise ConfigError(f"{key} must be a positive whole number", where=f"{where}.{key}",
                               hint=_LIMITS_HINT)  # fmt: skip
-    if value.get("processes") is not None and value["processes"] < 2:
-        raise ConfigError("processes must be at least 2 (the engine and the sandbox's init)",
+    if value.get("processes") is not None and value["processes"] < MIN_PROCESSES:
+        raise ConfigError(f"processes must be at least {MIN_PROCESSES} (the engine, and"
+                          " bubblewrap and its init in a sandbox)",
                           where=f"{where}.processes")  # fmt: skip
     return Limits(**value)
 
@@ -122,9 +127,10 @@ def unavailable() -> str | None:
     if probe.returncode != 0:
         said = probe.stderr.decode("utf-8", "replace").strip().splitlines()
         why = said[-1] if said else f"exit status {probe.returncode}"
-        return (f"bubblewrap cannot create its namespaces here ({why[:200]}); allow"
-                " unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or"
-                " kernel.apparmor_restrict_unprivileged_userns=0) or run as root")  # fmt: skip
+        return (f"bubblewrap cannot make a sandbox here ({why[:200]}); it needs bubblewrap"
+                " 0.8 or later and user namespaces: allow unprivileged ones (sysctl"
+                " kernel.unprivileged_userns_clone=1, or"
+                " kernel.apparmor_restrict_unprivileged_userns=0)")  # fmt: skip
     return None
 
 
@@ -136,7 +142,8 @@ def require(where: str) -> None:
         raise ConfigError(f"the sandbox cannot be used: {reason}", where=where)
 
 
-_MASKED = ("/tmp", "/run", "/dev")  # host folders the sandbox replaces with its own
+_MASKED = ("/tmp", "/run", "/dev", "/sys/fs/cgroup")  # host folders it replaces with its own
+SHM_MB = 16
 
 
 def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = ()
@@ -145,13 +152,16 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = (
     options = [
         "--ro-bind", "/", "/",
         "--dev", "/dev",
+        # /dev is a tmpfs of its own: only its shm folder stays writable, and small.
+        "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm",
+        "--remount-ro", "/dev",
         "--proc", "/proc",
+        "--tmpfs", "/sys/fs/cgroup",  # other engines' memory use and the host's pids
         "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
-        "--size", size, "--tmpfs", "/dev/shm",
     ]  # fmt: skip
     if os.path.isdir("/run"):
         options += ["--tmpfs", "/run"]  # host services' unix sockets live there
-    for path in shown:  # the engine's own folder, read-only, even where a tmpfs hides it
+    for path in shown:  # the engine's own files, read-only, even where a tmpfs hides them
         if any(path == m or path.startswith(m + "/") for m in _MASKED) and os.path.exists(path):
             options += ["--ro-bind", path, path]
     for path in hidden:
@@ -159,8 +169,15 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = (
             options += ["--tmpfs", path]
         elif os.path.exists(path):
             options += ["--ro-bind", "/dev/null", path]
+    # A user namespace of its own even as root, no capabilities at all, and no nested
+    # namespaces (which would let it remount, or mount a tmpfs outside every limit).
+    # No --die-with-parent: bubblewrap takes the death of the *thread* that started it
+    # for its parent's, and trio starts processes from worker threads that come and go.
+    # The sandbox lives in the engine's process group instead, which the referee kills
+    # after every game and the watchdog kills if the referee dies; its pid namespace
+    # goes down with bubblewrap's init, whatever sessions were made inside.
     options += [
-        "--unshare-all", "--die-with-parent", "--new-session",
+        "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
         "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp",
     ]  # fmt: skip
     return options
@@ -177,6 +194,9 @@ def bwrap_argv(argv: list[str], limits: Limits, hidden: Iterable[str] = (),
     shown = [here]
     if os.sep in argv[0]:
         shown.append(os.path.dirname(os.path.join(here, argv[0])))
+    for word in argv[1:]:  # a script or weights file named by absolute path
+        if os.path.isabs(word) and os.path.exists(word):
+            shown.append(word if os.path.isdir(word) else os.path.dirname(word))
     return [program, *_bwrap_options(disk, hidden, dict.fromkeys(shown)), "--", *argv]
 
 
@@ -239,7 +259,7 @@ class Cgroups:
 
     def kill_all(self) -> None:
         """Kill every process still inside, wherever it moved in the process tree."""
-        for pid in self.pids_inside():
+        for pid in self.pids_inside() - {0}:  # 0: a process in another pid namespace
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -489,6 +509,31 @@ def _rlimits(limits: Limits, *, memory_by_cgroup: bool) -> list[tuple[int, tuple
     return out
 
 
+def sandbox_defaults() -> Limits:
+    """SANDBOX_DEFAULTS, less those this host cannot enforce without side effects (an
+    address-space cap would break JVM and Go engines that set no memory limit)."""
+    cgroups = cgroup_support()
+    return Limits(
+        memory_mb=SANDBOX_DEFAULTS["memory_mb"] if "memory" in cgroups else None,
+        processes=SANDBOX_DEFAULTS["processes"] if "processes" in cgroups else None,
+        disk_mb=SANDBOX_DEFAULTS["disk_mb"],
+    )
+
+
+def remove_cgroups_of(owner: int) -> int:
+    """Kill what is left in the cgroups a dead harness process made, and remove them;
+    how many are still there (a killed process not yet finished holds its cgroup)."""
+    _, memory, pids = _cgroup_bases()
+    left = 0
+    for base in (memory, pids):
+        if base is not None:
+            with contextlib.suppress(OSError):
+                for folder in base.glob(f"{_PREFIX}{owner}-*"):
+                    _clear(folder)
+                    left += folder.exists()
+    return left
+
+
 def check_limits(limits: Limits, where: str) -> None:
     """Refuse limits this host cannot enforce, before any game."""
     if limits.processes is not None and "processes" not in cgroup_support():
@@ -505,6 +550,7 @@ def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Itera
     """The command and set-up for one engine process; makes its cgroups (release them)."""
     argv = list(argv)
     if sandbox:
+        limits = limits.merged(sandbox_defaults())
         argv = bwrap_argv(argv, limits, hidden, cwd)
     groups = make_cgroups(limits) if limits else None
     return Confinement(argv=argv, sandboxed=sandbox, limits=limits, cgroups=groups)

@@ -15,9 +15,11 @@ Attacks:
   inject          write a forged answer into the stdout pipe of the opponent (found as
                   for kill-opponent) through /proc/PID/fd/1, then play on
   write           append a forged line to every --path FILE, then play on
+  remount         as write, after trying to unmount each FILE (a hidden one) and to
+                  remount its folder and / read-write, also from a new user namespace
   connect         connect to 127.0.0.1:PORT and send a line, then play on
-  escape          start a child in a new session that sleeps with TOKEN in its command
-                  line, then play on
+  escape          start a child in a new session, with an empty environment, that sleeps
+                  with TOKEN in its command line, then play on
   memory          allocate and touch memory 16 MiB at a time until stopped
   cpu             burn CPU until stopped
   fork            start sleeping children until a fork is refused, then exit 1
@@ -25,6 +27,7 @@ Attacks:
                   in $TMPDIR until stopped
   fill            write 1 MiB files in $TMPDIR until the disk is full, then exit 1
   flood           write to stdout without end, never a newline
+  think           not an attack: think 11 seconds over its first move, then play on
 """
 
 from __future__ import annotations
@@ -115,7 +118,15 @@ def attack(opts: argparse.Namespace) -> None:
             except OSError as exc:
                 hits.append(f"{pid} refused ({exc.strerror})")
         result = "wrote to " + ", ".join(hits) if hits else "no target found"
-    elif name == "write":
+    elif name in ("write", "remount"):
+        if name == "remount":
+            for path in opts.path:
+                for command in (["umount", path],
+                                ["mount", "-o", "remount,bind,rw", os.path.dirname(path)],
+                                ["mount", "-o", "remount,bind,rw", "/"],
+                                ["unshare", "-Urm", "mount", "-o", "remount,bind,rw", "/"]):
+                    done = subprocess.run(command, capture_output=True, text=True)
+                    log(f"attack remount: {' '.join(command)} -> {done.returncode}")
         outcomes = []
         for path in opts.path:
             try:
@@ -136,7 +147,7 @@ def attack(opts: argparse.Namespace) -> None:
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(600)", opts.token],
             start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env={},
         )
         result = f"child {child.pid} started"
     elif name == "memory":
@@ -181,6 +192,8 @@ def attack(opts: argparse.Namespace) -> None:
             log(f"attack fill: stopped after {written} MiB ({exc.strerror})")
             os._exit(1)
         result = f"wrote {written} MiB"
+    elif name == "think":
+        time.sleep(11)
     elif name == "flood":
         while True:
             sys.stdout.write("x" * 65536)
