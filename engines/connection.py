@@ -114,4 +114,7 @@ def modest_openings(t: Tables) -> list[int]:
     """First moves for the pie rule: just outside the zone a sensible opponent swaps."""
     zone = swap_zone(t)
     cells = [c for c in range(t.n) if t.centrality[c] == zone + 1]
-    return cells or [c for c in range(t.n) if t.centrality[c] > zone]
+    outside = [c for c in range(t.n) if t.centrality[c] > zone]
+    # On the smallest boards every cell is central: the least central ones will do.
+    edge = [c for c in range(t.n) if t.centrality[c] == max(t.centrality)]
+    return cells or outside or edge

@@ -1,0 +1,224 @@
+"""The bundled ladder (random, heuristic, mcts) through the real protocol and the real CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arbiter.records import GameRecord, Termination, read_records
+from arbiter.rules import SWAP, Color, Game, Variant
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = ROOT / "engines"
+BOTS = {"random": "random_bot.py", "heuristic": "heuristic_bot.py", "mcts": "mcts_bot.py"}
+FLAGS = {
+    "random": ["--seed"],
+    "heuristic": ["--depth", "--width", "--seed"],
+    "mcts": ["--time", "--playouts", "--seed", "--rave", "--explore", "--per-leaf",
+             "--no-reuse", "--no-resign"],
+}  # fmt: skip
+
+
+def match(tmp_path: Path, tag: str, *args: str) -> subprocess.Popen[str]:
+    """Start `arbiter match` from the project root, so the bundled engines file is used."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", *args, "--records", str(tmp_path / f"{tag}.jsonl"),
+         "--json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def finish(runs: list[tuple[str, subprocess.Popen[str]]]) -> None:
+    for tag, proc in runs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, f"{tag}: {err}"
+        assert sum(json.loads(out)["wins"].values()) == 2, (tag, out)
+
+
+def replayed(record: GameRecord) -> Game:
+    """The game replayed on the referee's rules: every move legal, the win where it says."""
+    game = Game(Variant(**record.variant))
+    for move in record.moves:
+        game.play(move)
+    if record.termination is Termination.CONNECTION:
+        assert game.winner is not None and str(game.winner) == record.winner_color
+    return game
+
+
+def run_all(tmp_path: Path, jobs: list[tuple[str, list[str]]], at_once: int = 3) -> None:
+    pending = list(jobs)
+    while pending:
+        batch, pending = pending[:at_once], pending[at_once:]
+        finish([(tag, match(tmp_path, tag, *args)) for tag, args in batch])
+
+
+VARIANTS = [
+    ("atoll7", ["--size", "7"]),
+    ("atoll11-nopie", ["--size", "11", "--no-pie"]),
+    ("atoll15", ["--size", "15"]),
+    ("atoll19-nopie", ["--size", "19", "--no-pie"]),
+    ("atoll23", ["--size", "23"]),
+    ("hex2", ["--islands", "4", "--size", "2"]),
+    ("hex5-nopie", ["--islands", "4", "--size", "5", "--no-pie"]),
+    ("hex11", ["--islands", "4", "--size", "11"]),
+    ("hex26-nopie", ["--islands", "4", "--size", "26", "--no-pie"]),
+]
+
+
+def test_every_bot_plays_every_variant(tmp_path: Path) -> None:
+    """Each rung against another on every board, both colours, pie on and off."""
+    jobs = []
+    for tag, variant in VARIANTS:
+        # The strong rungs beat random quickly, so the big boards stay cheap.
+        jobs.append((f"{tag}-mcts", ["random", "mcts", "--games", "2", "--tc", "0.5+0.01", *variant]))
+        jobs.append((f"{tag}-heur", ["heuristic", "random", "--games", "2", "--tc", "0.5+0.01",
+                                     *variant]))  # fmt: skip
+    for tag in ("atoll7", "hex5-nopie"):
+        variant = dict(VARIANTS)[tag]
+        jobs.append((f"{tag}-top", ["heuristic", "mcts", "--games", "2", "--tc", "0.5+0.01",
+                                    *variant]))  # fmt: skip
+    run_all(tmp_path, jobs)
+    played: dict[str, set[tuple[str, str]]] = {bot: set() for bot in BOTS}  # variant, seat
+    for tag, args in jobs:
+        records = list(read_records(tmp_path / f"{tag}.jsonl"))
+        assert len(records) == 2 and not any(r.void for r in records), tag
+        for record in records:
+            assert record.termination in (Termination.CONNECTION, Termination.RESIGN), (
+                tag, record.termination, record.reason)  # fmt: skip
+            game = replayed(record)
+            pie = "--no-pie" not in args
+            assert not (record.swapped and not pie), tag
+            assert game.variant.pie == pie
+            kind = tag.split("-")[0]
+            played[record.seat1].add((kind, "first"))
+            played[record.seat2].add((kind, "second"))
+    for bot in BOTS:
+        for tag, _ in VARIANTS:
+            kind = tag.split("-")[0]
+            assert {(kind, "first"), (kind, "second")} <= played[bot], (bot, kind)
+
+
+def seat_times(record: GameRecord, engine: str) -> list[float]:
+    """Milliseconds each of `engine`'s moves took: seat 1 makes the even plies."""
+    first = 0 if record.seat1 == engine else 1
+    return record.move_ms[first::2]
+
+
+def test_clock_is_used_but_never_overrun(tmp_path: Path) -> None:
+    """Under 1+0.01 the searchers spend a real share of their clock and never lose on it;
+    with a fixed time per move they stay inside it."""
+    run_all(tmp_path, [
+        ("fischer", ["heuristic", "mcts", "--games", "2", "--tc", "1+0.01", "--seed", "5"]),
+        ("movetime", ["mcts", "random", "--games", "2", "--tc", "st=0.2", "--seed", "5"]),
+    ])  # fmt: skip
+    for record in read_records(tmp_path / "fischer.jsonl"):
+        assert record.termination in (Termination.CONNECTION, Termination.RESIGN)
+        replayed(record)
+        for engine in ("heuristic", "mcts"):
+            times = seat_times(record, engine)
+            available = 1000 + 10 * len(times)
+            assert sum(times) < 0.8 * available, (engine, times)
+            assert max(times) < 300, (engine, times)
+        # The search thinks for a while on a real clock rather than answering at once.
+        assert sum(seat_times(record, "mcts")) > 0.1 * (1000 + 10 * len(seat_times(record, "mcts")))
+    for record in read_records(tmp_path / "movetime.jsonl"):
+        times = seat_times(record, "mcts")
+        assert max(times) < 200, times
+        thought = sorted(times)[len(times) // 2]
+        assert thought > 40, times  # half the allowance, less the round trip
+
+
+def test_help_lists_every_flag_and_the_readme_documents_them() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for bot, script in BOTS.items():
+        done = subprocess.run([sys.executable, str(ENGINES / script), "--help"], cwd=ENGINES,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        for flag in FLAGS[bot]:
+            assert flag in done.stdout, (bot, flag)
+            assert f"`{flag}" in readme, (bot, flag)
+        assert f'[engines.{bot}]' in (ENGINES / "engines.toml").read_text()
+
+
+def talk(bot: str, lines: list[str], *flags: str) -> list[str]:
+    """Send protocol commands to a bot process; its answers, one per command."""
+    done = subprocess.run(
+        [sys.executable, str(ENGINES / BOTS[bot]), *flags],
+        input="".join(f"{i} {line}\n" for i, line in enumerate(lines, 1)),
+        cwd=ENGINES, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answers = [a for a in done.stdout.split("\n\n") if a.strip()]
+    assert len(answers) == len(lines), done.stdout
+    for i, answer in enumerate(answers, 1):
+        assert answer.startswith(f"={i}"), (lines[i - 1], answer)
+    return [a.split(" ", 1)[1].strip() if " " in a else "" for a in answers]
+
+
+SETUP = ["atoll-islands 8", "boardsize 11", "clear_board", "atoll-pie on",
+         "atoll-time_settings fischer 5000 50", "atoll-time_left b 5000", "atoll-time_left w 5000"]  # fmt: skip
+CENTRAL, CORNER = "f5", "a1"
+
+
+@pytest.mark.parametrize("bot", ["heuristic", "mcts"])
+def test_pie_swaps_a_central_stone_and_keeps_a_corner_one(bot: str) -> None:
+    flags = ["--seed", "3"] + (["--playouts", "3000"] if bot == "mcts" else [])
+    central = talk(bot, [*SETUP, f"play b {CENTRAL}", "genmove w"], *flags)[-1]
+    corner = talk(bot, [*SETUP, f"play b {CORNER}", "genmove w"], *flags)[-1]
+    assert central == SWAP
+    assert corner != SWAP and corner in Game().geometry.name_index
+    off = [s if s != "atoll-pie on" else "atoll-pie off" for s in SETUP]
+    assert talk(bot, [*off, f"play b {CENTRAL}", "genmove w"], *flags)[-1] != SWAP
+
+
+@pytest.mark.parametrize("bot", ["heuristic", "mcts"])
+def test_opening_is_modest_with_the_pie_rule(bot: str) -> None:
+    """With the pie rule on, a first stone the bots themselves would not swap."""
+    flags = ["--seed", "4"] + (["--playouts", "3000"] if bot == "mcts" else [])
+    for seed in ("4", "5"):
+        flags[1] = seed
+        opening = talk(bot, [*SETUP, "genmove b"], *flags)[-1]
+        answer = talk("heuristic", [*SETUP, f"play b {opening}", "genmove w"], "--seed", seed)
+        assert answer[-1] != SWAP, opening
+
+
+def test_random_takes_the_pie_at_random_and_never_without_it() -> None:
+    answers = [talk("random", [*SETUP, f"play b {CENTRAL}", "genmove w"], "--seed", str(s))[-1]
+               for s in range(8)]  # fmt: skip
+    assert SWAP in answers and any(a != SWAP for a in answers)
+    off = [s if s != "atoll-pie on" else "atoll-pie off" for s in SETUP]
+    assert talk("random", [*off, f"play b {CENTRAL}", "genmove w"], "--seed", "1")[-1] != SWAP
+
+
+def lost_position(variant: Variant) -> Game:
+    """A position where Black, to move, cannot win at once and White has two winning cells."""
+    rng = random.Random(1)
+    while True:
+        game = Game(variant)
+        while game.winner is None:
+            if game.to_move is Color.BLACK and not game.winning_cells(Color.BLACK) and len(
+                    game.winning_cells(Color.WHITE)) >= 2:  # fmt: skip
+                return game
+            game.play(rng.choice(game.legal_cells()))
+
+
+def test_mcts_resigns_only_a_lost_position_and_heuristic_never() -> None:
+    variant = Variant(4, 5, pie=False)
+    game = lost_position(variant)
+    names = [game.move_name(m) for m in game.moves]
+    setup = ["atoll-islands 4", "boardsize 5", "clear_board", "atoll-pie off"]
+    plays = [f"play {'b' if i % 2 == 0 else 'w'} {m}" for i, m in enumerate(names)]
+    assert talk("mcts", [*setup, *plays, "genmove b"], "--time", "0.2")[-1] == "resign"
+    block = talk("mcts", [*setup, *plays, "genmove b"], "--time", "0.2", "--no-resign")[-1]
+    assert block in {game.move_name(c) for c in game.winning_cells(Color.WHITE)}
+    assert talk("heuristic", [*setup, *plays, "genmove b"])[-1] != "resign"
+    # One step earlier (White to move) nothing is lost yet for Black: no resignation.
+    earlier = talk("mcts", [*setup, *plays[:-1], f"genmove {'b' if len(plays) % 2 else 'w'}"],
+                   "--time", "0.2")  # fmt: skip
+    assert earlier[-1] != "resign"
