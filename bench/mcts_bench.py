@@ -18,10 +18,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engines"))
 
-from mcts_bot import Search  # noqa: E402
+from mcts_bot import Search
 
-from arbiter.rules import Game, Variant  # noqa: E402
-from arbiter.rules.playout import PlayoutEngine  # noqa: E402
+from arbiter.rules import Game, Variant
+from arbiter.rules.playout import PlayoutEngine
 
 
 def position(variant: Variant, plies: int, rng: np.random.Generator) -> Game:

@@ -8,8 +8,8 @@ spreads them over the tree) and their fills decided at once by the rules core's
 bit-parallel playout engine. The tree is kept between moves. Thinking time is a share
 of the clock the referee reports, so it never loses on time. It plays an immediate win,
 blocks a single threat and resigns only when the opponent has two winning cells and it
-has none. With the pie rule it opens just outside the zone a strong opponent swaps, and
-swaps when the search finds the first stone better than White's best answer.
+has none. With the pie rule it opens just outside the central zone, and swaps a first
+stone inside it or one the search finds clearly better than White's best answer.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-from connection import Tables, modest_openings  # noqa: E402
+from connection import Tables, modest_openings, wants_swap  # noqa: E402
 
 from arbiter.bot import Bot  # noqa: E402
 from arbiter.rules import SWAP, Color, Game  # noqa: E402
 from arbiter.rules.playout import PlayoutEngine  # noqa: E402
 
 Floats = npt.NDArray[np.float64]
+SWAP_BELOW = 0.47  # White's best win rate under which the first stone is taken over
 
 
 class Node:
@@ -200,7 +201,7 @@ class MctsBot(Bot):
     def budget(self, color: Color, game: Game) -> float:
         """Seconds for this move: --time, capped by the clock's share; 1 s with neither."""
         empty = game.colors.count(0)
-        clock = self.think_time(color, max(8.0, 0.35 * empty))
+        clock = self.think_time(color, max(6.0, 0.25 * empty))
         fixed = self.args.time
         if clock is None:
             return fixed if fixed is not None else 1.0
@@ -224,8 +225,9 @@ class MctsBot(Bot):
         search = self.searcher(game)
         self.think(search, game, deadline)
         cell, value = search.best()
-        if game.swap_allowed and 1.0 - value > value:
-            # Swapping takes over the first stone, worth what White's best reply is not.
+        if game.swap_allowed and (wants_swap(self.tables(game), game) or value < SWAP_BELOW):
+            # Swapping takes over the first stone: worth it in the central zone, or when
+            # the search finds White's best reply clearly below even.
             return SWAP
         return game.move_name(cell)
 

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.bot import Bot
+from arbiter.protocol.codec import parse_command
 from arbiter.records import GameRecord, Termination, read_records
 from arbiter.rules import SWAP, Color, Game, Variant
+from arbiter.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "engines"
@@ -24,21 +27,23 @@ FLAGS = {
 }  # fmt: skip
 
 
-def match(tmp_path: Path, tag: str, *args: str) -> subprocess.Popen[str]:
-    """Start `arbiter match` from the project root, so the bundled engines file is used."""
+def arbiter(*args: str) -> subprocess.Popen[str]:
+    """Start the CLI from the project root, where the bundled engines file is found."""
     return subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", *args, "--records", str(tmp_path / f"{tag}.jsonl"),
-         "--json"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "arbiter", *args], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
-def finish(runs: list[tuple[str, subprocess.Popen[str]]]) -> None:
-    for tag, proc in runs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, f"{tag}: {err}"
-        assert sum(json.loads(out)["wins"].values()) == 2, (tag, out)
+def run_all(jobs: list[tuple[str, list[str]]], at_once: int = 2) -> None:
+    """Run CLI commands a few at a time (they are mostly engine start-ups); all must pass."""
+    pending = list(jobs)
+    while pending:
+        batch, pending = pending[:at_once], pending[at_once:]
+        started = [(tag, arbiter(*args)) for tag, args in batch]
+        for tag, proc in started:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, f"{tag}: {err}"
 
 
 def replayed(record: GameRecord) -> Game:
@@ -51,57 +56,53 @@ def replayed(record: GameRecord) -> Game:
     return game
 
 
-def run_all(tmp_path: Path, jobs: list[tuple[str, list[str]]], at_once: int = 3) -> None:
-    pending = list(jobs)
-    while pending:
-        batch, pending = pending[:at_once], pending[at_once:]
-        finish([(tag, match(tmp_path, tag, *args)) for tag, args in batch])
+VARIANTS = {  # name: (islands, size, pie)
+    "atoll7": (8, 7, True),
+    "atoll11-nopie": (8, 11, False),
+    "atoll15": (8, 15, True),
+    "atoll19-nopie": (8, 19, False),
+    "atoll23": (8, 23, True),
+    "hex2": (4, 2, True),
+    "hex11-nopie": (4, 11, False),
+    "hex26": (4, 26, True),
+}
 
 
-VARIANTS = [
-    ("atoll7", ["--size", "7"]),
-    ("atoll11-nopie", ["--size", "11", "--no-pie"]),
-    ("atoll15", ["--size", "15"]),
-    ("atoll19-nopie", ["--size", "19", "--no-pie"]),
-    ("atoll23", ["--size", "23"]),
-    ("hex2", ["--islands", "4", "--size", "2"]),
-    ("hex5-nopie", ["--islands", "4", "--size", "5", "--no-pie"]),
-    ("hex11", ["--islands", "4", "--size", "11"]),
-    ("hex26-nopie", ["--islands", "4", "--size", "26", "--no-pie"]),
-]
+# Light settings keep the long games of the big boards cheap; the clock test below plays
+# the bots as bundled.
+QUICK = {"random": [], "heuristic": ["--depth", "1", "--width", "4"], "mcts": ["--playouts", "64"]}
 
 
 def test_every_bot_plays_every_variant(tmp_path: Path) -> None:
-    """Each rung against another on every board, both colours, pie on and off."""
+    """A one-round round-robin of the ladder on every board: each rung moves first and
+    second against each other rung, pie on and off, through the real CLI and store."""
     jobs = []
-    for tag, variant in VARIANTS:
-        # The strong rungs beat random quickly, so the big boards stay cheap.
-        jobs.append((f"{tag}-mcts", ["random", "mcts", "--games", "2", "--tc", "0.5+0.01", *variant]))
-        jobs.append((f"{tag}-heur", ["heuristic", "random", "--games", "2", "--tc", "0.5+0.01",
-                                     *variant]))  # fmt: skip
-    for tag in ("atoll7", "hex5-nopie"):
-        variant = dict(VARIANTS)[tag]
-        jobs.append((f"{tag}-top", ["heuristic", "mcts", "--games", "2", "--tc", "0.5+0.01",
-                                    *variant]))  # fmt: skip
-    run_all(tmp_path, jobs)
-    played: dict[str, set[tuple[str, str]]] = {bot: set() for bot in BOTS}  # variant, seat
-    for tag, args in jobs:
-        records = list(read_records(tmp_path / f"{tag}.jsonl"))
-        assert len(records) == 2 and not any(r.void for r in records), tag
-        for record in records:
+    for tag, (islands, size, pie) in VARIANTS.items():
+        (tmp_path / f"{tag}.toml").write_text(
+            f'[tournament]\nname = "{tag}"\nrounds = 1\nconcurrency = 1\ntc = "0.5+0.01"\n'
+            f"size = {size}\nislands = {islands}\npie = {str(pie).lower()}\n"
+            + "".join(f"[[engine]]\nname = {json.dumps(bot)}\ncwd = {json.dumps(str(ENGINES))}\n"
+                      f"command = {json.dumps([sys.executable, BOTS[bot], *QUICK[bot]])}\n"
+                      for bot in BOTS)
+        )  # fmt: skip
+        jobs.append((tag, ["tournament", "run", str(tmp_path / f"{tag}.toml"), "--quiet"]))
+    run_all(jobs)
+    for tag, (islands, size, pie) in VARIANTS.items():
+        with Store.open(tmp_path / f"{tag}.sqlite", create=False) as store:
+            stored = list(store.records())
+        assert len(stored) == 6 and not any(void for _, void in stored), tag
+        seats: dict[str, list[str]] = {bot: [] for bot in BOTS}
+        for data, _ in stored:
+            record = GameRecord.from_json(data)
             assert record.termination in (Termination.CONNECTION, Termination.RESIGN), (
                 tag, record.termination, record.reason)  # fmt: skip
             game = replayed(record)
-            pie = "--no-pie" not in args
-            assert not (record.swapped and not pie), tag
-            assert game.variant.pie == pie
-            kind = tag.split("-")[0]
-            played[record.seat1].add((kind, "first"))
-            played[record.seat2].add((kind, "second"))
-    for bot in BOTS:
-        for tag, _ in VARIANTS:
-            kind = tag.split("-")[0]
-            assert {(kind, "first"), (kind, "second")} <= played[bot], (bot, kind)
+            assert game.variant == Variant(islands, size, pie)
+            assert pie or not record.swapped
+            seats[record.seat1].append("first")
+            seats[record.seat2].append("second")
+        for bot in BOTS:
+            assert sorted(seats[bot]) == ["first", "first", "second", "second"], (tag, bot)
 
 
 def seat_times(record: GameRecord, engine: str) -> list[float]:
@@ -113,10 +114,10 @@ def seat_times(record: GameRecord, engine: str) -> list[float]:
 def test_clock_is_used_but_never_overrun(tmp_path: Path) -> None:
     """Under 1+0.01 the searchers spend a real share of their clock and never lose on it;
     with a fixed time per move they stay inside it."""
-    run_all(tmp_path, [
+    run_all([(tag, ["match", *args, "--records", str(tmp_path / f"{tag}.jsonl")]) for tag, args in [
         ("fischer", ["heuristic", "mcts", "--games", "2", "--tc", "1+0.01", "--seed", "5"]),
         ("movetime", ["mcts", "random", "--games", "2", "--tc", "st=0.2", "--seed", "5"]),
-    ])  # fmt: skip
+    ]])  # fmt: skip
     for record in read_records(tmp_path / "fischer.jsonl"):
         assert record.termination in (Termination.CONNECTION, Termination.RESIGN)
         replayed(record)
@@ -162,7 +163,8 @@ def talk(bot: str, lines: list[str], *flags: str) -> list[str]:
 
 
 SETUP = ["atoll-islands 8", "boardsize 11", "clear_board", "atoll-pie on",
-         "atoll-time_settings fischer 5000 50", "atoll-time_left b 5000", "atoll-time_left w 5000"]  # fmt: skip
+         "atoll-time_settings fischer 5000 50", "atoll-time_left b 5000",
+         "atoll-time_left w 5000"]  # fmt: skip
 CENTRAL, CORNER = "f5", "a1"
 
 
@@ -222,3 +224,27 @@ def test_mcts_resigns_only_a_lost_position_and_heuristic_never() -> None:
     earlier = talk("mcts", [*setup, *plays[:-1], f"genmove {'b' if len(plays) % 2 else 'w'}"],
                    "--time", "0.2")  # fmt: skip
     assert earlier[-1] != "resign"
+
+
+def tell(bot: Bot, line: str) -> None:
+    command = parse_command(line)
+    assert command is not None and bot.handle(command).startswith("=")
+
+
+def test_think_time_is_a_share_of_the_clock_and_never_all_of_it() -> None:
+    bot = Bot()
+    assert bot.think_time(Color.BLACK, 30) is None  # no clock: the bot decides
+    tell(bot, "1 atoll-time_settings fischer 5000 50")
+    first = bot.think_time(Color.BLACK, 30)
+    assert first is not None and 0.1 < first < 0.25  # 5.05 s / 30 + most of 50 ms
+    tell(bot, "2 atoll-time_left b 200")
+    late = bot.think_time(Color.BLACK, 30)
+    assert late is not None and 0 < late <= 0.05 - 0.01  # a quarter of 200 ms at most
+    tell(bot, "3 atoll-time_left b 0")
+    assert bot.think_time(Color.BLACK, 30) == 0.0
+    tell(bot, "4 atoll-time_settings movetime 200")
+    assert bot.think_time(Color.WHITE, 30) == 0.1
+    tell(bot, "5 atoll-time_settings moves 10 1000 0")
+    tell(bot, "6 atoll-time_left w 1000")
+    blocked = bot.think_time(Color.WHITE, 30)
+    assert blocked is not None and abs(blocked - (1.0 / 10 - 0.01)) < 1e-9  # the block is short
