@@ -65,6 +65,10 @@ class Search:
         self.explore = explore
         self.per_leaf = per_leaf
         self.leaves = 2  # leaves per batch, grown while batches stay short
+        # Four float arrays of the board's size per node: cap the tree near 200 MB, after
+        # which leaves are still played out but no longer added.
+        self.max_nodes = max(1000, 200_000_000 // (32 * game.geometry.n_cells))
+        self.nodes = 1
         self.root = self._node(game)
         self.root_moves = list(game.moves)
         self.simulations = 0
@@ -87,6 +91,7 @@ class Search:
             node = node.children.get(int(move))
         self.root = node if node is not None else self._node(game)
         self.root_moves = list(game.moves)
+        self.nodes = _count(self.root)
 
     def select(self, node: Node) -> int:
         n, legal = node.n, node.legal
@@ -122,7 +127,9 @@ class Search:
                     break
                 child = node.children.get(cell)
                 if child is None:
-                    node.children[cell] = self._node(g)
+                    if self.nodes < self.max_nodes:
+                        node.children[cell] = self._node(g)
+                        self.nodes += 1
                     break
                 node = child
             if winner:
@@ -177,6 +184,16 @@ class Search:
         n = np.where(self.root.legal, self.root.n, -1.0)
         cell = int(np.argmax(n))
         return cell, float(self.root.w[cell] / max(1.0, self.root.n[cell]))
+
+
+def _count(root: Node) -> int:
+    """Nodes in the tree under `root`, itself included."""
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        count += 1
+        stack.extend(node.children.values())
+    return count
 
 
 class MctsBot(Bot):
