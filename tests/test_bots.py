@@ -41,9 +41,15 @@ def run_all(jobs: list[tuple[str, list[str]]], at_once: int = 2) -> None:
     while pending:
         batch, pending = pending[:at_once], pending[at_once:]
         started = [(tag, arbiter(*args)) for tag, args in batch]
-        for tag, proc in started:
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, f"{tag}: {err}"
+        try:
+            for tag, proc in started:
+                _, err = proc.communicate(timeout=120)
+                assert proc.returncode == 0, f"{tag}: {err}"
+        finally:
+            for _, proc in started:
+                if proc.poll() is None:
+                    proc.terminate()  # the harness shuts its engines down on SIGTERM
+                    proc.wait(timeout=30)
 
 
 def replayed(record: GameRecord) -> Game:
