@@ -78,9 +78,11 @@ class Bot:
     def think_time(self, color: Color, moves_left: float) -> float | None:
         """Seconds this move may take by the referee's clock, or None without a clock.
 
-        A share of what is left (spread over `moves_left` more moves of this player) plus
-        most of the increment, never more than a quarter of the remaining time, minus a
-        reserve for the round trip, so that a bot following it never loses on time.
+        A fifth of the base time is kept back as insurance against the machine stalling
+        the bot; of the rest, a share spread over `moves_left` more moves of this player
+        plus most of the increment, never more than a quarter of it, minus a reserve for
+        the round trip. Below the insurance only half the increment is spent, so the
+        clock builds up again.
         """
         settings = self.time_settings
         kind = settings[0] if settings else "none"
@@ -94,13 +96,16 @@ class Bot:
             return max(0.0, min(allowance * 0.5, allowance - 0.05))
         if kind not in ("fischer", "moves") or len(numbers) < 2:
             return None
-        increment = numbers[-1]
+        base, increment = numbers[-2], numbers[-1]
         left_ms = self.time_left_ms.get(color)
-        left = numbers[-2] + increment if left_ms is None else left_ms / 1000
+        left = base + increment if left_ms is None else left_ms / 1000
         if kind == "moves":
             moves_left = min(moves_left, numbers[0] * 1000)  # the block's length, a count
-        share = left / max(1.0, moves_left) + 0.8 * increment
-        return max(0.0, min(share, left * 0.25) - reserve)
+        spendable = left - 0.2 * base
+        if spendable <= 0:
+            return max(0.0, min(0.5 * increment, left * 0.25) - reserve)
+        share = spendable / max(1.0, moves_left) + 0.8 * increment
+        return max(0.0, min(share, spendable * 0.25) - reserve)
 
     def new_game(self) -> None:
         """Called on every `clear_board`; bots with per-game state reset it here."""

@@ -242,15 +242,19 @@ def test_think_time_is_a_share_of_the_clock_and_never_all_of_it() -> None:
     assert bot.think_time(Color.BLACK, 30) is None  # no clock: the bot decides
     tell(bot, "1 atoll-time_settings fischer 5000 50")
     first = bot.think_time(Color.BLACK, 30)
-    assert first is not None and 0.1 < first < 0.25  # 5.05 s / 30 + most of 50 ms
-    tell(bot, "2 atoll-time_left b 200")
-    late = bot.think_time(Color.BLACK, 30)
-    assert late is not None and 0 < late <= 0.05 - 0.01  # a quarter of 200 ms at most
-    tell(bot, "3 atoll-time_left b 0")
+    # A fifth of the base is kept back: (5.05 - 1) s over 30 moves, most of the increment.
+    assert first is not None and abs(first - (4.05 / 30 + 0.04 - 0.01)) < 1e-9
+    tell(bot, "2 atoll-time_left b 1500")
+    later = bot.think_time(Color.BLACK, 30)
+    assert later is not None and abs(later - (0.5 / 30 + 0.04 - 0.01)) < 1e-9
+    tell(bot, "3 atoll-time_left b 800")
+    low = bot.think_time(Color.BLACK, 30)
+    assert low is not None and abs(low - (0.025 - 0.01)) < 1e-9  # half the increment
+    tell(bot, "4 atoll-time_left b 0")
     assert bot.think_time(Color.BLACK, 30) == 0.0
-    tell(bot, "4 atoll-time_settings movetime 200")
+    tell(bot, "5 atoll-time_settings movetime 200")
     assert bot.think_time(Color.WHITE, 30) == 0.1
-    tell(bot, "5 atoll-time_settings moves 10 1000 0")
-    tell(bot, "6 atoll-time_left w 1000")
+    tell(bot, "6 atoll-time_settings moves 10 1000 0")
+    tell(bot, "7 atoll-time_left w 1000")
     blocked = bot.think_time(Color.WHITE, 30)
-    assert blocked is not None and abs(blocked - (1.0 / 10 - 0.01)) < 1e-9  # the block is short
+    assert blocked is not None and abs(blocked - (0.8 / 10 - 0.01)) < 1e-9  # the block is short
