@@ -75,6 +75,38 @@ class Bot:
         """Return a move name (a cell or `swap`) or `resign` for `color` in `game`."""
         raise NotImplementedError
 
+    def think_time(self, color: Color, moves_left: float) -> float | None:
+        """Seconds this move may take by the referee's clock, or None without a clock.
+
+        A fifth of the base time is kept back as insurance against the machine stalling
+        the bot; of the rest, a share spread over `moves_left` more moves of this player
+        plus most of the increment, never more than a quarter of it, minus a reserve for
+        the round trip. Below the insurance only half the increment is spent, so the
+        clock builds up again.
+        """
+        settings = self.time_settings
+        kind = settings[0] if settings else "none"
+        try:
+            numbers = [int(x) / 1000 for x in settings[1:]]
+        except ValueError:
+            return None
+        reserve = 0.01
+        if kind == "movetime" and numbers:
+            allowance = numbers[0]
+            return max(0.0, min(allowance * 0.5, allowance - 0.05))
+        if kind not in ("fischer", "moves") or len(numbers) < 2:
+            return None
+        base, increment = numbers[-2], numbers[-1]
+        left_ms = self.time_left_ms.get(color)
+        left = base + increment if left_ms is None else left_ms / 1000
+        if kind == "moves":
+            moves_left = min(moves_left, numbers[0] * 1000)  # the block's length, a count
+        spendable = left - 0.2 * base
+        if spendable <= 0:
+            return max(0.0, min(0.5 * increment, left * 0.25) - reserve)
+        share = spendable / max(1.0, moves_left) + 0.8 * increment
+        return max(0.0, min(share, spendable * 0.25) - reserve)
+
     def new_game(self) -> None:
         """Called on every `clear_board`; bots with per-game state reset it here."""
 

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Bundled engine: plays a uniformly random legal move. Never swaps, never resigns."""
+"""Bundled engine: plays a uniformly random legal cell; takes the pie at a coin toss.
+
+It never resigns. The bottom rung of the ladder: every other bot should beat it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import argparse
 import random
 
 from arbiter.bot import Bot
-from arbiter.rules import Color, Game
+from arbiter.rules import SWAP, Color, Game
 
 
 class RandomBot(Bot):
@@ -18,12 +21,16 @@ class RandomBot(Bot):
         self.rng = random.Random(seed)
 
     def choose_move(self, game: Game, color: Color) -> str:
+        if game.swap_allowed and self.rng.random() < 0.5:
+            return SWAP
         return game.move_name(self.rng.choice(game.legal_cells()))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seed", type=int, default=None)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for the moves (default: a fresh one each run)")
     RandomBot(parser.parse_args().seed).run()
 
 

@@ -35,6 +35,11 @@ def test_referee_bench_runs() -> None:
     assert "'connection': 4" in out
 
 
+def test_mcts_bench_runs() -> None:
+    out = run(str(BENCH / "mcts_bench.py"), "--seconds", "0.05", "--leaves", "2")
+    assert out.count("MCTS simulations/s") == 3 and "bare batch playouts/s" in out
+
+
 def test_ratings_bench_runs() -> None:
     out = run(str(BENCH / "ratings_bench.py"), "--quick")
     assert "fit 10 engines" in out and "converged=True" in out

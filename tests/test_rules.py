@@ -295,6 +295,27 @@ def test_first_win_is_final_and_reported_once(data: st.DataObject) -> None:
     assert err.value.reason is IllegalReason.GAME_OVER
 
 
+@pytest.mark.parametrize("variant", [Variant(8, 11), Variant(8, 7), Variant(4, 5)])
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_winning_cells_are_the_moves_that_win_at_once(variant: Variant,
+                                                      data: st.DataObject) -> None:  # fmt: skip
+    game = Game(Variant(variant.islands, variant.size, pie=False))
+    order = data.draw(st.permutations(range(game.geometry.n_cells)))
+    for cell in order:
+        for color in Color:
+            expected = []
+            for empty in game.legal_cells():
+                trial = game.copy()
+                trial.to_move = color
+                if trial.play(empty) is color:
+                    expected.append(empty)
+            assert game.winning_cells(color) == expected
+        if game.play(cell) is not None:
+            assert game.winning_cells(Color.BLACK) == game.winning_cells(Color.WHITE) == []
+            break
+
+
 def test_copy_is_independent() -> None:
     g = Game()
     g.play("f5")
