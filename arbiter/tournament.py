@@ -25,7 +25,7 @@ from arbiter.clock import TC_HELP, TimeControl
 from arbiter.config import EnginesFile, engine_definition, read_toml
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
-from arbiter.executor import ExecutorSettings, LocalExecutor, preflight
+from arbiter.executor import Executor, ExecutorSettings, LocalExecutor
 from arbiter.process import EngineInfo, EngineSpec
 from arbiter.records import GameRecord
 from arbiter.referee import GameSpec, RefereeConfig
@@ -44,7 +44,7 @@ _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
     "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
-    "engines": list, "margin": float,
+    "engines": list, "margin": float, "dask": str,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -70,6 +70,7 @@ class Tournament:
     margin: float
     engines: dict[str, EngineSpec]  # by name (identity), in file order
     engine_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dask: str | None = None  # a Dask scheduler's address: play the games on its workers
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -242,6 +243,11 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     if output.is_dir() or output == file.resolve() or not output_value.strip():
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
+    dask = _get(table, "dask", where, None)
+    if dask is not None:
+        from arbiter.dask_executor import check_address
+
+        check_address(dask, f"{where}.dask")
     total = tournament_size(len(engines), fmt, rounds)
     if total > MAX_GAMES:
         raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
@@ -250,7 +256,7 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
         path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
         openings_file=openings_file, seed=seed, output=output,
-        margin=margin, engines=engines, engine_conditions=conditions,
+        margin=margin, engines=engines, engine_conditions=conditions, dask=dask,
     )  # fmt: skip
 
 
@@ -364,10 +370,16 @@ def run_tournament(
     store: Store,
     *,
     concurrency: int | None = None,
+    dask: str | None = None,
     on_start: Callable[[ScheduledGame, str, str], None] | None = None,
     on_finish: Callable[[ScheduledGame, GameRecord, str], None] | None = None,
 ) -> tuple[Callable[[], Awaitable[RunOutcome]], int]:
-    """The run of what is left of the schedule (to pass to trio), and how many games."""
+    """The run of what is left of the schedule (to pass to trio), and how many games.
+
+    With a Dask scheduler's address (`dask`, else the file's), the games are played on
+    its workers, `concurrency` then bounding the games in flight; the driver and the
+    store stay in this process either way, so resuming works the same.
+    """
     done = store.done_ids()
     left = t.total - t.stored(done)
     remaining = t.games(skip=done)
@@ -376,19 +388,32 @@ def run_tournament(
         store.engine_seen(key, info)
 
     settings = ExecutorSettings(engines=t.engines, referee=RefereeConfig(margin=t.margin))
-    slots = min(concurrency or t.concurrency, max(1, left))
+    executor: Executor
+    if dask or t.dask:
+        from arbiter.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(settings, dask or t.dask or "", window=concurrency,
+                                where="--dask" if dask else f"{t.path}: tournament.dask")
+    else:
+        executor = LocalExecutor(settings, min(concurrency or t.concurrency, max(1, left)))
     driver = Driver(
-        remaining, t.game_spec, LocalExecutor(settings, slots), store,
+        remaining, t.game_spec, executor, store,
         on_start=on_start, on_finish=on_finish, on_engine=engine_seen,
     )  # fmt: skip
 
     async def run() -> RunOutcome:
-        if left:
-            tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
-            checked = await preflight(settings, list(t.engines), t.variant, tcs, slots)
-            if checked.problem:
-                return RunOutcome(aborted=checked.problem, config_error=checked.config_error)
-        return await driver.run()
+        try:
+            if left:
+                tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
+                checked = await executor.preflight(list(t.engines), t.variant, tcs)
+                if checked.problem:
+                    return RunOutcome(aborted=checked.problem, config_error=checked.config_error,
+                                      notes=executor.notes)  # fmt: skip
+            outcome = await driver.run()
+            outcome.notes.extend(executor.notes)
+            return outcome
+        finally:
+            await executor.aclose()
 
     return run, left
 
