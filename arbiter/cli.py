@@ -363,11 +363,11 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     from arbiter.store import Store
     from arbiter.tournament import check_conditions, load_tournament, run_tournament
 
-    t = load_tournament(file)
     if dask is not None:
         from arbiter.dask_executor import check_address
 
         check_address(dask, "--dask")
+    t = load_tournament(file, dask=dask)
     try:
         store, kept = Store.open_for_run(t.output, fresh=fresh)
     except StoreError as exc:

@@ -153,6 +153,19 @@ def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,
     return WorkerCheck(worker, host, checked)
 
 
+async def _settled(future: Future[Any], token: trio.lowlevel.TrioToken) -> tuple[str, Any]:
+    """Wait for a future without holding a thread, then fetch its outcome."""
+    done = trio.Event()
+
+    def on_done(_: Future[Any]) -> None:  # called in a thread of distributed's
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(on_done)  # type: ignore[no-untyped-call]
+    await done.wait()
+    return await trio.to_thread.run_sync(_outcome, future, abandon_on_cancel=True)
+
+
 def _outcome(future: Future[Any]) -> tuple[str, Any]:
     """A done future's value, fetched from its worker (blocking: run in a thread).
 
@@ -265,13 +278,29 @@ class DaskExecutor:
             for address in workers
         ]
         checks: list[WorkerCheck] = []
+        token = trio.lowlevel.current_trio_token()
+        pending = dict(zip(workers, futures, strict=True))
+        scopes: dict[str, trio.CancelScope] = {}
+
+        async def check(worker: str, future: Future[Any]) -> None:
+            with scopes.setdefault(worker, trio.CancelScope()):
+                status, value = await _settled(future, token)
+                if status == "ok":
+                    checks.append(value)
+            del pending[worker]
+
         try:
             with trio.move_on_after(PREFLIGHT_TIMEOUT):
-                for future in futures:
-                    status, value = await trio.to_thread.run_sync(_outcome, future,
-                                                                  abandon_on_cancel=True)
-                    if status == "ok":
-                        checks.append(value)
+                async with trio.open_nursery() as nursery:
+                    for worker, future in pending.items():
+                        nursery.start_soon(check, worker, future)
+                    # A worker that leaves before its check ends is not waited for: its
+                    # task cannot run anywhere else.
+                    while pending:
+                        await trio.sleep(1)  # the cluster's membership, polled
+                        present = await self._workers(client)
+                        for worker in [w for w in pending if w not in present]:
+                            scopes[worker].cancel()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
                 await trio.to_thread.run_sync(client.cancel, futures, abandon_on_cancel=True)
@@ -359,20 +388,11 @@ class DaskExecutor:
 
     async def _game(self, client: Client, token: trio.lowlevel.TrioToken, job: GameJob,
                     allowed: list[str] | None, emit: Emit) -> None:  # fmt: skip
-        done = trio.Event()
-
-        def on_done(_: Future[Any]) -> None:  # called in a thread of distributed's
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(done.set)
-
         future = client.submit(play_game, self.settings, job, _PROCESS, key=self._key(job),
                                workers=allowed, allow_other_workers=False, retries=0)  # fmt: skip
         settled = False
         try:
-            future.add_done_callback(on_done)  # type: ignore[no-untyped-call]
-            await done.wait()
-            status, value = await trio.to_thread.run_sync(_outcome, future,
-                                                          abandon_on_cancel=True)  # fmt: skip
+            status, value = await _settled(future, token)
             settled = True
         finally:
             self._inflight -= 1

@@ -166,8 +166,12 @@ def _type_name(t: type) -> str:
             float: "number"}[t]  # fmt: skip
 
 
-def load_tournament(path: str | os.PathLike[str]) -> Tournament:
-    """Read and check a tournament file; raises ConfigError naming the file and key."""
+def load_tournament(path: str | os.PathLike[str], *, dask: str | None = None) -> Tournament:
+    """Read and check a tournament file; raises ConfigError naming the file and key.
+
+    With a Dask scheduler (`dask`, or the file's own key) the engines are not looked for
+    on this machine: they run on the workers, and the preflight checks them there.
+    """
     file = Path(path)
     data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
     _no_nul(data, str(file))
@@ -221,7 +225,13 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
                           hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26") from exc
     seed = _get(table, "seed", where, 1)
     openings, openings_file = _openings(table, where, here, variant, seed)
-    engines, conditions = _engines(file, here, table, data.get("engine", []), where)
+    file_dask = _get(table, "dask", where, None)
+    if file_dask is not None:
+        from arbiter.dask_executor import check_address
+
+        check_address(file_dask, f"{where}.dask")
+    local = not (dask or file_dask)
+    engines, conditions = _engines(file, here, table, data.get("engine", []), where, local)
     if len(engines) < 2:
         raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),
                           hint=_EXAMPLE)  # fmt: skip
@@ -243,11 +253,6 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
     if output.is_dir() or output == file.resolve() or not output_value.strip():
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
-    dask = _get(table, "dask", where, None)
-    if dask is not None:
-        from arbiter.dask_executor import check_address
-
-        check_address(dask, f"{where}.dask")
     total = tournament_size(len(engines), fmt, rounds)
     if total > MAX_GAMES:
         raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
@@ -256,7 +261,7 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
         path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
         openings_file=openings_file, seed=seed, output=output,
-        margin=margin, engines=engines, engine_conditions=conditions, dask=dask,
+        margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
     )  # fmt: skip
 
 
@@ -293,7 +298,7 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
 
 
 def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str,
-             ) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:  # fmt: skip
+             local: bool = True) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
     engines: dict[str, EngineSpec] = {}
     conditions: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
@@ -325,14 +330,14 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
             if key not in book:
                 raise ConfigError(f"no engine {key!r} in {engines_file}", where=f"{where}.engines",
                                   hint=f"known: {', '.join(book)}")  # fmt: skip
-            add(book.spec(key), book.tables[key], f"{book.path}: engines.{key}")
+            add(book.spec(key, local=local), book.tables[key], f"{book.path}: engines.{key}")
     if not isinstance(listed, list):
         raise ConfigError("engine must be an array of tables", where=str(file),
                           hint="write each engine as [[engine]]")  # fmt: skip
     for number, entry in enumerate(listed, 1):
         label = entry.get("name") if isinstance(entry, dict) else None
         source = f"{file}: engine " + (repr(label) if isinstance(label, str) else f"#{number}")
-        spec = engine_definition(entry, where=source, here=here)
+        spec = engine_definition(entry, where=source, here=here, local=local)
         add(spec, entry, source)
     return engines, conditions
 
