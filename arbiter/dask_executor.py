@@ -195,7 +195,7 @@ class DaskExecutor:
         self._seen: set[str] = set()
         self._preflight_seen: list[EngineSeen] = []
         self._names: dict[str, str] = {}  # display names by engine key, as last reported
-        self._attempts: Counter[str] = Counter()
+        self._voids: Counter[str] = Counter()  # void plays of games not yet settled
         self._threads: dict[str, int] = {}
         self._threads_at = -math.inf
         self._inflight = 0
@@ -380,11 +380,13 @@ class DaskExecutor:
                 nursery.start_soon(self._game, client, token, job, allowed, emit)
 
     def _key(self, job: GameJob) -> str:
-        self._attempts[job.spec.game_id] += 1
+        """The game id, its attempt (a replay after a void game is a new task) and a
+        digest of what the game is, so that no two different games share a key."""
         what = repr((job.spec, [self.settings.engines[k] for k in job.engines],
                      self.settings.referee))  # fmt: skip
         digest = hashlib.sha256(what.encode()).hexdigest()[:12]
-        return f"arbiter-game-{job.spec.game_id}-{self._attempts[job.spec.game_id]}-{digest}"
+        attempt = self._voids[job.spec.game_id] + 1
+        return f"arbiter-game-{job.spec.game_id}-{attempt}-{digest}"
 
     async def _game(self, client: Client, token: trio.lowlevel.TrioToken, job: GameJob,
                     allowed: list[str] | None, emit: Emit) -> None:  # fmt: skip
@@ -410,6 +412,7 @@ class DaskExecutor:
             reason = "the Dask scheduler dropped this game (lost connection?)"
         seats = (self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
                  self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label))
+        self._voids[job.spec.game_id] += 1
         emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
                                               reason[:1000])))  # fmt: skip
 
@@ -426,6 +429,11 @@ class DaskExecutor:
             if isinstance(event, Started):
                 self._names[job.engines[0]], self._names[job.engines[1]] = (event.seat1,
                                                                             event.seat2)
+            if isinstance(event, Finished):
+                if event.record.void:
+                    self._voids[job.spec.game_id] += 1
+                else:
+                    self._voids.pop(job.spec.game_id, None)
             emit(event)
             if isinstance(event, Finished):
                 self._left_out(job, event, result.worker)

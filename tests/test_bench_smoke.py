@@ -43,3 +43,10 @@ def test_tournament_bench_runs() -> None:
     out = run(str(BENCH / "tournament_bench.py"), "--quick")
     assert out.count("tournament/match time") == 2
     assert "ratings on 200 records" in out and "peak RSS of the harness" in out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
+def test_dask_bench_runs() -> None:
+    pytest.importorskip("distributed", reason="needs the distributed package")
+    out = run(str(BENCH / "dask_bench.py"), "--quick")
+    assert out.startswith("local:") and "\ndask :" in out and "dask overhead per game" in out

@@ -138,7 +138,7 @@ def local_cluster() -> Iterator[str]:
 
 
 def _run(path: Path, **kwargs: Any) -> Any:
-    t = load_tournament(path)
+    t = load_tournament(path, dask=kwargs.get("dask"))
     with Store.open(t.output) as store:
         store.begin(t.name, t.conditions(), t.definition(),
                     {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
@@ -170,6 +170,30 @@ def test_the_cluster_plays_the_same_games_as_the_local_executor(tmp_path: Path,
     # The engines' answers reached the store from the workers.
     names = rows(tmp_path / "dask.sqlite", "SELECT name, reply_name FROM engines")
     assert set(names) == {(n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
+
+
+def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from arbiter.cli import main
+
+    t = write_tournament(tmp_path, "t", "rounds = 2\nconcurrency = 2", [bot("p"), bot("q")])
+    result = CliRunner().invoke(main, ["tournament", "run", str(t), "-q"])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(tmp_path / "t.sqlite") as con:  # as if a second machine played some
+        con.execute("UPDATE games SET record = json_set(record, '$.host', 'node-2', '$.cpu',"
+                    " 'Slow CPU') WHERE number % 2 = 0")  # fmt: skip
+    result = CliRunner().invoke(main, ["tournament", "status", str(t), "--by-host", "--json"])
+    assert result.exit_code == 0, result.output
+    hosts = {h["host"]: h for h in json.loads(result.output)["hosts"]}
+    assert set(hosts) == {os.uname().nodename, "node-2"}
+    assert hosts["node-2"]["cpu"] == "Slow CPU" and hosts["node-2"]["games"] == 2
+    assert sum(h["games"] for h in hosts.values()) == 4
+    assert all(h["mean_move_ms"] is not None and h["time_losses"] == 0 for h in hosts.values())
+    assert {e["name"] for e in hosts["node-2"]["engines"]} == {"p", "q"}
+    result = CliRunner().invoke(main, ["tournament", "status", str(t), "--by-host"])
+    assert "Host node-2 (Slow CPU): 2 games, 0 lost on time, mean move time" in result.output
+    assert result.output.count("rank") == 3  # the whole standings, then one table per host
 
 
 @needs_dask
@@ -205,6 +229,20 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: P
     assert voids and all(term == "setup" and "on Dask worker inproc://" in reason
                          for term, reason in voids)  # fmt: skip
     assert rows(t.output, "SELECT COUNT(*) FROM games") == [(0,)]
+
+
+@needs_dask
+def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
+        tmp_path: Path, local_cluster: str) -> None:  # fmt: skip
+    missing = str(tmp_path / "no-such-python")
+    t = write_tournament(tmp_path, "t", "", [bot("ok"), bot("gone").replace(
+        json.dumps(sys.executable), json.dumps(missing))])  # fmt: skip
+    outcome, _ = _run(t, dask=local_cluster)
+    assert outcome.aborted.startswith("no Dask worker can start gone: on inproc://")
+    assert outcome.aborted.count("could not be started") == 2  # both workers named
+    assert "the engine's command must resolve on every worker" in outcome.aborted
+    assert not outcome.config_error
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
 
 
 @needs_dask
@@ -300,56 +338,32 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
     assert len(rows(tmp_path / "picky.sqlite", "SELECT game_id FROM games")) == 2
-    status = arbiter("tournament", "status", str(t), "--by-host", "--json")
-    hosts = json.loads(status.stdout)["hosts"]
-    assert [h["host"] for h in hosts] == [os.uname().nodename] and hosts[0]["games"] == 2
 
-    # An engine no worker can start stops the run before any game, naming each worker.
-    t = write_tournament(tmp_path, "nowhere", "", [bot("ok"), bot("gone").replace(
-        json.dumps(sys.executable), json.dumps(str(tmp_path / "no-such-python")))])
-    done = arbiter("tournament", "run", str(t), "--dask", cluster.address, "-q")
-    assert done.returncode == 1
-    assert "no Dask worker can start gone" in done.stdout
-    assert cluster.addresses["a"] in done.stdout and cluster.addresses["b"] in done.stdout
-    assert rows(tmp_path / "nowhere.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
-
-    # The driver killed mid-run and run again: every game once.
+    # The driver killed mid-run (SIGKILL: no clean-up at all), then run again.
     slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]
-    t = write_tournament(tmp_path, "resume", "rounds = 4", slow)
-    db = tmp_path / "resume.sqlite"
-    first = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask", cluster.address],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    assert first.stderr is not None
-    finished = 0
-    for line in first.stderr:
-        finished += line.startswith("Finished game")
-        if finished == 2:
-            break
-    first.kill()  # SIGKILL: no clean-up at all
-    first.wait()
-    first.stderr.close()
+    t = write_tournament(tmp_path, "t", "rounds = 4", slow)
+    db = tmp_path / "t.sqlite"
+    command = [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask",
+               cluster.address]  # fmt: skip
+    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as first:  # fmt: skip
+        assert first.stderr is not None
+        finished = 0
+        for line in first.stderr:
+            finished += line.startswith("Finished game")
+            if finished == 2:
+                break
+        first.kill()
     before = {r[0] for r in rows(db, "SELECT game_id FROM games")}
     assert 2 <= len(before) < 8
-    again = arbiter("tournament", "run", str(t), "--dask", cluster.address)
-    assert again.returncode == 0, again.stderr
-    ids = [r[0] for r in rows(db, "SELECT game_id FROM games")]
-    assert len(ids) == len(set(ids)) == 8 and before <= set(ids)
-    assert again.stderr.count("Started game") == 8 - len(before)
 
-    # A worker killed in the middle of a game: its game is played again on the other.
-    t = write_tournament(tmp_path, "kill", "rounds = 3", slow)
-    db = tmp_path / "kill.sqlite"
-    with subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask", cluster.address],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True,
-    ) as run:  # fmt: skip
-        assert run.stderr is not None
+    # The run again, with a worker killed in the middle of a game: that game is played
+    # again on the other worker.
+    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as again:  # fmt: skip
+        assert again.stderr is not None
         lines = []
-        for line in run.stderr:
+        for line in again.stderr:
             lines.append(line)
             if line.startswith("Finished game"):
                 break  # the engine check is over: a's engines are now playing games
@@ -358,12 +372,13 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
         engines = _engine_children(victim.pid)
         victim.kill()
         victim.wait()
-        lines += list(run.stderr)
-        assert run.wait(timeout=60) == 0, "".join(lines)
+        lines += list(again.stderr)
+        assert again.wait(timeout=60) == 0, "".join(lines)
     # Its engines did not outlive it (its watchdog killed their process groups).
     assert wait_until(lambda: not any(running(pid) for pid in engines), 20)
     ids = [r[0] for r in rows(db, "SELECT game_id FROM games")]
-    assert len(ids) == len(set(ids)) == 6
-    assert pairings(db) == Counter({("x", "y"): 3, ("y", "x"): 3})
+    assert len(ids) == len(set(ids)) == 8 and before <= set(ids)
+    assert pairings(db) == Counter({("x", "y"): 4, ("y", "x"): 4})
     voids = len(rows(db, "SELECT id FROM voids"))
-    assert sum(line.startswith("Finished game") for line in lines) == 6 + voids
+    assert sum(line.startswith("Started game") for line in lines) == 8 - len(before) + voids
+    assert sum(line.startswith("Finished game") for line in lines) == 8 - len(before) + voids
