@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     if args.quick:
-        args.games, args.reps, args.workers = 4, 1, 1
+        args.games, args.reps, args.workers = 2, 1, 1
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         binary = build_engine(work)

@@ -246,6 +246,44 @@ def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
 
 
 @needs_dask
+def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
+                                                             local_cluster: str) -> None:
+    from arbiter.dask_executor import DaskExecutor
+    from arbiter.executor import ExecutorSettings
+
+    path = write_tournament(tmp_path, "t", "rounds = 500", [bot("a"), bot("b")])
+    t = load_tournament(path, dask=local_cluster)
+    pulled = 0
+
+    def games() -> Iterator[ScheduledGame]:
+        nonlocal pulled
+        for game in t.games():
+            pulled += 1
+            yield game
+
+    stored: list[str] = []
+
+    class Sink:
+        def write(self, game: ScheduledGame, record: GameRecord) -> None:
+            stored.append(game.game_id)
+
+    executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster, window=3)
+    driver = Driver(games(), t.game_spec, executor, Sink(), stop=lambda: len(stored) >= 2)
+
+    async def main() -> Any:
+        try:
+            return await driver.run()
+        finally:
+            await executor.aclose()
+
+    outcome = trio.run(main)
+    assert stored and len(stored) == len(set(stored)) == 2 and not outcome.aborted
+    # Of the 1000 games, only those in flight were ever taken from the schedule: the two
+    # stored, at most three more in flight, one waiting in the driver's hand.
+    assert pulled <= 2 + 3 + 1
+
+
+@needs_dask
 def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
     bad = arbiter("tournament", "run", str(t), "--dask", "not an address")
