@@ -367,7 +367,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
         from arbiter.dask_executor import check_address
 
         check_address(dask, "--dask")
-    t = load_tournament(file, dask=dask)
+    t = load_tournament(file, engines_here=dask is None)
     try:
         store, kept = Store.open_for_run(t.output, fresh=fresh)
     except StoreError as exc:
@@ -425,7 +425,7 @@ def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
     from arbiter.store import Store
     from arbiter.tournament import load_tournament
 
-    t = load_tournament(file)
+    t = load_tournament(file, engines_here=False)  # its engines are not started here
     hosts = []
     if not t.output.exists():
         done, voids, board = 0, [], None
@@ -476,7 +476,7 @@ def tournament_export(file: str, out: str) -> None:
     from arbiter.store import Store
     from arbiter.tournament import load_tournament
 
-    t = load_tournament(file)
+    t = load_tournament(file, engines_here=False)  # its engines are not started here
     target = Path(out).resolve()
     protected = {t.path.resolve(), t.output.resolve()} | {
         t.output.resolve().with_name(t.output.name + suffix) for suffix in ("-wal", "-shm",
@@ -553,7 +553,8 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
         if kind == "records":
             files.append(source)
             continue
-        path = Path(load_tournament(source).output if kind == "tournament" else source)
+        path = Path(load_tournament(source, engines_here=False).output if kind == "tournament"
+                    else source)  # fmt: skip
         if path.resolve() in stores:
             continue  # the same store twice (e.g. by its file and by its tournament)
         stores.add(path.resolve())

@@ -166,11 +166,12 @@ def _type_name(t: type) -> str:
             float: "number"}[t]  # fmt: skip
 
 
-def load_tournament(path: str | os.PathLike[str], *, dask: str | None = None) -> Tournament:
+def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) -> Tournament:
     """Read and check a tournament file; raises ConfigError naming the file and key.
 
-    With a Dask scheduler (`dask`, or the file's own key) the engines are not looked for
-    on this machine: they run on the workers, and the preflight checks them there.
+    The engines' programs and folders are looked for on this machine only when they run
+    here (`engines_here`) and the file names no Dask scheduler: on a cluster they run on
+    the workers, where the preflight checks them; status and export start none.
     """
     file = Path(path)
     data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
@@ -230,7 +231,7 @@ def load_tournament(path: str | os.PathLike[str], *, dask: str | None = None) ->
         from arbiter.dask_executor import check_address
 
         check_address(file_dask, f"{where}.dask")
-    local = not (dask or file_dask)
+    local = engines_here and file_dask is None
     engines, conditions = _engines(file, here, table, data.get("engine", []), where, local)
     if len(engines) < 2:
         raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),

@@ -138,7 +138,7 @@ def local_cluster() -> Iterator[str]:
 
 
 def _run(path: Path, **kwargs: Any) -> Any:
-    t = load_tournament(path, dask=kwargs.get("dask"))
+    t = load_tournament(path, engines_here=kwargs.get("dask") is None)
     with Store.open(t.output) as store:
         store.begin(t.name, t.conditions(), t.definition(),
                     {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
@@ -252,7 +252,7 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
     from arbiter.executor import ExecutorSettings
 
     path = write_tournament(tmp_path, "t", "rounds = 500", [bot("a"), bot("b")])
-    t = load_tournament(path, dask=local_cluster)
+    t = load_tournament(path, engines_here=False)
     pulled = 0
 
     def games() -> Iterator[ScheduledGame]:
