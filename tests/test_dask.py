@@ -349,8 +349,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         _stop(scheduler)
 
 
-def _engine_children(pid: int) -> list[int]:
-    """The engines a worker process is running (its children other than its watchdog)."""
+def _engine_children(pid: int, needle: bytes = b"badbot") -> list[int]:
+    """The engines a worker process is running (or with another `needle`, its watchdog)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -360,7 +360,7 @@ def _engine_children(pid: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == pid and b"badbot" in cmdline and running(int(entry.name)):
+        if int(stat[1]) == pid and needle in cmdline and running(int(entry.name)):
             found.append(int(entry.name))
     return found
 
@@ -408,6 +408,8 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
         victim = cluster.workers["a"]
         assert wait_until(lambda: len(_engine_children(victim.pid)) == 2, 60)
         engines = _engine_children(victim.pid)
+        # The worker guards its engines as the command line does: a watchdog process.
+        assert _engine_children(victim.pid, b"arbiter.reaper")
         victim.kill()
         victim.wait()
         lines += list(again.stderr)
