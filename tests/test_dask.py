@@ -1,9 +1,10 @@
 """Tournaments on a Dask cluster: the same games as locally, nothing lost or doubled.
 
 An in-process cluster (worker threads in this process) checks that the Dask executor
-plays the same schedule as the local one. A real `dask scheduler` with two `dask worker`
-processes on 127.0.0.1 checks the rest through the command line: an engine that cannot
-start on one worker, or on any, a worker killed mid-game, and a driver killed and re-run.
+plays the same schedule as the local one, bounds the games in flight, and stops when no
+worker can start an engine. A real `dask scheduler` with two `dask worker` processes on
+127.0.0.1 checks the rest through the command line: an engine that cannot start on one
+worker, the driver killed and re-run, and a worker killed mid-game.
 """
 
 from __future__ import annotations
