@@ -407,6 +407,8 @@ class DaskExecutor:
         if status == "error" and type(value).__name__ == "KilledWorker":
             reason = f"the Dask workers running this game died ({value})"
         elif status == "error":
+            while isinstance(value, BaseExceptionGroup):  # a trio nursery's: say what failed
+                value = value.exceptions[0]
             reason = f"the game's task failed on the cluster: {type(value).__name__}: {value}"
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"

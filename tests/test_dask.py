@@ -285,6 +285,25 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
 
 
 @needs_dask
+def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
+        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from arbiter import executor
+
+    async def broken(self: Any, job: GameJob) -> None:
+        raise RuntimeError("the referee broke")
+
+    # The in-process workers run this module's code: every game's task raises.
+    monkeypatch.setattr(executor.GameWorker, "play", broken)
+    t = write_tournament(tmp_path, "t", "rounds = 5", [bot("a"), bot("b")])
+    outcome, _ = _run(t, dask=local_cluster)
+    assert outcome.aborted.startswith("6 games in a row were void; last: the game's task"
+                                      " failed on the cluster: RuntimeError: the referee broke")
+    voids = rows(tmp_path / "t.sqlite", "SELECT termination, reason FROM voids")
+    assert len(voids) == 6 and {v[0] for v in voids} == {"harness"}
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
+
+
+@needs_dask
 def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
     bad = arbiter("tournament", "run", str(t), "--dask", "not an address")
