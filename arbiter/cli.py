@@ -398,13 +398,17 @@ def _tournament_notes(store: Any) -> list[str]:
 @click.option("--fresh", is_flag=True,
               help="Start a new store; the old one is kept under a dated name.")
 @click.option("--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
-              help="Games played at once (default: the file's concurrency).")
+              help="Games played at once (default: the file's concurrency; with --dask,"
+                   " games in flight, default twice the workers' threads).")
+@click.option("--dask", "dask", default=None, metavar="tcp://HOST:PORT",
+              help="Play the games on the workers of this Dask scheduler (default: the"
+                   " file's dask key, else this machine).")
 @click.option("--every", type=click.IntRange(0), default=10, show_default=True,
               help="Print the standings every N games (0: only at the end).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @handle_errors
-def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
-                   quiet: bool) -> None:  # fmt: skip
+def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | None,
+                   every: int, quiet: bool) -> None:  # fmt: skip
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -415,7 +419,11 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
     from arbiter.store import Store
     from arbiter.tournament import check_conditions, load_tournament, run_tournament
 
-    t = load_tournament(file)
+    if dask is not None:
+        from arbiter.dask_executor import check_address
+
+        check_address(dask, "--dask")
+    t = load_tournament(file, engines_here=dask is None)
     try:
         store, kept = Store.open_for_run(t.output, fresh=fresh)
     except StoreError as exc:
@@ -429,7 +437,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
         progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),
                                       every=every, quiet=quiet)  # fmt: skip
         play, left = run_tournament(
-            t, store, concurrency=concurrency,
+            t, store, concurrency=concurrency, dask=dask,
             on_start=progress.tournament_started, on_finish=progress.tournament_finished,
         )  # fmt: skip
         progress.finished, progress.left = t.total - left, left
@@ -448,7 +456,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
         say(_store_standings(store))
-        for line in _tournament_notes(store):
+        for line in _tournament_notes(store) + outcome.notes:
             say(line)
         if outcome.unplayed:
             say(f"Given up after repeated voids: {len(outcome.unplayed)} games"
@@ -462,15 +470,19 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, every: int,
 @tournament.command("status")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--by-host", is_flag=True,
+              help="Also the standings of each host's games alone (a slow node shows up).")
 @handle_errors
-def tournament_status(file: str, as_json: bool) -> None:
+def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
     """Games done and left, current standings, void games and why."""
     from arbiter.ratings import DEFAULT_PRIOR
-    from arbiter.standings import Tally, standings, to_json
+    from arbiter.standings import Tally, host_heading, host_json, standings, to_json
+    from arbiter.standings import by_host as split_by_host
     from arbiter.store import Store
     from arbiter.tournament import load_tournament
 
-    t = load_tournament(file)
+    t = load_tournament(file, engines_here=False)  # its engines are not started here
+    hosts = []
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
@@ -481,6 +493,8 @@ def tournament_status(file: str, as_json: bool) -> None:
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
             notes = _tournament_notes(store)
+            if by_host:
+                hosts = split_by_host(store)
     if as_json:
         data: dict[str, Any] = {
             "tournament": t.name, "store": str(t.output), "scheduled": t.total, "done": done,
@@ -491,6 +505,8 @@ def tournament_status(file: str, as_json: bool) -> None:
             "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
             "prior": DEFAULT_PRIOR, "connected": True, "components": None,
         })  # fmt: skip
+        if by_host:
+            data["hosts"] = [host_json(h) for h in hosts]
         click.echo(json.dumps(data))
         return
     say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
@@ -500,6 +516,10 @@ def tournament_status(file: str, as_json: bool) -> None:
     say(table(board) if board is not None else "No rated games yet.")
     for line in notes:
         say(line)
+    for h in hosts:
+        say("")
+        say(host_heading(h))
+        say(table(h.board))
 
 
 @tournament.command("export")
@@ -512,7 +532,7 @@ def tournament_export(file: str, out: str) -> None:
     from arbiter.store import Store
     from arbiter.tournament import load_tournament
 
-    t = load_tournament(file)
+    t = load_tournament(file, engines_here=False)  # its engines are not started here
     target = Path(out).resolve()
     protected = {t.path.resolve(), t.output.resolve()} | {
         t.output.resolve().with_name(t.output.name + suffix) for suffix in ("-wal", "-shm",

@@ -73,9 +73,9 @@ class EnginesFile:
     def __iter__(self) -> Iterator[str]:
         return iter(self.tables)
 
-    def spec(self, key: str) -> EngineSpec:
+    def spec(self, key: str, *, local: bool = True) -> EngineSpec:
         return engine_definition(self.tables[key], where=f"{self.path}: engines.{key}",
-                                 here=self.here, default_name=key)  # fmt: skip
+                                 here=self.here, default_name=key, local=local)  # fmt: skip
 
 
 def default_engines_file() -> Path | None:
@@ -95,7 +95,7 @@ def load_engines(path: str | os.PathLike[str]) -> dict[str, EngineSpec]:
 
 
 def engine_definition(
-    table: Any, *, where: str, here: Path, default_name: str | None = None
+    table: Any, *, where: str, here: Path, default_name: str | None = None, local: bool = True
 ) -> EngineSpec:
     """The one reader of an engine definition, for engines files and tournament files.
 
@@ -136,7 +136,7 @@ def engine_definition(
     if not isinstance(cwd_value, str):
         raise ConfigError("cwd must be a string", where=f"{where}.cwd")
     cwd = (here / _expand(cwd_value, here)).resolve()
-    if not cwd.is_dir():
+    if local and not cwd.is_dir():
         raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=f"{where}.cwd")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -172,8 +172,9 @@ def engine_definition(
         tc=tc, options=_options(table, where), dialect=_dialect(table, where),
         sandbox=confined, limits=limits,
     )  # fmt: skip
-    check_executable(spec, where)
-    check_confinement(spec, where)
+    if local:  # else the engine runs elsewhere (Dask workers), which checks it there
+        check_executable(spec, where)
+        check_confinement(spec, where)
     return spec
 
 

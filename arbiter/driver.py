@@ -17,11 +17,12 @@ from typing import Protocol
 import trio
 
 from arbiter.executor import (
+    Abort,
     EngineSeen,
     Event,
+    Executor,
     Finished,
     GameJob,
-    LocalExecutor,
     Started,
     Unplayable,
     start_failure,
@@ -79,6 +80,7 @@ class RunOutcome:
     unplayed: list[ScheduledGame] = field(default_factory=list)
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play these games
+    notes: list[str] = field(default_factory=list)  # for the operator (e.g. workers left out)
 
 
 StartHook = Callable[[ScheduledGame, str, str], None]
@@ -94,7 +96,7 @@ class Driver:
         self,
         games: Iterator[ScheduledGame],
         make_spec: Callable[[ScheduledGame], GameSpec],
-        executor: LocalExecutor,
+        executor: Executor,
         sink: Sink | None = None,
         *,
         policy: VoidPolicy | None = None,
@@ -161,16 +163,24 @@ class Driver:
     def _event(self, event: Event) -> None:
         if self._scope.cancel_called:
             return  # the run is over; late events do not count
+        # A result for a game that is not in flight (a distributed task reported twice)
+        # was settled already: it is neither stored nor counted again.
         if isinstance(event, Started):
-            self.on_start(self._by_number[event.number], event.seat1, event.seat2)
+            game = self._by_number.get(event.number)
+            if game is not None:
+                self.on_start(game, event.seat1, event.seat2)
         elif isinstance(event, Finished):
-            self._settle(self._by_number.pop(event.number), event.record)
+            game = self._by_number.pop(event.number, None)
+            if game is not None:
+                self._settle(game, event.record)
         elif isinstance(event, EngineSeen):
             self._up.add(event.key)
             self.on_engine(event.key, event.info)
         elif isinstance(event, Unplayable):
             self._by_number.pop(event.number, None)
             self._halt(event.problem, config_error=True)
+        elif isinstance(event, Abort):
+            self._halt(event.reason)
 
     def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
         if self.sink is not None:

@@ -11,22 +11,26 @@ current game with it: that game is reported as a void harness fault, the worker'
 groups are killed here, and a new worker takes over.
 
 The executor never decides what a result means: it reports events and the driver
-applies the void policy, stores and reports.
+applies the void policy, stores and reports. `Executor` is what the driver needs of one;
+the Dask executor (arbiter/dask_executor.py) plays the same `GameWorker` on a cluster.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import pickle
+import platform
 import signal
+import socket
 import subprocess
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -77,8 +81,54 @@ class Unplayable:
     problem: str
 
 
-Event = Started | Finished | EngineSeen | Unplayable
+@dataclass(frozen=True)
+class Abort:
+    """The executor cannot go on (no worker can start an engine): the run stops."""
+
+    reason: str
+
+
+Event = Started | Finished | EngineSeen | Unplayable | Abort
 Emit = Callable[[Event], None]
+
+
+class Executor(Protocol):
+    """Where games are played: what the driver and a tournament run need of it."""
+
+    notes: list[str]  # what the operator should know about the run (workers left out)
+
+    async def preflight(self, keys: Sequence[str], variant: Variant,
+                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        """Before any game, where the games will be played: can each engine start and
+        play this variant at all?"""
+        ...
+
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        """Play jobs until the channel is closed and drained, reporting events to `emit`.
+
+        The executor takes a job only when it has room for it, so the driver's schedule
+        is never materialised; cancelling the run abandons the games still in flight.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of whatever the executor holds (a cluster connection)."""
+        ...
+
+
+@functools.cache
+def machine() -> tuple[str, str]:
+    """This machine's host name and CPU model, as every record it plays names them."""
+    cpu = ""
+    with (contextlib.suppress(OSError),
+          open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle):  # fmt: skip
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Processor", "cpu model"):
+                cpu = value.strip()
+                break
+    return (text.name(socket.gethostname(), 100),
+            text.name(cpu or platform.processor() or platform.machine(), 100))
 
 
 @dataclass(frozen=True)
@@ -128,6 +178,7 @@ class Preflight:
     info: dict[str, EngineInfo] = field(default_factory=dict)
     problem: str = ""
     config_error: bool = False  # the problem is the operator's to fix (exit 2)
+    failures: dict[str, str] = field(default_factory=dict)  # engines that could not start
 
 
 async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
@@ -171,7 +222,8 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
             except EngineFailure as exc:  # an option it refused
                 fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)
             except EngineError as exc:
-                fail(start_failure(spec.label, exc.detail, exc.stderr_tail), False)
+                result.failures[key] = start_failure(spec.label, exc.detail, exc.stderr_tail)
+                fail(result.failures[key], False)
 
     async with trio.open_nursery() as nursery:
         for key in dict.fromkeys(keys):
@@ -221,7 +273,7 @@ class GameWorker:
             try:
                 engine = await self._start(key)
             except EngineError as exc:
-                self.emit(Finished(job.number, self._start_failure(job, seat, exc)))
+                self._finished(job, self._start_failure(job, seat, exc))
                 return
             engines[seat] = engine
         a, b = engines
@@ -236,7 +288,7 @@ class GameWorker:
                 return
         self.emit(Started(job.number, names[0], names[1]))
         outcome = await self.referee.play(job.spec, [a, b])
-        self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
+        self._finished(job, outcome.record)  # the record first, then clean up
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
@@ -246,6 +298,10 @@ class GameWorker:
             if seat in outcome.faulty or spec.sandbox or spec.limits:
                 await self._close(key)
         await self._trim()
+
+    def _finished(self, job: GameJob, record: GameRecord) -> None:
+        record.host, record.cpu = machine()
+        self.emit(Finished(job.number, record))
 
     async def _start(self, key: str) -> Engine:
         spec = self.settings.engines[key]
@@ -298,6 +354,14 @@ class LocalExecutor:
         self.settings = settings
         self.concurrency = max(1, concurrency)
         self.processes = processes and self.concurrency > 1
+        self.notes: list[str] = []
+
+    async def preflight(self, keys: Sequence[str], variant: Variant,
+                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        return await preflight(self.settings, keys, variant, tcs, self.concurrency)
+
+    async def aclose(self) -> None:
+        pass
 
     async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
         """Play jobs until the channel is closed and drained."""

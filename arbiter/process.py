@@ -377,7 +377,7 @@ async def start_engine(
             cwd=spec.cwd,
         )
     except OSError as exc:
-        raise EngineStartError(spec.label, f"cannot set up its resource limits: {exc}") from exc
+        raise EngineStartError(spec.label, f"cannot be confined here: {exc}") from exc
     env = None
     if spec.env or reaper.engine_env():
         env = dict(os.environ)

@@ -48,6 +48,11 @@ def guard() -> bool:
     return _become_subreaper()
 
 
+def guarding() -> bool:
+    """Whether this process already guards its engines (`guard()` was called)."""
+    return _guarding
+
+
 def _become_subreaper() -> bool:
     global _subreaper
     if _subreaper or not sys.platform.startswith("linux"):

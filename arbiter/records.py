@@ -88,6 +88,8 @@ class GameRecord:
     pair: str = ""  # the same for both games of a seat-swapped pair (empty if unknown)
     commands: dict[str, list[str]] = field(default_factory=dict)  # seat1/seat2: argv
     answers: dict[str, str] = field(default_factory=dict)  # seat1/seat2: its `name` answer
+    host: str = ""  # the machine that played the game (empty if unknown)
+    cpu: str = ""  # that machine's CPU model: a slow node shows up in the standings by host
     schema: int = SCHEMA
 
     @property
@@ -113,7 +115,7 @@ class GameRecord:
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
             "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "commands",
-            "answers", "evidence",
+            "answers", "host", "cpu", "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 

@@ -549,6 +549,13 @@ def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Itera
             cwd: str | None = None) -> Confinement:  # fmt: skip
     """The command and set-up for one engine process; makes its cgroups (release them)."""
     argv = list(argv)
+    # Checked before any game where the run starts; here again for engines started on
+    # other machines (Dask workers), which may lack what the driver's machine has.
+    if sandbox and (reason := unavailable()) is not None:
+        raise OSError(reason)
+    if limits.processes is not None and "processes" not in cgroup_support():
+        raise OSError("the processes limit needs a writable pids cgroup, and this host"
+                      " gives none")  # fmt: skip
     if sandbox:
         limits = limits.merged(sandbox_defaults())
         argv = bwrap_argv(argv, limits, hidden, cwd)

@@ -255,7 +255,8 @@ def gather(sources: Iterable[str], keep: Games | None = None,
         if kind == "records":
             files.append(source)
             continue
-        path = Path(load_tournament(source).output if kind == "tournament" else source)
+        path = Path(load_tournament(source, engines_here=False).output if kind == "tournament"
+                    else source)  # fmt: skip
         if path.resolve() in stores:
             continue  # the same store twice (e.g. by its file and by its tournament)
         stores.add(path.resolve())
@@ -444,3 +445,49 @@ def matrix(s: Standings) -> str:
     ]  # fmt: skip
     return tabulate(body, ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
                     tablefmt="simple", disable_numparse=True)
+
+
+@dataclass(frozen=True)
+class HostStandings:
+    """The games one machine played: a slow node shows in its time losses and move times."""
+
+    host: str
+    cpu: str
+    games: int
+    time_losses: int
+    mean_move_ms: float | None
+    board: Standings
+
+
+def by_host(store: Store, *, prior: float = DEFAULT_PRIOR) -> list[HostStandings]:
+    """The standings of each host's games alone (hosts in the order they first played)."""
+    tallies: dict[str, Tally] = {}
+    cpus: dict[str, str] = {}
+    times: dict[str, list[float]] = {}
+    for host, cpu, row, move_ms in store.host_rows():
+        tally = tallies.setdefault(host, Tally())
+        cpus.setdefault(host, cpu)
+        times.setdefault(host, []).extend(t for t in move_ms if isinstance(t, int | float))
+        tally.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination,
+                       row.pair_key)  # fmt: skip
+    out = []
+    for host, tally in tallies.items():
+        spent = times[host]
+        time_losses = sum(c[Termination.TIME.value] for c in tally.faults.values())
+        out.append(HostStandings(
+            host, cpus[host], tally.games, time_losses,
+            sum(spent) / len(spent) if spent else None, standings(tally, prior=prior),
+        ))  # fmt: skip
+    return out
+
+
+def host_heading(h: HostStandings) -> str:
+    mean = f"{h.mean_move_ms:.1f} ms" if h.mean_move_ms is not None else "n/a"
+    return (f"Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
+            f" {h.time_losses} lost on time, mean move time {mean}")  # fmt: skip
+
+
+def host_json(h: HostStandings) -> dict[str, Any]:
+    return {"host": h.host, "cpu": h.cpu, "games": h.games, "time_losses": h.time_losses,
+            "mean_move_ms": _num(h.mean_move_ms) if h.mean_move_ms is not None else None,
+            **to_json(h.board)}  # fmt: skip

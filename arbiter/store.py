@@ -317,6 +317,17 @@ class Store:
         for row in rows:
             yield GameRow(*row)
 
+    def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
+        """Every stored game with the host and CPU that played it and its move times."""
+        rows = self._q(
+            "SELECT json_extract(record, '$.host'), json_extract(record, '$.cpu'), game_id,"
+            " started, seat1, seat2, winner_seat, termination, pair_key,"
+            " json_extract(record, '$.move_ms') FROM games ORDER BY number"
+        )
+        for host, cpu, *row, move_ms in rows:
+            times = json.loads(move_ms) if move_ms else []
+            yield str(host or ""), str(cpu or ""), GameRow(*row), times
+
     def done_ids(self) -> set[str]:
         return {row[0] for row in self._q("SELECT game_id FROM games")}
 

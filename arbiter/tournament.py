@@ -25,7 +25,7 @@ from arbiter.clock import TC_HELP, TimeControl
 from arbiter.config import EnginesFile, check_confinement, engine_definition, read_toml
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
-from arbiter.executor import ExecutorSettings, LocalExecutor, preflight
+from arbiter.executor import Executor, ExecutorSettings, LocalExecutor
 from arbiter.process import EngineInfo, EngineSpec
 from arbiter.records import GameRecord
 from arbiter.referee import GameSpec, RefereeConfig
@@ -45,7 +45,7 @@ _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
     "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
-    "engines": list, "margin": float, "sandbox": bool, "limits": dict,
+    "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -71,6 +71,7 @@ class Tournament:
     margin: float
     engines: dict[str, EngineSpec]  # by name (identity), in file order
     engine_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dask: str | None = None  # a Dask scheduler's address: play the games on its workers
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -166,8 +167,13 @@ def _type_name(t: type) -> str:
             float: "number"}[t]  # fmt: skip
 
 
-def load_tournament(path: str | os.PathLike[str]) -> Tournament:
-    """Read and check a tournament file; raises ConfigError naming the file and key."""
+def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) -> Tournament:
+    """Read and check a tournament file; raises ConfigError naming the file and key.
+
+    The engines' programs and folders are looked for on this machine only when they run
+    here (`engines_here`) and the file names no Dask scheduler: on a cluster they run on
+    the workers, where the preflight checks them; status and export start none.
+    """
     file = Path(path)
     data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
     _no_nul(data, str(file))
@@ -221,7 +227,13 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
                           hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26") from exc
     seed = _get(table, "seed", where, 1)
     openings, openings_file = _openings(table, where, here, variant, seed)
-    engines, conditions = _engines(file, here, table, data.get("engine", []), where)
+    file_dask = _get(table, "dask", where, None)
+    if file_dask is not None:
+        from arbiter.dask_executor import check_address
+
+        check_address(file_dask, f"{where}.dask")
+    local = engines_here and file_dask is None
+    engines, conditions = _engines(file, here, table, data.get("engine", []), where, local)
     if len(engines) < 2:
         raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),
                           hint=_EXAMPLE)  # fmt: skip
@@ -251,7 +263,7 @@ def load_tournament(path: str | os.PathLike[str]) -> Tournament:
         path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
         openings_file=openings_file, seed=seed, output=output,
-        margin=margin, engines=engines, engine_conditions=conditions,
+        margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
     )  # fmt: skip
 
 
@@ -288,7 +300,7 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
 
 
 def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str,
-             ) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:  # fmt: skip
+             local: bool = True) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
     engines: dict[str, EngineSpec] = {}
     conditions: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
@@ -305,7 +317,8 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
         spec = replace(
             spec, sandbox=raw.get("sandbox", confined), limits=spec.limits.merged(limits)
         )
-        check_confinement(spec, source)
+        if local:
+            check_confinement(spec, source)
         engines[name] = spec
         conditions[name] = {
             "command": raw.get("command"), "cwd": raw.get("cwd", "."),
@@ -330,14 +343,14 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
             if key not in book:
                 raise ConfigError(f"no engine {key!r} in {engines_file}", where=f"{where}.engines",
                                   hint=f"known: {', '.join(book)}")  # fmt: skip
-            add(book.spec(key), book.tables[key], f"{book.path}: engines.{key}")
+            add(book.spec(key, local=local), book.tables[key], f"{book.path}: engines.{key}")
     if not isinstance(listed, list):
         raise ConfigError("engine must be an array of tables", where=str(file),
                           hint="write each engine as [[engine]]")  # fmt: skip
     for number, entry in enumerate(listed, 1):
         label = entry.get("name") if isinstance(entry, dict) else None
         source = f"{file}: engine " + (repr(label) if isinstance(label, str) else f"#{number}")
-        spec = engine_definition(entry, where=source, here=here)
+        spec = engine_definition(entry, where=source, here=here, local=local)
         add(spec, entry, source)
     return engines, conditions
 
@@ -375,10 +388,16 @@ def run_tournament(
     store: Store,
     *,
     concurrency: int | None = None,
+    dask: str | None = None,
     on_start: Callable[[ScheduledGame, str, str], None] | None = None,
     on_finish: Callable[[ScheduledGame, GameRecord, str], None] | None = None,
 ) -> tuple[Callable[[], Awaitable[RunOutcome]], int]:
-    """The run of what is left of the schedule (to pass to trio), and how many games."""
+    """The run of what is left of the schedule (to pass to trio), and how many games.
+
+    With a Dask scheduler's address (`dask`, else the file's), the games are played on
+    its workers, `concurrency` then bounding the games in flight; the driver and the
+    store stay in this process either way, so resuming works the same.
+    """
     done = store.done_ids()
     left = t.total - t.stored(done)
     remaining = t.games(skip=done)
@@ -390,19 +409,32 @@ def run_tournament(
     hidden = tuple(str(p) for p in store_files(t.output))
     specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in t.engines.items()}
     settings = ExecutorSettings(engines=specs, referee=RefereeConfig(margin=t.margin))
-    slots = min(concurrency or t.concurrency, max(1, left))
+    executor: Executor
+    if dask or t.dask:
+        from arbiter.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(settings, dask or t.dask or "", window=concurrency,
+                                where="--dask" if dask else f"{t.path}: tournament.dask")
+    else:
+        executor = LocalExecutor(settings, min(concurrency or t.concurrency, max(1, left)))
     driver = Driver(
-        remaining, t.game_spec, LocalExecutor(settings, slots), store,
+        remaining, t.game_spec, executor, store,
         on_start=on_start, on_finish=on_finish, on_engine=engine_seen,
     )  # fmt: skip
 
     async def run() -> RunOutcome:
-        if left:
-            tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
-            checked = await preflight(settings, list(t.engines), t.variant, tcs, slots)
-            if checked.problem:
-                return RunOutcome(aborted=checked.problem, config_error=checked.config_error)
-        return await driver.run()
+        try:
+            if left:
+                tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
+                checked = await executor.preflight(list(t.engines), t.variant, tcs)
+                if checked.problem:
+                    return RunOutcome(aborted=checked.problem, config_error=checked.config_error,
+                                      notes=executor.notes)  # fmt: skip
+            outcome = await driver.run()
+            outcome.notes.extend(executor.notes)
+            return outcome
+        finally:
+            await executor.aclose()
 
     return run, left
 

@@ -63,3 +63,10 @@ def test_sandbox_bench_runs() -> None:
 def test_report_bench_runs() -> None:
     out = run(str(BENCH / "report_bench.py"), "--quick")
     assert "40 games (atoll-8/11" in out and "report written in" in out and "MB" in out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
+def test_dask_bench_runs() -> None:
+    pytest.importorskip("distributed", reason="needs the distributed package")
+    out = run(str(BENCH / "dask_bench.py"), "--quick")
+    assert out.startswith("local:") and "\ndask :" in out and "dask overhead per game" in out

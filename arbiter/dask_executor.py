@@ -1,0 +1,450 @@
+"""The Dask executor: one distributed task per game, played on a cluster's workers.
+
+Each task plays its game in its own `trio.run` with the same `GameWorker` (and so the
+same referee, engine start-up and void rules) as a local run, and returns the events a
+local slot would have reported; the driver alone stores them, as they arrive. The
+`distributed` package is imported only here, and only when a run asks for a cluster.
+
+Keys and duplicates. A task's key is made from the game id, the attempt and a digest of
+what the game is (its spec and both engine definitions): games are never merged with
+one another, and a replay after a void game is a new task. Games are impure (engines
+and clocks are), so no key is ever derived from the arguments (`pure=False` semantics).
+A future resolves once; a result that still reached the driver twice would find its
+game no longer in flight and be ignored there, and the store keeps one row per id.
+
+Workers that die. The scheduler gives a task whose worker died mid-game to another
+worker, which plays it from the start; the first play never returned anything, so
+nothing is scored twice. A task that has killed too many workers (`KilledWorker`)
+comes back as a void harness fault, which the driver replays or gives up by its policy.
+A worker process other than the driver's guards its engines as the command line does
+(`reaper.guard()`): a watchdog kills their process groups if the worker dies.
+
+Engines on workers. The preflight runs on every worker present at the start, since the
+engines may exist only there. An engine that cannot start on some workers is kept off
+them (its games are restricted to the others, and the run says so); one that cannot
+start on any worker stops the run before the first game, naming each worker and its
+failure. A worker that joins later and cannot start an engine fails that game as a void
+setup fault naming the worker, and is then left out for that engine.
+
+The driver is fed with a bounded window of games in flight (twice the workers' threads
+by default), so a long schedule is never submitted at once; stopping the run cancels
+the tasks not yet finished (a game already being played finishes on its worker and its
+result is dropped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from arbiter import reaper
+from arbiter.clock import TimeControl
+from arbiter.errors import ConfigError
+from arbiter.executor import (
+    Abort,
+    Emit,
+    EngineSeen,
+    Event,
+    ExecutorSettings,
+    Finished,
+    GameJob,
+    GameWorker,
+    Preflight,
+    Started,
+    machine,
+    preflight,
+    void_record,
+)
+from arbiter.records import Termination
+from arbiter.rules import Variant
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+CONNECT_TIMEOUT = 30.0  # seconds to reach the scheduler
+WORKERS_TIMEOUT = 60.0  # seconds to wait for the first worker
+PREFLIGHT_TIMEOUT = 120.0  # seconds for every worker to start every engine once
+CLOSE_TIMEOUT = 10.0
+MAX_WINDOW = 4096  # games in flight at most, however large the cluster
+INSTALL_HINT = "pip install 'atoll-arbiter[dask]' on the driver and on every worker"
+_ADDRESS = re.compile(r"^[a-z][a-z0-9+.-]*://[^\s/]\S*$")
+# Tells the driver's own process from a worker's: an in-process worker (a test cluster)
+# shares the driver's guard and must not make the driver's process a subreaper again.
+_PROCESS = os.urandom(8).hex()
+_guard_lock = threading.Lock()
+
+
+def check_address(value: str, where: str) -> str:
+    """A scheduler address as Dask takes it (`tcp://HOST:PORT`); ConfigError otherwise."""
+    if not _ADDRESS.match(value):
+        raise ConfigError(f"{value!r} is not a Dask scheduler address", where=where,
+                          hint='give it as tcp://HOST:PORT, e.g. "tcp://10.0.0.5:8786"')
+    return value
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What a game's task returns: the events a local slot would have reported."""
+
+    events: tuple[Event, ...]
+    worker: str  # the Dask worker's address
+    host: str
+
+
+@dataclass(frozen=True)
+class WorkerCheck:
+    worker: str
+    host: str
+    preflight: Preflight
+
+
+def _guard(driver: str) -> None:
+    if driver == _PROCESS:
+        return  # a worker thread of the driver's own process: its guard covers us
+    with _guard_lock:
+        if not reaper.guarding():
+            reaper.guard()
+
+
+def _where() -> tuple[str, str]:
+    from distributed import get_worker
+
+    return get_worker().address, machine()[0]
+
+
+def play_game(settings: ExecutorSettings, job: GameJob, driver: str) -> TaskResult:
+    """The task: play one game on this worker, in its own trio loop."""
+    _guard(driver)
+    worker, host = _where()
+    events: list[Event] = []
+
+    async def play() -> None:
+        async with trio.open_nursery() as nursery:
+            slot = GameWorker(settings, nursery, events.append)
+            try:
+                await slot.play(job)
+            finally:
+                await slot.aclose()
+
+    trio.run(play)
+    for event in events:
+        if isinstance(event, Finished) and event.record.termination is Termination.SETUP:
+            event.record.reason += f" (on Dask worker {worker}, host {host})"
+    return TaskResult(tuple(events), worker, host)
+
+
+def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,
+                 tcs: dict[str, TimeControl], driver: str) -> WorkerCheck:  # fmt: skip
+    """The preflight task: this worker starts each engine once and sets up a game."""
+    _guard(driver)
+    worker, host = _where()
+    checked = trio.run(preflight, settings, keys, variant, tcs, 2)
+    return WorkerCheck(worker, host, checked)
+
+
+async def _settled(future: Future[Any], token: trio.lowlevel.TrioToken) -> tuple[str, Any]:
+    """Wait for a future without holding a thread, then fetch its outcome."""
+    done = trio.Event()
+
+    def on_done(_: Future[Any]) -> None:  # called in a thread of distributed's
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(on_done)  # type: ignore[no-untyped-call]
+    await done.wait()
+    return await trio.to_thread.run_sync(_outcome, future, abandon_on_cancel=True)
+
+
+def _outcome(future: Future[Any]) -> tuple[str, Any]:
+    """A done future's value, fetched from its worker (blocking: run in a thread).
+
+    A result whose worker died before it was fetched is computed again by the scheduler,
+    and this waits for that play.
+    """
+    if future.status == "cancelled":
+        return "cancelled", None
+    try:
+        return "ok", future.result()
+    except Exception as exc:
+        return "error", exc
+
+
+class DaskExecutor:
+    """Games as tasks on a Dask cluster; the driver's process keeps the store."""
+
+    def __init__(self, settings: ExecutorSettings, address: str, *, window: int | None = None,
+                 where: str = "--dask") -> None:  # fmt: skip
+        self.settings = settings
+        self.address = address
+        self.window = window  # games in flight; None: twice the workers' threads
+        self.where = where  # the option or key that named the scheduler, for errors
+        self.notes: list[str] = []
+        self._client: Client | None = None
+        self._bad: dict[str, dict[str, str]] = {}  # engine key -> worker -> why it failed
+        self._seen: set[str] = set()
+        self._preflight_seen: list[EngineSeen] = []
+        self._names: dict[str, str] = {}  # display names by engine key, as last reported
+        self._voids: Counter[str] = Counter()  # void plays of games not yet settled
+        self._threads: dict[str, int] = {}
+        self._threads_at = -math.inf
+        self._inflight = 0
+        self._room = trio.Event()
+        self._abandoned: list[Future[Any]] = []
+
+    # ------------------------------------------------------------------ cluster
+
+    async def _connect(self) -> Client:
+        if self._client is not None:
+            return self._client
+        try:
+            import distributed
+        except ImportError as exc:
+            raise ConfigError("running on a Dask cluster needs the distributed package",
+                              where=self.where, hint=INSTALL_HINT) from exc  # fmt: skip
+
+        def connect() -> Client:
+            return distributed.Client(  # type: ignore[no-untyped-call]
+                self.address, timeout=CONNECT_TIMEOUT, set_as_default=False
+            )
+
+        try:
+            self._client = await trio.to_thread.run_sync(connect, abandon_on_cancel=True)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot reach the Dask scheduler at {self.address}: {exc}", where=self.where,
+                hint="start it with 'dask scheduler' and give the tcp://HOST:PORT it prints",
+            ) from exc  # fmt: skip
+        return self._client
+
+    async def _workers(self, client: Client, *, wait: bool = False) -> dict[str, int]:
+        """Worker addresses and their threads, refreshed at most every two seconds."""
+        if wait:
+            try:
+                await trio.to_thread.run_sync(
+                    lambda: client.wait_for_workers(1, timeout=WORKERS_TIMEOUT),
+                    abandon_on_cancel=True,
+                )  # fmt: skip
+            except TimeoutError as exc:
+                raise ConfigError(
+                    f"no Dask worker joined the scheduler at {self.address} within"
+                    f" {WORKERS_TIMEOUT:.0f} s", where=self.where,
+                    hint=f"start workers with 'dask worker {self.address} --nthreads 1'",
+                ) from exc  # fmt: skip
+        if wait or time.monotonic() - self._threads_at > 2:
+            threads = await trio.to_thread.run_sync(client.nthreads, abandon_on_cancel=True)
+            self._threads = {str(k): int(v) for k, v in threads.items()}
+            self._threads_at = time.monotonic()
+        return self._threads
+
+    async def _limit(self, client: Client) -> int:
+        if self.window is not None:
+            return self.window
+        threads = sum((await self._workers(client)).values())
+        return max(2, min(MAX_WINDOW, 2 * threads))
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        abandoned, self._abandoned = self._abandoned, []
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+            if abandoned:
+                await trio.to_thread.run_sync(client.cancel, abandoned, abandon_on_cancel=True)
+            await trio.to_thread.run_sync(client.close, abandon_on_cancel=True)
+
+    # ---------------------------------------------------------------- preflight
+
+    async def preflight(self, keys: Sequence[str], variant: Variant,
+                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        """Every worker present starts every engine once: engines may exist only there."""
+        client = await self._connect()
+        workers = await self._workers(client, wait=True)
+        run = os.urandom(4).hex()
+        futures = [
+            client.submit(check_worker, self.settings, list(dict.fromkeys(keys)), variant,
+                          dict(tcs), _PROCESS, key=f"arbiter-preflight-{run}-{address}",
+                          workers=[address], allow_other_workers=False)
+            for address in workers
+        ]
+        checks: list[WorkerCheck] = []
+        token = trio.lowlevel.current_trio_token()
+        pending = dict(zip(workers, futures, strict=True))
+        scopes: dict[str, trio.CancelScope] = {}
+
+        async def check(worker: str, future: Future[Any]) -> None:
+            with scopes.setdefault(worker, trio.CancelScope()):
+                status, value = await _settled(future, token)
+                if status == "ok":
+                    checks.append(value)
+            del pending[worker]
+
+        try:
+            with trio.move_on_after(PREFLIGHT_TIMEOUT):
+                async with trio.open_nursery() as nursery:
+                    for worker, future in pending.items():
+                        nursery.start_soon(check, worker, future)
+                    # A worker that leaves before its check ends is not waited for: its
+                    # task cannot run anywhere else.
+                    while pending:
+                        await trio.sleep(1)  # the cluster's membership, polled
+                        present = await self._workers(client)
+                        for worker in [w for w in pending if w not in present]:
+                            scopes[worker].cancel()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+                await trio.to_thread.run_sync(client.cancel, futures, abandon_on_cancel=True)
+        return self._combine(keys, checks, len(workers))
+
+    def _combine(self, keys: Sequence[str], checks: Sequence[WorkerCheck], asked: int
+                 ) -> Preflight:  # fmt: skip
+        result = Preflight()
+        if not checks:
+            result.problem = (f"none of the {asked} Dask workers at {self.address} finished"
+                              f" the engine check within {PREFLIGHT_TIMEOUT:.0f} s")  # fmt: skip
+            return result
+        for check in checks:
+            checked = check.preflight
+            if checked.config_error:
+                result.problem = f"{checked.problem} (on Dask worker {check.worker})"
+                result.config_error = True
+                return result
+            for key, info in checked.info.items():
+                result.info.setdefault(key, info)
+            for key, why in checked.failures.items():
+                self._bad.setdefault(key, {})[check.worker] = why
+            if checked.problem and not checked.failures:
+                result.problem = f"{checked.problem} (on Dask worker {check.worker})"
+                return result
+        for key in dict.fromkeys(keys):
+            if key not in result.info:
+                result.problem = self._nowhere(key)
+                return result
+        for key, bad in self._bad.items():
+            self.notes.append(f"{self.settings.engines[key].label} cannot start on Dask"
+                              f" worker(s) {', '.join(sorted(bad))}: its games were played"
+                              " on the others")  # fmt: skip
+        if len(checks) < asked:
+            self.notes.append(f"{asked - len(checks)} of {asked} Dask workers did not finish"
+                              " the engine check in time")  # fmt: skip
+        self._preflight_seen = [EngineSeen(key, info) for key, info in result.info.items()]
+        return result
+
+    def _nowhere(self, key: str) -> str:
+        failures = sorted(self._bad.get(key, {}).items())
+        shown = "; ".join(f"on {worker}: {why}" for worker, why in failures[:3])
+        more = f"; and {len(failures) - 3} more workers" if len(failures) > 3 else ""
+        return (f"no Dask worker can start {self.settings.engines[key].label}: {shown}{more};"
+                " the engine's command must resolve on every worker")  # fmt: skip
+
+    def _allowed(self, job: GameJob, workers: Mapping[str, int]) -> list[str] | None:
+        """Where this job may run: anywhere (None), or the workers that can start both."""
+        bad = set().union(*(self._bad.get(key, {}) for key in job.engines))
+        if not bad:
+            return None
+        return [worker for worker in workers if worker not in bad]
+
+    # --------------------------------------------------------------------- run
+
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        client = await self._connect()
+        for seen in self._preflight_seen:
+            self._report(seen, emit)
+        token = trio.lowlevel.current_trio_token()
+        async with jobs, trio.open_nursery() as nursery:
+            while True:
+                while self._inflight >= await self._limit(client):
+                    await self._room.wait()
+                    self._room = trio.Event()
+                try:
+                    job = await jobs.receive()
+                except trio.EndOfChannel:
+                    break
+                workers = await self._workers(client)
+                allowed = self._allowed(job, workers)
+                if allowed == []:
+                    bad = next(k for k in job.engines if self._bad.get(k))
+                    emit(Abort(self._nowhere(bad)))
+                    return
+                self._inflight += 1
+                nursery.start_soon(self._game, client, token, job, allowed, emit)
+
+    def _key(self, job: GameJob) -> str:
+        """The game id, its attempt (a replay after a void game is a new task) and a
+        digest of what the game is, so that no two different games share a key."""
+        what = repr((job.spec, [self.settings.engines[k] for k in job.engines],
+                     self.settings.referee))  # fmt: skip
+        digest = hashlib.sha256(what.encode()).hexdigest()[:12]
+        attempt = self._voids[job.spec.game_id] + 1
+        return f"arbiter-game-{job.spec.game_id}-{attempt}-{digest}"
+
+    async def _game(self, client: Client, token: trio.lowlevel.TrioToken, job: GameJob,
+                    allowed: list[str] | None, emit: Emit) -> None:  # fmt: skip
+        future = client.submit(play_game, self.settings, job, _PROCESS, key=self._key(job),
+                               workers=allowed, allow_other_workers=False, retries=0)  # fmt: skip
+        settled = False
+        try:
+            status, value = await _settled(future, token)
+            settled = True
+        finally:
+            self._inflight -= 1
+            self._room.set()
+            if not settled:
+                self._abandoned.append(future)  # cancelled at close
+        if status == "ok":
+            self._deliver(job, value, emit)
+            return
+        if status == "error" and type(value).__name__ == "KilledWorker":
+            reason = f"the Dask workers running this game died ({value})"
+        elif status == "error":
+            while isinstance(value, BaseExceptionGroup):  # a trio nursery's: say what failed
+                value = value.exceptions[0]
+            reason = f"the game's task failed on the cluster: {type(value).__name__}: {value}"
+        else:
+            reason = "the Dask scheduler dropped this game (lost connection?)"
+        seats = (self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
+                 self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label))
+        self._voids[job.spec.game_id] += 1
+        emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
+                                              reason[:1000])))  # fmt: skip
+
+    def _report(self, event: EngineSeen, emit: Emit) -> None:
+        if event.key not in self._seen:
+            self._seen.add(event.key)
+            emit(event)
+
+    def _deliver(self, job: GameJob, result: TaskResult, emit: Emit) -> None:
+        for event in result.events:
+            if isinstance(event, EngineSeen):
+                self._report(event, emit)
+                continue
+            if isinstance(event, Started):
+                self._names[job.engines[0]], self._names[job.engines[1]] = (event.seat1,
+                                                                            event.seat2)
+            if isinstance(event, Finished):
+                if event.record.void:
+                    self._voids[job.spec.game_id] += 1
+                else:
+                    self._voids.pop(job.spec.game_id, None)
+            emit(event)
+            if isinstance(event, Finished):
+                self._left_out(job, event, result.worker)
+
+    def _left_out(self, job: GameJob, event: Finished, worker: str) -> None:
+        """An engine that could not start on this worker is kept off it from now on."""
+        record = event.record
+        evidence = record.evidence
+        if not (record.void and evidence is not None and evidence.stage == "start"):
+            return
+        key = job.engines[1 if evidence.engine == record.seat2 else 0]
+        self._bad.setdefault(key, {})[worker] = record.reason

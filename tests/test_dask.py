@@ -1,0 +1,444 @@
+"""Tournaments on a Dask cluster: the same games as locally, nothing lost or doubled.
+
+An in-process cluster (worker threads in this process) checks that the Dask executor
+plays the same schedule as the local one, bounds the games in flight, and stops when no
+worker can start an engine. A real `dask scheduler` with two `dask worker` processes on
+127.0.0.1 checks the rest through the command line: an engine that cannot start on one
+worker, the driver killed and re-run, and a worker killed mid-game.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from processes import running, wait_until
+
+from arbiter.clock import TimeControl
+from arbiter.driver import Driver
+from arbiter.executor import Emit, Finished, GameJob, Preflight, Started
+from arbiter.records import GameRecord, Termination
+from arbiter.referee import GameSpec
+from arbiter.rules import Variant
+from arbiter.schedule import ScheduledGame
+from arbiter.store import Store
+from arbiter.tournament import load_tournament, run_tournament
+
+try:
+    import distributed
+except ImportError:  # pragma: no cover - the test extra installs it
+    distributed = None
+
+needs_dask = pytest.mark.skipif(distributed is None, reason="needs the distributed package"
+                                " (pip install -e '.[dask]')")  # fmt: skip
+ROOT = Path(__file__).resolve().parent.parent
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
+NO_ENGINE = "ARBITER_TEST_NO_ENGINE"  # a worker started with it cannot start "picky" engines
+
+
+def bot(name: str, *args: str) -> str:
+    argv = [sys.executable, str(BADBOT), *(args or ("ok",)), "--name", f"reply-{name}"]
+    return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n"
+
+
+def picky_bot(name: str) -> str:
+    """An engine whose command does not resolve on a worker that has NO_ENGINE set."""
+    script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
+    argv = ["sh", "-c", script, sys.executable, str(BADBOT), "ok", "--name", f"reply-{name}"]
+    return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n"
+
+
+def write_tournament(folder: Path, name: str, header: str, engines: list[str],
+                     file: str = "") -> Path:  # fmt: skip
+    path = folder / (file or f"{name}.toml")
+    path.write_text(f'[tournament]\nname = "{name}"\nsize = 7\ntc = "10+0.1"\n'
+                    f"random_openings = 1\nseed = 3\n{header}\n" + "\n".join(engines))
+    return path
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as con:
+        return con.execute(sql).fetchall()
+
+
+def pairings(db: Path) -> Counter[tuple[str, str]]:
+    return Counter((str(a), str(b)) for a, b in rows(db, "SELECT seat1, seat2 FROM games"))
+
+
+def arbiter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+# ------------------------------------------------------------------ the driver
+
+
+@dataclass
+class _Twice:
+    """An executor that reports every result twice, as a re-run task could."""
+
+    notes: list[str]
+
+    async def preflight(self, *args: Any) -> Preflight:
+        return Preflight()
+
+    async def aclose(self) -> None:
+        pass
+
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        async with jobs:
+            async for job in jobs:
+                record = job.spec.record("a", "b", Termination.CONNECTION, winner="a")
+                for _ in range(2):
+                    emit(Started(job.number, "a", "b"))
+                    emit(Finished(job.number, record))
+
+
+async def test_a_result_reported_twice_is_stored_and_counted_once() -> None:
+    games = [ScheduledGame(number=n, game_id=f"g{n}", round=1, pair_key=f"p{n}",
+                           engines=("a", "b"), opening=(), seed=n) for n in (1, 2, 3)]  # fmt: skip
+    stored: list[str] = []
+    finished: list[str] = []
+
+    class Sink:
+        def write(self, game: ScheduledGame, record: GameRecord) -> None:
+            stored.append(game.game_id)
+
+    tc = TimeControl.parse("1+0")
+
+    def spec(game: ScheduledGame) -> GameSpec:
+        return GameSpec(game.game_id, Variant(8, 7, True), (tc, tc))
+
+    driver = Driver(iter(games), spec, _Twice([]), Sink(),
+                    on_finish=lambda g, r, note: finished.append(g.game_id))  # fmt: skip
+    outcome = await driver.run()
+    assert stored == finished == ["g1", "g2", "g3"] and not outcome.aborted
+
+
+# ------------------------------------------------------------ in-process cluster
+
+
+@pytest.fixture
+def local_cluster() -> Iterator[str]:
+    if distributed is None:
+        pytest.skip("needs the distributed package (pip install -e '.[dask]')")
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster:  # fmt: skip
+        yield str(cluster.scheduler_address)
+
+
+def _run(path: Path, **kwargs: Any) -> Any:
+    t = load_tournament(path, engines_here=kwargs.get("dask") is None)
+    with Store.open(t.output) as store:
+        store.begin(t.name, t.conditions(), t.definition(),
+                    {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+        play, left = run_tournament(t, store, **kwargs)
+        return trio.run(play), left
+
+
+@needs_dask
+def test_the_cluster_plays_the_same_games_as_the_local_executor(tmp_path: Path,
+                                                                local_cluster: str) -> None:
+    engines = [bot("alpha"), bot("beta"), bot("gamma")]
+    local = write_tournament(tmp_path, "t", 'rounds = 2\nconcurrency = 2\noutput = "local.sqlite"',
+                             engines)  # fmt: skip
+    dask = write_tournament(tmp_path, "t", 'rounds = 2\noutput = "dask.sqlite"', engines, "d.toml")
+    local_outcome, left = _run(local)
+    dask_outcome, dask_left = _run(dask, dask=local_cluster)
+    assert left == dask_left == 12
+    assert not local_outcome.aborted and not dask_outcome.aborted, dask_outcome.aborted
+    ids = {r[0] for r in rows(tmp_path / "local.sqlite", "SELECT game_id FROM games")}
+    dask_ids = [r[0] for r in rows(tmp_path / "dask.sqlite", "SELECT game_id FROM games")]
+    assert len(ids) == 12 and set(dask_ids) == ids and len(dask_ids) == 12
+    assert pairings(tmp_path / "dask.sqlite") == pairings(tmp_path / "local.sqlite")
+    assert rows(tmp_path / "dask.sqlite", "SELECT COUNT(*) FROM voids") == [(0,)]
+    # Every record names the machine that played it, locally as on the cluster.
+    for db in ("local.sqlite", "dask.sqlite"):
+        for (data,) in rows(tmp_path / db, "SELECT record FROM games"):
+            record = json.loads(data)
+            assert record["host"] == os.uname().nodename and record["cpu"]
+    # The engines' answers reached the store from the workers.
+    names = rows(tmp_path / "dask.sqlite", "SELECT name, reply_name FROM engines")
+    assert set(names) == {(n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
+
+
+def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from arbiter.cli import main
+
+    t = write_tournament(tmp_path, "t", "rounds = 2\nconcurrency = 2", [bot("p"), bot("q")])
+    result = CliRunner().invoke(main, ["tournament", "run", str(t), "-q"])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(tmp_path / "t.sqlite") as con:  # as if a second machine played some
+        con.execute("UPDATE games SET record = json_set(record, '$.host', 'node-2', '$.cpu',"
+                    " 'Slow CPU') WHERE number % 2 = 0")  # fmt: skip
+    result = CliRunner().invoke(main, ["tournament", "status", str(t), "--by-host", "--json"])
+    assert result.exit_code == 0, result.output
+    hosts = {h["host"]: h for h in json.loads(result.output)["hosts"]}
+    assert set(hosts) == {os.uname().nodename, "node-2"}
+    assert hosts["node-2"]["cpu"] == "Slow CPU" and hosts["node-2"]["games"] == 2
+    assert sum(h["games"] for h in hosts.values()) == 4
+    assert all(h["mean_move_ms"] is not None and h["time_losses"] == 0 for h in hosts.values())
+    assert {e["name"] for e in hosts["node-2"]["engines"]} == {"p", "q"}
+    result = CliRunner().invoke(main, ["tournament", "status", str(t), "--by-host"])
+    assert "Host node-2 (Slow CPU): 2 games, 0 lost on time, mean move time" in result.output
+    assert result.output.count("rank") == 3  # the whole standings, then one table per host
+
+
+@needs_dask
+def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: Path,
+                                                                    local_cluster: str) -> None:
+    from arbiter.dask_executor import DaskExecutor
+    from arbiter.executor import ExecutorSettings
+
+    script = tmp_path / "vanishing.py"
+    script.symlink_to(BADBOT)
+    argv = [sys.executable, str(script), "ok"]
+    path = write_tournament(tmp_path, "t", "rounds = 2", [bot("steady"),
+                            f'[[engine]]\nname = "vanishing"\ncommand = {json.dumps(argv)}\n'])
+    t = load_tournament(path)
+    executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
+
+    async def main() -> Any:
+        with Store.open(t.output) as store:
+            store.begin(t.name, t.conditions(), t.definition(),
+                        {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+            try:
+                checked = await executor.preflight(list(t.engines), t.variant,
+                                                   {n: t.tc for n in t.engines})  # fmt: skip
+                assert not checked.problem and checked.info.keys() == t.engines.keys()
+                script.unlink()  # gone after the check: no worker can start it any more
+                return await Driver(t.games(), t.game_spec, executor, store).run()
+            finally:
+                await executor.aclose()
+
+    outcome = trio.run(main)
+    assert outcome.aborted.startswith("no Dask worker can start vanishing: on inproc://")
+    voids = rows(t.output, "SELECT termination, reason FROM voids")
+    assert voids and all(term == "setup" and "on Dask worker inproc://" in reason
+                         for term, reason in voids)  # fmt: skip
+    assert rows(t.output, "SELECT COUNT(*) FROM games") == [(0,)]
+
+
+@needs_dask
+def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
+        tmp_path: Path, local_cluster: str) -> None:  # fmt: skip
+    missing = str(tmp_path / "no-such-python")
+    t = write_tournament(tmp_path, "t", "", [bot("ok"), bot("gone").replace(
+        json.dumps(sys.executable), json.dumps(missing))])  # fmt: skip
+    outcome, _ = _run(t, dask=local_cluster)
+    assert outcome.aborted.startswith("no Dask worker can start gone: on inproc://")
+    assert outcome.aborted.count("could not be started") == 2  # both workers named
+    assert "the engine's command must resolve on every worker" in outcome.aborted
+    assert not outcome.config_error
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
+
+
+@needs_dask
+def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
+                                                             local_cluster: str) -> None:
+    from arbiter.dask_executor import DaskExecutor
+    from arbiter.executor import ExecutorSettings
+
+    path = write_tournament(tmp_path, "t", "rounds = 500", [bot("a"), bot("b")])
+    t = load_tournament(path, engines_here=False)
+    pulled = 0
+
+    def games() -> Iterator[ScheduledGame]:
+        nonlocal pulled
+        for game in t.games():
+            pulled += 1
+            yield game
+
+    stored: list[str] = []
+
+    class Sink:
+        def write(self, game: ScheduledGame, record: GameRecord) -> None:
+            stored.append(game.game_id)
+
+    executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster, window=3)
+    driver = Driver(games(), t.game_spec, executor, Sink(), stop=lambda: len(stored) >= 2)
+
+    async def main() -> Any:
+        try:
+            return await driver.run()
+        finally:
+            await executor.aclose()
+
+    outcome = trio.run(main)
+    assert stored and len(stored) == len(set(stored)) == 2 and not outcome.aborted
+    # Of the 1000 games, only those in flight were ever taken from the schedule: the two
+    # stored, at most three more in flight, one waiting in the driver's hand.
+    assert pulled <= 2 + 3 + 1
+
+
+@needs_dask
+def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
+        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from arbiter import executor
+
+    async def broken(self: Any, job: GameJob) -> None:
+        raise RuntimeError("the referee broke")
+
+    # The in-process workers run this module's code: every game's task raises.
+    monkeypatch.setattr(executor.GameWorker, "play", broken)
+    t = write_tournament(tmp_path, "t", "rounds = 5", [bot("a"), bot("b")])
+    outcome, _ = _run(t, dask=local_cluster)
+    assert outcome.aborted.startswith("6 games in a row were void; last: the game's task"
+                                      " failed on the cluster: RuntimeError: the referee broke")
+    voids = rows(tmp_path / "t.sqlite", "SELECT termination, reason FROM voids")
+    assert len(voids) == 6 and {v[0] for v in voids} == {"harness"}
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
+
+
+@needs_dask
+def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -> None:
+    t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
+    bad = arbiter("tournament", "run", str(t), "--dask", "not an address")
+    assert bad.returncode == 2 and "--dask" in bad.stderr and "tcp://HOST:PORT" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    t.write_text(t.read_text().replace("size = 7", 'size = 7\ndask = "127.0.0.1:8786"'))
+    bad = arbiter("tournament", "run", str(t))
+    assert bad.returncode == 2 and "tournament.dask" in bad.stderr
+
+
+# ------------------------------------------------------- scheduler and workers
+
+
+@dataclass
+class Cluster:
+    address: str
+    workers: dict[str, subprocess.Popen[bytes]]  # by name
+    addresses: dict[str, str]  # worker name -> address
+
+
+def _spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "dask", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **(env or {})}, start_new_session=True)  # fmt: skip
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A scheduler and two single-threaded workers on 127.0.0.1, ports chosen by the OS;
+    worker "b" cannot start picky engines."""
+    if distributed is None:
+        pytest.skip("needs the distributed package (pip install -e '.[dask]')")
+    folder = tmp_path_factory.mktemp("cluster")
+    file = folder / "scheduler.json"
+    scheduler = _spawn("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                       "--scheduler-file", str(file))  # fmt: skip
+    workers: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        assert wait_until(lambda: file.exists() and file.stat().st_size > 0, 60)
+        address = json.loads(file.read_text())["address"]
+        for name, env in (("a", {}), ("b", {NO_ENGINE: "1"})):
+            workers[name] = _spawn("worker", address, "--name", name, "--nthreads", "1",
+                                   "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
+                                   env=env)  # fmt: skip
+        with distributed.Client(address, timeout=30, set_as_default=False) as client:
+            assert wait_until(lambda: len(client.nthreads()) == 2, 60), "workers did not join"
+            info = client.scheduler_info()["workers"]
+            addresses = {str(w["name"]): str(a) for a, w in info.items()}
+        yield Cluster(address, workers, addresses)
+    finally:
+        for process in workers.values():
+            _stop(process)
+        _stop(scheduler)
+
+
+def _engine_children(pid: int, needle: bytes = b"badbot") -> list[int]:
+    """The engines a worker process is running (or with another `needle`, its watchdog)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == pid and needle in cmdline and running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@needs_dask
+@pytest.mark.slow
+def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
+                                                              cluster: Cluster) -> None:
+    # An engine that cannot start on worker b: its games are played on a, the run says so.
+    t = write_tournament(tmp_path, "picky", "rounds = 1",
+                         [picky_bot("fussy"), bot("plain")])  # fmt: skip
+    done = arbiter("tournament", "run", str(t), "--dask", cluster.address, "-q")
+    assert done.returncode == 0, done.stderr
+    assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
+    assert len(rows(tmp_path / "picky.sqlite", "SELECT game_id FROM games")) == 2
+
+    # The driver killed mid-run (SIGKILL: no clean-up at all), then run again.
+    slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]
+    t = write_tournament(tmp_path, "t", "rounds = 4", slow)
+    db = tmp_path / "t.sqlite"
+    command = [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask",
+               cluster.address]  # fmt: skip
+    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as first:  # fmt: skip
+        assert first.stderr is not None
+        finished = 0
+        for line in first.stderr:
+            finished += line.startswith("Finished game")
+            if finished == 2:
+                break
+        first.kill()
+    before = {r[0] for r in rows(db, "SELECT game_id FROM games")}
+    assert 2 <= len(before) < 8
+
+    # The run again, with a worker killed in the middle of a game: that game is played
+    # again on the other worker.
+    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as again:  # fmt: skip
+        assert again.stderr is not None
+        lines = []
+        for line in again.stderr:
+            lines.append(line)
+            if line.startswith("Finished game"):
+                break  # the engine check is over: a's engines are now playing games
+        victim = cluster.workers["a"]
+        assert wait_until(lambda: len(_engine_children(victim.pid)) == 2, 60)
+        engines = _engine_children(victim.pid)
+        # The worker guards its engines as the command line does: a watchdog process.
+        assert _engine_children(victim.pid, b"arbiter.reaper")
+        victim.kill()
+        victim.wait()
+        lines += list(again.stderr)
+        assert again.wait(timeout=60) == 0, "".join(lines)
+    # Its engines did not outlive it (its watchdog killed their process groups).
+    assert wait_until(lambda: not any(running(pid) for pid in engines), 20)
+    ids = [r[0] for r in rows(db, "SELECT game_id FROM games")]
+    assert len(ids) == len(set(ids)) == 8 and before <= set(ids)
+    assert pairings(db) == Counter({("x", "y"): 4, ("y", "x"): 4})
+    voids = len(rows(db, "SELECT id FROM voids"))
+    assert sum(line.startswith("Started game") for line in lines) == 8 - len(before) + voids
+    assert sum(line.startswith("Finished game") for line in lines) == 8 - len(before) + voids
