@@ -25,6 +25,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -142,8 +143,9 @@ def require(where: str) -> None:
         raise ConfigError(f"the sandbox cannot be used: {reason}", where=where)
 
 
-_MASKED = ("/tmp", "/run", "/dev", "/sys/fs/cgroup")  # host folders it replaces with its own
 SHM_MB = 16
+SCRATCH = "/tmp"  # as the engine sees it: a private tmpfs, also its $TMPDIR and $HOME
+_MASKED = ("/tmp", "/run")  # host folders replaced by empty ones: sockets live there
 
 
 def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = ()
@@ -157,12 +159,14 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = (
         "--remount-ro", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/sys/fs/cgroup",  # other engines' memory use and the host's pids
-        "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+        # The host's /tmp and /run hold unix sockets (terminal multiplexers, agents) that
+        # a read-only file system does not stop a client from connecting to.
+        "--size", size, "--perms", "1777", "--tmpfs", SCRATCH,
     ]  # fmt: skip
     if os.path.isdir("/run"):
-        options += ["--tmpfs", "/run"]  # host services' unix sockets live there
-    for path in shown:  # the engine's own files, read-only, even where a tmpfs hides them
-        if any(path == m or path.startswith(m + "/") for m in _MASKED) and os.path.exists(path):
+        options += ["--tmpfs", "/run"]
+    for path in shown:  # what the engine runs from, read-only, even under /tmp
+        if any(path.startswith(m + "/") for m in _MASKED) and os.path.exists(path):
             options += ["--ro-bind", path, path]
     for path in hidden:
         if os.path.isdir(path):
@@ -178,26 +182,35 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = (
     # goes down with bubblewrap's init, whatever sessions were made inside.
     options += [
         "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
-        "--setenv", "TMPDIR", "/tmp", "--setenv", "HOME", "/tmp",
+        "--setenv", "TMPDIR", SCRATCH, "--setenv", "HOME", SCRATCH,
     ]  # fmt: skip
     return options
+
+
+def _needed(argv: list[str], cwd: str) -> list[str]:
+    """Host folders the engine runs from: its working folder, its program, files named
+    by absolute path in its arguments, and this interpreter's environment (bundled and
+    `{python}` engines run on it; a virtual environment may live under /tmp)."""
+    found = [cwd, sys.prefix, sys.exec_prefix]
+    if os.sep in argv[0]:
+        found.append(os.path.dirname(os.path.realpath(os.path.join(cwd, argv[0]))))
+    for word in argv[1:]:
+        if os.path.isabs(word) and os.path.exists(word):
+            found.append(word if os.path.isdir(word) else os.path.dirname(word))
+    found += [p for p in sys.path if p and os.path.isabs(p)]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found.append(package)  # an editable install: the source tree the finder points into
+    return list(dict.fromkeys(os.path.normpath(p) for p in found))
 
 
 def bwrap_argv(argv: list[str], limits: Limits, hidden: Iterable[str] = (),
                cwd: str | None = None) -> list[str]:  # fmt: skip
     """The command line that runs `argv` in the sandbox. `hidden` are host paths (the
-    records file, the store) that the engine must not even read; the engine's working
-    folder and program stay visible even under /tmp."""
+    records file, the store) that the engine must not even read."""
     program = shutil.which("bwrap") or "bwrap"
     disk = limits.disk_mb or DEFAULT_DISK_MB
-    here = os.path.abspath(cwd or os.getcwd())
-    shown = [here]
-    if os.sep in argv[0]:
-        shown.append(os.path.dirname(os.path.join(here, argv[0])))
-    for word in argv[1:]:  # a script or weights file named by absolute path
-        if os.path.isabs(word) and os.path.exists(word):
-            shown.append(word if os.path.isdir(word) else os.path.dirname(word))
-    return [program, *_bwrap_options(disk, hidden, dict.fromkeys(shown)), "--", *argv]
+    shown = _needed(argv, os.path.abspath(cwd or os.getcwd()))
+    return [program, *_bwrap_options(disk, hidden, shown), "--", *argv]
 
 
 def signal_of(returncode: int, sandboxed: bool) -> int | None:

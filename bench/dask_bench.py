@@ -33,11 +33,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+sys.path.insert(0, str(HERE))
 
-def build_engine(workdir: Path) -> Path:
-    binary = workdir / "instant_bot"
-    subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "instant_bot.c")], check=True)
-    return binary
+from referee_bench import build_engine  # noqa: E402  (one build of the instant engine)
 
 
 def tournament_file(work: Path, binary: Path, games: int, name: str) -> Path:

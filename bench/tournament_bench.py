@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
 import statistics
@@ -30,11 +29,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+sys.path.insert(0, str(HERE))
 
-def build_engine(workdir: Path) -> Path:
-    binary = workdir / "instant_bot"
-    subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "instant_bot.c")], check=True)
-    return binary
+from referee_bench import build_engine  # noqa: E402  (one build of the instant engine)
 
 
 def arbiter(*args: str) -> list[str]:
@@ -67,7 +64,8 @@ def store_overhead(work: Path, binary: Path, games: int, reps: int) -> None:
             tournament_times.append(timed(arbiter("tournament", "run", str(t), "-q")))
             match_times.append(timed(arbiter(
                 "match", str(binary), f"{binary} 0 7", "--games", str(games), "--tc", "60+1",
-                "-c", str(concurrency), "-q", "--records", str(work / f"m{concurrency}-{rep}.jsonl"),
+                "-c", str(concurrency), "-q",
+                "--records", str(work / f"m{concurrency}-{rep}.jsonl"),
             )))  # fmt: skip
         m, t_ = statistics.median(match_times), statistics.median(tournament_times)
         print(f"concurrency {concurrency}: match {games / m:7.1f} games/s, tournament"
