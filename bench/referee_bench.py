@@ -3,13 +3,15 @@
 
 Both sides of each ratio are measured in the same run, against the same instant C engine
 (bench/instant_bot.c, compiled here with cc), because these machines are shared and
-absolute times drift. Run: python bench/referee_bench.py [--games N] [--forfeit-games N]
+absolute times drift; each figure is the median of interleaved repetitions (--reps).
+Run: python bench/referee_bench.py [--games N] [--reps N] [--forfeit-games N]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,26 +101,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--games", type=int, default=300)
     parser.add_argument("--round-trips", type=int, default=20000)
+    parser.add_argument("--reps", type=int, default=3,
+                        help="interleaved repetitions; medians are reported")
     parser.add_argument("--forfeit-games", type=int, default=0,
                         help="also play this many games at 1+0.01 with a thinking engine")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         binary = build_engine(work)
-        rt = raw_round_trip(binary, args.round_trips)
-        plain = plain_trio_loop(binary, args.round_trips)
-        t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / "c1.jsonl")
-        t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / "c2.jsonl")
-        per_ply = t1 / plies1
+        rts, plains, plies_c1, c1, c2 = [], [], [], [], []
+        terms1: dict[str, int] = {}
+        terms2: dict[str, int] = {}
+        for rep in range(args.reps):  # interleaved: a noisy moment hits every measure
+            rts.append(raw_round_trip(binary, args.round_trips))
+            plains.append(plain_trio_loop(binary, args.round_trips))
+            t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}.jsonl")
+            c1.append(t1)
+            plies_c1.append(t1 / plies1)
+            t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}.jsonl")
+            c2.append(t2)
+        rt, plain = statistics.median(rts), statistics.median(plains)
+        per_ply = statistics.median(plies_c1)
+        t1, t2 = statistics.median(c1), statistics.median(c2)
         print(f"raw pipe round trip (Python loop):  {rt * 1e6:8.1f} us")
         print(f"plain pipelined trio loop per ply:  {plain * 1e6:8.1f} us"
               f"   ratio {plain / rt:.2f}x")  # fmt: skip
         print(f"referee per ply, concurrency 1:      {per_ply * 1e6:8.1f} us"
               f"   ratio {per_ply / rt:.2f}x (vs plain trio loop {per_ply / plain:.2f}x)"
-              f"   ({args.games} games, {plies1} plies,"
-              f" records+clocks on, engine starts included)")  # fmt: skip
+              f"   ({args.games} games a run, records+clocks on, engine starts included)")
         print(f"games/s concurrency 1: {args.games / t1:8.1f}   concurrency 2:"
               f" {args.games / t2:8.1f}   speed-up {t1 / t2:.2f}x")  # fmt: skip
+        ratios = ", ".join(f"{p / r:.2f}" for p, r in zip(plies_c1, rts, strict=True))
+        print(f"medians of {args.reps} interleaved repetitions; per-ply ratio in each: {ratios}")
         print(f"terminations: c1 {terms1}  c2 {terms2}")
         if args.forfeit_games:
             t3, _, terms3 = run_match(
