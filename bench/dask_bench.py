@@ -36,23 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from referee_bench import build_engine  # noqa: E402  (one build of the instant engine)
-
-
-def tournament_file(work: Path, binary: Path, games: int, name: str) -> Path:
-    path = work / f"{name}.toml"
-    path.write_text(
-        f'[tournament]\nname = "{name}"\nrounds = {max(1, games // 2)}\ntc = "60+1"\n\n'
-        f'[[engine]]\nname = "a"\ncommand = ["{binary}"]\n\n'
-        f'[[engine]]\nname = "b"\ncommand = ["{binary}", "0", "7"]\n'
-    )
-    return path
-
-
-def timed(argv: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)  # fmt: skip
-    return time.perf_counter() - start
+from tournament_bench import timed, tournament_file  # noqa: E402
 
 
 def dask(*args: str) -> subprocess.Popen[bytes]:
@@ -106,7 +90,7 @@ def compare(work: Path, binary: Path, address: str, games: int, workers: int,
     for rep in range(reps):
         for size in (games, 2 * games):
             for kind, extra in runs.items():
-                t = tournament_file(work, binary, size, f"{kind}-{size}-{rep}")
+                t = tournament_file(work, binary, size, 1, f"{kind}-{size}-{rep}")
                 argv = [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "-q",
                         "--every", "0", *extra]  # fmt: skip
                 times.setdefault((kind, size), []).append(timed(argv))
