@@ -442,3 +442,20 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     voids = len(rows(db, "SELECT id FROM voids"))
     assert sum(line.startswith("Started game") for line in lines) == 8 - len(before) + voids
     assert sum(line.startswith("Finished game") for line in lines) == 8 - len(before) + voids
+
+
+@needs_dask
+@pytest.mark.skipif(__import__("arbiter.sandbox").sandbox.unavailable() is not None,
+                    reason="no sandbox (bubblewrap) here")  # fmt: skip
+def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: str) -> None:
+    target = tmp_path / "outside.txt"
+    target.write_text("original\n")
+    attacker = [sys.executable, str(ROOT / "tests" / "engines" / "attacker.py"), "write",
+                "--path", str(target)]  # fmt: skip
+    engines = [f"[[engine]]\nname = \"attacker\"\ncommand = {json.dumps(attacker)}\n", bot("b")]
+    path = write_tournament(tmp_path, "t", "rounds = 1\nsandbox = true\nlimits = { cpu_s = 30 }",
+                            engines)  # fmt: skip
+    outcome, left = _run(path, dask=local_cluster)
+    assert left == 2 and not outcome.aborted, outcome.aborted
+    assert target.read_text() == "original\n"  # refused inside the sandbox on the worker
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(2,)]

@@ -403,3 +403,16 @@ def test_a_sandboxed_game_longer_than_an_idle_thread_lives(tmp_path: Path) -> No
     victim_not_harmed(played)
     assert played.record.termination == "connection", played.record.reason
     assert played.record.move_ms[0] > 10_500
+
+
+def test_check_runs_an_engine_the_way_a_sandboxed_tournament_will(tmp_path: Path) -> None:
+    engine = f"{sys.executable} {BADBOT} ok"
+    if sandbox.unavailable() is None:
+        done = _arbiter("check", "--sandbox", engine, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "all required checks passed" in done.stdout
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    refused = _arbiter("check", "--sandbox", engine, cwd=tmp_path,
+                       env={**os.environ, "PATH": str(bare)})  # fmt: skip
+    assert refused.returncode == 2 and "bubblewrap (bwrap) is not installed" in refused.stderr
