@@ -93,7 +93,9 @@ class Bot:
         reserve = 0.01
         if kind == "movetime" and numbers:
             allowance = numbers[0]
-            return max(0.0, min(allowance * 0.5, allowance - 0.05))
+            if allowance < 0.1:  # a very short move time: half of it, not nothing
+                return allowance * 0.5
+            return min(allowance * 0.5, allowance - 0.05)
         if kind not in ("fischer", "moves") or len(numbers) < 2:
             return None
         base, increment = numbers[-2], numbers[-1]
@@ -221,6 +223,17 @@ class Bot:
         if self.game.winner is None:
             raise CommandError("cannot score: the game is not over")
         return "B+" if self.game.winner is Color.BLACK else "W+"
+
+
+def moves_left(game: Game, by_empty: float, *, floor: float = 6.0) -> float:
+    """How many more moves this player will likely make, for sharing out its clock.
+
+    Games end long before the board fills: on big boards a share of the empty cells
+    overestimates the moves left several times over, so it is capped by a length that
+    grows with the board's size.
+    """
+    by_size = 2.5 * game.variant.size - len(game.moves) / 2
+    return max(floor, min(by_empty, by_size))
 
 
 def _valid(islands: int, size: int) -> bool:

@@ -19,7 +19,7 @@ import time
 
 from connection import INF, Tables, distance, modest_openings, through, wants_swap
 
-from arbiter.bot import Bot
+from arbiter.bot import Bot, moves_left
 from arbiter.rules import SWAP, Color, Game
 
 
@@ -44,7 +44,7 @@ class HeuristicBot(Bot):
         t = self.tables(game)
         me, opp = int(color), int(color.other)
         empty = game.legal_cells()
-        budget = self.think_time(color, max(8.0, len(empty) / 3))
+        budget = self.think_time(color, moves_left(game, len(empty) / 3, floor=8.0))
         deadline = start + (budget if budget is not None else 5.0)
         if game.swap_allowed:
             return SWAP if wants_swap(t, game) else self._pick(game, empty, t, me, deadline, opp)

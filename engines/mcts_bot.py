@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from connection import Tables, modest_openings, wants_swap  # noqa: E402
 
-from arbiter.bot import Bot  # noqa: E402
+from arbiter.bot import Bot, moves_left  # noqa: E402
 from arbiter.rules import SWAP, Color, Game  # noqa: E402
 from arbiter.rules.playout import PlayoutEngine  # noqa: E402
 
@@ -218,7 +218,7 @@ class MctsBot(Bot):
     def budget(self, color: Color, game: Game) -> float:
         """Seconds for this move: --time, capped by the clock's share; 1 s with neither."""
         empty = game.colors.count(0)
-        clock = self.think_time(color, max(6.0, 0.25 * empty))
+        clock = self.think_time(color, moves_left(game, 0.25 * empty))
         fixed = self.args.time
         if clock is None:
             return fixed if fixed is not None else 1.0
@@ -234,6 +234,8 @@ class MctsBot(Bot):
         if wins:
             return game.move_name(wins[0])
         threats = game.winning_cells(color.other)
+        if threats and game.swap_allowed:
+            return SWAP  # the stone that threatens becomes ours: never resign a swap away
         if len(threats) == 1:
             return game.move_name(threats[0])
         if len(threats) > 1 and self.args.resign:

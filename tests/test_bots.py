@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.bot import Bot
+from arbiter.bot import Bot, moves_left
 from arbiter.protocol.codec import parse_command
 from arbiter.records import GameRecord, Termination, read_records
 from arbiter.rules import SWAP, Color, Game, Variant
@@ -232,6 +232,21 @@ def test_mcts_resigns_only_a_lost_position_and_heuristic_never() -> None:
     assert earlier[-1] != "resign"
 
 
+def test_mcts_takes_a_threatening_first_stone_instead_of_resigning() -> None:
+    # On Hex 2 the first stone at a2 leaves White two losing cells: with the pie rule the
+    # position is not lost, the stone can be taken.
+    setup = ["atoll-islands 4", "boardsize 2", "clear_board", "atoll-pie on"]
+    assert talk("mcts", [*setup, "play b a2", "genmove w"], "--time", "0.1")[-1] == SWAP
+
+
+def test_moves_left_is_capped_by_the_board_size() -> None:
+    big = Game(Variant(8, 23, True))
+    assert moves_left(big, 0.25 * len(big.legal_cells())) == 2.5 * 23  # not ~120
+    small = Game(Variant(8, 11, True))
+    assert moves_left(small, 0.25 * len(small.legal_cells())) == 0.25 * len(small.legal_cells())
+    assert moves_left(small, 1.0) == 6.0
+
+
 def tell(bot: Bot, line: str) -> None:
     command = parse_command(line)
     assert command is not None and bot.handle(command).startswith("=")
@@ -254,6 +269,9 @@ def test_think_time_is_a_share_of_the_clock_and_never_all_of_it() -> None:
     assert bot.think_time(Color.BLACK, 30) == 0.0
     tell(bot, "5 atoll-time_settings movetime 200")
     assert bot.think_time(Color.WHITE, 30) == 0.1
+    tell(bot, "5 atoll-time_settings movetime 50")
+    assert bot.think_time(Color.WHITE, 30) == 0.025  # a very short move time: half, not 0
+    tell(bot, "5 atoll-time_settings movetime 200")
     tell(bot, "6 atoll-time_settings moves 10 1000 0")
     tell(bot, "7 atoll-time_left w 1000")
     blocked = bot.think_time(Color.WHITE, 30)
