@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -134,18 +135,74 @@ class GameRecord:
             raise ValueError("variant must be an object with size, islands and pie")
         from arbiter.rules import Variant
 
+        if not all(type(variant[k]) is int for k in ("size", "islands")) or not isinstance(
+                variant["pie"], bool):  # fmt: skip
+            raise ValueError("variant size and islands must be integers, pie true or false")
         Variant(variant["islands"], variant["size"], variant["pie"])  # raises ValueError
-        moves = data.get("moves")
-        if not (isinstance(moves, list) and all(isinstance(m, str) for m in moves)):
-            raise ValueError("moves must be a list of strings")
+        _check_fields(data, _RECORD_FIELDS, "record")
         fields = dict(data)
         fields.pop("plies", None)
         evidence = fields.pop("evidence", None)
         fields["termination"] = Termination(fields["termination"])
         record = cls(**fields)
         if evidence is not None:
+            if not isinstance(evidence, dict):
+                raise ValueError("evidence must be an object")
+            _check_fields(evidence, _EVIDENCE_FIELDS, "evidence")
             record.evidence = Evidence(**evidence)
         return record
+
+
+def _is_text_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+# What each field of a record may hold: every reader (standings, show, the report) can
+# then trust a record that loaded, whoever wrote the file.
+_RECORD_FIELDS: dict[str, Any] = {
+    "schema": lambda v: v == SCHEMA,
+    "game_id": str, "variant": dict, "seat1": str, "seat2": str, "started": str,
+    "finished": str, "swapped": bool, "black": str, "white": str, "reason": str,
+    "pair": str, "host": str, "cpu": str, "void": bool, "plies": lambda v: type(v) is int,
+    "termination": lambda v: v in {t.value for t in Termination},
+    "winner": (str, type(None)), "winner_color": (str, type(None)),
+    "seed": lambda v: v is None or type(v) is int,
+    "moves": lambda v: isinstance(v, list) and all(isinstance(m, str) for m in v),
+    "move_ms": lambda v: isinstance(v, list) and all(_is_number(x) for x in v),
+    "tc": lambda v: _is_text_map(v) and {"seat1", "seat2"} <= set(v),
+    "versions": _is_text_map, "answers": _is_text_map,
+    "commands": lambda v: isinstance(v, dict) and all(
+        isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values()),
+    "evidence": (dict, type(None)),
+}  # fmt: skip
+_EVIDENCE_FIELDS: dict[str, Any] = {
+    "engine": str, "detail": str, "stderr_tail": str, "stage": str,
+    "transcript": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "returncode": lambda v: v is None or type(v) is int,
+    "limit": (dict, type(None)),
+}  # fmt: skip
+_REQUIRED = ("game_id", "variant", "seat1", "seat2", "tc", "started", "termination")
+
+
+def _check_fields(data: dict[str, Any], shapes: dict[str, Any], what: str) -> None:
+    unknown = set(data) - set(shapes)
+    if unknown:
+        raise ValueError(f"unknown {what} field(s) {', '.join(sorted(map(str, unknown)))[:200]}")
+    if what == "record":
+        missing = [k for k in _REQUIRED if k not in data]
+        if missing:
+            raise ValueError(f"missing record field(s) {', '.join(missing)}")
+    elif not {"engine", "detail"} <= set(data):
+        raise ValueError("evidence needs engine and detail")
+    for key, value in data.items():
+        shape = shapes[key]
+        ok = isinstance(value, shape) if isinstance(shape, type | tuple) else shape(value)
+        if not ok or (shape is str and not isinstance(value, str)):
+            raise ValueError(f"{what} field {key!r} has the wrong type or value")
 
 
 class RecordWriter:

@@ -48,3 +48,34 @@ def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
     path.write_text(json.dumps({**sample().to_json(), "schema": 2}) + "\n")
     with pytest.raises(ConfigError, match="unsupported record schema 2"):
         list(read_records(path))
+
+
+BAD_FIELDS = [
+    ("tc", "5+0.05"), ("move_ms", [None]), ("move_ms", ["x"]), ("move_ms", [1e999]),
+    ("answers", ["a", "b"]), ("swapped", "no"), ("winner", 3), ("commands", {"seat1": "x"}),
+    ("unknown_key", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "value"), BAD_FIELDS, ids=[f"{k}={v!r}" for k, v in BAD_FIELDS])
+def test_a_field_of_the_wrong_type_is_a_bad_line_not_a_crash(key: str, value: object) -> None:
+    data = json.loads(json.dumps(sample().to_json()))
+    data[key] = value
+    with pytest.raises(ValueError, match=key):
+        GameRecord.from_json(data)
+
+
+@pytest.mark.parametrize("variant", [{"size": 11, "islands": 8, "pie": "no"},
+                                     {"size": 11.0, "islands": 8, "pie": True}])
+def test_a_variant_of_the_wrong_type_is_refused(variant: dict[str, object]) -> None:
+    data = sample().to_json()
+    data["variant"] = variant
+    with pytest.raises(ValueError, match="variant"):
+        GameRecord.from_json(data)
+
+
+def test_bad_evidence_is_refused() -> None:
+    data = sample().to_json()
+    data["evidence"] = {"engine": "a", "detail": "d", "stderr_tail": 5}
+    with pytest.raises(ValueError, match="stderr_tail"):
+        GameRecord.from_json(data)
