@@ -39,8 +39,10 @@ import hashlib
 import math
 import os
 import re
+import socket
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -214,6 +216,12 @@ class DaskExecutor:
                               where=self.where, hint=INSTALL_HINT) from exc  # fmt: skip
 
         def connect() -> Client:
+            # A plain connection first: a Client that never reached its scheduler fails
+            # again, noisily, when it is collected.
+            parts = urllib.parse.urlsplit(self.address)
+            if parts.scheme == "tcp" and parts.hostname and parts.port:
+                socket.create_connection((parts.hostname, parts.port),
+                                         timeout=CONNECT_TIMEOUT).close()  # fmt: skip
             return distributed.Client(  # type: ignore[no-untyped-call]
                 self.address, timeout=CONNECT_TIMEOUT, set_as_default=False
             )
