@@ -529,15 +529,12 @@ def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
 @handle_errors
 def tournament_export(file: str, out: str) -> None:
     """Write every stored game as a records line, void attempts flagged."""
-    from arbiter.store import Store
+    from arbiter.store import Store, store_files
     from arbiter.tournament import load_tournament
 
     t = load_tournament(file, engines_here=False)  # its engines are not started here
     target = Path(out).resolve()
-    protected = {t.path.resolve(), t.output.resolve()} | {
-        t.output.resolve().with_name(t.output.name + suffix) for suffix in ("-wal", "-shm",
-                                                                             ".lock")
-    }  # fmt: skip
+    protected = {t.path.resolve(), *store_files(t.output.resolve())}
     if target in protected:
         raise ConfigError("the records file would overwrite the tournament's own files",
                           where=out, hint="choose a new .jsonl path")  # fmt: skip

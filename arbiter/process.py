@@ -115,12 +115,10 @@ class Engine:
     """A running engine process and its protocol session."""
 
     def __init__(self, spec: EngineSpec, process: trio.Process, deadlines: Deadlines,
-                 confinement: sandbox.Confinement | None = None) -> None:  # fmt: skip
+                 confinement: sandbox.Confinement) -> None:  # fmt: skip
         self.spec = spec
         self.process = process
-        self.confinement = confinement or sandbox.Confinement(
-            list(spec.argv), sandboxed=False, limits=sandbox.Limits()
-        )
+        self.confinement = confinement
         self.deadlines = deadlines
         self.stderr = StderrLog()
         self.info = EngineInfo()
@@ -153,7 +151,8 @@ class Engine:
 
     def exit_words(self, code: int) -> str:
         """How the engine ended, in words, seen through the sandbox if there is one."""
-        return sandbox.describe_exit(code, self.confinement.sandboxed)
+        died = sandbox.sandbox_death(code) if self.confinement.sandboxed else None
+        return died or exit_status(code)
 
     def breach(self) -> sandbox.Breach | None:
         """The resource limit this engine is known to have hit, if any."""

@@ -223,12 +223,12 @@ def signal_of(returncode: int, sandboxed: bool) -> int | None:
     return None
 
 
-def describe_exit(returncode: int, sandboxed: bool) -> str:
-    if sandboxed and returncode > 128 and (sig := signal_of(returncode, True)) is not None:
+def sandbox_death(returncode: int) -> str | None:
+    """How a sandboxed engine died, in words, when bubblewrap's 128+N says a signal
+    ended it inside; None when the exit status reads as it is."""
+    if returncode > 128 and (sig := signal_of(returncode, True)) is not None:
         return f"killed by signal {sig} ({_signal_name(sig)}) inside the sandbox"
-    if returncode < 0:
-        return f"killed by signal {-returncode} ({_signal_name(-returncode)})"
-    return f"exit status {returncode}"
+    return None
 
 
 def _signal_name(number: int) -> str:
@@ -547,12 +547,20 @@ def remove_cgroups_of(owner: int) -> int:
     return left
 
 
+def unenforceable(limits: Limits) -> str | None:
+    """Why this host cannot enforce these limits, or None."""
+    if limits.processes is not None and "processes" not in cgroup_support():
+        return ("the processes limit needs a writable cgroup (pids controller), and none is"
+                " available to this user here")  # fmt: skip
+    return None
+
+
 def check_limits(limits: Limits, where: str) -> None:
     """Refuse limits this host cannot enforce, before any game."""
-    if limits.processes is not None and "processes" not in cgroup_support():
+    reason = unenforceable(limits)
+    if reason is not None:
         raise ConfigError(
-            "the processes limit needs a writable cgroup (pids controller), and none is"
-            " available to this user here", where=where,
+            reason, where=where,
             hint="run as a user with a delegated cgroup (e.g. under 'systemd-run --user"
             " --scope -p Delegate=yes') or remove the processes limit",
         )  # fmt: skip
@@ -566,9 +574,8 @@ def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Itera
     # other machines (Dask workers), which may lack what the driver's machine has.
     if sandbox and (reason := unavailable()) is not None:
         raise OSError(reason)
-    if limits.processes is not None and "processes" not in cgroup_support():
-        raise OSError("the processes limit needs a writable pids cgroup, and this host"
-                      " gives none")  # fmt: skip
+    if (reason := unenforceable(limits)) is not None:
+        raise OSError(reason)
     if sandbox:
         limits = limits.merged(sandbox_defaults())
         argv = bwrap_argv(argv, limits, hidden, cwd)
