@@ -124,6 +124,19 @@ class _Verdict:
     evidence: Evidence | None = None
 
 
+@dataclass
+class _Wait:
+    """What a game's cancel scope is waiting for: a deadline that passes is charged
+    to this engine, in these words."""
+
+    seat: int = 0
+    commands: list[tuple[str, ...]] = field(default_factory=list)
+    index: int = -1  # the answer awaited; -1 while the commands are being written
+    move_limited: bool = False  # the move deadline, not a command deadline, applies
+    start: float = 0.0
+    budget: float = 0.0
+
+
 class _Fault(Exception):
     """A verdict against the engine in `seat`."""
 
@@ -281,48 +294,62 @@ class Referee:
                 pending[seat].append((color.letter, name))
             if move == SWAP:
                 owner = {Color.BLACK: 1, Color.WHITE: 0}
+        wait = _Wait()
         while True:
-            color = game.to_move
-            seat = owner[color]
-            engine = engines[seat]
-            clock = clocks[seat]
-            commands = dialect.ply_commands(
-                engine.dialect, families[seat], pending[seat], clocks, owner, color
-            )
-            n_play = len(pending[seat])
-            budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
-            answer, elapsed = await self._exchange(
-                seat, engine, commands, n_play, budget, progress
-            )
-            pending[seat].clear()
-            word = answer.text.strip().lower()
-            if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
-                raise _Fault(
-                    seat,
-                    Termination.TIME,
-                    f"used {elapsed * 1000:.0f} ms with {self._left(clocks[seat], elapsed)}",
-                )
-            if not answer.ok:
-                raise _Fault(
-                    seat, Termination.PROTOCOL, f"answered {commands[-1][0]!r} with ? {answer.text}"
-                )
-            if word == "resign":
-                return 1 - seat, Termination.RESIGN
-            if "\n" in word:
-                raise _Fault(seat, Termination.PROTOCOL, "genmove answer spans several lines")
-            try:
-                move = game.parse_move(word)
-                game.play(move)
-            except (IllegalMove, ValueError) as exc:
-                raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
-            name = game.move_name(move)
-            progress.moves.append(name)
-            progress.move_ms.append(round(elapsed * 1000, 1))
-            pending[1 - seat].append((color.letter, name))
-            if move == SWAP:
-                owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}
-            if game.winner is not None:
-                return seat, Termination.CONNECTION
+            # One cancel scope serves a run of plies: entering a scope per ply was the
+            # largest single cost of a ply. `_exchange` moves its deadline before each wait.
+            # A deadline that passes just after its answer arrived leaves the scope
+            # cancelled without a wait to interrupt; the next ply then gets a fresh scope.
+            with trio.CancelScope() as scope:
+                while not scope.cancel_called:
+                    color = game.to_move
+                    seat = owner[color]
+                    engine = engines[seat]
+                    clock = clocks[seat]
+                    commands = dialect.ply_commands(
+                        engine.dialect, families[seat], pending[seat], clocks, owner, color
+                    )
+                    n_play = len(pending[seat])
+                    budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
+                    answer, elapsed = await self._exchange(
+                        seat, engine, commands, n_play, budget, progress, scope, wait
+                    )
+                    pending[seat].clear()
+                    if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
+                        raise _Fault(
+                            seat,
+                            Termination.TIME,
+                            f"used {elapsed * 1000:.0f} ms with {self._left(clock, elapsed)}",
+                        )
+                    if not answer.ok:
+                        raise _Fault(
+                            seat,
+                            Termination.PROTOCOL,
+                            f"answered {commands[-1][0]!r} with ? {answer.text}",
+                        )
+                    word = answer.text.strip().lower()
+                    if word == "resign":
+                        return 1 - seat, Termination.RESIGN
+                    if "\n" in word:
+                        raise _Fault(
+                            seat, Termination.PROTOCOL, "genmove answer spans several lines"
+                        )
+                    try:
+                        move = game.parse_move(word)
+                        game.play(move)
+                    except (IllegalMove, ValueError) as exc:
+                        raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
+                    name = game.move_name(move)
+                    progress.moves.append(name)
+                    progress.move_ms.append(round(elapsed * 1000, 1))
+                    pending[1 - seat].append((color.letter, name))
+                    if move == SWAP:
+                        owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}
+                    if game.winner is not None:
+                        return seat, Termination.CONNECTION
+            if scope.cancelled_caught:
+                engines[wait.seat].kill()
+                raise self._timed_out(wait)
 
     def _deadline_parts(self, budget: float) -> str:
         cfg = self.config
@@ -345,13 +372,17 @@ class Referee:
         n_play: int,
         budget: float,
         progress: _Progress,
+        scope: trio.CancelScope,
+        wait: _Wait,
     ) -> tuple[Response, float]:
         """Send one ply's commands back to back; return the genmove answer and its time.
 
-        One cancel scope covers the whole ply (this is the hot path): while the play and
-        time answers are awaited its deadline is the command deadline, counted from the
-        previous answer (or the move deadline, if sooner); then the move deadline for the
-        genmove answer.
+        The deadline of the game's cancel scope is moved only before an await that can
+        wait: the write and the first answer share the command deadline (or the move
+        deadline, if sooner); each later non-move answer has its own, counted from the
+        previous answer; the genmove answer has the move deadline. An engine that
+        answers a whole ply in one write costs one deadline per ply. `wait` says what
+        was awaited, for the verdict if a deadline passes.
         """
         session = engine.session
         cfg = self.config
@@ -359,60 +390,63 @@ class Referee:
         index = -1
         start = trio.current_time()
         deadline = start + budget
-        # One deadline set per ply in the usual case: the first one covers the write and
-        # the first non-move answer, the last one the genmove answer.
-        move_limited = budget <= cfg.command_timeout
-        with trio.CancelScope(deadline=start + min(budget, cfg.command_timeout)) as scope:
-            try:
-                await session.send_many(commands)
-                progress.started = True
-                start = trio.current_time()
-                deadline = start + budget
-                for index in range(last + 1):
+        wait.seat, wait.commands, wait.budget, wait.index, wait.start = (
+            seat, commands, budget, -1, start
+        )  # fmt: skip
+        wait.move_limited = budget <= cfg.command_timeout
+        scope.deadline = start + min(budget, cfg.command_timeout)
+        try:
+            await session.send_many(commands)
+            progress.started = True
+            wait.start = start = trio.current_time()
+            deadline = start + budget
+            for index in range(last + 1):
+                if session.has_response:
+                    response = session.take()
+                else:
+                    wait.index = index
                     if index == last:
                         scope.deadline = deadline
-                        move_limited = True
-                    elif index and not session.has_response:
-                        # Each non-move answer has its own deadline from the previous one
-                        # (only worth setting when there is something to wait for).
+                        wait.move_limited = True
+                    elif index:
                         limit = trio.current_time() + cfg.command_timeout
-                        move_limited = deadline <= limit
+                        wait.move_limited = deadline <= limit
                         scope.deadline = min(deadline, limit)
-                    if session.has_response:
-                        response = session.take()
-                    else:
-                        response = await session.receive()
-                    if not response.ok and index < last:
-                        what = " ".join(commands[index])
-                        if index < n_play:
-                            raise _Fault(
-                                seat,
-                                Termination.DESYNC,
-                                f"rejected the legal move {what!r}: ? {response.text}",
-                            )
+                    response = await session.receive()
+                if not response.ok and index < last:
+                    what = " ".join(commands[index])
+                    if index < n_play:
                         raise _Fault(
-                            seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
+                            seat,
+                            Termination.DESYNC,
+                            f"rejected the legal move {what!r}: ? {response.text}",
                         )
-                return response, trio.current_time() - start
-            except EngineError as exc:
-                what = " ".join(commands[index]) if index >= 0 else "sending the move"
-                raise _fault_from_error(seat, exc, what) from exc
-        assert scope.cancelled_caught
-        engine.kill()
-        waited = trio.current_time() - start
-        if index < 0:
-            raise _Fault(
-                seat, Termination.STALL, f"waited {waited:.1f} s for it to read its stdin"
+                    raise _Fault(
+                        seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
+                    )
+            return response, trio.current_time() - start
+        except EngineError as exc:
+            what = " ".join(commands[index]) if index >= 0 else "sending the move"
+            raise _fault_from_error(seat, exc, what) from exc
+
+    def _timed_out(self, wait: _Wait) -> _Fault:
+        """The fault for a wait whose deadline passed (the engine is already killed)."""
+        cfg = self.config
+        waited = trio.current_time() - wait.start
+        if wait.index < 0:
+            return _Fault(
+                wait.seat, Termination.STALL, f"waited {waited:.1f} s for it to read its stdin"
             )
-        if move_limited:
-            raise _Fault(
-                seat,
+        if wait.move_limited:
+            return _Fault(
+                wait.seat,
                 Termination.TIME,
-                f"no answer to {' '.join(commands[-1])!r} after {waited:.2f} s"
-                f" ({self._deadline_parts(budget)}); the engine was killed",
+                f"no answer to {' '.join(wait.commands[-1])!r} after {waited:.2f} s"
+                f" ({self._deadline_parts(wait.budget)}); the engine was killed",
             )
-        raise _Fault(
-            seat,
+        return _Fault(
+            wait.seat,
             Termination.STALL,
-            f"no answer to {' '.join(commands[index])!r} within {cfg.command_timeout:g} s",
+            f"no answer to {' '.join(wait.commands[wait.index])!r}"
+            f" within {cfg.command_timeout:g} s",
         )
