@@ -100,6 +100,7 @@ class ScriptedBot(Bot):
         self.hang_on_play = False
         self.raw_genmove: str | None = None  # answer this text to genmove, unchecked
         self.close_before_genmove = False
+        self.late_by: float | None = None  # answer the first genmove, then jump the clock
 
     def choose_move(self, game: Game, color: Color) -> str:
         return game.move_name(self.rng.choice(game.legal_cells()))
@@ -172,6 +173,11 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
         if command.name == "atoll-time_left":
             bot.time_lefts.append(int(command.args[1]))
         await stream.send_all(bot.handle(command).encode())
+        if command.name == "genmove" and bot.late_by is not None:
+            # The answer is delivered, then time passes before the referee runs again:
+            # its deadline expires while its task is ready to run, not while it waits.
+            trio.lowlevel.current_clock().jump(bot.late_by)  # type: ignore[attr-defined]
+            bot.late_by = None
 
 
 async def play_virtual(
@@ -233,6 +239,21 @@ async def test_inf_still_has_a_move_deadline(autojump_clock: trio.abc.Clock) -> 
     )
     assert outcome.record.termination is Termination.TIME  # type: ignore[attr-defined]
     assert players[1].killed and elapsed == pytest.approx(30.0, abs=0.01)
+
+
+async def test_a_deadline_passing_after_its_answer_is_charged_to_no_one_else(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Without a clock the answer counts however late it is read; the move deadline that
+    # passed meanwhile must not cut the opponent's next wait short.
+    config = RefereeConfig(infinite_move_limit=5.0)
+    bots = (ScriptedBot(0.0, 13), ScriptedBot(0.0, 14))
+    bots[0].late_by = 6.0
+    outcome, players, elapsed = await play_virtual(bots, "inf", config)
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.CONNECTION, record.reason
+    assert record.move_ms[0] == pytest.approx(6000, abs=1)
+    assert not players[0].killed and not players[1].killed
 
 
 async def test_engines_are_told_their_clock_each_move(autojump_clock: trio.abc.Clock) -> None:
