@@ -400,30 +400,29 @@ class Referee:
             progress.started = True
             wait.start = start = trio.current_time()
             deadline = start + budget
-            for index in range(last + 1):
-                if session.has_response:
-                    response = session.take()
-                else:
-                    wait.index = index
-                    if index == last:
-                        scope.deadline = deadline
-                        wait.move_limited = True
-                    elif index:
-                        limit = trio.current_time() + cfg.command_timeout
-                        wait.move_limited = deadline <= limit
-                        scope.deadline = min(deadline, limit)
-                    response = await session.receive()
-                if not response.ok and index < last:
-                    what = " ".join(commands[index])
-                    if index < n_play:
+            index = 0
+            while index <= last:
+                wait.index = index
+                if index == last:
+                    scope.deadline = deadline
+                    wait.move_limited = True
+                elif index:
+                    limit = trio.current_time() + cfg.command_timeout
+                    wait.move_limited = deadline <= limit
+                    scope.deadline = min(deadline, limit)
+                for response in await session.receive_ready():
+                    if not response.ok and index < last:
+                        what = " ".join(commands[index])
+                        if index < n_play:
+                            raise _Fault(
+                                seat,
+                                Termination.DESYNC,
+                                f"rejected the legal move {what!r}: ? {response.text}",
+                            )
                         raise _Fault(
-                            seat,
-                            Termination.DESYNC,
-                            f"rejected the legal move {what!r}: ? {response.text}",
+                            seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
                         )
-                    raise _Fault(
-                        seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
-                    )
+                    index += 1
             return response, trio.current_time() - start
         except EngineError as exc:
             what = " ".join(commands[index]) if index >= 0 else "sending the move"

@@ -3,13 +3,20 @@
 
 Both sides of each ratio are measured in the same run, against the same instant C engine
 (bench/instant_bot.c, compiled here with cc), because these machines are shared and
-absolute times drift; each figure is the median of interleaved repetitions (--reps).
-Run: python bench/referee_bench.py [--games N] [--reps N] [--forfeit-games N]
+absolute times drift. Each repetition measures the raw round trip right before and right
+after its match and divides by their mean, so a ratio compares like moments; the figures
+printed are medians over the interleaved repetitions (--reps).
+
+--baseline DIR also plays each repetition's matches with the `arbiter` package of another
+checkout (in a subprocess, interleaved with this one), for before/after figures from one
+run; --sandbox adds a match with both engines under bubblewrap.
+Run: python bench/referee_bench.py [--games N] [--reps N] [--baseline DIR] [--sandbox]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -37,22 +44,21 @@ def build_engine(workdir: Path) -> Path:
 
 
 def raw_round_trip(binary: Path, count: int) -> float:
-    """Seconds per command round trip from a plain blocking Python loop."""
+    """Seconds per command round trip from a plain blocking Python loop: the mean over
+    `count` trips, the same statistic as a match's cost per ply."""
     proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     fd_in, fd_out = proc.stdin.fileno(), proc.stdout.fileno()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for i in range(count):
-            os.write(fd_in, b"%d name\n" % i)
-            data = b""
-            while not data.endswith(b"\n\n"):
-                data += os.read(fd_out, 4096)
-        best = min(best, (time.perf_counter() - start) / count)
+    start = time.perf_counter()
+    for i in range(count):
+        os.write(fd_in, b"%d name\n" % i)
+        data = b""
+        while not data.endswith(b"\n\n"):
+            data += os.read(fd_out, 4096)
+    elapsed = (time.perf_counter() - start) / count
     proc.stdin.close()
     proc.wait()
-    return best
+    return elapsed
 
 
 async def _plain_trio_loop(binary: Path, count: int) -> float:
@@ -80,10 +86,12 @@ def plain_trio_loop(binary: Path, count: int) -> float:
 
 
 def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path,
-              think: int = 0) -> tuple[float, int, dict[str, int]]:  # fmt: skip
+              think: int = 0, sandbox: bool = False,
+              ) -> tuple[float, int, dict[str, int]]:  # fmt: skip
     argv = (str(binary),) if not think else (str(binary), str(think))
     other = (*argv[:1], str(think), "7")
-    specs = (EngineSpec(argv=argv, name="a"), EngineSpec(argv=other, name="b"))
+    specs = (EngineSpec(argv=argv, name="a", sandbox=sandbox),
+             EngineSpec(argv=other, name="b", sandbox=sandbox))  # fmt: skip
     config = MatchConfig(
         games=games, tc=(TimeControl.parse(tc), TimeControl.parse(tc)), concurrency=concurrency
     )
@@ -97,41 +105,102 @@ def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path
     return elapsed, plies, dict(result.terminations())
 
 
+_BASELINE = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1] + "/bench")
+import referee_bench
+elapsed, plies, terms = referee_bench.run_match(
+    Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), "60+1", Path(sys.argv[5]))
+print(json.dumps([elapsed, plies, terms]))
+"""
+
+
+def baseline_match(checkout: Path, binary: Path, games: int, concurrency: int,
+                   records: Path) -> tuple[float, int, dict[str, int]]:  # fmt: skip
+    """The same match played by another checkout's `arbiter` (its own interpreter, its
+    own timing, so the import and start-up are not counted)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(
+        [sys.executable, "-c", _BASELINE, str(checkout), str(binary), str(games),
+         str(concurrency), str(records)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    elapsed, plies, terms = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(elapsed), int(plies), dict(terms)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--games", type=int, default=300)
-    parser.add_argument("--round-trips", type=int, default=20000)
-    parser.add_argument("--reps", type=int, default=3,
+    parser.add_argument("--games", type=int, default=60, help="games per match")
+    parser.add_argument("--round-trips", type=int, default=3000)
+    parser.add_argument("--reps", type=int, default=7,
                         help="interleaved repetitions; medians are reported")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="also time the checkout in DIR, interleaved, for before/after")
+    parser.add_argument("--sandbox", action="store_true",
+                        help="also time a match with both engines sandboxed")
     parser.add_argument("--forfeit-games", type=int, default=0,
                         help="also play this many games at 1+0.01 with a thinking engine")
     args = parser.parse_args()
+    if args.baseline is not None and not (args.baseline / "arbiter").is_dir():
+        parser.error(f"--baseline {args.baseline}: no arbiter package there")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         binary = build_engine(work)
-        rts, plains, plies_c1, c1, c2 = [], [], [], [], []
+        series: dict[str, list[float]] = {}
+
+        def add(key: str, value: float) -> None:
+            series.setdefault(key, []).append(value)
+
         terms1: dict[str, int] = {}
         terms2: dict[str, int] = {}
         for rep in range(args.reps):  # interleaved: a noisy moment hits every measure
-            rts.append(raw_round_trip(binary, args.round_trips))
-            plains.append(plain_trio_loop(binary, args.round_trips))
-            t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}.jsonl")
-            c1.append(t1)
-            plies_c1.append(t1 / plies1)
-            t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}.jsonl")
-            c2.append(t2)
-        rt, plain = statistics.median(rts), statistics.median(plains)
-        per_ply = statistics.median(plies_c1)
-        t1, t2 = statistics.median(c1), statistics.median(c2)
-        print(f"raw pipe round trip (Python loop):  {rt * 1e6:8.1f} us")
-        print(f"plain pipelined trio loop per ply:  {plain * 1e6:8.1f} us"
-              f"   ratio {plain / rt:.2f}x")  # fmt: skip
-        print(f"referee per ply, concurrency 1:      {per_ply * 1e6:8.1f} us"
-              f"   ratio {per_ply / rt:.2f}x (vs plain trio loop {per_ply / plain:.2f}x)"
-              f"   ({args.games} games a run, records+clocks on, engine starts included)")
-        print(f"games/s concurrency 1: {args.games / t1:8.1f}   concurrency 2:"
-              f" {args.games / t2:8.1f}   speed-up {t1 / t2:.2f}x")  # fmt: skip
-        ratios = ", ".join(f"{p / r:.2f}" for p, r in zip(plies_c1, rts, strict=True))
+            before = raw_round_trip(binary, args.round_trips)
+            add("plain", plain_trio_loop(binary, args.round_trips))
+            t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}")
+            add("c1", t1)
+            add("ply", t1 / plies1)
+            if args.baseline is not None:
+                tb, pliesb, _ = baseline_match(args.baseline, binary, args.games, 1,
+                                               work / f"b1-{rep}")  # fmt: skip
+                add("base ply", tb / pliesb)
+            if args.sandbox:
+                ts, pliess, _ = run_match(binary, args.games, 1, "60+1", work / f"s1-{rep}",
+                                          sandbox=True)  # fmt: skip
+                add("sandbox ply", ts / pliess)
+            after = raw_round_trip(binary, args.round_trips)
+            rt = (before + after) / 2
+            add("rt", rt)
+            for key in ("ply", "base ply", "sandbox ply", "plain"):
+                if key in series and len(series[key]) == rep + 1:
+                    add(key + " ratio", series[key][-1] / rt)
+            t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}")
+            add("c2", t2)
+            add("speed-up", t1 / t2)
+            if args.baseline is not None:
+                tb2, _, _ = baseline_match(args.baseline, binary, args.games, 2,
+                                           work / f"b2-{rep}")  # fmt: skip
+                add("base c2", tb2)
+        med = {key: statistics.median(values) for key, values in series.items()}
+        us = 1e6
+        print(f"raw pipe round trip (Python loop):  {med['rt'] * us:8.1f} us")
+        print(f"plain pipelined trio loop per ply:  {med['plain'] * us:8.1f} us"
+              f"   ratio {med['plain ratio']:.2f}x")  # fmt: skip
+        print(f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
+              f"   ratio {med['ply ratio']:.2f}x"
+              f"   ({args.games} games a match, records+clocks on, engine starts included)")
+        if args.baseline is not None:
+            print(f"baseline ({args.baseline}) per ply: {med['base ply'] * us:8.1f} us"
+                  f"   ratio {med['base ply ratio']:.2f}x;"
+                  f" games/s c2 {args.games / med['base c2']:.1f}")  # fmt: skip
+        if args.sandbox:
+            print(f"sandboxed per ply, concurrency 1:    {med['sandbox ply'] * us:8.1f} us"
+                  f"   ratio {med['sandbox ply ratio']:.2f}x"
+                  "   (a fresh sandbox for every engine every game)")  # fmt: skip
+        print(f"games/s concurrency 1: {args.games / med['c1']:8.1f}   concurrency 2:"
+              f" {args.games / med['c2']:8.1f}   speed-up {med['speed-up']:.2f}x")  # fmt: skip
+        ratios = ", ".join(f"{r:.2f}" for r in series["ply ratio"])
         print(f"medians of {args.reps} interleaved repetitions; per-ply ratio in each: {ratios}")
         print(f"terminations: c1 {terms1}  c2 {terms2}")
         if args.forfeit_games:

@@ -249,7 +249,7 @@ async def test_a_deadline_passing_after_its_answer_is_charged_to_no_one_else(
     config = RefereeConfig(infinite_move_limit=5.0)
     bots = (ScriptedBot(0.0, 13), ScriptedBot(0.0, 14))
     bots[0].late_by = 6.0
-    outcome, players, elapsed = await play_virtual(bots, "inf", config)
+    outcome, players, _ = await play_virtual(bots, "inf", config)
     record = outcome.record  # type: ignore[attr-defined]
     assert record.termination is Termination.CONNECTION, record.reason
     assert record.move_ms[0] == pytest.approx(6000, abs=1)

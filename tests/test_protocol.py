@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, ProtocolError
@@ -286,3 +286,38 @@ def test_only_an_empty_line_ends_a_response(chunk: int) -> None:
 def test_a_line_of_control_characters_is_content_not_the_end() -> None:
     got = ResponseReader().feed(b"=1 board\n\x1b\nrest\n\n")
     assert [(r.id, r.text) for r in got] == [(1, "board\n\nrest")]
+
+
+def _answer_to(cmd_id: int) -> st.SearchStrategy[str]:
+    """Mostly the usual answer to command `cmd_id`, sometimes anything else."""
+    usual = st.sampled_from([f"={cmd_id}"] * 3 + [f"={cmd_id} e5", f"={cmd_id}  e5 "])
+    odd = st.sampled_from([f"={cmd_id} \x01", f"={cmd_id} a\nb", f"?{cmd_id} no",
+                           f"={cmd_id}x", f"={cmd_id + 1}", "", "\r", f"={cmd_id} é"])
+    return st.one_of(usual, usual, usual, odd)
+
+
+batch_answer = st.tuples(
+    _answer_to(1), _answer_to(2), _answer_to(3), st.lists(_answer_to(4), max_size=2)
+).map(lambda b: "".join(x + "\n\n" for x in [*b[:3], *b[3]]).encode())
+
+
+@given(data=batch_answer, cut=st.one_of(st.just(0), st.integers(1, 40)))
+@example(data=b"=1\n\n=2\n\n=3  e5 \n\n", cut=0)
+@example(data=b"=1\n\n=2\n\n=3 e5\n\n=4\n\n", cut=0)
+@example(data=b"=1\n\n=2\n\n=3 a\nb\n\n", cut=0)
+@example(data=b"=1\n\n=2\n\n=3 \xc3\xa9\n\n", cut=0)
+def test_the_batch_shortcut_reads_exactly_as_the_reader_does(data: bytes, cut: int) -> None:
+    # Commands 1-3 in flight: whatever comes back, in one read or two, the shortcut for
+    # the usual answer must agree with the plain reader, failures included.
+    def read(feed: str) -> list[tuple[int | None, bool, str]] | str:
+        reader = ResponseReader(max_line=200, max_response=1000)
+        out: list[tuple[int | None, bool, str]] = []
+        try:
+            for chunk in (data[:cut], data[cut:]) if cut else (data,):
+                got = reader.feed_answers(chunk, 1, 3) if feed == "answers" else reader.feed(chunk)
+                out += [(r.id, r.ok, r.text) for r in got]
+        except FramingError as exc:
+            return str(exc)
+        return out
+
+    assert read("answers") == read("plain")

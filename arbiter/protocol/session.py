@@ -167,7 +167,8 @@ class EngineSession:
         return (await self.send_many([(name, *args)]))[0]
 
     async def send_many(self, commands: Sequence[Sequence[str]]) -> list[int]:
-        """Write several commands in one write, so the engine sees them back to back."""
+        """Write several commands in one write, so the engine sees them back to back;
+        returns their ids."""
         if self.broken is not None:
             self._check_usable()
         first = self._next_id
@@ -190,6 +191,32 @@ class EngineSession:
 
     async def receive(self) -> Response:
         """The next response, checked against the oldest unanswered command."""
+        if not self._ready:
+            await self._read_response()
+        return self.take()
+
+    async def receive_ready(self) -> list[Response]:
+        """Every response read so far that answers a command in flight, oldest first and
+        each checked against its command; waits for one if none is read yet. An engine
+        that answers a batch in one write has its whole batch taken by one call."""
+        if self.broken is not None:
+            self._check_usable()
+        if not self._ready:
+            await self._read_response()
+        ready, sent = self._ready, self._sent
+        answered = 0
+        for response, (cmd_id, _) in zip(ready, sent, strict=False):
+            if response.id != cmd_id:
+                break
+            answered += 1
+        if not answered:
+            return [self.take()]  # raises, naming the command that was not answered
+        for _ in range(answered):
+            sent.popleft()
+        return [ready.popleft() for _ in range(answered)]
+
+    async def _read_response(self) -> None:
+        """Read until at least one more response is complete."""
         if self.broken is not None:
             self._check_usable()
         if not self._sent:
@@ -205,7 +232,9 @@ class EngineSession:
                 data = bytes(data)
                 self.transcript.received(data)
                 try:
-                    self._ready.extend(self._reader.feed(data))
+                    self._ready.extend(
+                        self._reader.feed_answers(data, self._sent[0][0], len(self._sent))
+                    )
                 except FramingError as exc:
                     raise ProtocolError(self.name, str(exc)) from exc
         except BaseException as exc:
@@ -213,7 +242,6 @@ class EngineSession:
             # session cannot be trusted for another command.
             self.broken = exc
             raise
-        return self.take()
 
     def take(self) -> Response:
         """The next response when `has_response` says one is waiting (no await needed)."""
