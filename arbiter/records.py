@@ -12,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,12 @@ class GameRecord:
         return self.seat2 if self.winner == self.seat1 else self.seat1
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Shallow copies: `asdict` would deep-copy every move name, a millisecond a game.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key, value in data.items():
+            if isinstance(value, list | dict):
+                data[key] = value.copy()
+        data["evidence"] = None if self.evidence is None else asdict(self.evidence)
         data["termination"] = self.termination.value
         data["plies"] = self.plies
         if self.evidence is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -109,25 +110,35 @@ _BASELINE = """
 import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1] + "/bench")
+import resource
 import referee_bench
+before = resource.getrusage(resource.RUSAGE_SELF)
 elapsed, plies, terms = referee_bench.run_match(
     Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), "60+1", Path(sys.argv[5]))
-print(json.dumps([elapsed, plies, terms]))
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+print(json.dumps([elapsed, plies, terms, cpu]))
 """
 
 
+def harness_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def baseline_match(checkout: Path, binary: Path, games: int, concurrency: int,
-                   records: Path) -> tuple[float, int, dict[str, int]]:  # fmt: skip
+                   records: Path) -> tuple[float, int, float]:  # fmt: skip
     """The same match played by another checkout's `arbiter` (its own interpreter, its
-    own timing, so the import and start-up are not counted)."""
+    own timing, so the import and start-up are not counted): seconds, plies and the
+    harness's CPU seconds."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run(
         [sys.executable, "-c", _BASELINE, str(checkout), str(binary), str(games),
          str(concurrency), str(records)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    elapsed, plies, terms = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(elapsed), int(plies), dict(terms)
+    elapsed, plies, _, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(elapsed), int(plies), float(cpu)
 
 
 def main() -> None:
@@ -158,13 +169,16 @@ def main() -> None:
         for rep in range(args.reps):  # interleaved: a noisy moment hits every measure
             before = raw_round_trip(binary, args.round_trips)
             add("plain", plain_trio_loop(binary, args.round_trips))
+            cpu = harness_cpu()
             t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}")
+            add("cpu", (harness_cpu() - cpu) / plies1)
             add("c1", t1)
             add("ply", t1 / plies1)
             if args.baseline is not None:
-                tb, pliesb, _ = baseline_match(args.baseline, binary, args.games, 1,
-                                               work / f"b1-{rep}")  # fmt: skip
+                tb, pliesb, cpub = baseline_match(args.baseline, binary, args.games, 1,
+                                                  work / f"b1-{rep}")  # fmt: skip
                 add("base ply", tb / pliesb)
+                add("base cpu", cpub / pliesb)
             if args.sandbox:
                 ts, pliess, _ = run_match(binary, args.games, 1, "60+1", work / f"s1-{rep}",
                                           sandbox=True)  # fmt: skip
@@ -190,10 +204,13 @@ def main() -> None:
         print(f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
               f"   ratio {med['ply ratio']:.2f}x"
               f"   ({args.games} games a match, records+clocks on, engine starts included)")
+        print(f"harness CPU per ply, concurrency 1:  {med['cpu'] * us:8.1f} us"
+              "   (user+system, the referee's process)")  # fmt: skip
         if args.baseline is not None:
-            print(f"baseline ({args.baseline}) per ply: {med['base ply'] * us:8.1f} us"
-                  f"   ratio {med['base ply ratio']:.2f}x;"
-                  f" games/s c2 {args.games / med['base c2']:.1f}")  # fmt: skip
+            print(f"baseline per ply:                    {med['base ply'] * us:8.1f} us"
+                  f"   ratio {med['base ply ratio']:.2f}x;  CPU per ply"
+                  f" {med['base cpu'] * us:.1f} us;  games/s c2 {args.games / med['base c2']:.1f}"
+                  f"  ({args.baseline})")  # fmt: skip
         if args.sandbox:
             print(f"sandboxed per ply, concurrency 1:    {med['sandbox ply'] * us:8.1f} us"
                   f"   ratio {med['sandbox ply ratio']:.2f}x"
