@@ -8,8 +8,8 @@ after its match and divides by their mean, so a ratio compares like moments; the
 printed are medians over the interleaved repetitions (--reps).
 
 --baseline DIR also plays each repetition's matches with the `arbiter` package of another
-checkout (in a subprocess, interleaved with this one), for before/after figures from one
-run; --sandbox adds a match with both engines under bubblewrap.
+checkout, interleaved with this one and both in fresh interpreters, for before/after
+figures from one run; --sandbox adds a match with both engines under bubblewrap.
 Run: python bench/referee_bench.py [--games N] [--reps N] [--baseline DIR] [--sandbox]
 """
 
@@ -106,7 +106,7 @@ def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path
     return elapsed, plies, dict(result.terminations())
 
 
-_BASELINE = """
+_CHECKOUT_MATCH = """
 import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1] + "/bench")
@@ -126,19 +126,20 @@ def harness_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def baseline_match(checkout: Path, binary: Path, games: int, concurrency: int,
-                   records: Path) -> tuple[float, int, float]:  # fmt: skip
-    """The same match played by another checkout's `arbiter` (its own interpreter, its
-    own timing, so the import and start-up are not counted): seconds, plies and the
-    harness's CPU seconds."""
+def checkout_match(checkout: Path, binary: Path, games: int, concurrency: int, records: Path,
+                   ) -> tuple[float, int, dict[str, int], float]:  # fmt: skip
+    """The match played by the `arbiter` of a checkout in a fresh interpreter (timed
+    inside it, so import and start-up are not counted): seconds, plies, terminations
+    and the harness's CPU seconds. Both sides of a before/after comparison run this way,
+    so neither inherits the other's warm caches or grown heap."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run(
-        [sys.executable, "-c", _BASELINE, str(checkout), str(binary), str(games),
+        [sys.executable, "-c", _CHECKOUT_MATCH, str(checkout), str(binary), str(games),
          str(concurrency), str(records)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    elapsed, plies, _, cpu = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(elapsed), int(plies), float(cpu)
+    elapsed, plies, terms, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(elapsed), int(plies), dict(terms), float(cpu)
 
 
 def main() -> None:
@@ -169,16 +170,22 @@ def main() -> None:
         for rep in range(args.reps):  # interleaved: a noisy moment hits every measure
             before = raw_round_trip(binary, args.round_trips)
             add("plain", plain_trio_loop(binary, args.round_trips))
-            cpu = harness_cpu()
-            t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}")
-            add("cpu", (harness_cpu() - cpu) / plies1)
-            add("c1", t1)
-            add("ply", t1 / plies1)
-            if args.baseline is not None:
-                tb, pliesb, cpub = baseline_match(args.baseline, binary, args.games, 1,
-                                                  work / f"b1-{rep}")  # fmt: skip
+            if args.baseline is None:
+                cpu = harness_cpu()
+                t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}")
+                cpu = harness_cpu() - cpu
+            else:
+                # Both checkouts in fresh interpreters, taking turns at going first.
+                order = [HERE.parent, args.baseline][:: 1 if rep % 2 == 0 else -1]
+                runs = {d: checkout_match(d, binary, args.games, 1, work / f"c1-{rep}-{i}")
+                        for i, d in enumerate(order)}  # fmt: skip
+                t1, plies1, terms1, cpu = runs[HERE.parent]
+                tb, pliesb, _, cpub = runs[args.baseline]
                 add("base ply", tb / pliesb)
                 add("base cpu", cpub / pliesb)
+            add("cpu", cpu / plies1)
+            add("c1", t1)
+            add("ply", t1 / plies1)
             if args.sandbox:
                 ts, pliess, _ = run_match(binary, args.games, 1, "60+1", work / f"s1-{rep}",
                                           sandbox=True)  # fmt: skip
@@ -189,13 +196,17 @@ def main() -> None:
             for key in ("ply", "base ply", "sandbox ply", "plain"):
                 if key in series and len(series[key]) == rep + 1:
                     add(key + " ratio", series[key][-1] / rt)
-            t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}")
+            if args.baseline is None:
+                t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}")
+            else:
+                t2, _, terms2, _ = checkout_match(HERE.parent, binary, args.games, 2,
+                                                  work / f"c2-{rep}")  # fmt: skip
+                tb2, _, _, _ = checkout_match(args.baseline, binary, args.games, 2,
+                                              work / f"b2-{rep}")  # fmt: skip
+                add("base c2", tb2)
+                add("base speed-up", tb / tb2)
             add("c2", t2)
             add("speed-up", t1 / t2)
-            if args.baseline is not None:
-                tb2, _, _ = baseline_match(args.baseline, binary, args.games, 2,
-                                           work / f"b2-{rep}")  # fmt: skip
-                add("base c2", tb2)
         med = {key: statistics.median(values) for key, values in series.items()}
         us = 1e6
         print(f"raw pipe round trip (Python loop):  {med['rt'] * us:8.1f} us")
@@ -209,7 +220,7 @@ def main() -> None:
         if args.baseline is not None:
             print(f"baseline per ply:                    {med['base ply'] * us:8.1f} us"
                   f"   ratio {med['base ply ratio']:.2f}x;  CPU per ply"
-                  f" {med['base cpu'] * us:.1f} us;  games/s c2 {args.games / med['base c2']:.1f}"
+                  f" {med['base cpu'] * us:.1f} us;  speed-up c2/c1 {med['base speed-up']:.2f}x"
                   f"  ({args.baseline})")  # fmt: skip
         if args.sandbox:
             print(f"sandboxed per ply, concurrency 1:    {med['sandbox ply'] * us:8.1f} us"
