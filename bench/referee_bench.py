@@ -28,10 +28,11 @@ from pathlib import Path
 
 import trio
 
-from arbiter.clock import TimeControl
+from arbiter.clock import GameClock, TimeControl
 from arbiter.match import Match, MatchConfig
 from arbiter.process import EngineSpec
 from arbiter.records import RecordWriter
+from arbiter.rules import Color, Game, Variant
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,6 +85,78 @@ async def _plain_trio_loop(binary: Path, count: int) -> float:
 
 def plain_trio_loop(binary: Path, count: int) -> float:
     return trio.run(_plain_trio_loop, binary, count)
+
+
+async def _bare_referee(binary: Path, games: int) -> float:
+    """Seconds per ply for a referee stripped to what any Python referee must do: two
+    engines, a real game per pair of `clear_board`s, each ply one write (the last move,
+    both clocks, genmove) and its answers read back under a deadline, the move checked
+    by the rules core and the clock charged. No sessions, dialects, transcripts, records
+    or fault handling: a floor for the real referee, not a replacement for it."""
+    procs = [
+        await trio.lowlevel.open_process(
+            [str(binary), *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        for extra in ((), ("0", "7"))
+    ]
+    fds = []
+    for proc in procs:
+        assert proc.stdin is not None and proc.stdout is not None
+        w, r = proc.stdin.fileno(), proc.stdout.fileno()
+        os.set_blocking(w, False)
+        os.set_blocking(r, False)
+        fds.append((w, r))
+
+    async def read_until(fd: int, marker: bytes) -> bytes:
+        """Read until the answers so far end with a blank line and include `marker`."""
+        data = b""
+        while not (data.endswith(b"\n\n") and marker in data):
+            try:
+                data += os.read(fd, 65536)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+        return data
+
+    plies = 0
+    start = time.perf_counter()
+    with trio.CancelScope() as scope:
+        for _ in range(games):
+            for w, r in fds:
+                os.write(w, b"1 clear_board\n")
+                await read_until(r, b"\n\n")
+            game = Game(Variant())
+            clocks = [GameClock(TimeControl.parse("60+1")), GameClock(TimeControl.parse("60+1"))]
+            last = ""
+            cmd_id = 2
+            while game.winner is None:
+                seat = plies % 2
+                w, r = fds[seat]
+                me, other = ("b", "w") if game.to_move is Color.BLACK else ("w", "b")
+                ms = [c.remaining_ms() for c in clocks]
+                batch = (f"{cmd_id} play {other} {last}\n" if last else "") + (
+                    f"{cmd_id + 1} atoll-time_left b {ms[0]}\n"
+                    f"{cmd_id + 2} atoll-time_left w {ms[1]}\n{cmd_id + 3} genmove {me}\n"
+                )
+                began = trio.current_time()
+                scope.deadline = began + 60
+                os.write(w, batch.encode())
+                data = await read_until(r, b"=%d " % (cmd_id + 3))
+                move = game.parse_move(data.rsplit(b" ", 1)[1].strip().decode())
+                game.play(move)
+                clocks[seat].stop(trio.current_time() - began)
+                last = game.move_name(move)
+                cmd_id += 4
+                plies += 1
+    elapsed = (time.perf_counter() - start) / plies
+    for proc in procs:
+        assert proc.stdin is not None
+        await proc.stdin.aclose()
+        await proc.wait()
+    return elapsed
+
+
+def bare_referee(binary: Path, games: int) -> float:
+    return trio.run(_bare_referee, binary, games)
 
 
 def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path,
