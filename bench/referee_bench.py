@@ -243,6 +243,7 @@ def main() -> None:
         for rep in range(args.reps):  # interleaved: a noisy moment hits every measure
             before = raw_round_trip(binary, args.round_trips)
             add("plain", plain_trio_loop(binary, args.round_trips))
+            add("bare", bare_referee(binary, max(2, args.games // 2)))
             if args.baseline is None:
                 cpu = harness_cpu()
                 t1, plies1, terms1 = run_match(binary, args.games, 1, "60+1", work / f"c1-{rep}")
@@ -266,7 +267,7 @@ def main() -> None:
             after = raw_round_trip(binary, args.round_trips)
             rt = (before + after) / 2
             add("rt", rt)
-            for key in ("ply", "base ply", "sandbox ply", "plain"):
+            for key in ("ply", "base ply", "sandbox ply", "plain", "bare"):
                 if key in series and len(series[key]) == rep + 1:
                     add(key + " ratio", series[key][-1] / rt)
             if args.baseline is None:
@@ -285,6 +286,8 @@ def main() -> None:
         print(f"raw pipe round trip (Python loop):  {med['rt'] * us:8.1f} us")
         print(f"plain pipelined trio loop per ply:  {med['plain'] * us:8.1f} us"
               f"   ratio {med['plain ratio']:.2f}x")  # fmt: skip
+        print(f"bare referee loop per ply (floor):  {med['bare'] * us:8.1f} us"
+              f"   ratio {med['bare ratio']:.2f}x   (rules and clock, nothing else)")  # fmt: skip
         print(f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
               f"   ratio {med['ply ratio']:.2f}x"
               f"   ({args.games} games a match, records+clocks on, engine starts included)")

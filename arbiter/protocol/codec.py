@@ -6,6 +6,7 @@ of the framing rules. Nothing in this module blocks or touches trio.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,9 +66,7 @@ _BATCH = re.compile(r"(?:[0-9]+(?: [!-\"$-~]+)+\n)+")
 
 def format_batch(first_id: int, commands: Sequence[Sequence[str]]) -> bytes:
     """Several numbered command lines at once, validated with one match (the hot path)."""
-    text = "".join(
-        f"{first_id + i} {' '.join(command)}\n" for i, command in enumerate(commands)
-    )
+    text = "".join([f"{i} {' '.join(command)}\n" for i, command in enumerate(commands, first_id)])
     if _BATCH.fullmatch(text) is None:
         for i, command in enumerate(commands):
             format_command(first_id + i, *command)  # raises, naming the bad token
@@ -158,8 +157,7 @@ class ResponseReader:
         """
         if count > 1 and self._lines is None and not self._buffer:
             last = first_id + count - 1
-            acks = b"".join([b"=%d\n\n" % i for i in range(first_id, last)])
-            head = b"%s=%d" % (acks, last)
+            head = _acks_template(count) % tuple(range(first_id, last + 1))
             if data.startswith(head) and data.endswith(b"\n\n"):
                 body = data[len(head) : -2]
                 if not body or (
@@ -232,6 +230,12 @@ class ResponseReader:
             return None
         lines, self._lines = self._lines, None
         return _parse_response(lines)
+
+
+@functools.cache
+def _acks_template(count: int) -> bytes:
+    """`=ID` successes for `count - 1` commands and the header of the last one's answer."""
+    return b"=%d\n\n" * (count - 1) + b"=%d"
 
 
 def _parse_line(line: str) -> Response:
