@@ -155,7 +155,7 @@ class ResponseReader:
         and a one-line success for the last, all in one read, is recognised by comparing
         bytes (this is the referee's hot path); anything else goes through `feed`.
         """
-        if count > 1 and self._lines is None and not self._buffer:
+        if count > 1 and self._lines is None and not self._buffer and len(data) <= self.max_line:
             last = first_id + count - 1
             head = _acks_template(count) % tuple(range(first_id, last + 1))
             if data.startswith(head) and data.endswith(b"\n\n"):
@@ -163,7 +163,7 @@ class ResponseReader:
                 if not body or (
                     body[0] == 32 and b"\n" not in body and _CLEAN.fullmatch(body) is not None
                 ):
-                    self._idle = 0
+                    self._idle = 2  # as `feed` counts the blank line that ends the data
                     answers = [Response(i, True, "") for i in range(first_id, last)]
                     answers.append(Response(last, True, body.decode("ascii").strip()))
                     return answers

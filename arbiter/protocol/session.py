@@ -195,6 +195,8 @@ class EngineSession:
 
     async def receive(self) -> Response:
         """The next response, checked against the oldest unanswered command."""
+        if not self._sent:
+            raise RuntimeError("receive() without a command in flight")
         if not self._ready:
             await self._read_response()
         return self.take()
