@@ -389,7 +389,6 @@ class Referee:
         last = len(commands) - 1
         index = -1
         start = trio.current_time()
-        deadline = start + budget
         wait.seat, wait.commands, wait.budget, wait.index, wait.start = (
             seat, commands, budget, -1, start
         )  # fmt: skip

@@ -53,9 +53,14 @@ class PipeStream:
         os.set_blocking(write_fd, False)
         os.set_blocking(read_fd, False)
 
+    def _yield_due(self) -> bool:
+        """Counts a call; True every YIELD_EVERY calls. A plain method, so that the calls
+        that need not yield (nearly all) create no coroutine on the hot path."""
+        self._unyielded += 1
+        return self._unyielded >= self.YIELD_EVERY
+
     async def _fair(self) -> None:
-        """Let other tasks run: called every YIELD_EVERY calls (counted inline, because
-        even an await that does nothing costs a coroutine on the hot path)."""
+        """Let other tasks run (when `_yield_due` says so)."""
         self._unyielded = 0
         await trio.lowlevel.checkpoint()
 
@@ -70,8 +75,7 @@ class PipeStream:
             except OSError as exc:
                 raise _stream_error(exc, "stdin") from exc
             view = view[written:]
-        self._unyielded += 1
-        if self._unyielded >= self.YIELD_EVERY:
+        if self._yield_due():
             await self._fair()
 
     def writer_exited(self) -> None:
@@ -97,8 +101,7 @@ class PipeStream:
                 continue
             except OSError as exc:
                 raise _stream_error(exc, "stdout") from exc
-            self._unyielded += 1
-            if self._unyielded >= self.YIELD_EVERY:
+            if self._yield_due():
                 await self._fair()
             return data
 
@@ -188,11 +191,6 @@ class EngineSession:
             raise self._terminated("stopped reading its stdin (broken pipe)") from exc
         return ids
 
-    @property
-    def has_response(self) -> bool:
-        """A response is already read and waiting: `receive` will not block."""
-        return bool(self._ready)
-
     async def receive(self) -> Response:
         """The next response, checked against the oldest unanswered command."""
         if not self._sent:
@@ -250,7 +248,7 @@ class EngineSession:
             raise
 
     def take(self) -> Response:
-        """The next response when `has_response` says one is waiting (no await needed)."""
+        """The next response, already read (no await needed)."""
         if self.broken is not None:
             self._check_usable()
         response = self._ready.popleft()
