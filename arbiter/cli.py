@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -17,11 +18,12 @@ from typing import Any, TypeVar
 
 import click
 
+from arbiter import logs
 from arbiter.clock import TimeControl
 from arbiter.config import EnginesFile, default_engines_file, resolve_engine
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.process import EngineSpec
-from arbiter.records import RecordWriter, read_records
+from arbiter.records import BadLine, RecordWriter, read_records
 from arbiter.referee import RefereeConfig
 from arbiter.rules import IllegalMove, Variant
 from arbiter.running import Interrupted, run_trio
@@ -33,6 +35,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class ConfigExit(click.ClickException):
     exit_code = 2
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that must be a finite number: `nan` passes every range comparison
+    and `inf` every lower bound, so both are refused here, before anything uses them."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:  # fmt: skip
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 MAX_ELO = 100_000  # bounds for the Elo values people give (--sprt, --anchor)
@@ -87,6 +101,25 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def log_options(func: F) -> F:
+    """`--log FILE` and `-v` for the commands that play games (see arbiter.logs)."""
+
+    @click.option("--log", "log_file", type=click.Path(dir_okay=False), default=None,
+                  help="Append the harness's own log (every level, tracebacks of harness"
+                       " faults) to this file.")
+    @click.option("--verbose", "-v", count=True,
+                  help="Log to stderr: -v for what happens, -vv for every detail.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, log_file: str | None, verbose: int, **kwargs: Any) -> Any:
+        try:
+            logs.configure(log_file, verbose)
+        except ConfigError as exc:
+            raise ConfigExit(one_line(str(exc))) from exc
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="atoll-arbiter")
 def main() -> None:
@@ -132,7 +165,7 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
 @click.option("--seed", type=int, default=None,
               help="Recorded with each game (per-game seeds derive from it); engines do not"
                    " receive it.")
-@click.option("--margin", type=click.FloatRange(0, 60), default=0.1, show_default=True,
+@click.option("--margin", type=FiniteFloat(0, 60), default=0.1, show_default=True,
               help="Seconds an engine may overrun its clock before losing on time.")
 @click.option("--sprt", default=None, metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
               help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
@@ -142,6 +175,7 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
               help="Run both engines under bubblewrap (see the README on untrusted bots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@log_options
 @handle_errors
 def match(
     engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
@@ -246,15 +280,17 @@ def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
               help="Show the position after this many plies.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False), default=None,
               help="Write the position as a standalone SVG picture to this file.")
+@click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
-def show(records: str, game_id: str | None, ply: int | None, svg: str | None) -> None:
+def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
+         strict: bool) -> None:  # fmt: skip
     """List the games of a records file, or print one as a board with its moves."""
     from arbiter.report import describe_game, list_games
 
-    bad: list[str] = []
-    games = list(read_records(records, bad))
-    for line in bad:
-        say(f"skipped {line}", err=True)
+    bad: list[BadLine] = []
+    games = list(read_records(records, None if strict else bad))
+    for problem in bad:
+        say(f"skipped {problem}", err=True)
     if not games:
         raise ConfigError("the file holds no games", where=records,
                           hint="records files are written by 'arbiter match --records'")
@@ -337,12 +373,13 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
 @click.option("--engines", "engines_file", type=click.Path(dir_okay=False),
               help="TOML file defining engines by name.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--timeout", type=click.FloatRange(0, 3600, min_open=True), default=10.0,
+@click.option("--timeout", type=FiniteFloat(0, 3600, min_open=True), default=10.0,
               show_default=True, help="Seconds allowed for each answer.")
 @click.option("--seed", type=int, default=1, show_default=True,
               help="Chooses the test positions (the same seed, the same positions).")
 @click.option("--sandbox", is_flag=True, help="Check it under bubblewrap, as a sandboxed"
               " tournament runs it.")
+@log_options
 @handle_errors
 def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
           seed: int, sandbox: bool) -> None:  # fmt: skip
@@ -406,6 +443,7 @@ def _tournament_notes(store: Any) -> list[str]:
 @click.option("--every", type=click.IntRange(0), default=10, show_default=True,
               help="Print the standings every N games (0: only at the end).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@log_options
 @handle_errors
 def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | None,
                    every: int, quiet: bool) -> None:  # fmt: skip
@@ -573,7 +611,7 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
 
 @main.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--prior", type=click.FloatRange(0), default=None,
+@click.option("--prior", type=FiniteFloat(0), default=None,
               help="Virtual games per engine, scored 50% against the pool mean, that keep"
                    " all-win and all-loss engines finite; 0 is plain maximum likelihood."
                    "  [default: 2]")
@@ -612,7 +650,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="The HTML file to write (one self-contained page).")
 @click.option("--title", default=None, help="The page title (default: the tournament name).")
-@click.option("--prior", type=click.FloatRange(0), default=None,
+@click.option("--prior", type=FiniteFloat(0), default=None,
               help="As for `ratings`.  [default: 2]")
 @click.option("--anchor", default=None, metavar="NAME=ELO",
               help="Give this engine this rating (default: the pool mean is 0).")

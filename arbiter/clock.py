@@ -17,6 +17,8 @@ TC_HELP = (
     " BASE may be M:SS"
 )
 
+MAX_SECONDS = 1e6  # about 11 days: more is a typo, and would overflow engines' integers
+MAX_MOVES = 10_000
 _TC = re.compile(r"(?:(\d+)/)?((?:\d+:)?\d+(?:\.\d+)?)(?:\+(\d+(?:\.\d+)?))?")
 
 
@@ -46,6 +48,7 @@ class TimeControl:
     @classmethod
     def parse(cls, text: str) -> TimeControl:
         word = text.strip().lower()
+        text = text if len(text) <= 40 else text[:39] + "…"  # as messages quote it
         if word in ("inf", "infinite"):
             return cls(infinite=True)
         if word.startswith("st="):
@@ -53,18 +56,25 @@ class TimeControl:
                 value = float(word[3:])
             except ValueError:
                 value = -1.0
-            if not value > 0 or math.isinf(value):
+            if not 0 < value <= MAX_SECONDS:
                 raise ConfigError(f"bad fixed time per move {text!r}", hint=TC_HELP)
             return cls(per_move=value)
         match = _TC.fullmatch(word)
         if match is None:
             raise ConfigError(f"cannot read time control {text!r}", hint=TC_HELP)
         moves, base, inc = match.groups()
-        tc = cls(
-            base=_seconds(base),
-            increment=float(inc) if inc else 0.0,
-            moves=int(moves) if moves else 0,
-        )
+        try:
+            tc = cls(
+                base=_seconds(base),
+                increment=float(inc) if inc else 0.0,
+                moves=int(moves) if moves else 0,
+            )
+        except ValueError:  # more digits than Python converts
+            tc = cls(base=math.inf)
+        if not max(tc.base, tc.increment) <= MAX_SECONDS or tc.moves > MAX_MOVES:
+            raise ConfigError(f"time control {text!r} is out of range",
+                              hint=f"BASE and INC at most {MAX_SECONDS:g} seconds, MOVES at most"
+                              f" {MAX_MOVES}; for no clock at all use inf")  # fmt: skip
         if tc.base <= 0 and tc.increment <= 0:
             raise ConfigError(f"time control {text!r} gives no time at all", hint=TC_HELP)
         if moves is not None and tc.moves <= 0:

@@ -153,8 +153,7 @@ def engine_definition(
         raise ConfigError("name is missing", where=where,
                           hint='every engine needs a unique name = "..."; results are keyed'
                           " by it")  # fmt: skip
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError("name must be a non-empty string", where=f"{where}.name")
+    check_name(name, f"{where}.name")
     tc = None
     if "tc" in table:
         if not isinstance(table["tc"], str):
@@ -176,6 +175,23 @@ def engine_definition(
         check_executable(spec, where)
         check_confinement(spec, where)
     return spec
+
+
+NAME_MAX = 100
+
+
+def check_name(name: Any, where: str) -> None:
+    """A name from a file is an identity printed in tables, progress lines and records:
+    one line of visible characters, so it can never forge output or recolour a terminal."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("name must be a non-empty string", where=where)
+    if not name.isprintable():
+        bad = next(ch for ch in name if not ch.isprintable())
+        raise ConfigError(f"name {name!r} holds the control character {bad!r}", where=where,
+                          hint="use visible characters only (no newline, tab or escape)")
+    if len(name) > NAME_MAX:
+        raise ConfigError(f"name is {len(name)} characters long", where=where,
+                          hint=f"use at most {NAME_MAX}")  # fmt: skip
 
 
 def check_confinement(spec: EngineSpec, where: str) -> None:

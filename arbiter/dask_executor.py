@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import os
 import re
 import socket
 import threading
 import time
+import traceback
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -50,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from arbiter import reaper
+from arbiter import logs, reaper
 from arbiter.clock import TimeControl
 from arbiter.errors import ConfigError
 from arbiter.executor import (
@@ -68,8 +70,10 @@ from arbiter.executor import (
     preflight,
     void_record,
 )
-from arbiter.records import Termination
+from arbiter.records import Evidence, Termination
 from arbiter.rules import Variant
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -412,19 +416,26 @@ class DaskExecutor:
         if status == "ok":
             self._deliver(job, value, emit)
             return
+        evidence = None
         if status == "error" and type(value).__name__ == "KilledWorker":
             reason = f"the Dask workers running this game died ({value})"
         elif status == "error":
+            story = "".join(traceback.format_exception(value))[-20_000:]
             while isinstance(value, BaseExceptionGroup):  # a trio nursery's: say what failed
                 value = value.exceptions[0]
-            reason = f"the game's task failed on the cluster: {type(value).__name__}: {value}"
+            detail = f"{type(value).__name__}: {str(value)[:500]}"
+            log.error("game %s failed on the cluster:\n%s", job.spec.game_id, story)
+            reason = (f"the game's task failed on the cluster: {detail}; the traceback is in"
+                      f" the record's evidence and in {logs.where()}")  # fmt: skip
+            evidence = Evidence(engine="harness", detail=detail, stage="harness",
+                                traceback=story)  # fmt: skip
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
         seats = (self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
                  self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label))
         self._voids[job.spec.game_id] += 1
         emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
-                                              reason[:1000])))  # fmt: skip
+                                              reason[:1000], evidence)))  # fmt: skip
 
     def _report(self, event: EngineSeen, emit: Emit) -> None:
         if event.key not in self._seen:

@@ -9,6 +9,7 @@ SPRT that has decided, an engine that cannot start, games that keep voiding).
 from __future__ import annotations
 
 import enum
+import logging
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from arbiter.process import EngineInfo
 from arbiter.records import GameRecord
 from arbiter.referee import GameSpec
 from arbiter.schedule import ScheduledGame
+
+log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
@@ -186,6 +189,8 @@ class Driver:
         if self.sink is not None:
             self.sink.write(game, record)  # stored before anyone is told
         self._changed.set()
+        log.info("game %s: %s, %s", record.game_id, record.termination,
+                 "void" if record.void else f"won by {record.winner}")
         if not record.void:
             self.on_finish(game, record, "")
             self._consecutive_voids = 0
@@ -201,6 +206,9 @@ class Driver:
         action, why = void_decision(
             record, attempts, self._consecutive_voids, at_fault in self._up, self.policy
         )
+        if action is not Action.RETRY:
+            log.warning("game %s: %s after a void game: %s", record.game_id, action.value,
+                        why or record.reason)
         self.on_finish(game, record, {
             Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
                           f" {self.policy.max_attempts})",

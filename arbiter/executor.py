@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import pickle
@@ -34,13 +35,15 @@ from typing import Any, Protocol
 
 import trio
 
-from arbiter import dialect, reaper, text
+from arbiter import dialect, logs, reaper, text
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, open_engine, start_engine
 from arbiter.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
 from arbiter.rules import Variant
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -312,6 +315,7 @@ class GameWorker:
         except Exception as exc:
             raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
         self.engines[key] = engine
+        log.debug("started engine %s (pid %d)", key, engine.process.pid)
         self.on_engine(engine, True)
         if key not in self._seen:
             self._seen.add(key)
@@ -390,6 +394,8 @@ class LocalExecutor:
                         try:
                             await self._remote_game(process, job, emit, groups, names)
                         except (EOFError, trio.BrokenResourceError) as exc:
+                            log.error("the worker process (pid %d) running game %s died: %r",
+                                      process.process.pid, job.spec.game_id, exc)
                             seats = (names.get(job.engines[0], job.engines[0]),
                                      names.get(job.engines[1], job.engines[1]))  # fmt: skip
                             emit(Finished(job.number, void_record(
@@ -435,6 +441,7 @@ class _EngineGroup:
 
 async def worker_main() -> None:
     """Entry point of a worker process (`python -m arbiter.worker`): stdin/stdout carry frames."""
+    logs.configure_from_environment()
     channel = FrameChannel(trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0)))
     # Nothing else may write to the frame pipe.
     devnull = os.open(os.devnull, os.O_WRONLY)

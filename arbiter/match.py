@@ -140,9 +140,6 @@ class Match:
             referee=config.referee,
             deadlines=config.deadlines,
         )
-        executor = LocalExecutor(
-            settings, min(config.concurrency, config.games), processes=config.processes
-        )
         checked = await preflight(settings, ["0", "1"], config.variant,
                                   {"0": config.tc[0], "1": config.tc[1]})  # fmt: skip
         if checked.problem:
@@ -155,6 +152,11 @@ class Match:
         named = {k: replace(self.specs[i], name=names[i]) for i, k in enumerate(("0", "1"))}
         settings = replace(settings, engines=named)
         self.result.names = (names[0], names[1])
+        # Built from the named settings: a worker process that restarts an engine must
+        # not name it from that process's own answer.
+        executor = LocalExecutor(
+            settings, min(config.concurrency, config.games), processes=config.processes
+        )
         driver = Driver(
             match_games(self.match_id, config.games, config.variant, seed=config.seed),
             self.game_spec,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.errors import ConfigError, StoreError
+from arbiter.rules import Variant
 
 SCHEMA = 1
 
@@ -62,6 +63,7 @@ class Evidence:
     stderr_tail: str = ""
     stage: str = "game"  # "start" when the engine could not be started at all
     limit: dict[str, Any] | None = None  # the limit broken and the kernel's counters
+    traceback: str = ""  # a harness fault's own traceback (engine "harness")
 
 
 @dataclass
@@ -114,8 +116,11 @@ class GameRecord:
         data["plies"] = self.plies
         if self.evidence is None:
             del data["evidence"]
-        elif self.evidence.limit is None:
-            del data["evidence"]["limit"]
+        else:
+            if self.evidence.limit is None:
+                del data["evidence"]["limit"]
+            if not self.evidence.traceback:
+                del data["evidence"]["traceback"]
         # Field order: identity first, then outcome, then details.
         order = [
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
@@ -138,13 +143,12 @@ class GameRecord:
         variant = data.get("variant")
         if not (isinstance(variant, dict) and set(variant) == {"size", "islands", "pie"}):
             raise ValueError("variant must be an object with size, islands and pie")
-        from arbiter.rules import Variant
-
         if not all(type(variant[k]) is int for k in ("size", "islands")) or not isinstance(
                 variant["pie"], bool):  # fmt: skip
             raise ValueError("variant size and islands must be integers, pie true or false")
-        Variant(variant["islands"], variant["size"], variant["pie"])  # raises ValueError
+        rules = Variant(variant["islands"], variant["size"], variant["pie"])  # ValueError
         _check_fields(data, _RECORD_FIELDS, "record")
+        _check_meaning(data, rules)
         fields = dict(data)
         fields.pop("plies", None)
         evidence = fields.pop("evidence", None)
@@ -156,6 +160,40 @@ class GameRecord:
             _check_fields(evidence, _EVIDENCE_FIELDS, "evidence")
             record.evidence = Evidence(**evidence)
         return record
+
+
+_RATED = frozenset(t.value for t in Termination) - {Termination.SETUP.value,
+                                                     Termination.HARNESS.value}
+
+
+def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
+    """What the field types cannot say: a record that loads can be rated (two seats, a
+    winner among them, a termination a rated game can have), shown and replayed (cell
+    names of its board, none played twice, a swap only as move 2 under the pie rule).
+    Cheap enough for every line of a large file: no position is rebuilt."""
+    seat1, seat2, winner = data["seat1"], data["seat2"], data.get("winner")
+    if seat1 == seat2:
+        raise ValueError("both seats have the same name")
+    if winner is not None and winner not in (seat1, seat2):
+        raise ValueError("winner is neither seat")
+    if not data.get("void", False):
+        if data["termination"] not in _RATED:
+            raise ValueError(f"termination {data['termination']!r} on a rated game")
+        if winner is None:
+            raise ValueError("a rated game without a winner")
+    moves = data.get("moves", ())
+    if "plies" in data and data["plies"] != len(moves):
+        raise ValueError(f"plies is {data['plies']} but there are {len(moves)} moves")
+    if moves:
+        cells = variant.geometry.name_index
+        placed = [m for i, m in enumerate(moves) if not (i == 1 and m == "swap")]
+        unknown = next((m for m in placed if m not in cells), None)
+        if unknown is not None:
+            raise ValueError(f"move {unknown[:20]!r} is not a cell of the {variant} board")
+        if len(set(placed)) != len(placed):
+            raise ValueError("a cell is played twice")
+        if len(moves) > 1 and moves[1] == "swap" and not variant.pie:
+            raise ValueError("a swap with the pie rule off")
 
 
 def _is_text_map(value: Any) -> bool:
@@ -188,7 +226,7 @@ _EVIDENCE_FIELDS: dict[str, Any] = {
     "engine": str, "detail": str, "stderr_tail": str, "stage": str,
     "transcript": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "returncode": lambda v: v is None or type(v) is int,
-    "limit": (dict, type(None)),
+    "limit": (dict, type(None)), "traceback": str,
 }  # fmt: skip
 _REQUIRED = ("game_id", "variant", "seat1", "seat2", "tc", "started", "termination")
 
@@ -251,27 +289,57 @@ class RecordWriter:
         os.close(self._fd)
 
 
-def read_records(
-    path: str | os.PathLike[str], bad: list[str] | None = None
-) -> Iterator[GameRecord]:
-    """Read a records file; a malformed line is reported with its line number.
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a records file that is not a game record: every reader reports it the
+    same way (and skips it, or stops at it under --strict)."""
 
-    Without `bad` the first malformed line raises ConfigError; with it, each one is
-    described there (file:line: problem) and reading goes on.
+    path: str
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: not a game record ({self.problem})"
+
+
+def parse_line(line: str | bytes) -> GameRecord:
+    """One records line as a game record; ValueError says why it is not one."""
+    try:
+        data = json.loads(line)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {str(exc)[:200]}") from exc
+    try:
+        return GameRecord.from_json(data)
+    except (TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+
+
+def read_records(
+    path: str | os.PathLike[str], bad: list[BadLine] | None = None
+) -> Iterator[GameRecord]:
+    """The records of a file, in file order: the one reader every command uses.
+
+    Without `bad` the first line that is not a game record raises ConfigError naming
+    the file and line; with it, each such line is described there and reading goes on.
     """
     try:
         handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path)) from exc
+        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
+                          hint="give a records file, a store or a tournament file"
+                          ) from exc  # fmt: skip
     with handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                record = GameRecord.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                record = parse_line(line)
+            except ValueError as exc:
+                problem = BadLine(str(path), number, str(exc))
                 if bad is not None:
-                    bad.append(f"{path}:{number}: not a game record ({exc})")
+                    bad.append(problem)
                     continue
                 raise ConfigError(
                     f"not a game record ({exc})",

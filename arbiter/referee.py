@@ -11,16 +11,19 @@ engine. A failure of the harness itself always voids the game.
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
 
-from arbiter import dialect
+from arbiter import dialect, logs
 from arbiter.clock import GameClock, TimeControl
 from arbiter.dialect import Dialect
 from arbiter.errors import (
+    ArbiterInternalError,
     EngineError,
     EngineFailure,
     EngineTerminatedError,
@@ -32,6 +35,9 @@ from arbiter.protocol.session import EngineSession
 from arbiter.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.sandbox import Breach
+from arbiter.text import shorten
+
+log = logging.getLogger(__name__)
 
 
 class Player(Protocol):
@@ -163,6 +169,25 @@ def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
     return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
 
 
+TRACEBACK_LIMIT = 20_000  # characters of a harness fault's traceback kept in its record
+
+
+def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
+    """A bug of the harness's own in this game: void, logged with its traceback, and
+    the traceback kept in the record, since a one-line reason can never tell the story."""
+    error = ArbiterInternalError(f"{type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    log.error("harness error in game %s", game_id, exc_info=exc)
+    story = "".join(traceback.format_exception(exc))[-TRACEBACK_LIMIT:]
+    detail = shorten(str(error), 500)
+    return _Verdict(
+        Termination.HARNESS,
+        reason=f"harness error: {detail}; the traceback is in the record's evidence and in"
+               f" {logs.where()}",
+        evidence=Evidence(engine="harness", detail=detail, stage="harness", traceback=story),
+    )  # fmt: skip
+
+
 def unsupported_variant(engine: Player, variant: Variant) -> str | None:
     """Why this engine cannot play this variant at all (a configuration error)."""
     return dialect.unsupported(engine.dialect, engine.supports, engine.name, variant)
@@ -188,9 +213,7 @@ class Referee:
             faulty.add(fault.seat)
         except Exception as exc:
             faulty.update((0, 1))
-            verdict = _Verdict(
-                Termination.HARNESS, reason=f"harness error: {type(exc).__name__}: {exc}"
-            )
+            verdict = harness_fault(spec.game_id, exc)
         return GameOutcome(self._record(spec, engines, game, progress, verdict, started), faulty)
 
     def _record(self, spec: GameSpec, engines: Sequence[Player], game: Game,

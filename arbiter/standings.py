@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,8 @@ from tabulate import tabulate
 
 from arbiter.errors import ConfigError
 from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
-from arbiter.records import SCHEMA, Termination
+from arbiter.records import BadLine, Termination, read_records
 from arbiter.store import FAULTS, Store
-
-_TERMINATIONS = frozenset(t.value for t in Termination)
-_RATED = _TERMINATIONS - {Termination.SETUP.value, Termination.HARNESS.value}
 
 
 @dataclass
@@ -139,91 +135,34 @@ class Games:
         self.records.append(data)
 
 
-@dataclass(frozen=True)
-class BadLine:
-    path: str
-    line: int
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: not a game record ({self.problem})"
-
-
 def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
                   keep: Games | None = None) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
     """Add records files to a tally: (tally, bad lines, void records skipped).
 
-    Only the fields the tally needs are read, so large files go fast; a line that is not
-    a valid rated-or-void record is returned as a BadLine, never silently counted. With
-    `keep`, the records counted (and the void ones, each attempt once) are kept there too.
+    Lines go through the records module's one reader, so a line that `show` or `report`
+    would reject is never counted here either. With `keep`, the records counted (and the
+    void ones, each attempt once) are kept there too.
     """
     tally = tally or Tally()
     bad: list[BadLine] = []
     voids = 0
     for path in paths:
-        for number, data in _lines(path):
-            problem = _check(data)
-            if problem:
-                bad.append(BadLine(str(path), number, problem))
-                continue
-            assert isinstance(data, dict)
-            key = (str(data.get("game_id")), str(data.get("started")))
-            if data["void"]:
+        for record in read_records(path, bad):
+            key = (record.game_id, record.started)
+            if record.void:
                 voids += 1
                 if keep is not None:
-                    keep.add(key, data, void=True)
+                    keep.add(key, record.to_json(), void=True)
                 continue
             if key in tally.seen:
                 tally.duplicates += 1
                 continue
             tally.seen.add(key)
             if keep is not None:
-                keep.add(key, data, void=False)
-            tally.add_game(data["seat1"], data["seat2"], data["winner"] == data["seat1"],
-                           data["termination"], data.get("pair") or "")  # fmt: skip
+                keep.add(key, record.to_json(), void=False)
+            tally.add_game(record.seat1, record.seat2, record.winner == record.seat1,
+                           record.termination.value, record.pair)  # fmt: skip
     return tally, bad, voids
-
-
-def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, object]]:
-    try:
-        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
-                          hint="give a records file, a store or a tournament file") from exc
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except (ValueError, RecursionError) as exc:
-                yield number, f"invalid JSON: {str(exc)[:200]}"
-
-
-def _check(data: object) -> str:
-    if isinstance(data, str):
-        return data
-    if not isinstance(data, dict):
-        return "not a JSON object"
-    if data.get("schema") != SCHEMA:
-        return f"unsupported schema {data.get('schema')!r}"
-    for key in ("seat1", "seat2", "termination"):
-        if not isinstance(data.get(key), str):
-            return f"{key} missing or not a string"
-    if not isinstance(data.get("void"), bool):
-        return "void missing or not true/false"
-    if data["termination"] not in _TERMINATIONS:
-        return f"unknown termination {data['termination']!r}"
-    if not isinstance(data.get("pair", ""), str):
-        return "pair is not a string"
-    if not data["void"]:
-        if data["termination"] not in _RATED:
-            return f"termination {data['termination']!r} on a rated game"
-        if data.get("winner") not in (data["seat1"], data["seat2"]):
-            return "winner is neither seat"
-        if data["seat1"] == data["seat2"]:
-            return "both seats have the same name"
-    return ""
 
 
 def source_kind(path: str) -> str:

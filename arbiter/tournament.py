@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.clock import TC_HELP, TimeControl
-from arbiter.config import EnginesFile, check_confinement, engine_definition, read_toml
+from arbiter.config import (
+    EnginesFile,
+    check_confinement,
+    check_name,
+    engine_definition,
+    read_toml,
+)
 from arbiter.driver import Driver, RunOutcome
 from arbiter.errors import ConfigError
 from arbiter.executor import Executor, ExecutorSettings, LocalExecutor
@@ -193,8 +199,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
         raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))}", where=where,
                           hint=f"allowed keys: {', '.join(sorted(_TOURNAMENT_KEYS))}")  # fmt: skip
     name = _get(table, "name", where, file.stem)
-    if not name.strip():
-        raise ConfigError("must not be empty", where=f"{where}.name")
+    check_name(name, f"{where}.name")
     try:
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:

@@ -209,16 +209,16 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     assert len(list(read_records(records))) == 2
 
 
-def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant() -> None:
-    for name in ("skeleton", "random", "mc-fast"):
-        done = arbiter("check", "--engines", str(ENGINES), name, "--json")
-        assert done.returncode == 0, done.stdout + done.stderr
-        results = json.loads(done.stdout)
-        variants = {r["name"] for r in results if r["name"].startswith("positions:")}
-        assert variants == {f"positions: {v}" for v in (
-            "atoll-8/11", "atoll-8/11 no-pie", "atoll-8/15", "atoll-8/15 no-pie", "atoll-8/19",
-            "atoll-8/19 no-pie", "hex/5", "hex/5 no-pie", "hex/11", "hex/11 no-pie")}
-        assert all(r["passed"] for r in results if r["required"])
+@pytest.mark.parametrize("name", ["skeleton", "random", "mc-fast"])
+def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) -> None:
+    done = arbiter("check", "--engines", str(ENGINES), name, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(done.stdout)
+    variants = {r["name"] for r in results if r["name"].startswith("positions:")}
+    assert variants == {f"positions: {v}" for v in (
+        "atoll-8/11", "atoll-8/11 no-pie", "atoll-8/15", "atoll-8/15 no-pie", "atoll-8/19",
+        "atoll-8/19 no-pie", "hex/5", "hex/5 no-pie", "hex/11", "hex/11 no-pie")}
+    assert all(r["passed"] for r in results if r["required"])
 
 
 CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"

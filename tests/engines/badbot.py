@@ -8,7 +8,7 @@ fault triggers.  For the modes that act on genmove, the first N genmove
 commands (``--after N``, default 0) are answered normally and the fault
 happens on every genmove after that.  ``--ms`` is the delay used by "slow" and
 "slow-start" (default 500); ``--name`` is the answer to "name" (default
-"badbot").  At startup the engine writes "badbot pid PID mode MODE" on stderr,
+"badbot"; ``{pid}`` in it becomes the process id, so each process answers its own).  At startup the engine writes "badbot pid PID mode MODE" on stderr,
 then the ``--say`` text after decoding its backslash escapes; ``--hostile`` decodes
 escapes in the name too (for the terminal-safety tests).
 
@@ -204,7 +204,8 @@ def parse_args(argv):
                         help="genmove commands answered normally before the fault")
     parser.add_argument("--ms", type=int, default=500,
                         help="delay in milliseconds for slow and slow-start")
-    parser.add_argument("--name", default="badbot", help="answer to the name command")
+    parser.add_argument("--name", default="badbot",
+                        help="answer to the name command ({pid} becomes the process id)")
     parser.add_argument("--say", default="",
                         help="written on stderr at startup, after decoding backslash escapes")
     parser.add_argument("--hostile", action="store_true",
@@ -213,6 +214,7 @@ def parse_args(argv):
     if opts.hostile:
         opts.name = codecs.decode(opts.name, "unicode_escape")
     opts.say = codecs.decode(opts.say, "unicode_escape")
+    opts.name = opts.name.replace("{pid}", str(os.getpid()))
     return opts
 
 
