@@ -443,10 +443,13 @@ def _tournament_notes(store: Any) -> list[str]:
 @click.option("--every", type=click.IntRange(0), default=10, show_default=True,
               help="Print the standings every N games (0: only at the end).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--rebuilt", multiple=True, metavar="ENGINE",
+              help="Accept that this engine's program changed since the store was started,"
+                   " as the same engine (the store records it). Repeatable.")
 @log_options
 @handle_errors
 def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | None,
-                   every: int, quiet: bool) -> None:  # fmt: skip
+                   every: int, quiet: bool, rebuilt: tuple[str, ...]) -> None:  # fmt: skip
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -469,7 +472,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     with store:
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
-        check_conditions(t, store)
+        check_conditions(t, store, rebuilt)
         store.begin(t.name, t.conditions(), t.definition(),
                     {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
         progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),

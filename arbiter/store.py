@@ -406,6 +406,21 @@ class Store:
             for (data,) in self._q("SELECT record FROM voids ORDER BY id"):
                 yield json.loads(data), True
 
+    def accept_rebuild(self, name: str, spec: EngineSpec) -> None:
+        """Take an engine's new build as the same engine from now on, and say so in the
+        store: `meta.rebuilds` lists every accepted change with its time and hashes."""
+        program, script = program_hashes(spec)
+        rows = self._q("SELECT program_sha256, script_sha256 FROM engines WHERE name=?", (name,))
+        if not rows:
+            return
+        changes = json.loads(self.meta("rebuilds") or "[]")
+        changes.append({"engine": name, "at": _now(), "program_sha256": [rows[0][0], program],
+                        "script_sha256": [rows[0][1], script]})  # fmt: skip
+        with self._transaction():
+            self.db.execute("UPDATE engines SET program_sha256=?, script_sha256=? WHERE name=?",
+                            (program, script, name))  # fmt: skip
+            self._set_meta("rebuilds", json.dumps(changes))
+
     def engines(self) -> list[dict[str, Any]]:
         rows = self._q(
             "SELECT name, command, program_sha256, script_sha256, reply_name, reply_version"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Awaitable, Callable, Container, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from arbiter.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.store import Store, store_files
+from arbiter.store import Store, program_hashes, store_files
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -330,6 +330,8 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
             "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
             "options": list(spec.options), "sandbox": spec.sandbox,
             "limits": spec.limits.as_dict(),
+            # What it plays and how it is spoken to (stores before this key lack it).
+            "dialect": {key: raw.get(key) for key in ("islands", "sizes", "swap", "time")},
         }  # fmt: skip
 
     confined = _get(table, "sandbox", where, False)
@@ -360,8 +362,13 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
     return engines, conditions
 
 
-def check_conditions(t: Tournament, store: Store) -> None:
-    """Refuse a run whose conditions differ from the store's, naming the first change."""
+def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -> None:
+    """Refuse a run whose conditions differ from the store's, naming the first change.
+
+    An engine's program is part of its identity: a new build at the same path would
+    otherwise be rated together with the old one's games. `rebuilt` names engines whose
+    new build the operator accepts as the same engine (the store records it).
+    """
     stored = store.conditions()
     fix = "use --fresh to start a new store (the old one is kept under a dated name)," \
           " or restore the old value"
@@ -376,6 +383,33 @@ def check_conditions(t: Tournament, store: Store) -> None:
     for name, conditions in t.engine_conditions.items():
         if name in known:
             _compare(known[name], conditions, f"{t.path}: engine {name!r}.", t.output.name, fix)
+    accepted = set(rebuilt)
+    unknown = accepted - set(t.engines)
+    if unknown:
+        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
+                          " this tournament", hint=f"engines: {', '.join(t.engines)}")
+    stored = {row["name"]: row for row in store.engines()}
+    for name, spec in t.engines.items():
+        row = stored.get(name)
+        if row is None:
+            continue
+        now = program_hashes(spec)
+        for what, before, after in (("program", row["program_sha256"], now[0]),
+                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
+            if before is None or after is None or before == after:
+                continue  # not known then, or not readable here (a cluster's engines)
+            if name in accepted:
+                store.accept_rebuild(name, spec)
+                break
+            raise ConfigError(
+                f"the {what} of engine {name!r} changed since the store {t.output.name} was"
+                f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
+                " rated as one engine's",
+                where=f"{t.path}: engine {name!r}",
+                hint="give the new build a new name, use --fresh to start a new store (the"
+                f" old one is kept under a dated name), or run with --rebuilt {name} to"
+                " accept it as the same engine (the store records that)",
+            )
 
 
 def _compare(old: Mapping[str, Any], new: Mapping[str, Any], where: str, store: str,
