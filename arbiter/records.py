@@ -93,6 +93,9 @@ class GameRecord:
     answers: dict[str, str] = field(default_factory=dict)  # seat1/seat2: its `name` answer
     host: str = ""  # the machine that played the game (empty if unknown)
     cpu: str = ""  # that machine's CPU model: a slow node shows up in the standings by host
+    # Milliseconds of the engines' waits during which the harness itself was stalled
+    # (paused, suspended, starved): never charged to an engine (written only when not 0).
+    stalled_ms: float = 0.0
     schema: int = SCHEMA
 
     @property
@@ -114,6 +117,8 @@ class GameRecord:
         data["evidence"] = None if self.evidence is None else asdict(self.evidence)
         data["termination"] = self.termination.value
         data["plies"] = self.plies
+        if not self.stalled_ms:
+            del data["stalled_ms"]
         if self.evidence is None:
             del data["evidence"]
         else:
@@ -126,7 +131,7 @@ class GameRecord:
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
             "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "commands",
-            "answers", "host", "cpu", "evidence",
+            "answers", "host", "cpu", "stalled_ms", "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 
@@ -221,6 +226,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "commands": lambda v: isinstance(v, dict) and all(
         isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values()),
     "evidence": (dict, type(None)),
+    "stalled_ms": lambda v: _is_number(v) and v >= 0,
 }  # fmt: skip
 _EVIDENCE_FIELDS: dict[str, Any] = {
     "engine": str, "detail": str, "stderr_tail": str, "stage": str,

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import trio
 
-from arbiter import dialect, logs
+from arbiter import dialect, logs, pauses
 from arbiter.clock import GameClock, TimeControl
 from arbiter.dialect import Dialect
 from arbiter.errors import (
@@ -120,6 +120,8 @@ class _Progress:
     started: bool = False  # a game starts when its first genmove has been written
     moves: list[str] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
+    stalled: float = 0.0  # seconds of the engines' waits the harness itself was stalled
+    heartbeat: pauses.Heartbeat | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,17 @@ class _Wait:
     move_limited: bool = False  # the move deadline, not a command deadline, applies
     start: float = 0.0
     budget: float = 0.0
+
+
+class _HarnessStalled(Exception):
+    """A deadline passed while the harness itself was not running: nobody watched the
+    engine, so nobody can say it was too slow."""
+
+    def __init__(self, seat: int, stalled: float, detail: str) -> None:
+        self.seat = seat
+        self.stalled = stalled
+        self.detail = detail
+        super().__init__(detail)
 
 
 class _Fault(Exception):
@@ -202,7 +215,7 @@ class Referee:
     async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
         started = timestamp()
         game = Game(spec.variant)
-        progress = _Progress()
+        progress = _Progress(heartbeat=pauses.heartbeat())
         faulty: set[int] = set()
         try:
             await self._setup(spec, engines)
@@ -211,6 +224,17 @@ class Referee:
         except _Fault as fault:
             verdict = await self._judge_fault(fault, engines, progress)
             faulty.add(fault.seat)
+        except _HarnessStalled as stall:
+            faulty.add(stall.seat)
+            name = engines[stall.seat].name
+            detail = (f"the harness itself did not run for {stall.stalled:.2f} s (paused,"
+                      f" suspended or starved of CPU) while {name} was to answer; {stall.detail}")
+            log.warning("game %s is void: %s", spec.game_id, detail)
+            verdict = _Verdict(
+                Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",
+                evidence=Evidence(engine="harness", detail=detail, stage="harness",
+                                  transcript=engines[stall.seat].session.transcript.tail()),
+            )  # fmt: skip
         except Exception as exc:
             faulty.update((0, 1))
             verdict = harness_fault(spec.game_id, exc)
@@ -239,6 +263,7 @@ class Referee:
             # What each engine answered to `name`, whole (up to the cap): a label only.
             answers={"seat1": engines[0].info.name, "seat2": engines[1].info.name},
             evidence=verdict.evidence,
+            stalled_ms=round(progress.stalled * 1000, 1),
         )  # fmt: skip
 
     async def _judge_fault(self, fault: _Fault, engines: Sequence[Player],
@@ -301,6 +326,7 @@ class Referee:
         progress: _Progress,
     ) -> tuple[int, Termination]:
         cfg = self.config
+        beat = progress.heartbeat or pauses.heartbeat()
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
@@ -337,6 +363,10 @@ class Referee:
                     answer, elapsed = await self._exchange(
                         seat, engine, commands, n_play, budget, progress, scope, wait
                     )
+                    stalled = beat.stalled(wait.start, wait.start + elapsed)
+                    if stalled:  # time nobody watched is nobody's
+                        elapsed = max(0.0, elapsed - stalled)
+                        progress.stalled += stalled
                     pending[seat].clear()
                     if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
                         raise _Fault(
@@ -372,7 +402,12 @@ class Referee:
                         return seat, Termination.CONNECTION
             if scope.cancelled_caught:
                 engines[wait.seat].kill()
-                raise self._timed_out(wait)
+                fault = self._timed_out(wait)
+                stalled = beat.stalled(wait.start, trio.current_time())
+                if stalled:
+                    progress.stalled += stalled
+                    raise _HarnessStalled(wait.seat, stalled, fault.detail)
+                raise fault
 
     def _deadline_parts(self, budget: float) -> str:
         cfg = self.config

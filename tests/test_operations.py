@@ -86,3 +86,70 @@ def test_a_rebuilt_engine_is_refused_on_resume_unless_accepted(tmp_path: Path) -
     t.write_text(t.read_text().replace("rounds = 2", "rounds = 3"))
     again = arbiter("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
+
+
+# -- the harness's own stall ------------------------------------------------------------
+
+
+def _pause_during_a_game(args: list[str], tmp_path: Path) -> list[object]:
+    """Run a match in which one engine, in the middle of a game, stops the process that
+    waits for its answer (the harness, or a worker process) with SIGSTOP; continue it 3 s
+    later. The match's records."""
+    from arbiter.records import read_records
+
+    records = tmp_path / "g.jsonl"
+    slow = f"{sys.executable} {BADBOT} slow --ms 20"
+    stopper = f"{slow.replace('slow', 'stop-parent')} --after 25 --flag {tmp_path / 'flag'}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", f"a={stopper}", f"b={slow}", "--size", "7",
+         "--tc", "2+0.05", "--records", str(records), "-q", "--log", str(tmp_path / "log"),
+         *args],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        stopped: list[int] = []
+
+        def find_stopped() -> bool:
+            family = [process.pid, *map(int, subprocess.run(
+                ["pgrep", "-P", str(process.pid)], capture_output=True, text=True,
+            ).stdout.split())]  # fmt: skip
+            stopped[:] = [pid for pid in family if _state(pid) == "T"]
+            return bool(stopped) or process.poll() is not None
+
+        assert wait_until(find_stopped, 60) and stopped, process.communicate()
+        # Nothing to synchronise with while the process is stopped: the pause is the test.
+        subprocess.run(["sleep", "3"], check=True)
+        os.kill(stopped[0], signal.SIGCONT)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return list(read_records(records))
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("args", [["-n", "4"], ["-n", "6", "-c", "2"]],
+                         ids=["harness", "worker"])  # fmt: skip
+def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Path) -> None:
+    games = _pause_during_a_game(args, tmp_path)
+    rated = [g for g in games if not g.void]  # type: ignore[attr-defined]
+    assert rated and all(g.termination.value == "connection" for g in rated), [
+        (g.termination, g.reason) for g in games]  # type: ignore[attr-defined]
+    # The stall shows: a game it fell in is void and replayed, or its time not charged.
+    stalled = [g for g in games if g.stalled_ms >= 2500]  # type: ignore[attr-defined]
+    voids = [g for g in games if g.void]  # type: ignore[attr-defined]
+    assert stalled or voids, [(g.stalled_ms, g.move_ms) for g in games]  # type: ignore[attr-defined]
+    for void in voids:
+        assert void.termination.value == "harness"
+        assert "the harness itself did not run for" in void.reason
+        assert "not charged to" in void.reason and void.evidence.stage == "harness"
+    assert len(rated) == int(args[1])

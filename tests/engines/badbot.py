@@ -44,6 +44,9 @@ Modes:
   crlf              ends every line with CR LF, writes "= " for empty results and
                     a stray empty line before every response
   slow-start        sleeps --ms milliseconds before reading anything
+  stop-parent       genmove, once --after N have been answered and only if it is the
+                    first process to create the --flag file: after --ms, stops its
+                    parent (the harness or its worker) with SIGSTOP, then answers
   escape            forks a child that starts a new session (leaving the engine's
                     process group) and keeps stdin/stdout/stderr open, sleeping
                     forever; writes "child pid PID" on stderr; at its first genmove
@@ -69,7 +72,7 @@ MODES = [
     "huge-line", "stderr-flood", "wrong-id", "question", "illegal-occupied",
     "illegal-offboard", "illegal-island", "unparseable", "swap-late", "swapper",
     "resign", "reject-play", "ignore-quit", "ignore-sigterm", "fork-child",
-    "no-newline-eof", "crlf", "slow-start", "escape",
+    "no-newline-eof", "crlf", "slow-start", "escape", "stop-parent",
 ]
 # Modes whose fault is a wrong answer (or no answer) to genmove.
 GENMOVE_FAULTS = {
@@ -108,6 +111,14 @@ class BadBot(skeleton.Bot):
         self.normal_genmoves = 0       # genmove commands answered normally so far
         self.name = name
 
+    def claim(self):
+        """Once across every process of a run: the first to create the --flag file."""
+        try:
+            os.close(os.open(self.flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except OSError:
+            return False
+        return True
+
     def fault_due(self):
         return self.normal_genmoves >= self.after
 
@@ -128,6 +139,9 @@ class BadBot(skeleton.Bot):
         """Answer genmove, with the fault of the current mode when it is due."""
         if self.mode == "slow":
             time.sleep(self.ms / 1000)
+        if self.mode == "stop-parent" and self.fault_due() and self.claim():
+            time.sleep(self.ms / 1000)              # the harness is waiting for the answer
+            os.kill(os.getppid(), signal.SIGSTOP)
         if self.mode == "swapper" and self.swap_wanted(args):
             colour = skeleton.COLOURS[args[0].lower()]
             self.game.history.append((colour, "swap"))   # recorded even if pie is off
@@ -206,6 +220,8 @@ def parse_args(argv):
                         help="delay in milliseconds for slow and slow-start")
     parser.add_argument("--name", default="badbot",
                         help="answer to the name command ({pid} becomes the process id)")
+    parser.add_argument("--flag", default="",
+                        help="stop-parent: the file whose creation claims the one stop")
     parser.add_argument("--say", default="",
                         help="written on stderr at startup, after decoding backslash escapes")
     parser.add_argument("--hostile", action="store_true",
@@ -248,6 +264,7 @@ def main(argv=None):
         sleep_forever()
 
     bot = BadBot(opts.mode, opts.after, opts.ms, opts.name)
+    bot.flag = opts.flag
     try:
         status = bot.run()
     except BrokenPipeError:

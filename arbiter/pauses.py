@@ -1,0 +1,70 @@
+"""The harness's own stalls, told apart from an engine's slowness.
+
+A referee that is not running cannot watch a clock: a laptop lid closed on a paused
+process, a SIGSTOP, a virtual machine descheduled, or a host so overloaded that the event
+loop does not run for seconds. The time passes all the same, and without this module it
+would be charged to whichever engine was thinking. A heartbeat task wakes every PERIOD
+seconds in each trio run that plays games; a wake-up later than GAP seconds past its time
+is a stall of the harness, kept as a span. The referee asks how much of an engine's wait
+the harness spent stalled: that time is never charged to the engine (see arbiter.referee).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+import trio
+
+log = logging.getLogger(__name__)
+
+PERIOD = 0.05  # seconds between heartbeats
+GAP = 0.2  # a heartbeat this much later than due means the harness itself stalled
+_SPANS = 256  # stalls remembered (a game asks only about its current wait)
+
+
+class Heartbeat:
+    """Stalls of this trio run's event loop, as (start, end) spans of trio time."""
+
+    def __init__(self) -> None:
+        self.last = trio.current_time()
+        self.spans: deque[tuple[float, float]] = deque(maxlen=_SPANS)
+        self.total = 0.0
+
+    async def run(self) -> None:
+        while True:
+            due = self.last + PERIOD
+            await trio.sleep_until(due)
+            now = trio.current_time()
+            if now - due > GAP:
+                self.spans.append((due, now))
+                self.total += now - due
+                log.warning("the harness did not run for %.2f s (paused, suspended or"
+                            " starved of CPU); no engine is charged for it", now - due)
+            self.last = now
+
+    def stalled(self, start: float, end: float) -> float:
+        """Seconds of [start, end] the harness spent stalled, a stall still going on
+        included (the heartbeat may not have run yet after the harness woke up)."""
+        total = 0.0
+        for a, b in self.spans:
+            if b > start and a < end:
+                total += min(b, end) - max(a, start)
+        due = self.last + PERIOD
+        if end - due > GAP:  # the heartbeat is late right now
+            total += end - max(due, start)
+        return max(0.0, total)
+
+
+_CURRENT: trio.lowlevel.RunVar[Heartbeat | None] = trio.lowlevel.RunVar("heartbeat", None)
+
+
+def heartbeat() -> Heartbeat:
+    """This trio run's heartbeat, started on first use as a system task that lives as long
+    as the run."""
+    beat = _CURRENT.get()
+    if beat is None:
+        beat = Heartbeat()
+        _CURRENT.set(beat)
+        trio.lowlevel.spawn_system_task(beat.run, name="arbiter heartbeat")
+    return beat
