@@ -53,8 +53,21 @@ MAX_ELO = 100_000  # bounds for the Elo values people give (--sprt, --anchor)
 
 
 def say(message: str = "", *, err: bool = False) -> None:
-    """Print human-readable text: engine-originated parts can never reach the terminal raw."""
-    click.echo(terminal(message), err=err)
+    """Print human-readable text: engine-originated parts can never reach the terminal raw.
+
+    Output that cannot be written (a closed pipe, `| head`) is dropped: what it reports
+    is already stored, and a reader going away must not stop a run or lose a result."""
+    emit(terminal(message), err=err)
+
+
+def emit(text: str, *, err: bool = False) -> None:
+    """Write text that is safe as it is (JSON), dropping it if the output is gone."""
+    try:
+        click.echo(text, err=err)
+    except OSError:
+        from arbiter.report import discard
+
+        discard(sys.stderr if err else sys.stdout)
 
 
 E = TypeVar("E", bound=BaseException)
@@ -226,7 +239,7 @@ def match(
 
     def summary() -> None:
         if as_json:
-            click.echo(json.dumps(summary_json(runner.result)))
+            emit(json.dumps(summary_json(runner.result)))
         else:
             for line in summary_lines(runner.result):
                 say(line)
@@ -394,7 +407,7 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
                      f"engine {engine!r}")  # fmt: skip
     results = run_trio(functools.partial(run_checks, spec, timeout=timeout, seed=seed))
     if as_json:
-        click.echo(json.dumps([r.to_json() for r in results], indent=2))
+        emit(json.dumps([r.to_json() for r in results], indent=2))
     else:
         say(summary_table(results))
     if not all(r.passed for r in results if r.required):
@@ -548,7 +561,7 @@ def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
         })  # fmt: skip
         if by_host:
             data["hosts"] = [host_json(h) for h in hosts]
-        click.echo(json.dumps(data))
+        emit(json.dumps(data))
         return
     say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
                f" ({t.output})")  # fmt: skip
@@ -640,7 +653,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     if as_json or fmt == "json":
         from arbiter.standings import to_json
 
-        click.echo(json.dumps(to_json(board)))
+        emit(json.dumps(to_json(board)))
         return
     say(table(board, fmt))
     if matrix:
@@ -715,7 +728,9 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
 def run() -> None:
     """The `arbiter` program: the command line, as the guardian of the engines it starts."""
     from arbiter.reaper import guard, reap_orphans
+    from arbiter.running import install_signal_handlers
 
+    install_signal_handlers()
     guard()  # engines die with this process; what they leave behind is adopted and killed
     try:
         main()

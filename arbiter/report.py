@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -13,6 +15,8 @@ from arbiter.records import GameRecord, Termination
 from arbiter.rules import Game, Variant
 from arbiter.schedule import ScheduledGame
 from arbiter.text import terminal
+
+log = logging.getLogger(__name__)
 
 LEGENDS = {
     8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
@@ -115,12 +119,22 @@ class Progress:
     def _line(self, text: str) -> None:
         if self.quiet:
             return
-        if self.tty:
-            self.stream.write("\r\x1b[K")
-        self.stream.write(terminal(text) + "\n")
-        if self.tty:
-            self.stream.write(self._bar())
-        self.stream.flush()
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[K")
+            self.stream.write(terminal(text) + "\n")
+            if self.tty:
+                self.stream.write(self._bar())
+            self.stream.flush()
+        except (OSError, ValueError) as exc:  # a closed pipe, a closed file, a full disk
+            self._lost(exc)
+
+    def _lost(self, exc: Exception) -> None:
+        """Progress that cannot be written is given up, never the run: its results are
+        stored before anything is reported."""
+        self.quiet = True
+        log.warning("progress output stopped: %s", exc)
+        discard(self.stream)
 
     def _bar(self) -> str:
         width = 30
@@ -144,8 +158,25 @@ class Progress:
 
     def close(self) -> None:
         if self.tty and not self.quiet:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+            try:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+            except (OSError, ValueError) as exc:
+                self._lost(exc)
+
+
+def discard(stream: TextIO) -> None:
+    """Send what is still written to a broken stream to /dev/null, so that neither a
+    later write nor the interpreter's flush at exit fails on it again."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _fmt_elo(x: float) -> str:

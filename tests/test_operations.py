@@ -153,3 +153,62 @@ def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Pat
         assert "the harness itself did not run for" in void.reason
         assert "not charged to" in void.reason and void.evidence.stage == "harness"
     assert len(rated) == int(args[1])
+
+
+# -- signals and outputs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGTERM, signal.SIGTERM],
+                                     [signal.SIGHUP, signal.SIGTERM, signal.SIGINT]],
+                         ids=["hup", "term-twice", "three"])  # fmt: skip
+def test_stop_signals_always_end_with_the_final_lines(
+    signals: list[signal.Signals], tmp_path: Path
+) -> None:
+    # Engines that ignore `quit` make the clean shutdown last, so the later signals
+    # arrive while it is under way.
+    stubborn = f"{sys.executable} {BADBOT} ignore-sigterm"
+    log = tmp_path / "log"
+    t = tmp_path / "t.toml"
+    t.write_text('[tournament]\nname = "t"\nsize = 7\ntc = "60+0"\nrounds = 1000\n'
+                 f'[[engine]]\nname = "a"\ncommand = {json.dumps(stubborn.split())}\n'
+                 f'[[engine]]\nname = "b"\ncommand = {json.dumps(stubborn.split())}\n')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "0",
+         "--log", str(log)],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith("Finished game 2 "):
+            break
+    for signum in signals:
+        process.send_signal(signum)
+        # Each signal once the harness has taken the one before: the later ones arrive
+        # while the engines are being shut down.
+        assert wait_until(lambda: " received: stopping" in log.read_text(), 30)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signals[0], err
+    assert "Interrupted; engines were stopped." in err
+    assert "Stopped: games in flight were not stored and are replayed on resume." in out
+    stored = rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games")[0][0]
+    assert isinstance(stored, int) and stored >= 2
+    assert f"over {stored} games" in out  # the table of what was stored
+
+
+def test_progress_into_a_closed_pipe_never_stops_the_run(tmp_path: Path) -> None:
+    t = two_bots(tmp_path, "rounds = 3")
+    # `arbiter tournament run t.toml 2>&1 | head -3`, with the reader gone after 3 lines.
+    reader = subprocess.Popen(["head", "-3"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert reader.stdin is not None
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "1"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=reader.stdin, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    reader.stdin.close()  # only the harness writes to the pipe now
+    assert reader.stdout is not None
+    shown = reader.stdout.read()
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 0 and len(shown.splitlines()) == 3
+    assert harness.wait(timeout=120) == 0
+    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(6,)]
