@@ -86,6 +86,17 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
     sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
 
 
+def _out_of_memory() -> str:
+    """The harness's own memory ran out: say so, and the limit, never blame an engine."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limit = ("" if soft == resource.RLIM_INFINITY
+             else f" (its limit, ulimit -v, is {soft // 1024} kB)")  # fmt: skip
+    return (f"the harness itself ran out of memory{limit}; raise the limit or lower"
+            " --concurrency; what was stored is intact")  # fmt: skip
+
+
 def handle_errors(func: F) -> F:
     """Turn the harness's errors into one clear line and the documented exit status."""
 
@@ -99,10 +110,14 @@ def handle_errors(func: F) -> F:
             raise click.ClickException(one_line(str(exc))) from exc
         except KeyboardInterrupt as exc:
             _interrupted(exc)
+        except MemoryError as exc:
+            raise click.ClickException(_out_of_memory()) from exc
         except BaseExceptionGroup as group:
             stop = group.subgroup(KeyboardInterrupt)
             if stop is not None:
                 _interrupted(_first_leaf(stop))
+            if group.subgroup(MemoryError) is not None:
+                raise click.ClickException(_out_of_memory()) from group
             ours = group.subgroup(ArbiterError)
             if ours is None:
                 raise
@@ -363,7 +378,7 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
     exact = [g for g in games if g.game_id == game_id]
     if exact:
         return exact[-1]
-    if game_id.isdigit():
+    if game_id.isascii() and game_id.isdigit():
         matches = {g.game_id.rsplit("-", 1)[0] for g in games}
         numbered = [g for g in games if g.game_id.rsplit("-", 1)[-1] == game_id]
         if len(matches) == 1 and numbered:

@@ -9,6 +9,7 @@ a stray child kept open, so a reader waiting on stdout sees EOF instead of hangi
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import signal
 import subprocess
@@ -303,6 +304,25 @@ class Engine:
         _kill_group(self.process.pid, signal.SIGKILL)
 
 
+def harness_limit(exc: OSError) -> str | None:
+    """When starting a process failed on a limit of the harness's own (not anything the
+    engine did), the limit in words and how to raise it; else None."""
+    import errno
+
+    if exc.errno == errno.EMFILE:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return (f"the harness itself has too many open files (its limit, ulimit -n, is"
+                f" {soft}); raise it (e.g. ulimit -n 4096) or lower --concurrency")  # fmt: skip
+    if exc.errno == errno.ENFILE:
+        return "the system's table of open files is full; close programs or raise fs.file-max"
+    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        limit = "" if soft == resource.RLIM_INFINITY else f" (ulimit -v is {soft // 1024} kB)"
+        return (f"the harness itself could not start a process: {exc.strerror}{limit}; raise"
+                " its memory or process limits, or lower --concurrency")  # fmt: skip
+    return None
+
+
 def exit_status(code: int) -> str:
     """How a process ended, in words: `exit status 1` or `killed by signal 9`."""
     return f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
@@ -348,6 +368,9 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
             " (chmod +x) or give the interpreter first",
         ) from exc
     except OSError as exc:
+        own = harness_limit(exc)
+        if own is not None:
+            raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {own}") from exc
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
     except subprocess.SubprocessError as exc:  # the set-up between fork and exec failed
         raise EngineStartError(

@@ -40,6 +40,9 @@ MIN_PROCESSES = 3
 # What a sandboxed engine gets when its definition sets no limit: enough for any engine
 # that plays fair, never the whole machine. Applied where the host can enforce them.
 SANDBOX_DEFAULTS = {"memory_mb": 4096, "processes": 512, "disk_mb": DEFAULT_DISK_MB}
+# The largest values the kernel takes (an rlimit in bytes or seconds must fit in 63 bits),
+# with room: beyond these a limit means nothing.
+LIMIT_MAX = {"memory_mb": 1 << 30, "cpu_s": 1 << 40, "processes": 1 << 22, "disk_mb": 1 << 30}
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _PREFIX = "arbiter-"
 _LIMITS_HINT = "e.g. limits = { memory_mb = 1024, cpu_s = 600, processes = 64, disk_mb = 64 }"
@@ -87,6 +90,10 @@ def parse_limits(value: Any, where: str) -> Limits:
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
             raise ConfigError(f"{key} must be a positive whole number", where=f"{where}.{key}",
                               hint=_LIMITS_HINT)  # fmt: skip
+        if number > LIMIT_MAX[key]:
+            raise ConfigError(f"{key} = {number} is out of range", where=f"{where}.{key}",
+                              hint=f"at most {LIMIT_MAX[key]}; leave the limit out for none"
+                              )  # fmt: skip
     if value.get("processes") is not None and value["processes"] < MIN_PROCESSES:
         raise ConfigError(f"processes must be at least {MIN_PROCESSES} (the engine, and"
                           " bubblewrap and its init in a sandbox)",

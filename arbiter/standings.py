@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tabulate import tabulate
 
+from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
 from arbiter.records import BadLine, Termination, read_records

@@ -170,7 +170,7 @@ def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
 
 def _type_name(t: type) -> str:
     return {str: "string", int: "integer", bool: "boolean (true or false)", list: "list",
-            float: "number"}[t]  # fmt: skip
+            float: "number", dict: "table"}[t]  # fmt: skip
 
 
 def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) -> Tournament:

@@ -212,3 +212,57 @@ def test_progress_into_a_closed_pipe_never_stops_the_run(tmp_path: Path) -> None
     assert reader.wait(timeout=60) == 0 and len(shown.splitlines()) == 3
     assert harness.wait(timeout=120) == 0
     assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(6,)]
+
+
+# -- limits of the harness's own --------------------------------------------------------
+
+
+def _limited(resource_name: str, value: int) -> object:
+    import resource
+
+    def apply() -> None:
+        limit = getattr(resource, resource_name)
+        resource.setrlimit(limit, (value, resource.getrlimit(limit)[1]))
+
+    return apply
+
+
+def test_too_few_file_descriptors_names_the_harness_not_the_engine(tmp_path: Path) -> None:
+    t = two_bots(tmp_path)
+    done = arbiter("tournament", "run", str(t), "-c", "2",
+                   preexec_fn=_limited("RLIMIT_NOFILE", 16))  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "the harness itself has too many open files (its limit, ulimit -n, is 16)" in (
+        done.stdout + done.stderr)
+    assert "Traceback" not in done.stderr
+
+
+def test_an_address_space_limit_is_not_an_abort(tmp_path: Path) -> None:
+    t = two_bots(tmp_path)
+    done = arbiter("tournament", "run", str(t), preexec_fn=_limited("RLIMIT_AS", 200_000 * 1024))
+    assert "OpenBLAS" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0 and "Seat 1 advantage" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(("limits", "message"), [
+    ("26", "tournament.limits: must be a table, not int 26"),
+    ("[1, 2]", "tournament.limits: must be a table, not list"),
+    ("{ cpu_s = 9223372036854775808 }", "cpu_s = 9223372036854775808 is out of range"),
+    ("{ memory_mb = 9223372036854775807 }", "memory_mb = 9223372036854775807 is out of range"),
+])  # fmt: skip
+def test_bad_limits_are_one_line(tmp_path: Path, limits: str, message: str) -> None:
+    t = two_bots(tmp_path, f"limits = {limits}")
+    for command in (["run"], ["status"]):
+        done = arbiter("tournament", *command, str(t))
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_show_takes_only_ascii_digits_as_numbers(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    done = arbiter("match", "random", "skeleton", "-n", "1", "--size", "7", "--tc", "5+0",
+                   "--records", str(records), "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for number in ("²", "٣", "１"):
+        shown = arbiter("show", str(records), "--game", number)
+        assert shown.returncode == 2 and f"no game {number!r}" in shown.stderr, shown.stderr

@@ -9,9 +9,7 @@ per step, which runs at memory speed instead of Python-loop speed.
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
+from arbiter._numpy import np, npt
 from arbiter.rules.game import Game
 from arbiter.rules.geometry import Color, Geometry
 
