@@ -8,6 +8,7 @@ a stray child kept open, so a reader waiting on stdout sees EOF instead of hangi
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import shlex
@@ -31,6 +32,8 @@ from arbiter.errors import (
 )
 from arbiter.protocol.session import EngineSession, PipeStream
 from arbiter.sandbox import Limits
+
+log = logging.getLogger(__name__)
 
 STDERR_CAP = 64 * 1024
 INFO_CAP = 256  # characters kept of an engine's name and version answers (labels only)
@@ -298,6 +301,11 @@ class Engine:
             with trio.move_on_after(d.term):
                 await process.wait()
         _kill_group(process.pid, signal.SIGKILL)
+        if log.isEnabledFor(logging.DEBUG):
+            # For whoever debugs an engine: its last words, capped like the evidence.
+            log.debug("engine %s (pid %d) closed, %s; the end of its stderr:\n%s",
+                      self.name, process.pid, exit_status(process.returncode or 0),
+                      self.stderr.tail() or "(nothing)")  # fmt: skip
 
     def kill(self) -> None:
         """Kill the whole group now; the context manager still reaps it."""
