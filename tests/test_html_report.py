@@ -276,18 +276,29 @@ def test_records_that_do_not_replay_are_listed_with_the_problem(
     played: Played, tmp_path: Path
 ) -> None:
     lines = [json.loads(line) for line in played.hex_records.read_text().splitlines()]
-    lines[0]["moves"][3] = lines[0]["moves"][1]  # an occupied cell: the replay stops there
-    lines[1]["variant"] = {"size": 5, "islands": 4}  # not a variant a record can name
+    # A move after the game was won: every field is right, but the replay stops there.
+    first = lines[0]
+    game = Game(Variant(first["variant"]["islands"], first["variant"]["size"],
+                        first["variant"]["pie"]))  # fmt: skip
+    for move in first["moves"]:
+        game.play(move)
+    assert game.over
+    empty = next(name for i, name in enumerate(game.geometry.names) if not game.colors[i])
+    plies = len(first["moves"])
+    first["moves"].append(empty)
+    first["plies"] = plies + 1
+    lines[1]["variant"] = {"size": 5, "islands": 4}  # not a record: every reader skips it
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text("".join(json.dumps(line) + "\n" for line in lines))
     page = tmp_path / "damaged.html"
     done = CliRunner().invoke(main, ["report", str(damaged), "-o", str(page), "--anchor",
                                      "random=1500", "--title", "Damaged"])  # fmt: skip
     assert done.exit_code == 0, done.output
+    assert f"{damaged}:2: not a game record" in done.output
     doc = parse(page.read_text())
-    first, second = payload(doc)["games"]
-    assert "does not replay at ply 4" in first["bad"] and len(decode_cells(first["m"])) == 3
-    assert "not a readable game record" in second["bad"] and second["v"] is None
+    (shown,) = payload(doc)["games"]
+    assert f"does not replay at ply {plies + 1}" in shown["bad"]
+    assert len(decode_cells(shown["m"])) == plies
     assert "anchored so that random has +1500" in doc.all_text()
 
 
