@@ -221,8 +221,14 @@ def _read(table: dict[str, Any], where: str, here: Path, local: bool) -> tuple[s
 
 def shared_folder_warnings(specs: Mapping[str, EngineSpec]) -> list[str]:
     """Warnings for sandboxed engines of one run that can read each other's files."""
-    views = {name: sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given, read=spec.read)
-             for name, spec in specs.items() if spec.sandbox}  # fmt: skip
+    views: dict[str, sandbox.View] = {}
+    seen: set[tuple[object, ...]] = set()
+    for name, spec in specs.items():
+        same = (spec.argv, spec.cwd, spec.read)  # one program twice (self-play) shares nothing
+        if spec.sandbox and same not in seen:
+            seen.add(same)
+            views[name] = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given,
+                                       read=spec.read)  # fmt: skip
     return [f"warning: {line}" for line in sandbox.shared_folders(views)]
 
 
