@@ -106,7 +106,8 @@ def engine_definition(
     of the defining file) and relative program paths are resolved from that folder;
     `{python}` is the interpreter running arbiter; `env` is added to the environment;
     `name` is the display name (required where `default_name` is None); `tc` is the
-    engine's own time control.
+    engine's own time control; `read` lists host paths (relative to that folder) a
+    sandboxed engine may read besides its own program folder.
     """
     if not isinstance(table, dict):
         raise ConfigError("must be a table", where=where,

@@ -5,9 +5,14 @@ The sandbox is what makes a leaderboard trustworthy when the engines are other p
 programs. Its own pid namespace (with its own /proc) is what stops an engine from
 signalling or ptracing the referee and its opponent, from writing into their pipes through
 /proc/PID/fd, and from leaving processes behind; a user namespace alone stops none of that
-when the harness runs as root. The file system is the host's, read-only, so interpreters
-and the engine's own files work, with a private size-capped tmpfs on /tmp as the only
-writable place; the network namespace has no interface but its own loopback.
+when the harness runs as root. Of the host's files it sees only an allow-list (see
+`view`), read-only: the system's programs and libraries, what of /etc programs need to
+start, its own program folder, its cwd, what its arguments and its definition's `read`
+key name, and its interpreter's environment; never the organiser's folders, other
+engines' folders or the host's secrets. A private size-capped tmpfs on /tmp is the only
+writable place; the network namespace has no interface but its own loopback. When the
+harness is root, the engine runs as an unprivileged user (65534) outside its namespace
+and inside, so no permission of root's lets it past.
 
 bubblewrap has no resource limits, so limits are set in the child before it execs and are
 inherited: rlimits always, and a cgroup where the host gives us a writable one (that is
@@ -358,6 +363,24 @@ def _readable(path: str, uid: int, gid: int) -> bool:
     return bits & need == need
 
 
+def _reachable(path: str, uid: int, gid: int) -> bool:
+    """Whether `uid` may look up `path` itself: every folder above it lets it through
+    (else the launcher stages it for bubblewrap, which looks it up as that user)."""
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return False
+        bits = (st.st_mode >> 6 if st.st_uid == uid else
+                st.st_mode >> 3 if st.st_gid == gid else st.st_mode)  # fmt: skip
+        if not bits & 1:
+            return False
+        if folder == "/":
+            return os.path.lexists(path)
+        folder = os.path.dirname(folder)
+
+
 def unreadable(engine_view: View) -> list[Bind]:
     """The engine's own program folder, cwd and `read` paths that the user it runs as
     cannot read (it is not the harness's user when the harness runs as root)."""
@@ -418,11 +441,10 @@ def _data_fd(data: bytes) -> int:
 class Launch:
     """The bubblewrap command line of one engine and what its child does before exec.
 
-    When the harness is root, the child stages the engine's folders in a mount
-    namespace of its own, so that bubblewrap, which runs as the engine's unprivileged
-    user, can bind them even below folders only root may enter (a Python built under
-    /root, a test's private temporary folder); then it drops to that user. The host's
-    mounts are never changed.
+    When the harness is root, the child drops to the engine's unprivileged user before
+    it execs bubblewrap; folders that user could not even look up (a Python built under
+    /root, a test's private temporary folder) are first staged, in a mount namespace of
+    the child's own, where bubblewrap can bind them. The host's mounts never change.
     """
 
     argv: list[str]
@@ -506,7 +528,7 @@ def _launch(argv: list[str], engine_view: View, disk_mb: int, hidden: Iterable[s
     uid, gid = engine_ids()
     launch = Launch(argv=[], drop=(uid, gid) if uid != os.getuid() else None)
     try:
-        options = [*_system_options(), "--dir", "/etc"]
+        options = [*_system_options(), "--perms", "0755", "--dir", "/etc"]
         passwd, group = _account(uid, gid)
         fds = (_data_fd(passwd), _data_fd(group))
         launch.pass_fds = fds
@@ -523,7 +545,7 @@ def _launch(argv: list[str], engine_view: View, disk_mb: int, hidden: Iterable[s
         ]  # fmt: skip
         for bind in engine_view.binds:  # after the scratch tmpfs: a venv may be under /tmp
             source = bind.path
-            if launch.drop is not None:
+            if launch.drop is not None and not _reachable(bind.path, uid, gid):
                 if not os.path.exists(bind.path):
                     raise FileNotFoundError(2, "No such file or directory", bind.path)
                 launch.staged.append((bind.path, os.path.isdir(bind.path)))
@@ -537,6 +559,9 @@ def _launch(argv: list[str], engine_view: View, disk_mb: int, hidden: Iterable[s
                 options += ["--tmpfs", path]
             elif os.path.exists(path):
                 options += ["--ro-bind", "/dev/null", path]
+        # The root is bubblewrap's own tmpfs (the folders leading to the binds): read-only
+        # too, so that /tmp and /dev/shm stay the only writable places.
+        options += ["--remount-ro", "/"]
     except BaseException:
         launch.close()
         raise

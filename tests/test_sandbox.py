@@ -9,8 +9,8 @@ without, where the test shows the attack working, so that these tests can fail.
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -489,13 +489,15 @@ def _event(tmp_path: Path) -> Event:
                                          "snoop's weights"})  # fmt: skip
 
 
-def _snoop_book(event: Event, *, read: list[str], extra: str = "") -> Path:
+def _snoop_book(event: Event, *, read: list[str], extra: str = "",
+                writes: tuple[str, ...] = ()) -> Path:  # fmt: skip
     targets = [*event.allowed, *(str(p) for p in event.secrets.values())]
+    env = {"SNOOP_TARGETS": os.pathsep.join(targets), "SNOOP_WRITES": os.pathsep.join(writes)}
     book = event.folder / "engines.toml"
     book.write_text(
         "[engines.snoop]\n"
         f"command = {_toml([SYSTEM_PYTHON, 'bots/snoop/snoop.py'])}\n"
-        f"env = {_toml({'SNOOP_TARGETS': os.pathsep.join(targets)})}\n"
+        f"env = {_toml(env)}\n"
         f"read = {_toml(read)}\n{extra}"
         "[engines.victim]\n"
         f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', 'victim'])}\n"
@@ -517,10 +519,11 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
     said: dict[str, str] = {}
     ids = ""
     for line in record.evidence.stderr_tail.splitlines():
-        for verdict in ("read", "refused"):
+        for verdict in ("read", "refused", "wrote", "unwritten"):
             if line.startswith(f"snoop {verdict} "):
                 path, _, rest = line[len(f"snoop {verdict} "):].partition(": ")
-                said[path] = f"{verdict}: {rest}"
+                key = path if verdict in ("read", "refused") else f"write {path}"
+                said[key] = f"{verdict}: {rest}"
         if line.startswith("snoop uid "):
             ids = line
     return said, ids
@@ -530,8 +533,12 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
 def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path) -> None:
     event = _event(tmp_path)
     weights = next(p for p in event.allowed if os.path.isabs(p))
-    _snoop_book(event, read=[weights])
+    writes = ("/snoop-was-here", "/etc/snoop-was-here", "own-write.txt", weights)
+    _snoop_book(event, read=[weights], writes=writes)
     said, ids = _snooped(event, sandboxed=True)
+    for path in writes:  # the root, /etc, its own folder and its read path: all read-only
+        assert said[f"write {path}"].startswith("unwritten"), (path, said)
+    assert not (event.folder / "bots" / "snoop" / "own-write.txt").exists()
     for path, text in event.allowed.items():  # own.txt is relative: it starts in its folder
         assert said[path] == f"read: {text}", (path, said)
     for what, path in event.secrets.items():
@@ -546,8 +553,9 @@ def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path)
 
 def test_without_the_sandbox_the_snoop_reads_everything(tmp_path: Path) -> None:
     event = _event(tmp_path)
-    _snoop_book(event, read=[])
+    _snoop_book(event, read=[], writes=("own-write.txt",))
     said, ids = _snooped(event, sandboxed=False)
+    assert said["write own-write.txt"] == "wrote: ok"
     for what, path in event.secrets.items():
         if what != "shadow" or AS_ROOT:
             assert said[str(path)].startswith("read"), (what, said[str(path)])

@@ -7,7 +7,8 @@ own), so that it runs from any interpreter and any folder, as a student's bot wo
 SNOOP_TARGETS (os.pathsep-separated, in the environment so that no target is an
 argument, which the sandbox would let it read) are the paths it tries; for each it
 writes "snoop read PATH: FIRST-LINE" or "snoop refused PATH: REASON" on stderr, then
-its uid, gid and working folder, and at its first genmove it exits with status 3, so
+then tries to create each of SNOOP_WRITES ("snoop wrote PATH: ok" or "snoop unwritten
+PATH: REASON"), then its uid, gid and working folder, and at its first genmove it exits with status 3, so
 that all it said ends up in the evidence of the game it loses by crash.
 
 SNOOP_REQUIRE names a file it cannot start without (its weights): it opens it before
@@ -35,6 +36,13 @@ def snoop():
             skeleton.log(f"snoop read {path}: {first}")
         except OSError as exc:
             skeleton.log(f"snoop refused {path}: {exc.strerror}")
+    for path in filter(None, os.environ.get("SNOOP_WRITES", "").split(os.pathsep)):
+        try:
+            with open(path, "w") as handle:
+                handle.write("snooped\n")
+            skeleton.log(f"snoop wrote {path}: ok")
+        except OSError as exc:
+            skeleton.log(f"snoop unwritten {path}: {exc.strerror}")
     with open("/proc/self/status") as status:
         ids = {line.split(":")[0]: line.split()[1] for line in status
                if line.startswith(("Uid:", "Gid:"))}
