@@ -20,7 +20,12 @@ import click
 
 from arbiter import logs
 from arbiter.clock import TimeControl
-from arbiter.config import EnginesFile, default_engines_file, resolve_engine
+from arbiter.config import (
+    EnginesFile,
+    default_engines_file,
+    resolve_engine,
+    shared_folder_warnings,
+)
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.process import EngineSpec
 from arbiter.records import BadLine, RecordWriter, read_records
@@ -245,6 +250,8 @@ def match(
     hidden = (str(Path(records).resolve()),) if records else ()
     specs = (_confined(specs[0], sandbox, hidden, f"engine {engine1!r}"),
              _confined(specs[1], sandbox, hidden, f"engine {engine2!r}"))  # fmt: skip
+    for line in shared_folder_warnings({engine1: specs[0], engine2: specs[1]}):
+        say(line, err=True)
     writer = RecordWriter(records) if records else None
     progress = Progress(sys.stderr, games, quiet=quiet)
     runner = Match(specs, config, writer=writer, on_start=progress.started,
@@ -493,6 +500,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 
         check_address(dask, "--dask")
     t = load_tournament(file, engines_here=dask is None)
+    for line in shared_folder_warnings(t.engines):
+        say(line, err=True)
     try:
         store, kept = Store.open_for_run(t.output, fresh=fresh)
     except StoreError as exc:

@@ -8,6 +8,9 @@ An engines file names engines so that commands stay short:
     name = "mc-1k"          # display name; defaults to the table key
     env = { OMP_NUM_THREADS = "1" }
     tc = "10+0.1"           # this engine's own time control (a match's --tc overrides it)
+    sandbox = true          # run it under bubblewrap (see the README on untrusted bots)
+    read = ["/data/mc-weights.bin"]  # what a sandboxed engine may read besides its own
+                                     # program folder (relative paths: from this file)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import shlex
 import shutil
 import sys
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,7 @@ from arbiter.rules import Variant
 from arbiter.sandbox import Limits, parse_limits
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time", "sandbox", "limits")  # fmt: skip
+               "time", "sandbox", "limits", "read")  # fmt: skip
 
 
 def _expand(word: str, here: Path) -> str:
@@ -103,7 +106,8 @@ def engine_definition(
     of the defining file) and relative program paths are resolved from that folder;
     `{python}` is the interpreter running arbiter; `env` is added to the environment;
     `name` is the display name (required where `default_name` is None); `tc` is the
-    engine's own time control.
+    engine's own time control; `read` lists host paths (relative to that folder) a
+    sandboxed engine may read besides its own program folder.
     """
     if not isinstance(table, dict):
         raise ConfigError("must be a table", where=where,
@@ -169,7 +173,8 @@ def engine_definition(
     spec = EngineSpec(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
         tc=tc, options=_options(table, where), dialect=_dialect(table, where),
-        sandbox=confined, limits=limits,
+        sandbox=confined, limits=limits, read=_read(table, where, here, local),
+        cwd_given="cwd" in table,
     )  # fmt: skip
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
@@ -195,10 +200,53 @@ def check_name(name: Any, where: str) -> None:
 
 
 def check_confinement(spec: EngineSpec, where: str) -> None:
-    """Stop before any game when the engine's sandbox or limits cannot be had here."""
+    """Stop before any game when the engine's sandbox or limits cannot be had here, or
+    when its sandbox would hold files that the user it runs as cannot read."""
     if spec.sandbox:
         sandbox.require(where)
+        view = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given, read=spec.read)
+        for bind in sandbox.unreadable(view):
+            raise ConfigError(sandbox.unreadable_message(bind),
+                              where=f"{where}.{bind.why}" if bind.why != "program" else where)
     sandbox.check_limits(spec.limits, f"{where}.limits")
+
+
+_READ_HINT = 'e.g. read = ["/data/weights.bin", "books"] (relative paths: from this file\'s folder)'
+
+
+def _read(table: dict[str, Any], where: str, here: Path, local: bool) -> tuple[str, ...]:
+    """The `read` key: host paths a sandboxed engine may read, each one existing."""
+    value = table.get("read", [])
+    if not (isinstance(value, list) and all(isinstance(p, str) and p.strip() for p in value)):
+        raise ConfigError("read must be a list of paths (strings)", where=f"{where}.read",
+                          hint=_READ_HINT)  # fmt: skip
+    paths = []
+    for entry in value:
+        if "\0" in entry:
+            raise ConfigError("a read path holds a NUL character", where=f"{where}.read")
+        path = os.path.normpath(here / _expand(entry, here))
+        if local and not os.path.exists(path):
+            raise ConfigError(f"read path {entry!r} does not exist (looked for {path})",
+                              where=f"{where}.read",
+                              hint="fix the path, or remove it from read")  # fmt: skip
+        if path == "/":
+            raise ConfigError("read must not hold / (the whole host)", where=f"{where}.read",
+                              hint=_READ_HINT)  # fmt: skip
+        paths.append(path)
+    return tuple(dict.fromkeys(paths))
+
+
+def shared_folder_warnings(specs: Mapping[str, EngineSpec]) -> list[str]:
+    """Warnings for sandboxed engines of one run that can read each other's files."""
+    views: dict[str, sandbox.View] = {}
+    seen: set[tuple[object, ...]] = set()
+    for name, spec in specs.items():
+        same = (spec.argv, spec.cwd, spec.read)  # one program twice (self-play) shares nothing
+        if spec.sandbox and same not in seen:
+            seen.add(same)
+            views[name] = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given,
+                                       read=spec.read)  # fmt: skip
+    return [f"warning: {line}" for line in sandbox.shared_folders(views)]
 
 
 def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:

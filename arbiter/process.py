@@ -63,6 +63,8 @@ class EngineSpec:
     sandbox: bool = False  # run under bubblewrap (see arbiter.sandbox)
     limits: Limits = field(default_factory=Limits)
     hidden: tuple[str, ...] = ()  # host files a sandboxed engine must not read
+    read: tuple[str, ...] = ()  # host paths a sandboxed engine may read besides its own
+    cwd_given: bool = False  # cwd is the definition's choice (a sandboxed engine starts there)
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -157,6 +159,12 @@ class Engine:
         """How the engine ended, in words, seen through the sandbox if there is one."""
         died = sandbox.sandbox_death(code) if self.confinement.sandboxed else None
         return died or exit_status(code)
+
+    def refusal(self) -> str:
+        """For a sandboxed engine that failed to start: the path its stderr says it could
+        not open, and how to let it (the `read` key, or permissions), else ""."""
+        view = self.confinement.view
+        return sandbox.refusal(self.stderr.tail(), view.start) if view is not None else ""
 
     def breach(self) -> sandbox.Breach | None:
         """The resource limit this engine is known to have hit, if any."""
@@ -355,8 +363,10 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
                 cwd=spec.cwd,
                 env=env,
                 preexec_fn=confinement.preexec(),
+                pass_fds=confinement.pass_fds,
             )
             reaper.started(process.pid)
+        confinement.started()
     except FileNotFoundError as exc:
         raise EngineStartError(
             spec.label,
@@ -382,7 +392,8 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
     except subprocess.SubprocessError as exc:  # the set-up between fork and exec failed
         raise EngineStartError(
-            spec.label, f"cannot apply its resource limits or enter its cgroup: {exc}"
+            spec.label, "cannot apply its resource limits, enter its cgroup or set up its"
+            f" sandbox: {exc}",
         ) from exc
     return process
 
@@ -404,7 +415,7 @@ async def start_engine(
     try:
         confinement = sandbox.confine(
             spec.argv, sandbox=spec.sandbox, limits=spec.limits, hidden=spec.hidden,
-            cwd=spec.cwd,
+            cwd=spec.cwd, cwd_given=spec.cwd_given, read=spec.read,
         )
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot be confined here: {exc}") from exc
@@ -431,6 +442,7 @@ async def start_engine(
             detail = exc.detail
             if exc.returncode is None and code is not None:
                 detail = f"{detail}; {engine.exit_words(code)}"
+            detail += engine.refusal()
             raise EngineTerminatedError(
                 exc.engine, detail, returncode=code, stderr_tail=engine.stderr.tail()
             ) from exc
@@ -441,7 +453,7 @@ async def start_engine(
             evidence = (
                 EngineFailure(exc.engine, exc.command, exc.message)
                 if isinstance(exc, EngineFailure)
-                else type(exc)(exc.engine, exc.detail)
+                else type(exc)(exc.engine, exc.detail + engine.refusal())
             )
             evidence.stderr_tail = engine.stderr.tail()
             raise evidence from exc

@@ -5,9 +5,14 @@ The sandbox is what makes a leaderboard trustworthy when the engines are other p
 programs. Its own pid namespace (with its own /proc) is what stops an engine from
 signalling or ptracing the referee and its opponent, from writing into their pipes through
 /proc/PID/fd, and from leaving processes behind; a user namespace alone stops none of that
-when the harness runs as root. The file system is the host's, read-only, so interpreters
-and the engine's own files work, with a private size-capped tmpfs on /tmp as the only
-writable place; the network namespace has no interface but its own loopback.
+when the harness runs as root. Of the host's files it sees only an allow-list (see
+`view`), read-only: the system's programs and libraries, what of /etc programs need to
+start, its own program folder, its cwd, what its arguments and its definition's `read`
+key name, and its interpreter's environment; never the organiser's folders, other
+engines' folders or the host's secrets. A private size-capped tmpfs on /tmp is the only
+writable place; the network namespace has no interface but its own loopback. When the
+harness is root, the engine runs as an unprivileged user (65534) outside its namespace
+and inside, so no permission of root's lets it past.
 
 bubblewrap has no resource limits, so limits are set in the child before it execs and are
 inherited: rlimits always, and a cgroup where the host gives us a writable one (that is
@@ -19,8 +24,11 @@ it when it starts an engine and asks `breach()` when an engine fails.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import fnmatch
 import itertools
 import os
+import re
 import resource
 import shutil
 import signal
@@ -117,21 +125,26 @@ class Breach:
 def unavailable() -> str | None:
     """Why the sandbox cannot run here, or None when bubblewrap works.
 
-    Tried once per process with the namespaces a game uses, so a host that forbids
-    unprivileged user namespaces is found before any game, not in the first one.
+    Tried once per process the way a game starts an engine (as the engine's user, with
+    its namespaces and its file system), so a host that forbids unprivileged user
+    namespaces is found before any game, not in the first one.
     """
     program = shutil.which("bwrap")
     if program is None:
         return ("bubblewrap (bwrap) is not installed; install it (Debian/Ubuntu: apt-get"
                 " install bubblewrap; Fedora: dnf install bubblewrap) or run without the"
                 " sandbox")  # fmt: skip
+    true = shutil.which("true") or "/bin/true"
+    launch = _launch([true], View(argv=(true,), start=SCRATCH, binds=()), DEFAULT_DISK_MB, ())
     try:
         probe = subprocess.run(
-            [program, *_bwrap_options(DEFAULT_DISK_MB, ()), "--", "true"],
-            capture_output=True, timeout=30, check=False,
+            launch.argv, capture_output=True, timeout=30, check=False,
+            pass_fds=launch.pass_fds, preexec_fn=launch.preexec(),
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, subprocess.TimeoutExpired, subprocess.SubprocessError) as exc:
         return f"bubblewrap could not be run: {exc}"
+    finally:
+        launch.close()
     if probe.returncode != 0:
         said = probe.stderr.decode("utf-8", "replace").strip().splitlines()
         why = said[-1] if said else f"exit status {probe.returncode}"
@@ -152,36 +165,415 @@ def require(where: str) -> None:
 
 SHM_MB = 16
 SCRATCH = "/tmp"  # as the engine sees it: a private tmpfs, also its $TMPDIR and $HOME
-_MASKED = ("/tmp", "/run")  # host folders replaced by empty ones: sockets live there
+# The user a sandboxed engine runs as when the harness is root ("nobody" on most
+# systems): no file permission of root's, or of any real user's, applies to it.
+ENGINE_UID = ENGINE_GID = 65534
+# What any program needs to start, all public: the system's programs and libraries, and
+# the parts of /etc that the dynamic linker, libc (locale, time zone, name service
+# switch), TLS (certificates) and a few runtimes read. Never /etc as a whole: it holds
+# shadow, ssh keys, and whatever else the host keeps there.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "locale.alias", "locale.conf", "nsswitch.conf", "host.conf", "gai.conf", "protocols",
+    "services", "mime.types", "magic", "os-release", "lsb-release", "debian_version",
+    "redhat-release", "system-release", "ssl/certs", "ssl/openssl.cnf", "pki/tls/certs",
+    "pki/tls/openssl.cnf", "pki/ca-trust/extracted", "ca-certificates",
+    "ca-certificates.conf", "crypto-policies/back-ends", "fonts", "terminfo", "perl",
+)  # fmt: skip
+ETC_PATTERNS = ("python3*", "java-*")  # interpreters' own configuration (Debian)
+SYS = ("/sys/devices/system/cpu",)  # how many cores there are (OpenMP, thread pools)
+_STAGE = "/tmp"  # where the engine's folders are staged, in the launcher's mount namespace
 
 
-def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = ()
-                   ) -> list[str]:  # fmt: skip
-    size = str(disk_mb * 1024 * 1024)
-    options = [
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        # /dev is a tmpfs of its own: only its shm folder stays writable, and small.
-        "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm",
-        "--remount-ro", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/sys/fs/cgroup",  # other engines' memory use and the host's pids
-        # The host's /tmp and /run hold unix sockets (terminal multiplexers, agents) that
-        # a read-only file system does not stop a client from connecting to.
-        "--size", size, "--perms", "1777", "--tmpfs", SCRATCH,
-    ]  # fmt: skip
-    if os.path.isdir("/run"):
-        options += ["--tmpfs", "/run"]
-    for path in shown:  # what the engine runs from, read-only, even under /tmp
-        if any(path.startswith(m + "/") for m in _MASKED) and os.path.exists(path):
-            options += ["--ro-bind", path, path]
-    for path in hidden:
-        if os.path.isdir(path):
-            options += ["--tmpfs", path]
-        elif os.path.exists(path):
-            options += ["--ro-bind", "/dev/null", path]
-    # A user namespace of its own even as root, no capabilities at all, and no nested
-    # namespaces (which would let it remount, or mount a tmpfs outside every limit).
+@dataclass(frozen=True)
+class Bind:
+    """A host path the engine sees, read-only, at the same place, and why."""
+
+    path: str
+    why: str  # program, cwd, argument, read or environment (its interpreter's)
+
+    @property
+    def own(self) -> bool:
+        """The engine's own files (not an interpreter shared by many engines)."""
+        return self.why != "environment"
+
+
+@dataclass(frozen=True)
+class View:
+    """What a sandboxed engine sees of the host besides the system folders: where it
+    starts, what is bound, and its command line as it runs there (relative paths made
+    absolute when it starts elsewhere than the folder they were written for)."""
+
+    argv: tuple[str, ...]
+    start: str
+    binds: tuple[Bind, ...]
+
+    def paths(self, *, own_only: bool = False) -> list[str]:
+        return [b.path for b in self.binds if b.own or not own_only]
+
+
+def engine_ids() -> tuple[int, int]:
+    """The uid and gid a sandboxed engine runs as: the harness's own, except for root."""
+    if os.geteuid() == 0:
+        return ENGINE_UID, ENGINE_GID
+    return os.getuid(), os.getgid()
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+@cache
+def _system_roots() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in SYSTEM if os.path.exists(p)))
+
+
+def _in_system(path: str) -> bool:
+    real = os.path.realpath(path)
+    return any(_within(real, root) for root in _system_roots())
+
+
+def _environment_root(program: str) -> str | None:
+    """The installation or virtual environment a program in its `bin` folder belongs to
+    (a venv, a conda environment, a Python built under a home folder), else None."""
+    folder = os.path.dirname(program)
+    if os.path.basename(folder) != "bin":
+        return None
+    root = os.path.dirname(folder)
+    markers = ("pyvenv.cfg", "conda-meta")
+    if any(os.path.exists(os.path.join(root, m)) for m in markers):
+        return root
+    lib = os.path.join(root, "lib")
+    with contextlib.suppress(OSError):
+        if any(n.startswith(("python", "pypy")) for n in os.listdir(lib)):
+            return root
+    return None
+
+
+def _venv_base(root: str) -> str | None:
+    """The installation a virtual environment was made from (its pyvenv.cfg `home`)."""
+    with (contextlib.suppress(OSError),
+          open(os.path.join(root, "pyvenv.cfg"), encoding="utf-8") as handle):  # fmt: skip
+        for line in handle:
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                return os.path.dirname(os.path.normpath(value.strip()))
+    return None
+
+
+def _runtime(program: str) -> list[str] | None:
+    """The folders an interpreter or installed program needs, or None when `program` is
+    the engine's own (its folder is then the engine's program folder)."""
+    real = os.path.realpath(program)
+    if real == os.path.realpath(sys.executable):
+        # The harness's own interpreter ({python} and bundled engines): its environment,
+        # and the arbiter package where an editable install keeps it (never the
+        # project around it, which may hold other engines).
+        return [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+                os.path.dirname(os.path.abspath(__file__))]  # fmt: skip
+    roots = {r for r in (_environment_root(os.path.abspath(program)),
+                         _environment_root(real)) if r is not None}  # fmt: skip
+    if not roots and not _in_system(program):
+        return None
+    found = list(roots)
+    found += [b for r in roots if (b := _venv_base(r)) is not None]
+    return found
+
+
+def _locate(word: str, here: str) -> str | None:
+    if os.sep in word:
+        return os.path.normpath(os.path.join(here, word))
+    return shutil.which(word)
+
+
+def view(argv: Iterable[str], cwd: str | None = None, *, cwd_given: bool = False,
+         read: Iterable[str] = ()) -> View:  # fmt: skip
+    """What a sandboxed engine is given to read besides the system.
+
+    Its program's folder: the folder of its executable, or, when that is an interpreter
+    or an installed program, of the first file its arguments name (the script, the
+    jar). Its `cwd` when its definition sets one, where it also starts; else it starts
+    in its program's folder (or its private /tmp when it has none, e.g. `python3 -m
+    bot`). The files and folders its arguments name, the paths its definition's `read`
+    key lists, and its interpreter's environment. Never the folder the harness runs in,
+    nor the folder the definition file is in: those usually hold every bot and stores.
+    """
+    words = list(argv)
+    here = os.path.abspath(cwd or os.getcwd())
+    binds: list[Bind] = []
+    first = _locate(words[0], here)
+    runtime = _runtime(first) if first is not None else []
+    program: str | None = None
+    if runtime is None:
+        program = first
+    else:
+        binds += [Bind(os.path.normpath(p), "environment") for p in runtime]
+        for word in words[1:]:
+            candidate = os.path.normpath(os.path.join(here, word))
+            if not word.startswith("-") and os.path.isfile(candidate):
+                program = candidate
+                break
+    if program is not None:
+        binds.append(Bind(os.path.dirname(program), "program"))
+        real = os.path.realpath(program)
+        if os.path.dirname(real) != os.path.dirname(program):  # a link to elsewhere
+            binds.append(Bind(os.path.dirname(real), "program"))
+    if cwd_given:
+        binds.append(Bind(here, "cwd"))
+    start = here if cwd_given else os.path.dirname(program) if program else SCRATCH
+    named = []
+    for i, word in enumerate(words):
+        path = os.path.normpath(os.path.join(here, word))
+        if (i == 0 and os.sep not in word) or word.startswith("-") or not os.path.exists(path):
+            continue
+        if not os.path.isabs(word) and os.sep not in word and not os.path.isfile(path):
+            continue  # a bare word that happens to name a folder here: not a path
+        named.append((i, word, path))
+        if path != "/" and not _in_system(path):
+            binds.append(Bind(path, "argument"))
+    binds += [Bind(os.path.normpath(p), "read") for p in read]
+    if start != here:  # the engine starts elsewhere: its relative paths would break
+        for i, word, path in named:
+            if not os.path.isabs(word):
+                words[i] = path
+    return View(argv=tuple(words), start=start, binds=_outermost(binds))
+
+
+def _outermost(binds: Iterable[Bind]) -> tuple[Bind, ...]:
+    """Each path once, none inside another (a folder's bind already shows what is in
+    it), system folders left out (they are bound anyway); the first reason given wins."""
+    kept: list[Bind] = []
+    for bind in sorted(dict((b.path, b) for b in reversed(list(binds))).values(),
+                       key=lambda b: (len(b.path), b.path)):  # fmt: skip
+        if bind.path == "/" or _in_system(bind.path):
+            continue
+        if not any(_within(bind.path, k.path) for k in kept):
+            kept.append(bind)
+    return tuple(kept)
+
+
+def _readable(path: str, uid: int, gid: int) -> bool:
+    """Whether `uid` may read `path` itself (and list and enter it, for a folder) by its
+    permission bits; the folders above it do not matter inside the sandbox."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if st.st_uid == uid:
+        bits = st.st_mode >> 6
+    elif st.st_gid == gid:
+        bits = st.st_mode >> 3
+    else:
+        bits = st.st_mode
+    need = 5 if os.path.isdir(path) else 4
+    return bits & need == need
+
+
+def _reachable(path: str, uid: int, gid: int) -> bool:
+    """Whether `uid` may look up `path` itself: every folder above it lets it through
+    (else the launcher stages it for bubblewrap, which looks it up as that user)."""
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return False
+        bits = (st.st_mode >> 6 if st.st_uid == uid else
+                st.st_mode >> 3 if st.st_gid == gid else st.st_mode)  # fmt: skip
+        if not bits & 1:
+            return False
+        if folder == "/":
+            return os.path.lexists(path)
+        folder = os.path.dirname(folder)
+
+
+def unreadable(engine_view: View) -> list[Bind]:
+    """The engine's own program folder, cwd and `read` paths that the user it runs as
+    cannot read (it is not the harness's user when the harness runs as root)."""
+    uid, gid = engine_ids()
+    if uid == os.getuid():
+        return []
+    return [b for b in engine_view.binds if b.why in ("program", "cwd", "read")
+            and not _readable(b.path, uid, gid)]  # fmt: skip
+
+
+def refusal(stderr_tail: str, start: str) -> str:
+    """What to do about a path the engine says it could not open (a missing file or a
+    refused permission, as the last such line of its stderr names it), or ""."""
+    for line in reversed(stderr_tail.splitlines()):
+        denied = "Permission denied" in line or "Errno 13" in line
+        if not (denied or "No such file or directory" in line or "Errno 2]" in line):
+            continue
+        quoted = re.findall(r"'([^']+)'|\"([^\"]+)\"", line)
+        candidates = [a or b for a, b in quoted]
+        candidates += re.findall(r"(?<![\w.])(/[^\s:'\",;()]+)", line)
+        if not candidates:
+            continue
+        path = os.path.normpath(os.path.join(start, candidates[-1]))
+        if denied and os.path.exists(path):
+            uid = engine_ids()[0]
+            return (f"; the sandbox refused it {path!r}: the engine runs as uid {uid}; make"
+                    " it readable by that user (chmod o+r, and o+x on its folders)")  # fmt: skip
+        return (f"; under the sandbox it could not open {path!r}: a sandboxed engine reads"
+                " only its program's folder, its cwd, the files its arguments name and"
+                f" its definition's `read` paths; add read = [\"{path}\"] to its"
+                " definition if it needs that path")  # fmt: skip
+    return ""
+
+
+def _account(uid: int, gid: int) -> tuple[bytes, bytes]:
+    """/etc/passwd and /etc/group for the sandbox: root, nobody and the engine's user,
+    with no home folders, no shells and nothing of the host's other accounts."""
+    users = {0: ("root", 0), ENGINE_UID: ("nobody", ENGINE_GID), uid: ("engine", gid)}
+    groups = {0: "root", ENGINE_GID: "nogroup", gid: "engine"}
+    passwd = "".join(f"{name}:x:{u}:{g}::{SCRATCH}:/usr/sbin/nologin\n"
+                     for u, (name, g) in users.items())  # fmt: skip
+    group = "".join(f"{name}:x:{g}:\n" for g, name in groups.items())
+    return passwd.encode(), group.encode()
+
+
+def _data_fd(data: bytes) -> int:
+    """A pipe holding `data` for bubblewrap to copy into the sandbox (small: it fits in
+    the pipe's buffer, so nothing blocks)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+@dataclass
+class Launch:
+    """The bubblewrap command line of one engine and what its child does before exec.
+
+    When the harness is root, the child drops to the engine's unprivileged user before
+    it execs bubblewrap; folders that user could not even look up (a Python built under
+    /root, a test's private temporary folder) are first staged, in a mount namespace of
+    the child's own, where bubblewrap can bind them. The host's mounts never change.
+    """
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+    staged: list[tuple[str, bool]] = field(default_factory=list)  # (path, is a folder)
+    drop: tuple[int, int] | None = None
+
+    def preexec(self, before: Callable[[], None] | None = None) -> Callable[[], None] | None:
+        staged, drop = self.staged, self.drop
+        if before is None and not staged and drop is None:
+            return None
+        mount = _libc_call("mount") if staged else None
+        unshare = _libc_call("unshare") if staged else None
+
+        def apply() -> None:
+            if before is not None:
+                before()
+            if staged:
+                assert mount is not None and unshare is not None
+                _stage(staged, mount, unshare)
+            if drop is not None:
+                os.setgroups([])
+                os.setresgid(drop[1], drop[1], drop[1])
+                os.setresuid(drop[0], drop[0], drop[0])
+
+        return apply
+
+    def close(self) -> None:
+        """Close this process's copies of the descriptors (after the start, or instead)."""
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_SLAVE = 2, 4, 4096, 16384, 1 << 19
+
+
+def _libc_call(name: str) -> Any:
+    function = getattr(ctypes.CDLL(None, use_errno=True), name)
+    if name == "mount":
+        function.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                             ctypes.c_ulong, ctypes.c_char_p]  # fmt: skip
+    else:
+        function.argtypes = [ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _stage(staged: list[tuple[str, bool]], mount: Any, unshare: Any) -> None:
+    """In the child, as root: a private mount namespace (receiving the host's mounts,
+    never sending its own), a small tmpfs on /tmp there, and each staged folder or file
+    bound onto /tmp/N (through a descriptor opened before the tmpfs hides /tmp, and
+    after the unshare: a bind takes its source from this namespace only)."""
+
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+    check(unshare(_CLONE_NEWNS), "unshare")
+    check(mount(b"none", b"/", None, _MS_REC | _MS_SLAVE, None), "mount --make-rslave /")
+    fds = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path, _ in staged]
+    check(mount(b"tmpfs", _STAGE.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                b"mode=0755,size=256k"), "mount tmpfs")  # fmt: skip
+    for number, (fd, (_, folder)) in enumerate(zip(fds, staged, strict=True)):
+        target = f"{_STAGE}/{number}"
+        if folder:
+            os.mkdir(target, 0o755)
+        else:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        check(mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None,
+                    _MS_BIND | _MS_REC, None), f"bind {target}")  # fmt: skip
+        os.close(fd)
+
+
+def _launch(argv: list[str], engine_view: View, disk_mb: int, hidden: Iterable[str]) -> Launch:
+    """The bubblewrap command that runs `argv` with only `engine_view` of the host."""
+    program = shutil.which("bwrap") or "bwrap"
+    uid, gid = engine_ids()
+    launch = Launch(argv=[], drop=(uid, gid) if uid != os.getuid() else None)
+    try:
+        options = [*_system_options(), "--perms", "0755", "--dir", "/etc"]
+        passwd, group = _account(uid, gid)
+        fds = (_data_fd(passwd), _data_fd(group))
+        launch.pass_fds = fds
+        options += ["--perms", "0644", "--ro-bind-data", str(fds[0]), "/etc/passwd",
+                    "--perms", "0644", "--ro-bind-data", str(fds[1]), "/etc/group"]  # fmt: skip
+        size = str(disk_mb * 1024 * 1024)
+        options += [
+            "--dev", "/dev",
+            # /dev is a tmpfs of its own: only its shm folder stays writable, and small.
+            "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev",
+            "--proc", "/proc",
+            "--size", size, "--perms", "1777", "--tmpfs", SCRATCH,
+        ]  # fmt: skip
+        for bind in engine_view.binds:  # after the scratch tmpfs: a venv may be under /tmp
+            source = bind.path
+            if launch.drop is not None and not _reachable(bind.path, uid, gid):
+                if not os.path.exists(bind.path):
+                    raise FileNotFoundError(2, "No such file or directory", bind.path)
+                launch.staged.append((bind.path, os.path.isdir(bind.path)))
+                source = f"{_STAGE}/{len(launch.staged) - 1}"
+            options += ["--ro-bind", source, bind.path]
+        for path in hidden:  # the store and records, where a bound folder holds them
+            path = os.path.abspath(path)
+            if not any(_within(path, b.path) for b in engine_view.binds):
+                continue
+            if os.path.isdir(path):
+                options += ["--tmpfs", path]
+            elif os.path.exists(path):
+                options += ["--ro-bind", "/dev/null", path]
+        # The root is bubblewrap's own tmpfs (the folders leading to the binds): read-only
+        # too, so that /tmp and /dev/shm stay the only writable places.
+        options += ["--remount-ro", "/"]
+    except BaseException:
+        launch.close()
+        raise
+    # A user namespace of its own, no capabilities at all, and no nested namespaces
+    # (which would let it remount, or mount a tmpfs outside every limit).
     # No --die-with-parent: bubblewrap takes the death of the *thread* that started it
     # for its parent's, and trio starts processes from worker threads that come and go.
     # The sandbox lives in the engine's process group instead, which the referee kills
@@ -190,34 +582,26 @@ def _bwrap_options(disk_mb: int, hidden: Iterable[str], shown: Iterable[str] = (
     options += [
         "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
         "--setenv", "TMPDIR", SCRATCH, "--setenv", "HOME", SCRATCH,
+        "--chdir", engine_view.start,
     ]  # fmt: skip
-    return options
+    launch.argv = [program, *options, "--", *argv]
+    return launch
 
 
-def _needed(argv: list[str], cwd: str) -> list[str]:
-    """Host folders the engine runs from: its working folder, its program, files named
-    by absolute path in its arguments, and this interpreter's environment (bundled and
-    `{python}` engines run on it; a virtual environment may live under /tmp)."""
-    found = [cwd, sys.prefix, sys.exec_prefix]
-    if os.sep in argv[0]:
-        found.append(os.path.dirname(os.path.realpath(os.path.join(cwd, argv[0]))))
-    for word in argv[1:]:
-        if os.path.isabs(word) and os.path.exists(word):
-            found.append(word if os.path.isdir(word) else os.path.dirname(word))
-    found += [p for p in sys.path if p and os.path.isabs(p)]
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found.append(package)  # an editable install: the source tree the finder points into
-    return list(dict.fromkeys(os.path.normpath(p) for p in found))
-
-
-def bwrap_argv(argv: list[str], limits: Limits, hidden: Iterable[str] = (),
-               cwd: str | None = None) -> list[str]:  # fmt: skip
-    """The command line that runs `argv` in the sandbox. `hidden` are host paths (the
-    records file, the store) that the engine must not even read."""
-    program = shutil.which("bwrap") or "bwrap"
-    disk = limits.disk_mb or DEFAULT_DISK_MB
-    shown = _needed(argv, os.path.abspath(cwd or os.getcwd()))
-    return [program, *_bwrap_options(disk, hidden, shown), "--", *argv]
+@cache
+def _system_options() -> tuple[str, ...]:
+    """Binds of the system folders, the needed parts of /etc and the CPU topology."""
+    options: list[str] = []
+    etc = [os.path.join("/etc", name) for name in ETC]
+    with contextlib.suppress(OSError):
+        etc += sorted(os.path.join("/etc", n) for n in os.listdir("/etc")
+                      if any(fnmatch.fnmatch(n, p) for p in ETC_PATTERNS))  # fmt: skip
+    for path in [*SYSTEM, *etc, *SYS]:
+        if os.path.islink(path):
+            options += ["--symlink", os.readlink(path), path]
+        elif os.path.exists(path):
+            options += ["--ro-bind", path, path]
+    return tuple(options)
 
 
 def signal_of(returncode: int, sandboxed: bool) -> int | None:
@@ -469,22 +853,35 @@ class Confinement:
     sandboxed: bool
     limits: Limits
     cgroups: Cgroups | None = None
+    launch: Launch | None = None  # the sandbox's set-up, when sandboxed
+    view: View | None = None  # what the sandboxed engine sees of the host
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """Descriptors bubblewrap reads (the sandbox's /etc/passwd and /etc/group)."""
+        return self.launch.pass_fds if self.launch is not None else ()
 
     def preexec(self) -> Callable[[], None] | None:
-        """What the child does between fork and exec: set rlimits, enter its cgroups."""
+        """What the child does between fork and exec: set rlimits, enter its cgroups,
+        and for a sandbox started by root, stage its folders and drop to its user."""
         rlimits = _rlimits(self.limits, memory_by_cgroup=bool(self.cgroups and
                                                               self.cgroups.memory))
         groups = self.cgroups
-        if not rlimits and groups is None:
-            return None
+        apply: Callable[[], None] | None = None
+        if rlimits or groups is not None:
 
-        def apply() -> None:
-            for which, value in rlimits:
-                resource.setrlimit(which, value)
-            if groups is not None:
-                groups.enter()
+            def apply() -> None:
+                for which, value in rlimits:
+                    resource.setrlimit(which, value)
+                if groups is not None:
+                    groups.enter()  # as root still: the cgroup is root's
 
-        return apply
+        return self.launch.preexec(apply) if self.launch is not None else apply
+
+    def started(self) -> None:
+        """Close this process's copies of what the child was given (after the start)."""
+        if self.launch is not None:
+            self.launch.close()
 
     def breach(self, returncode: int | None) -> Breach | None:
         """The limit this engine hit, where it can be known: kernel counters of its
@@ -509,6 +906,7 @@ class Confinement:
     def release(self) -> bool:
         """Kill what is left in its cgroups and remove them (after the engine is reaped);
         False while a killed process is still on its way out (try again)."""
+        self.started()
         if self.cgroups is None:
             return True
         self.cgroups.kill_all()
@@ -574,7 +972,8 @@ def check_limits(limits: Limits, where: str) -> None:
 
 
 def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Iterable[str] = (),
-            cwd: str | None = None) -> Confinement:  # fmt: skip
+            cwd: str | None = None, cwd_given: bool = False, read: Iterable[str] = ()
+            ) -> Confinement:  # fmt: skip
     """The command and set-up for one engine process; makes its cgroups (release them)."""
     argv = list(argv)
     # Checked before any game where the run starts; here again for engines started on
@@ -583,8 +982,53 @@ def confine(argv: Iterable[str], *, sandbox: bool, limits: Limits, hidden: Itera
         raise OSError(reason)
     if (reason := unenforceable(limits)) is not None:
         raise OSError(reason)
+    launch = engine_view = None
     if sandbox:
         limits = limits.merged(sandbox_defaults())
-        argv = bwrap_argv(argv, limits, hidden, cwd)
-    groups = make_cgroups(limits) if limits else None
-    return Confinement(argv=argv, sandboxed=sandbox, limits=limits, cgroups=groups)
+        engine_view = view(argv, cwd, cwd_given=cwd_given, read=read)
+        refused = unreadable(engine_view)
+        if refused:
+            raise OSError(unreadable_message(refused[0]))
+        launch = _launch(list(engine_view.argv), engine_view,
+                         limits.disk_mb or DEFAULT_DISK_MB, hidden)  # fmt: skip
+        argv = launch.argv
+    try:
+        groups = make_cgroups(limits) if limits else None
+    except BaseException:
+        if launch is not None:
+            launch.close()
+        raise
+    return Confinement(argv=argv, sandboxed=sandbox, limits=limits, cgroups=groups,
+                       launch=launch, view=engine_view)  # fmt: skip
+
+
+def unreadable_message(bind: Bind) -> str:
+    """Why an engine cannot run from a path its user may not read, and the fix."""
+    uid, _ = engine_ids()
+    what = {"program": "its program folder", "cwd": "its cwd",
+            "read": "its read path"}.get(bind.why, "its path")  # fmt: skip
+    return (f"{what} {bind.path!r} cannot be read by uid {uid}, the unprivileged user a"
+            " sandboxed engine runs as when the harness runs as root; make it readable by"
+            f" others (chmod o+rX {bind.path}) or run the harness as an ordinary user")
+
+
+def shared_folders(views: dict[str, View]) -> list[str]:
+    """Warnings for sandboxed engines that can read each other's files: one's own
+    folder (program folder, cwd, read path or a file its arguments name) holds
+    another's."""
+    found: list[str] = []
+    names = list(views)
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            shared = [
+                outer for a, b in ((first, second), (second, first))
+                for outer in views[a].paths(own_only=True)
+                if any(_within(inner, outer) for inner in views[b].paths(own_only=True))
+            ]  # fmt: skip
+            if shared:
+                found.append(
+                    f"sandboxed engines {first!r} and {second!r} both read {shared[0]}, so"
+                    " each can read the other's files there; give each engine a folder of"
+                    " its own to keep them apart"
+                )
+    return found

@@ -68,6 +68,9 @@ def main() -> None:
     if reason is not None:
         sys.exit(f"sandbox_bench: {reason}")
     with tempfile.TemporaryDirectory() as tmp:
+        # The engine's folder is what a sandboxed engine reads; as root it reads it as an
+        # unprivileged user, so the folder must not be private to root.
+        Path(tmp).chmod(0o755)
         binary = str(build_engine(Path(tmp)))
         plain = (EngineSpec(argv=(binary,), name="a"), EngineSpec(argv=(binary, "0", "7"),
                                                                    name="b"))  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -416,3 +417,298 @@ def test_check_runs_an_engine_the_way_a_sandboxed_tournament_will(tmp_path: Path
     refused = _arbiter("check", "--sandbox", engine, cwd=tmp_path,
                        env={**os.environ, "PATH": str(bare)})  # fmt: skip
     assert refused.returncode == 2 and "bubblewrap (bwrap) is not installed" in refused.stderr
+
+
+# -- what a sandboxed engine can read ----------------------------------------------------------
+
+SNOOP = ROOT / "tests" / "engines" / "snoop.py"
+SKELETON = ROOT / "protocol" / "bot_skeleton.py"
+SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+AS_ROOT = os.geteuid() == 0
+
+
+def test_the_test_engines_carry_the_protocol_skeleton_as_it_is() -> None:
+    # Test engines import bot_skeleton from protocol/, which a sandboxed engine does not
+    # see (it is not in their folder): the copy beside them must be the same file.
+    copy = ROOT / "tests" / "engines" / "bot_skeleton.py"
+    assert copy.read_bytes() == SKELETON.read_bytes()
+
+
+def _bot_folder(parent: Path, name: str) -> Path:
+    """A bot's own folder holding the snoop and the skeleton it imports."""
+    folder = parent / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in (SNOOP, SKELETON):
+        (folder / source.name).write_bytes(source.read_bytes())
+    return folder
+
+
+@dataclass
+class Event:
+    """An organiser's event folder: bots side by side, the organiser's home and another
+    event's store elsewhere, weights in a data folder."""
+
+    folder: Path
+    home: Path
+    secrets: dict[str, Path]  # what the snoop must not read
+    allowed: dict[str, str]  # what it must read: its own file (relative), its read path
+
+
+def _event(tmp_path: Path) -> Event:
+    folder = tmp_path / "event"
+    bots = folder / "bots"
+    snoop = _bot_folder(bots, "snoop")
+    (snoop / "own.txt").write_text("own notes\n")
+    alice = bots / "alice"
+    alice.mkdir()
+    (alice / "weights.bin").write_text("alice's network\n")
+    (bots / "rival_book.bin").write_text("rival's opening book\n")
+    home = tmp_path / "home" / "organiser"
+    home.mkdir(parents=True)
+    (home / "secret.txt").write_text("organiser's key\n")
+    other = tmp_path / "other-event"
+    other.mkdir()
+    with sqlite3.connect(other / "other.sqlite") as con:
+        con.execute("CREATE TABLE games (id TEXT)")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "weights.bin").write_text("snoop's weights\n")
+    secrets = {
+        "sibling folder": alice / "weights.bin",
+        "same parent folder": bots / "rival_book.bin",
+        "organiser's home": home / "secret.txt",
+        "shadow": Path("/etc/shadow"),
+        "another event's store": other / "other.sqlite",
+        "tournament file": folder / "engines.toml",
+    }
+    if AS_ROOT:  # in its own folder, but only root may read it
+        (snoop / "root-only.txt").write_text("root's\n")
+        (snoop / "root-only.txt").chmod(0o600)
+        secrets["root-only file"] = snoop / "root-only.txt"
+    return Event(folder, home, secrets, {"own.txt": "own notes", str(data / "weights.bin"):
+                                         "snoop's weights"})  # fmt: skip
+
+
+def _snoop_book(event: Event, *, read: list[str], extra: str = "",
+                writes: tuple[str, ...] = ()) -> Path:  # fmt: skip
+    targets = [*event.allowed, *(str(p) for p in event.secrets.values())]
+    env = {"SNOOP_TARGETS": os.pathsep.join(targets), "SNOOP_WRITES": os.pathsep.join(writes)}
+    book = event.folder / "engines.toml"
+    book.write_text(
+        "[engines.snoop]\n"
+        f"command = {_toml([SYSTEM_PYTHON, 'bots/snoop/snoop.py'])}\n"
+        f"env = {_toml(env)}\n"
+        f"read = {_toml(read)}\n{extra}"
+        "[engines.victim]\n"
+        f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', 'victim'])}\n"
+    )  # fmt: skip
+    return book
+
+
+def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
+    """What the snoop said, path by path ("read: ..." or "refused: ..."), and its ids."""
+    records = event.folder.parent / "snoop.jsonl"
+    records.unlink(missing_ok=True)
+    args = ["match", "snoop", "victim", "--engines", "engines.toml", "-n", "1", "--size", "7",
+            "--tc", "30+0", "--records", str(records), "-q"]  # fmt: skip
+    done = _arbiter(*args, *(["--sandbox"] if sandboxed else []), cwd=event.folder,
+                    env={**os.environ, "HOME": str(event.home)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [record] = read_records(records)
+    assert record.termination == "crash" and record.evidence is not None, record
+    said: dict[str, str] = {}
+    ids = ""
+    for line in record.evidence.stderr_tail.splitlines():
+        for verdict in ("read", "refused", "wrote", "unwritten"):
+            if line.startswith(f"snoop {verdict} "):
+                path, _, rest = line[len(f"snoop {verdict} "):].partition(": ")
+                key = path if verdict in ("read", "refused") else f"write {path}"
+                said[key] = f"{verdict}: {rest}"
+        if line.startswith("snoop uid "):
+            ids = line
+    return said, ids
+
+
+@needs_bwrap
+def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path) -> None:
+    event = _event(tmp_path)
+    weights = next(p for p in event.allowed if os.path.isabs(p))
+    writes = ("/snoop-was-here", "/etc/snoop-was-here", "own-write.txt", weights)
+    _snoop_book(event, read=[weights], writes=writes)
+    said, ids = _snooped(event, sandboxed=True)
+    for path in writes:  # the root, /etc, its own folder and its read path: all read-only
+        assert said[f"write {path}"].startswith("unwritten"), (path, said)
+    assert not (event.folder / "bots" / "snoop" / "own-write.txt").exists()
+    for path, text in event.allowed.items():  # own.txt is relative: it starts in its folder
+        assert said[path] == f"read: {text}", (path, said)
+    for what, path in event.secrets.items():
+        assert said[str(path)].startswith("refused"), (what, said[str(path)])
+    uid = ids.split()[2]
+    assert uid == (str(sandbox.ENGINE_UID) if AS_ROOT else str(os.getuid())), ids
+    assert ids.endswith(f"cwd {event.folder / 'bots' / 'snoop'}"), ids
+    if AS_ROOT:
+        assert uid != "0"
+        assert said[str(event.secrets["root-only file"])] == "refused: Permission denied"
+
+
+def test_without_the_sandbox_the_snoop_reads_everything(tmp_path: Path) -> None:
+    event = _event(tmp_path)
+    _snoop_book(event, read=[], writes=("own-write.txt",))
+    said, ids = _snooped(event, sandboxed=False)
+    assert said["write own-write.txt"] == "wrote: ok"
+    for what, path in event.secrets.items():
+        if what != "shadow" or AS_ROOT:
+            assert said[str(path)].startswith("read"), (what, said[str(path)])
+    assert ids.split()[2] == str(os.getuid())
+
+
+@needs_bwrap
+def test_an_engine_refused_its_weights_names_the_path_and_the_read_key(tmp_path: Path) -> None:
+    event = _event(tmp_path)
+    weights = next(p for p in event.allowed if os.path.isabs(p))
+    _snoop_book(event, read=[], extra=f"env = {_toml({'SNOOP_REQUIRE': weights})}\n")
+    book = event.folder / "engines.toml"
+    book.write_text(book.read_text().replace("env = { SNOOP_TARGETS", "#"))
+    done = _arbiter("match", "snoop", "victim", "--engines", str(book), "-n", "1", "--size",
+                    "7", "--sandbox", "-q", cwd=event.folder)  # fmt: skip
+    assert done.returncode == 1
+    assert f"could not open {weights!r}" in done.stdout + done.stderr
+    assert f'add read = ["{weights}"]' in done.stdout + done.stderr
+    book.write_text(book.read_text().replace("read = []", f"read = {_toml([weights])}"))
+    done = _arbiter("match", "snoop", "victim", "--engines", str(book), "-n", "1", "--size",
+                    "7", "--sandbox", "-q", cwd=event.folder)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("value", "what"), [
+    ('"/data"', "read must be a list of paths"),
+    ("[1]", "read must be a list of paths"),
+    ('["no/such/weights.bin"]', "read path 'no/such/weights.bin' does not exist"),
+    ('["/"]', "must not hold /"),
+], ids=["not-a-list", "not-strings", "missing", "root"])  # fmt: skip
+def test_a_bad_read_key_is_one_line_and_exit_2(tmp_path: Path, value: str, what: str) -> None:
+    bots = [_engine("a", [sys.executable, str(BADBOT), "ok"], f"read = {value}"),
+            _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    path = tmp_path / "t.toml"
+    path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
+    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"{path}: engine 'a'.read" in line and what in line, line
+
+
+@needs_bwrap
+def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    one, two = _bot_folder(bots, "one"), _bot_folder(bots, "two")
+    (one / "other_bot.py").write_bytes(SKELETON.read_bytes())  # two programs, one folder
+    engines = [_engine("a", [SYSTEM_PYTHON, f"{one}/bot_skeleton.py"]),
+               _engine("b", [SYSTEM_PYTHON, f"{one}/other_bot.py"]),
+               _engine("c", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py"])]  # fmt: skip
+    path = tmp_path / "t.toml"
+    path.write_text('[tournament]\nname = "t"\nsandbox = true\nsize = 7\ntc = "10+0.1"\n'
+                    + "".join(engines))  # fmt: skip
+    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: sandboxed engines 'a' and 'b' both read {one}, so each can"
+                        " read the other's files there; give each engine a folder of its own"
+                        " to keep them apart"], done.stderr  # fmt: skip
+
+
+@needs_bwrap
+@pytest.mark.skipif(not AS_ROOT, reason="the engine runs as another user only under root")
+def test_a_program_folder_its_user_cannot_read_stops_before_any_game(tmp_path: Path) -> None:
+    folder = _bot_folder(tmp_path / "bots", "private")
+    folder.chmod(0o700)
+    records = tmp_path / "r.jsonl"
+    done = _arbiter("match", "--sandbox", f"{SYSTEM_PYTHON} {folder}/snoop.py",
+                    f"{sys.executable} {BADBOT} ok", "--records", str(records),
+                    cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert f"its program folder '{folder}' cannot be read by uid 65534" in line, line
+    assert "chmod o+rX" in line
+    assert not records.exists()
+
+
+# -- real engines still run sandboxed ----------------------------------------------------------
+
+
+def _played_cleanly(done: subprocess.CompletedProcess[str], records: Path) -> list[GameRecord]:
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = list(read_records(records))
+    assert found and all(not r.void and r.termination == "connection" for r in found), found
+    return found
+
+
+@needs_bwrap
+def test_the_bundled_bots_play_sandboxed(tmp_path: Path) -> None:
+    records = tmp_path / "r.jsonl"
+    done = _arbiter("match", "random", "heuristic", "--sandbox", "-n", "2", "--size", "7",
+                    "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    _played_cleanly(done, records)
+
+
+@needs_bwrap
+def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   capture_output=True, timeout=120)  # fmt: skip
+    folder = tmp_path / "bots" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_bytes(SKELETON.read_bytes())
+    records = tmp_path / "r.jsonl"
+    done = _arbiter("match", "--sandbox", f"mine={venv}/bin/python bots/mine/bot.py",
+                    f"{sys.executable} {BADBOT} ok", "-n", "2", "--size", "7",
+                    "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    _played_cleanly(done, records)
+
+
+def _compile(folder: Path, compiler: str, source: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    instant = folder / "instant_bot.o"
+    subprocess.run(["cc", "-O2", "-Dmain=instant_main", "-c", "-o", str(instant),
+                    str(ROOT / "bench" / "instant_bot.c")], check=True, timeout=120)  # fmt: skip
+    binary = folder / name
+    subprocess.run([compiler, "-O2", "-o", str(binary), str(source), str(instant)], check=True,
+                   timeout=120)  # fmt: skip
+    return binary
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+def test_a_compiled_engine_with_its_weights_in_read_plays_sandboxed(tmp_path: Path) -> None:
+    binary = _compile(tmp_path / "bots" / "wb", "cc", ROOT / "tests" / "engines" /
+                      "weights_bot.c", "weights_bot")  # fmt: skip
+    weights = tmp_path / "data" / "w.bin"
+    weights.parent.mkdir()
+    weights.write_bytes(b"\x01" * 100)
+    book = tmp_path / "engines.toml"
+    table = (f"[engines.wb]\ncommand = {_toml([str(binary)])}\n"
+             f"env = {_toml({'WEIGHTS': str(weights)})}\n")  # fmt: skip
+    victim = f"[engines.victim]\ncommand = {_toml([sys.executable, str(BADBOT), 'ok'])}\n"
+    book.write_text(table + victim)
+    records = tmp_path / "r.jsonl"
+    args = ("match", "wb", "victim", "--engines", str(book), "--sandbox", "-n", "2", "--size",
+            "7", "--records", str(records), "-q")  # fmt: skip
+    refused = _arbiter(*args, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert f'add read = ["{weights}"]' in refused.stdout, refused.stdout + refused.stderr
+    book.write_text(table + f"read = {_toml([str(weights)])}\n" + victim)
+    _played_cleanly(_arbiter(*args, cwd=tmp_path), records)
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("c++") is None or shutil.which("cc") is None,
+                    reason="needs a C++ compiler (c++) and cc")  # fmt: skip
+def test_a_dynamically_linked_cxx_engine_plays_sandboxed(tmp_path: Path) -> None:
+    binary = _compile(tmp_path / "bots" / "cxx", "c++", ROOT / "tests" / "engines" /
+                      "cxx_bot.cpp", "cxx_bot")  # fmt: skip
+    if shutil.which("ldd"):
+        linked = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+        assert "libstdc++" in linked, linked
+    records = tmp_path / "r.jsonl"
+    done = _arbiter("match", "--sandbox", str(binary), f"{sys.executable} {BADBOT} ok", "-n",
+                    "2", "--size", "7", "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    _played_cleanly(done, records)
