@@ -43,6 +43,7 @@ class Played:
     records: list[GameRecord]
     bad_lines: list[Any]
     token: str
+    log: str = ""  # the harness's log: it keeps the end of each engine's stderr
 
     @property
     def record(self) -> GameRecord:
@@ -70,20 +71,29 @@ def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int]
     lines += ["[engines.victim]",
               f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', f'victim-{token}'])}"]
     book.write_text("\n".join(lines) + "\n")
+    log = tmp_path / f"{token}.log"
     args = [sys.executable, "-m", "arbiter", "match", "attacker", "victim", "--engines",
-            str(book), "-n", "1", "--tc", tc, "--size", "7", "--records", str(records), "-q"]
+            str(book), "-n", "1", "--tc", tc, "--size", "7", "--records", str(records), "-q",
+            "--log", str(log)]
     if sandboxed:
         args.append("--sandbox")
     done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=90,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     bad: list[Any] = []
     found = list(read_records(records, bad=bad)) if records.exists() else []
-    return Played(done.returncode, done.stderr, found, bad, token)
+    said = log.read_text(errors="replace") if log.exists() else ""
+    return Played(done.returncode, done.stderr, found, bad, token, said)
 
 
-def attack_said(record: GameRecord) -> str:
-    evidence = record.evidence.stderr_tail if record.evidence else ""
-    return evidence
+def attack_said(played: Played, attack: str, *outcomes: str) -> str:
+    """What the attacker reported of its attack (its stderr, kept in the harness's log
+    when the engine was closed), asserted to be one of `outcomes`: a contained attack
+    must have been tried, so an attacker that broke before attacking fails the test."""
+    said = [line for line in played.log.splitlines() if line.startswith(f"attack {attack}:")]
+    assert said, f"the attacker never reported its {attack!r} attack:\n{played.log[-3000:]}"
+    report = said[-1]
+    assert any(outcome in report for outcome in outcomes), report
+    return report
 
 
 def victim_not_harmed(played: Played) -> None:
@@ -102,7 +112,9 @@ def victim_not_harmed(played: Played) -> None:
 
 @needs_bwrap
 def test_killing_the_opponent_is_contained(tmp_path: Path) -> None:
-    victim_not_harmed(play(tmp_path, "kill-opponent", sandboxed=True))
+    played = play(tmp_path, "kill-opponent", sandboxed=True)
+    victim_not_harmed(played)
+    attack_said(played, "kill-opponent", "no target found", "refused")
 
 
 def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
@@ -114,7 +126,9 @@ def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
 @needs_bwrap
 @pytest.mark.parametrize("attack", ["kill-referee", "term-referee"])
 def test_signalling_the_referee_is_contained(tmp_path: Path, attack: str) -> None:
-    victim_not_harmed(play(tmp_path, attack, sandboxed=True))
+    played = play(tmp_path, attack, sandboxed=True)
+    victim_not_harmed(played)
+    attack_said(played, attack, "no target found", "refused")
 
 
 @pytest.mark.parametrize(("attack", "status"), [("kill-referee", -9), ("term-referee", 143)])
@@ -128,7 +142,9 @@ def test_without_the_sandbox_signalling_the_referee_erases_the_game(
 
 @needs_bwrap
 def test_writing_into_the_opponents_pipe_is_contained(tmp_path: Path) -> None:
-    victim_not_harmed(play(tmp_path, "inject", sandboxed=True))
+    played = play(tmp_path, "inject", sandboxed=True)
+    victim_not_harmed(played)
+    attack_said(played, "inject", "no target found", "refused")
 
 
 def test_without_the_sandbox_writing_into_the_opponents_pipe_works(tmp_path: Path) -> None:
@@ -158,6 +174,8 @@ def test_writing_outside_the_scratch_folder_and_to_the_records_is_refused(
     target, extra = _write_targets(tmp_path)
     played = play(tmp_path, attack, sandboxed=True, extra=extra)
     victim_not_harmed(played)  # also: no forged line among the records
+    report = attack_said(played, attack, "refused")
+    assert "written" not in report
     assert target.read_text() == "original\n"
 
 
@@ -191,6 +209,7 @@ def test_no_network_not_even_loopback_to_the_host(tmp_path: Path) -> None:
         port = str(server.getsockname()[1])
         played = play(tmp_path, "connect", sandboxed=True, extra=("--port", port))
         victim_not_harmed(played)
+        attack_said(played, "connect", "refused")
         assert not _accepted(server)
 
 
@@ -208,6 +227,7 @@ def test_no_process_escapes_into_a_new_session(tmp_path: Path, sandboxed: bool) 
     # lives; the sandbox's pid namespace also holds when the harness is killed.
     played = play(tmp_path, "escape", sandboxed=sandboxed)
     victim_not_harmed(played)
+    attack_said(played, "escape", "started")
     assert wait_until(lambda: not [p for p in pids_matching(played.token) if running(p)],
                       timeout=10)  # fmt: skip
 
