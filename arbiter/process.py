@@ -420,8 +420,9 @@ async def start_engine(
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot be confined here: {exc}") from exc
     env = None
-    if spec.env or reaper.engine_env():
-        env = dict(os.environ)
+    if spec.sandbox or spec.env or reaper.engine_env():
+        # A sandboxed engine gets no secrets through its environment either.
+        env = sandbox.environment(os.environ) if spec.sandbox else dict(os.environ)
         env.update(spec.env or {})
         env.update(reaper.engine_env())
     try:

@@ -34,7 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
@@ -602,6 +602,18 @@ def _system_options() -> tuple[str, ...]:
         elif os.path.exists(path):
             options += ["--ro-bind", path, path]
     return tuple(options)
+
+
+# What a sandboxed engine inherits of the harness's environment: how to find programs,
+# speak the locale and tell the time, and the harness's own markers. Nothing else: the
+# organiser's tokens and keys live in the environment as often as in files.
+_ENVIRONMENT = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM"})
+
+
+def environment(host: Mapping[str, str]) -> dict[str, str]:
+    """The environment a sandboxed engine starts with (its definition's `env` is added)."""
+    return {k: v for k, v in host.items()
+            if k in _ENVIRONMENT or k.startswith(("LC_", "ARBITER_"))}  # fmt: skip
 
 
 def signal_of(returncode: int, sandboxed: bool) -> int | None:

@@ -532,7 +532,8 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
     args = ["match", "snoop", "victim", "--engines", "engines.toml", "-n", "1", "--size", "7",
             "--tc", "30+0", "--records", str(records), "-q"]  # fmt: skip
     done = _arbiter(*args, *(["--sandbox"] if sandboxed else []), cwd=event.folder,
-                    env={**os.environ, "HOME": str(event.home)})  # fmt: skip
+                    env={**os.environ, "HOME": str(event.home),
+                         "ORGANISER_API_TOKEN": "secret"})  # fmt: skip
     assert done.returncode == 0, done.stderr
     [record] = read_records(records)
     assert record.termination == "crash" and record.evidence is not None, record
@@ -546,6 +547,8 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
                 said[key] = f"{verdict}: {rest}"
         if line.startswith("snoop uid "):
             ids = line
+        if line.startswith("snoop environ "):
+            said["environ"] = line
     return said, ids
 
 
@@ -563,6 +566,9 @@ def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path)
         assert said[path] == f"read: {text}", (path, said)
     for what, path in event.secrets.items():
         assert said[str(path)].startswith("refused"), (what, said[str(path)])
+    environ = said["environ"].split()[2:]
+    assert "ORGANISER_API_TOKEN" not in environ and "HOME" in environ, environ
+    assert "SNOOP_TARGETS" in environ  # its definition's own env
     uid = ids.split()[2]
     assert uid == (str(sandbox.ENGINE_UID) if AS_ROOT else str(os.getuid())), ids
     assert ids.endswith(f"cwd {event.folder / 'bots' / 'snoop'}"), ids
@@ -580,6 +586,7 @@ def test_without_the_sandbox_the_snoop_reads_everything(tmp_path: Path) -> None:
         if what != "shadow" or AS_ROOT:
             assert said[str(path)].startswith("read"), (what, said[str(path)])
     assert ids.split()[2] == str(os.getuid())
+    assert "ORGANISER_API_TOKEN" in said["environ"].split()  # the whole environment
 
 
 @needs_bwrap

@@ -8,7 +8,7 @@ SNOOP_TARGETS (os.pathsep-separated, in the environment so that no target is an
 argument, which the sandbox would let it read) are the paths it tries; for each it
 writes "snoop read PATH: FIRST-LINE" or "snoop refused PATH: REASON" on stderr, then
 then tries to create each of SNOOP_WRITES ("snoop wrote PATH: ok" or "snoop unwritten
-PATH: REASON"), then its uid, gid and working folder, and at its first genmove it exits with status 3, so
+PATH: REASON"), then its uid, gid and working folder, the names in its environment, and at its first genmove it exits with status 3, so
 that all it said ends up in the evidence of the game it loses by crash.
 
 SNOOP_REQUIRE names a file it cannot start without (its weights): it opens it before
@@ -47,6 +47,7 @@ def snoop():
         ids = {line.split(":")[0]: line.split()[1] for line in status
                if line.startswith(("Uid:", "Gid:"))}
     skeleton.log(f"snoop uid {ids['Uid']} gid {ids['Gid']} cwd {os.getcwd()}")
+    skeleton.log(f"snoop environ {' '.join(sorted(os.environ))}")
 
 
 def report_then_crash(game):
