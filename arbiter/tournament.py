@@ -329,7 +329,7 @@ def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, wher
             "command": raw.get("command"), "cwd": raw.get("cwd", "."),
             "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
             "options": list(spec.options), "sandbox": spec.sandbox,
-            "limits": spec.limits.as_dict(),
+            "limits": spec.limits.as_dict(), "read": list(spec.read),
             # What it plays and how it is spoken to (stores before this key lack it).
             "dialect": {key: raw.get(key) for key in ("islands", "sizes", "swap", "time")},
         }  # fmt: skip
