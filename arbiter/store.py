@@ -242,7 +242,9 @@ def _sqlite_failure(exc: sqlite3.Error, path: Path, *, run: bool, origin: str = 
     """The error to report for an SQLite failure on a store, by its real cause."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
-    if primary == sqlite3.SQLITE_FULL:
+    if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _no_space(path)):
+        # SQLite reports some writes that found the disk full (growing -shm, say) as
+        # an I/O error: a disk with next to nothing free is the cause to name then.
         return StoreError(f"{path}: no space left on device ({exc}); free some space and run"
                           " again (the games stored so far are intact)")  # fmt: skip
     if primary == sqlite3.SQLITE_IOERR:
@@ -261,6 +263,15 @@ def _sqlite_failure(exc: sqlite3.Error, path: Path, *, run: bool, origin: str = 
         return ConfigError(f"not a usable results store ({exc})", where=str(path),
                            hint=_foreign_hint(run, origin))  # fmt: skip
     return StoreError(f"{path}: the results store failed ({exc})")
+
+
+def _no_space(path: Path) -> bool:
+    """True if the filesystem holding `path` has (next to) no space left."""
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return fs.f_bavail * fs.f_frsize < 1 << 20
 
 
 def _foreign_hint(run: bool, origin: str) -> str:
@@ -417,7 +428,15 @@ class Store:
         store._fd = fd
         try:
             store._exec("BEGIN")  # one snapshot for everything this reader shows
-            store._check(run=False)
+            if store._check(run=False):
+                # No tables yet (an empty file): read it as an empty store, through
+                # temporary tables that live in memory, not in the file.
+                store._exec("ROLLBACK")
+                db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE")
+                                 .replace("CREATE INDEX IF NOT EXISTS games_by_number ON games",
+                                          "CREATE INDEX IF NOT EXISTS temp.games_by_number"
+                                          " ON games"))  # fmt: skip
+                store._exec("BEGIN")
         except BaseException:
             store.close()
             raise
@@ -929,11 +948,14 @@ def resolved(path: str | os.PathLike[str], where: str | None = None) -> Path:
 
 
 def _remove_unused(path: Path, identity: tuple[int, int]) -> None:
-    """Remove a store file this run created and could not use (nothing was stored)."""
+    """Remove a store file this run created and could not use (nothing was stored), with
+    the -wal and -shm SQLite could not fold in and remove itself (a full disk)."""
     with contextlib.suppress(OSError):
         st = os.stat(path)
         if (st.st_dev, st.st_ino) == identity:
             path.unlink()
+            for suffix in ("-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _dated(path: Path, tag: str = "") -> Path:
