@@ -547,17 +547,20 @@ class Store:
 
     # ---------------------------------------------------------------- queries
 
+    def _failure(self, exc: sqlite3.Error) -> ArbiterError:
+        return _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin)
+
     def _exec(self, sql: str) -> None:
         try:
             self.db.execute(sql)
         except sqlite3.Error as exc:
-            raise _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin) from exc
+            raise self._failure(exc) from exc
 
     def _cursor(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self.db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin) from exc
+            raise self._failure(exc) from exc
 
     def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
         """A query's rows as they come; a damaged page met on the way is one clear error."""
@@ -565,7 +568,7 @@ class Store:
             try:
                 row = cursor.fetchone()
             except sqlite3.Error as exc:
-                raise _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin) from exc
+                raise self._failure(exc) from exc
             if row is None:
                 return
             yield row

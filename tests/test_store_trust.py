@@ -367,8 +367,7 @@ def test_readers_never_touch_a_foreign_database_or_an_empty_file(tmp_path: Path)
         con.commit()
     t = write_tournament(tmp_path, BASIC + '\noutput = "notes.db"', [bot("a"), bot("b")])
     before = files_of(tmp_path)
-    for args in _readers(t, tmp_path)[:2] + [["ratings", str(foreign)],
-                                             ["ratings", str(t)]]:  # fmt: skip
+    for args in [*_readers(t, tmp_path)[:2], ["ratings", str(foreign)], ["ratings", str(t)]]:
         done = arbiter(*args)
         assert done.returncode == 2, (args, done.stderr)
         line = one_line(done.stderr)
@@ -488,14 +487,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def fill(disk: Path, leave: int) -> None:
     """Fill the disk until at most `leave` bytes are free."""
-    with open(disk / "filler", "wb") as handle:
-        with contextlib.suppress(OSError):
-            while True:
-                free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
-                if free <= leave:
-                    break
-                handle.write(b"\0" * min(4096, free - leave))
-                handle.flush()
+    with open(disk / "filler", "wb") as handle, contextlib.suppress(OSError):
+        while True:
+            free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+            if free <= leave:
+                break
+            handle.write(b"\0" * min(4096, free - leave))
+            handle.flush()
 
 
 @pytest.mark.parametrize("leave", [0, 8192], ids=["full", "almost-full"])
@@ -562,7 +560,8 @@ def pristine(played: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     [(game_id, seat1, seat2, record)] = rows(
         store, "SELECT game_id, seat1, seat2, record FROM games LIMIT 1")
     void = GameRecord.from_json(json.loads(str(record)))
-    void.void, void.termination, void.winner, void.winner_color = True, Termination.SETUP, None, None
+    void.void, void.termination = True, Termination.SETUP
+    void.winner = void.winner_color = None
     void.reason = "engine b did not start"
     with Store.open(store) as writer:
         writer.write(ScheduledGame(1, str(game_id), (str(seat1), str(seat2)), 1, "p"), void)
