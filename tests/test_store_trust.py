@@ -174,6 +174,28 @@ def test_deleting_the_lock_file_lets_no_second_run_in(tmp_path: Path) -> None:
         first.wait()
 
 
+def test_a_run_waits_for_a_reader_of_its_store_instead_of_refusing(copy: Path) -> None:
+    from processes import wait_until
+
+    store = copy.with_name("t.sqlite")
+    reader = os.open(store, os.O_RDONLY)
+    fcntl.flock(reader, fcntl.LOCK_SH)  # as `status` holds it while it reads
+    run = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(copy), "-q"], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        waiting = Path(f"/proc/{run.pid}/wchan")
+        assert wait_until(lambda: "nanosleep" in waiting.read_text() or run.poll() is not None)
+        assert run.poll() is None  # waiting for the reader, not refused
+        os.close(reader)
+        _, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
+        run.wait()
+    assert run.returncode == 0, err
+
+
 # --------------------------------------------------------- 2: one count, one snapshot
 
 
@@ -522,7 +544,8 @@ COLUMNS = {
     "engines": ["name", "definition", "command"],
 }
 VALUES = st.one_of(
-    st.text(max_size=30), st.integers(), st.floats(allow_nan=True), st.binary(max_size=30),
+    st.text(max_size=30), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True),
+    st.binary(max_size=30),
     st.sampled_from(["{}", "[]", "null", "1", '"a"', "{", '{"schema": 1}', "a", "b", "c",
                      "connection", "time", "setup", "0", "2", "3"]),
 )  # fmt: skip
