@@ -25,7 +25,8 @@ so a reader first takes a shared `flock`, which keeps a run from starting while 
 and there is no write-ahead log to read, it reads the file as immutable. Otherwise (a run
 in progress, or the log of a run that died) it reads through the files that are there;
 the only file it can then touch is -shm, SQLite's shared-memory index of the log, which
-every reader of a live WAL database updates.
+every reader of a live WAL database updates (and which SQLite makes anew if a log has
+outlived it: without it the log cannot be read).
 
 Every row a reader or a run relies on is checked before use: a stored record means what a
 records line means (`GameRecord.from_json`) and must agree with its row. A row that does
@@ -338,18 +339,17 @@ class Store:
         kept = None
         try:
             if fresh and not created:
-                kept = set_aside(file)  # the old file moves away, still locked by us
-                old = fd
-                try:
-                    fd, created = _lock(file)
-                finally:
-                    os.close(old)
+                kept = set_aside(file)  # moved away while we hold it: no run is on it
+                os.close(fd)
+                fd = -1
+                fd, created = _lock(file)
             store = cls._open_rw(file, run=True, origin=origin)
         except BaseException:
-            identity = os.fstat(fd)
-            os.close(fd)
-            if created:
-                _remove_unused(file, (identity.st_dev, identity.st_ino))
+            if fd >= 0:
+                identity = os.fstat(fd)
+                os.close(fd)
+                if created:
+                    _remove_unused(file, (identity.st_dev, identity.st_ino))
             raise
         store._fd = fd
         st = os.fstat(fd)
@@ -885,6 +885,10 @@ def _flock_exclusive(fd: int, path: Path) -> None:
             return
         except BlockingIOError:
             pass
+        except OSError as exc:
+            raise ConfigError(f"cannot lock the results store: {exc.strerror}",
+                              where=str(path), hint="put the store on a local disk, where"
+                              " one run can hold it") from exc  # fmt: skip
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -926,8 +930,8 @@ def _read_mode(file: Path, fd: int, header: bytes) -> str:
         return "mode=ro"  # a rollback-journal database is read without writing anything
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return "mode=ro"  # a run holds it: its -wal and -shm are there
+    except OSError:
+        return "mode=ro"  # a run holds it (its -wal and -shm are there), or no flock here
     wal = file.with_name(file.name + "-wal")
     try:
         log = wal.stat().st_size
