@@ -114,6 +114,19 @@ RUN_HINT = ("the run does not build on a damaged store: restore it from a copy, 
 READ_HINT = "restore the store from a copy, or leave out --strict to skip damaged rows"
 
 
+_COLUMNS: dict[str, list[str]] = {}
+
+
+def _columns() -> dict[str, list[str]]:
+    """Each table's columns, as the schema above makes them."""
+    if not _COLUMNS:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.executescript(_SCHEMA)
+            for table in _TABLES:
+                _COLUMNS[table] = [str(r[1]) for r in db.execute(f"PRAGMA table_info({table})")]
+    return _COLUMNS
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -238,9 +251,25 @@ def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str
     return ""
 
 
-def _sqlite_failure(exc: sqlite3.Error, path: Path, *, run: bool, origin: str = ""
-                    ) -> ArbiterError:  # fmt: skip
+# What reading a damaged database can raise: SQLite's errors, and the UnicodeDecodeError
+# Python's sqlite3 raises when a damaged file puts bytes that are not UTF-8 in an error
+# message or a column it decodes.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def _text(data: bytes) -> str:
+    """Stored text as Python reads it: damaged bytes become U+FFFD, never an exception
+    (the columns checked against their record then differ and the row is damaged)."""
+    return data.decode("utf-8", "replace")
+
+
+def _sqlite_failure(exc: sqlite3.Error | UnicodeDecodeError, path: Path, *, run: bool,
+                    origin: str = "") -> ArbiterError:  # fmt: skip
     """The error to report for an SQLite failure on a store, by its real cause."""
+    if isinstance(exc, UnicodeDecodeError):
+        said = bytes(exc.object).decode("utf-8", "replace")[:200]
+        return ConfigError(f"not a usable results store (damaged: {said})", where=str(path),
+                           hint=_foreign_hint(run, origin))  # fmt: skip
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _no_space(path)):
@@ -316,6 +345,7 @@ class Store:
         self._written = 0  # games stored by this run
         self._writer = False  # opened to write: failures get the run's hints
         self._origin = ""  # where the path came from (a tournament file's key)
+        self._wal_pending = False  # switch to WAL mode before the first write
 
     # ----------------------------------------------------------------- opening
 
@@ -374,20 +404,25 @@ class Store:
     def _open_rw(cls, file: Path, *, run: bool, origin: str = "") -> Store:
         try:
             db = sqlite3.connect(file, isolation_level=None, timeout=10.0)
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             raise _sqlite_failure(exc, file, run=run, origin=origin) from exc
+        db.text_factory = _text
         store = cls(file, db)
         store._writer, store._origin = True, origin
         try:
             new = store._check(run=True, origin=origin)
-            db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed game survives any crash of this process;
             # only a power loss can take back the last commits, never corrupt the file.
             db.execute("PRAGMA synchronous=NORMAL")
             if new:
+                store._use_wal()
                 db.executescript(_SCHEMA)
                 store._set_meta("schema", str(SCHEMA_VERSION))
-        except sqlite3.Error as exc:
+            else:
+                # An existing store is switched to WAL by the first write, not before: a
+                # run refused after opening it (changed conditions) leaves it as it was.
+                store._wal_pending = True
+        except DB_ERRORS as exc:
             db.close()
             raise _sqlite_failure(exc, file, run=run, origin=origin) from exc
         except BaseException:
@@ -419,8 +454,9 @@ class Store:
             uri = f"file:{urllib.parse.quote(str(file.absolute()))}?{query}"
             try:
                 db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0)
-            except sqlite3.Error as exc:
+            except DB_ERRORS as exc:
                 raise _sqlite_failure(exc, file, run=False) from exc
+            db.text_factory = _text
         except BaseException:
             os.close(fd)
             raise
@@ -458,6 +494,19 @@ class Store:
         if missing:
             raise ConfigError(f"a results store without its {', '.join(missing)} table",
                               where=where, hint=hint)  # fmt: skip
+        for table in _TABLES:
+            have = {str(c) for (c,) in self._q("SELECT name FROM pragma_table_info(?)",
+                                               (table,))}  # fmt: skip
+            lacking = [c for c in _columns()[table] if c not in have]
+            if lacking:
+                raise ConfigError(f"the store's {table} table lacks column(s)"
+                                  f" {', '.join(lacking)}", where=where, hint=hint)  # fmt: skip
+        if run:
+            # A run writes: every page of the file, indexes too, must be sound first.
+            verdict = [str(v) for (v,) in self._q("PRAGMA quick_check(5)")]
+            if verdict != ["ok"]:
+                raise ConfigError(f"the database file is damaged ({'; '.join(verdict)[:300]})",
+                                  where=where, hint=hint)  # fmt: skip
         version = self._q("SELECT value FROM meta WHERE key='schema'")
         if not version:
             raise ConfigError("a results store without its schema version", where=where,
@@ -477,18 +526,22 @@ class Store:
         """Every row checked as its readers will use it; the damaged ones, in table order."""
         name = str(self.path)
         found: list[Damage] = []
-        for rowid, key, value in self._q("SELECT rowid, key, value FROM meta ORDER BY rowid"):
+        # JSON columns are read as bytes: `_json` says when they are not UTF-8 text.
+        for rowid, key, value, kind in self._q("SELECT rowid, key, CAST(value AS BLOB),"
+                                               " typeof(value) FROM meta ORDER BY rowid"):
             if key in ("conditions", "definition"):
                 data, problem = _json(value, "value")
                 if not problem and not isinstance(data, dict):
                     problem = "value is not a JSON object"
                 if problem:
                     found.append(Damage(name, "meta", int(rowid), _label("key", key), problem))
-            elif key == "tournament" and not isinstance(value, str):
+            elif key == "tournament" and (kind != "text" or _json(value, "value")[1]
+                                          == "value is not UTF-8 text"):  # fmt: skip
                 found.append(Damage(name, "meta", int(rowid), _label("key", key),
                                     "value is not text"))  # fmt: skip
         for rowid, engine, definition, command in self._q(
-                "SELECT rowid, name, definition, command FROM engines ORDER BY rowid"):
+                "SELECT rowid, name, CAST(definition AS BLOB), CAST(command AS BLOB)"
+                " FROM engines ORDER BY rowid"):
             data, problem = _json(definition, "definition")
             if not problem and not isinstance(data, dict):
                 problem = "definition is not a JSON object"
@@ -505,8 +558,8 @@ class Store:
         bad_games: list[int] = []
         columns = ("game_id", "seat1", "seat2", "winner", "winner_seat", "termination",
                    "started", "pair_key")  # fmt: skip
-        cursor = self._cursor(f"SELECT rowid, record, {', '.join(columns)} FROM games"
-                              " ORDER BY rowid")  # fmt: skip
+        cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}"
+                              " FROM games ORDER BY rowid")  # fmt: skip
         for rowid, record, *values in self._rows(cursor):
             problem = _record_problem(record, False, dict(zip(columns, values, strict=True)))
             if problem:
@@ -514,8 +567,8 @@ class Store:
                 found.append(Damage(name, "games", int(rowid), _label("game_id", values[0]),
                                     problem))  # fmt: skip
         bad_voids: list[int] = []
-        cursor = self._cursor("SELECT rowid, record, game_id, seat1, seat2, termination"
-                              " FROM voids ORDER BY rowid")  # fmt: skip
+        cursor = self._cursor("SELECT rowid, CAST(record AS BLOB), game_id, seat1, seat2,"
+                              " termination FROM voids ORDER BY rowid")  # fmt: skip
         for rowid, record, game_id, seat1, seat2, termination in self._rows(cursor):
             row = {"game_id": game_id, "seat1": seat1, "seat2": seat2,
                    "termination": termination}  # fmt: skip
@@ -547,19 +600,19 @@ class Store:
 
     # ---------------------------------------------------------------- queries
 
-    def _failure(self, exc: sqlite3.Error) -> ArbiterError:
+    def _failure(self, exc: sqlite3.Error | UnicodeDecodeError) -> ArbiterError:
         return _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin)
 
     def _exec(self, sql: str) -> None:
         try:
             self.db.execute(sql)
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             raise self._failure(exc) from exc
 
     def _cursor(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         try:
             return self.db.execute(sql, params)
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             raise self._failure(exc) from exc
 
     def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
@@ -567,7 +620,7 @@ class Store:
         while True:
             try:
                 row = cursor.fetchone()
-            except sqlite3.Error as exc:
+            except DB_ERRORS as exc:
                 raise self._failure(exc) from exc
             if row is None:
                 return
@@ -636,9 +689,15 @@ class Store:
 
     # ----------------------------------------------------------------- games
 
+    def _use_wal(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self._wal_pending = False
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         try:
+            if self._wal_pending:
+                self._use_wal()
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield
@@ -646,7 +705,7 @@ class Store:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
             cause = "no space left on device; " if code == sqlite3.SQLITE_FULL else ""
             raise StoreError(
@@ -678,7 +737,7 @@ class Store:
         the file is still readable through the open connection."""
         try:
             held = int(self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-        except sqlite3.Error:
+        except DB_ERRORS:
             held = -1
         saved = None
         if held > 0:
@@ -986,7 +1045,7 @@ def set_aside(path: Path) -> Path | None:
     try:
         with contextlib.closing(sqlite3.connect(path)) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except sqlite3.Error as exc:
+    except DB_ERRORS as exc:
         raise ConfigError(f"not a results store ({exc}); --fresh only sets stores aside",
                           where=str(path), hint="move that file away yourself or name"
                           " another output") from exc  # fmt: skip

@@ -598,7 +598,7 @@ def damage(store: Path, edits: list[tuple[str, str, int, object, object]]) -> No
             data[row % len(data)] ^= int(str(what))
             store.write_bytes(bytes(data))
             continue
-        with contextlib.suppress(sqlite3.Error), \
+        with contextlib.suppress(sqlite3.Error, UnicodeDecodeError), \
                 contextlib.closing(sqlite3.connect(store, isolation_level=None)) as con:
             if kind == "set":
                 column = COLUMNS[table][int(str(what)) % len(COLUMNS[table])]
