@@ -32,6 +32,7 @@ from arbiter.records import BadLine, RecordWriter, read_records
 from arbiter.referee import RefereeConfig
 from arbiter.rules import IllegalMove, Variant
 from arbiter.running import Interrupted, run_trio
+from arbiter.store import resolved
 from arbiter.text import one_line, terminal
 from arbiter.tournament import MAX_CONCURRENCY
 
@@ -247,7 +248,7 @@ def match(
         games=games, variant=_variant(int(islands), size, pie), tc=tc,
         concurrency=concurrency, seed=seed, referee=RefereeConfig(margin=margin),
     )  # fmt: skip
-    hidden = (str(Path(records).resolve()),) if records else ()
+    hidden = (str(resolved(records, "--records")),) if records else ()
     specs = (_confined(specs[0], sandbox, hidden, f"engine {engine1!r}"),
              _confined(specs[1], sandbox, hidden, f"engine {engine2!r}"))  # fmt: skip
     for line in shared_folder_warnings({engine1: specs[0], engine2: specs[1]}):
@@ -451,8 +452,13 @@ def _store_standings(store: Any) -> str:
     return table(standings(tally)) if tally.games else "No rated games yet."
 
 
-def _tournament_notes(store: Any) -> list[str]:
+def _tournament_notes(store: Any, outside: int = 0) -> list[str]:
     lines = []
+    if outside:
+        lines.append(
+            f"Note: {outside} stored games are outside this schedule (played with more"
+            " rounds or other engines); the table rates them with the rest."
+        )
     for a, b, n in store.identical_pairings():
         lines.append(
             f"Note: all {n} games between {a} and {b} were identical (per seat order):"
@@ -463,6 +469,24 @@ def _tournament_notes(store: Any) -> list[str]:
         lines.append("Void games not yet replayed:")
         lines += [f"  {n} x {term}: {reason[:200]}" for term, reason, n in voids[:10]]
     return lines
+
+
+def _damaged(store: Any, strict: bool) -> None:
+    """A reader's damaged store rows: skipped with a line each, or refused (--strict)."""
+    from arbiter.store import READ_HINT
+
+    for damage in store.damage:
+        if strict:
+            raise ConfigError(str(damage), hint=READ_HINT)
+        say(f"skipped {damage}", err=True)
+
+
+def _outside(t: Any, store: Any) -> tuple[int, int]:
+    """(games of this schedule stored, stored games outside it): status and the table
+    count the same games, the second number says which the schedule does not hold."""
+    stored = store.done_ids()
+    done = t.stored(stored)
+    return done, len(stored) - done
 
 
 @tournament.command("run")
@@ -490,7 +514,6 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
     only the new games. Changing a condition of play needs --fresh.
     """
-    from arbiter.errors import StoreError
     from arbiter.report import TournamentProgress
     from arbiter.store import Store
     from arbiter.tournament import check_conditions, load_tournament, run_tournament
@@ -502,10 +525,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     t = load_tournament(file, engines_here=dask is None)
     for line in shared_folder_warnings(t.engines):
         say(line, err=True)
-    try:
-        store, kept = Store.open_for_run(t.output, fresh=fresh)
-    except StoreError as exc:
-        raise ConfigError(str(exc), where=f"{file}: tournament.output") from exc
+    store, kept = Store.open_for_run(t.output, fresh=fresh,
+                                     origin=f"{file}: tournament.output")  # fmt: skip
     with store:
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
@@ -533,8 +554,10 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
             progress.close()
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
+        store.verify()  # never a table over games nobody will find
+        _, outside = _outside(t, store)
         say(_store_standings(store))
-        for line in _tournament_notes(store) + outcome.notes:
+        for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:
             say(f"Given up after repeated voids: {len(outcome.unplayed)} games"
@@ -550,9 +573,16 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--by-host", is_flag=True,
               help="Also the standings of each host's games alone (a slow node shows up).")
+@click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
-    """Games done and left, current standings, void games and why."""
+def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> None:
+    """Games done and left, current standings, void games and why.
+
+    One snapshot of the store: every number shown is from the same moment, also while
+    a run is writing. `done` counts the schedule's games stored; the table rates every
+    stored game, and `outside_schedule` says how many of those the schedule no longer
+    holds (rounds lowered, engines removed): done + outside_schedule = games.
+    """
     from arbiter.ratings import DEFAULT_PRIOR
     from arbiter.standings import Tally, host_heading, host_json, standings, to_json
     from arbiter.standings import by_host as split_by_host
@@ -561,22 +591,24 @@ def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
 
     t = load_tournament(file, engines_here=False)  # its engines are not started here
     hosts = []
+    outside = 0
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
     else:
-        with Store.open(t.output, create=False) as store:
-            done = t.stored(store.done_ids())
+        with Store.open_read(t.output) as store:
+            _damaged(store, strict)
+            done, outside = _outside(t, store)
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
-            notes = _tournament_notes(store)
+            notes = _tournament_notes(store, outside)
             if by_host:
                 hosts = split_by_host(store)
     if as_json:
         data: dict[str, Any] = {
             "tournament": t.name, "store": str(t.output), "scheduled": t.total, "done": done,
-            "left": t.total - done,
+            "left": t.total - done, "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
         }  # fmt: skip
         data.update(to_json(board) if board is not None else {
@@ -603,31 +635,27 @@ def tournament_status(file: str, as_json: bool, by_host: bool) -> None:
 @tournament.command("export")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--records", "out", required=True, type=click.Path(dir_okay=False),
-              help="Write every stored game to this JSON Lines file (void attempts too).")
+              help="Write every stored game to this JSON Lines file (void attempts too);"
+                   " a device or pipe (/dev/stdout, a FIFO) is streamed to.")
+@click.option("--force", is_flag=True, help="Replace the records file if it exists.")
+@click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_export(file: str, out: str) -> None:
+def tournament_export(file: str, out: str, force: bool, strict: bool) -> None:
     """Write every stored game as a records line, void attempts flagged."""
+    from arbiter.outfile import write_lines
     from arbiter.store import Store, store_files
     from arbiter.tournament import load_tournament
 
     t = load_tournament(file, engines_here=False)  # its engines are not started here
-    target = Path(out).resolve()
-    protected = {t.path.resolve(), *store_files(t.output.resolve())}
+    target = resolved(out, "--records")
+    protected = {resolved(t.path), *store_files(t.output)}
     if target in protected:
         raise ConfigError("the records file would overwrite the tournament's own files",
                           where=out, hint="choose a new .jsonl path")  # fmt: skip
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
-    with Store.open(t.output, create=False) as store:
-        try:
-            with open(temporary, "w", encoding="utf-8") as handle:
-                n = 0
-                for data, _ in store.records():
-                    handle.write(json.dumps(data, separators=(",", ":")) + "\n")
-                    n += 1
-            os.replace(temporary, target)  # whole or not at all
-        except OSError as exc:
-            temporary.unlink(missing_ok=True)
-            raise ConfigError(f"cannot write records: {exc.strerror}", where=out) from exc
+    with Store.open_read(t.output) as store:
+        _damaged(store, strict)
+        lines = (json.dumps(data, separators=(",", ":")) + "\n" for data, _ in store.records())
+        n = write_lines(out, lines, force=force, hint="choose a new .jsonl path")
     say(f"Wrote {n} records to {out}.", err=True)
 
 
@@ -707,7 +735,7 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     from arbiter.html_report import render_report
     from arbiter.standings import Games
 
-    if Path(output).resolve() in {Path(s).resolve() for s in sources}:
+    if resolved(output, "--output") in {resolved(s) for s in sources}:
         raise ConfigError("the report would overwrite one of its sources", where=output,
                           hint="choose a new .html path")  # fmt: skip
     keep = Games()
@@ -732,9 +760,12 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
     if tally.duplicates:
         say(f"{tally.duplicates} games appeared in more than one source and were counted"
             " once.", err=True)  # fmt: skip
+    from arbiter.store import READ_HINT, Damage
+
     for line in bad:
         if strict:
-            raise ConfigError(str(line), hint="fix or remove the line, or leave out --strict")
+            raise ConfigError(str(line), hint=READ_HINT if isinstance(line, Damage) else
+                              "fix or remove the line, or leave out --strict")  # fmt: skip
         say(f"skipped {line}", err=True)
     if not tally.games:
         raise ConfigError("no rated games in " + ", ".join(sources),

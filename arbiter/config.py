@@ -165,7 +165,7 @@ def engine_definition(
         try:
             tc = TimeControl.parse(table["tc"])
         except ConfigError as exc:
-            raise ConfigError(str(exc), where=f"{where}.tc") from exc
+            raise exc.located(f"{where}.tc") from exc
     confined = table.get("sandbox", False)
     if not isinstance(confined, bool):
         raise ConfigError("sandbox must be true or false", where=f"{where}.sandbox")

@@ -19,12 +19,22 @@ class ConfigError(ArbiterError, ValueError):
     """
 
     def __init__(self, message: str, *, where: str | None = None, hint: str | None = None) -> None:
+        self.message = message
         self.where = where
         self.hint = hint
         text = f"{where}: {message}" if where else message
         if hint:
             text = f"{text} ({hint})"
         super().__init__(text)
+
+    def located(self, where: str) -> ConfigError:
+        """This error placed at `where`, unless it already names its place.
+
+        Code that calls a parser knows where the value came from; the parser may already
+        know better (a nested key). Re-raising `str(exc)` with a new `where` would name
+        the place twice, so callers add a place through here instead.
+        """
+        return ConfigError(self.message, where=self.where or where, hint=self.hint)
 
 
 class EngineError(ArbiterError):

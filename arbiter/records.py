@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import math
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
@@ -263,6 +264,7 @@ class RecordWriter:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        _check_appendable(self.path)
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -293,6 +295,35 @@ class RecordWriter:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _check_appendable(path: Path) -> None:
+    """Refuse to append records to a file that holds something else (a tournament file,
+    a results store, any text): the lines would damage it and be lost in it. A new or
+    empty file, a records file, a device or a pipe is fine."""
+    hint = "give a new .jsonl path, or a records file written by --records"
+    if path.suffix.lower() == ".toml":
+        raise ConfigError("is a tournament or engines file name, not a records file",
+                          where=str(path), hint=hint)  # fmt: skip
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 24)
+    except OSError:
+        return  # opening it for appending says what is wrong
+    if not first:
+        return
+    if first.startswith(b"SQLite format 3\x00"):
+        raise ConfigError("is an SQLite database (a results store?), not a records file",
+                          where=str(path), hint=hint)  # fmt: skip
+    try:
+        data = json.loads(first)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise ConfigError("is not a records file (its first line is not a JSON object)",
+                          where=str(path), hint=hint)  # fmt: skip
 
 
 @dataclass(frozen=True)

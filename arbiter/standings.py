@@ -23,7 +23,7 @@ from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
 from arbiter.records import BadLine, Termination, read_records
-from arbiter.store import FAULTS, Store
+from arbiter.store import FAULTS, Damage, Store, resolved
 
 
 @dataclass
@@ -179,15 +179,19 @@ def source_kind(path: str) -> str:
 
 
 def gather(sources: Iterable[str], keep: Games | None = None,
-           ) -> tuple[Tally, list[BadLine], list[str]]:  # fmt: skip
+           ) -> tuple[Tally, list[BadLine | Damage], list[str]]:  # fmt: skip
     """Tally tournament files, stores and records files together, each game once:
-    (tally, bad records lines, tournament names met). With `keep`, the records counted
-    are kept there as well, deduplicated the same way."""
+    (tally, bad records lines and damaged store rows, tournament names met). With
+    `keep`, the records counted are kept there as well, deduplicated the same way.
+
+    Stores are read read-only, one snapshot each; their damaged rows are left out and
+    returned with the bad lines, as the records files' are."""
     from arbiter.tournament import load_tournament
 
     tally = Tally()
     files: list[str] = []
     stores: set[Path] = set()
+    damaged: list[Damage] = []
     names: list[str] = []
     for source in sources:
         kind = source_kind(source)
@@ -196,16 +200,18 @@ def gather(sources: Iterable[str], keep: Games | None = None,
             continue
         path = Path(load_tournament(source, engines_here=False).output if kind == "tournament"
                     else source)  # fmt: skip
-        if path.resolve() in stores:
+        real = resolved(path)
+        if real in stores:
             continue  # the same store twice (e.g. by its file and by its tournament)
-        stores.add(path.resolve())
-        with Store.open(path, create=False) as store:
+        stores.add(real)
+        with Store.open_read(path) as store:
+            damaged.extend(store.damage)
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
             tally.add_store(store, keep)
     tally, bad, _ = tally_records(files, tally, keep)
-    return tally, bad, names
+    return tally, [*damaged, *bad], names
 
 
 @dataclass(frozen=True)

@@ -6,25 +6,52 @@ run skips it. Each commit is a single transaction: after `kill -9` at any moment
 holds every finished game and nothing half-written; in-flight games were never stored and
 are replayed. Only the driver writes; games in play never touch the file.
 
-A second run on the same store is refused while one runs: an exclusive `flock` on a lock
-file beside the store, which the kernel releases when the holder dies however it dies.
+One run at a time: a run holds an exclusive `flock` on the database file itself for as
+long as it runs. The kernel releases it when the holder dies however it dies, and unlike a
+lock file beside the store it cannot be deleted from under the run (a deleted lock file
+let a second run make a new one and play the same games). Because the lock is on the
+file, not on its name, a run can also tell when its store is no longer the file at its
+path (removed, or replaced by another file): after every write it compares the path's
+device and inode with the file it locked, and stops, keeping a copy of what the lost file
+held. On Linux `flock` and SQLite's own POSIX record locks are independent, so neither
+disturbs the other (on NFS flock is emulated with record locks; SQLite in WAL mode is not
+for network filesystems anyway).
+
+Readers (status, ratings, report, export) change nothing: they open the database
+read-only and read one snapshot, one read transaction for everything they show. A WAL
+database opened read-only still needs its -wal and -shm files, which SQLite would create;
+so a reader first takes a shared `flock`, which keeps a run from starting while it reads
+(a run waits for readers, and refuses only another run), and when no run holds the store
+and there is no write-ahead log to read, it reads the file as immutable. Otherwise (a run
+in progress, or the log of a run that died) it reads through the files that are there;
+the only file it can then touch is -shm, SQLite's shared-memory index of the log, which
+every reader of a live WAL database updates (and which SQLite makes anew if a log has
+outlived it: without it the log cannot be read).
+
+Every row a reader or a run relies on is checked before use: a stored record means what a
+records line means (`GameRecord.from_json`) and must agree with its row. A row that does
+not is a `Damage`: readers report it and leave it out, and a run refuses to build on it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import sqlite3
+import stat
+import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arbiter.errors import ConfigError, StoreError
+from arbiter.errors import ArbiterError, ConfigError, StoreError
 from arbiter.process import EngineInfo, EngineSpec
 from arbiter.records import GameRecord, Termination
 from arbiter.schedule import ScheduledGame
@@ -78,6 +105,26 @@ CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 
 _NOT_FAULTS = (Termination.CONNECTION, Termination.RESIGN, Termination.SETUP, Termination.HARNESS)
 FAULTS = tuple(t.value for t in Termination if t not in _NOT_FAULTS)
+_RATED = frozenset(t.value for t in Termination) - {Termination.SETUP.value,
+                                                     Termination.HARNESS.value}  # fmt: skip
+_TABLES = ("meta", "engines", "games", "voids")
+READERS_WAIT = 30.0  # seconds a starting run waits for readers of its store to finish
+RUN_HINT = ("the run does not build on a damaged store: restore it from a copy, or start a"
+            " new store with --fresh (the old one is kept under a dated name)")  # fmt: skip
+READ_HINT = "restore the store from a copy, or leave out --strict to skip damaged rows"
+
+
+_COLUMNS: dict[str, list[str]] = {}
+
+
+def _columns() -> dict[str, list[str]]:
+    """Each table's columns, as the schema above makes them."""
+    if not _COLUMNS:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.executescript(_SCHEMA)
+            for table in _TABLES:
+                _COLUMNS[table] = [str(r[1]) for r in db.execute(f"PRAGMA table_info({table})")]
+    return _COLUMNS
 
 
 def _now() -> str:
@@ -133,69 +180,406 @@ class GameRow:
     pair_key: str
 
 
+@dataclass(frozen=True)
+class Damage:
+    """A stored row that cannot be trusted: where it is and what is wrong with it."""
+
+    store: str
+    table: str
+    row: int
+    label: str  # what names the row: its game id, meta key or engine name
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.store}: {self.table} row {self.row} ({self.label}): {self.problem}"
+
+
+def _label(key: str, value: object) -> str:
+    text = repr(value)
+    return f"{key} {text[:80] + '...' if len(text) > 80 else text}"
+
+
+def _json(value: object, what: str) -> tuple[Any, str]:
+    """A stored JSON text parsed, or what is wrong with it."""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, f"{what} is not UTF-8 text"
+    if not isinstance(value, str):
+        return None, f"{what} is not JSON text (a stored {type(value).__name__})"
+    try:
+        return json.loads(value), ""
+    except (ValueError, RecursionError):
+        return None, f"{what} is not JSON"
+
+
+def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str:
+    """What is wrong with a stored record and its row, or "" (the records reader's rules,
+    and the row's columns must say what the record says)."""
+    data, problem = _json(value, "record")
+    if problem:
+        return problem
+    try:
+        record = GameRecord.from_json(data)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        return f"record is not a game record ({str(exc)[:200]})"
+    if record.void != void:
+        return "record is a void attempt among rated games" if record.void else \
+            "record is a rated game among void attempts"  # fmt: skip
+    for key in ("game_id", "seat1", "seat2"):
+        if row[key] != getattr(record, key):
+            return f"the row's {key} is not the record's"
+    if row["termination"] != record.termination.value:
+        return "the row's termination is not the record's"
+    if void:
+        return ""
+    if record.seat1 == record.seat2:
+        return "both seats have the same name"
+    if row["termination"] not in _RATED:
+        return f"termination {row['termination']!r} on a rated game"
+    seat = row["winner_seat"]
+    if type(seat) is not int or seat not in (1, 2):
+        return "winner_seat is neither 1 nor 2"
+    winner = record.seat1 if seat == 1 else record.seat2
+    if record.winner != winner or row["winner"] != winner:
+        return "the winner is not the seat the row names"
+    if row["started"] != record.started:
+        return "the row's start time is not the record's"
+    if not isinstance(row["pair_key"], str):
+        return "pair_key is not text"
+    return ""
+
+
+# What reading a damaged database can raise: SQLite's errors, and the UnicodeDecodeError
+# Python's sqlite3 raises when a damaged file puts bytes that are not UTF-8 in an error
+# message or a column it decodes.
+DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def _text(data: bytes) -> str:
+    """Stored text as Python reads it: damaged bytes become U+FFFD, never an exception
+    (the columns checked against their record then differ and the row is damaged)."""
+    return data.decode("utf-8", "replace")
+
+
+def _sqlite_failure(exc: sqlite3.Error | UnicodeDecodeError, path: Path, *, run: bool,
+                    origin: str = "") -> ArbiterError:  # fmt: skip
+    """The error to report for an SQLite failure on a store, by its real cause."""
+    if isinstance(exc, UnicodeDecodeError):
+        said = bytes(exc.object).decode("utf-8", "replace")[:200]
+        return ConfigError(f"not a usable results store (damaged: {said})", where=str(path),
+                           hint=_foreign_hint(run, origin))  # fmt: skip
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary == sqlite3.SQLITE_FULL or (primary == sqlite3.SQLITE_IOERR and _no_space(path)):
+        # SQLite reports some writes that found the disk full (growing -shm, say) as
+        # an I/O error: a disk with next to nothing free is the cause to name then.
+        return StoreError(f"{path}: no space left on device ({exc}); free some space and run"
+                          " again (the games stored so far are intact)")  # fmt: skip
+    if primary == sqlite3.SQLITE_IOERR:
+        return StoreError(f"{path}: the disk failed a read or write ({exc}); check the disk"
+                          " and run again")  # fmt: skip
+    if primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY,
+                   sqlite3.SQLITE_AUTH):  # fmt: skip
+        return ConfigError(f"cannot {'write' if run else 'read'} the results store ({exc})",
+                           where=str(path), hint="choose a writable output path" if run else
+                           "check the file and its folder's permissions")  # fmt: skip
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(f"{path}: the results store stayed busy ({exc}); try again")
+    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FORMAT,
+                   sqlite3.SQLITE_SCHEMA, sqlite3.SQLITE_ERROR, sqlite3.SQLITE_MISMATCH,
+                   sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG):  # fmt: skip
+        return ConfigError(f"not a usable results store ({exc})", where=str(path),
+                           hint=_foreign_hint(run, origin))  # fmt: skip
+    return StoreError(f"{path}: the results store failed ({exc})")
+
+
+def _no_space(path: Path) -> bool:
+    """True if the filesystem holding `path` has (next to) no space left."""
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return fs.f_bavail * fs.f_frsize < 1 << 20
+
+
+def _foreign_hint(run: bool, origin: str) -> str:
+    if run:
+        return (f"move it away or set {origin or 'the output'} to a new file; if it is a"
+                " damaged store, restore it from a copy or start over with --fresh")
+    return "give a store written by 'arbiter tournament run'; if it is damaged, restore it" \
+           " from a copy"  # fmt: skip
+
+
+def _os_failure(exc: OSError, path: Path, doing: str, *, run: bool) -> ArbiterError:
+    """The error to report when the system refuses a file operation, by its cause."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StoreError(f"cannot {doing} {path}: {exc.strerror}; free some space and run"
+                          " again")  # fmt: skip
+    if exc.errno == errno.ELOOP:
+        return ConfigError("is a symbolic link that leads back to itself", where=str(path),
+                           hint="remove the link or name another file")  # fmt: skip
+    if exc.errno == errno.ENOENT and not run:
+        return ConfigError("no results store here yet", where=str(path),
+                           hint="run 'arbiter tournament run FILE' first")  # fmt: skip
+    return ConfigError(f"cannot {doing}: {exc.strerror}", where=str(path),
+                       hint="choose a writable output path" if run else
+                       "check the path and its permissions")  # fmt: skip
+
+
 class Store:
-    """An open tournament store. Use `Store.open`; close it (or use `with`)."""
+    """An open tournament store: `open_for_run` to play, `open_read` to look at it.
+
+    Close it (or use `with`); a store opened to read is one snapshot until then.
+    """
 
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
         self.db = connection
-        self._lock_fd: int | None = None
+        self.damage: list[Damage] = []  # rows left out of every read (readers only)
+        self._skip_games = "[]"  # rowids of damaged rows, as JSON arrays for SQL
+        self._skip_voids = "[]"
+        self._fd: int | None = None  # the locked database file (run) or the file read
+        self._identity: tuple[int, int] | None = None  # its (st_dev, st_ino), for a run
+        self._written = 0  # games stored by this run
+        self._writer = False  # opened to write: failures get the run's hints
+        self._origin = ""  # where the path came from (a tournament file's key)
+        self._wal_pending = False  # switch to WAL mode before the first write
+
+    # ----------------------------------------------------------------- opening
 
     @classmethod
-    def open_for_run(cls, path: str | os.PathLike[str], *, fresh: bool = False
-                     ) -> tuple[Store, Path | None]:  # fmt: skip
+    def open_for_run(cls, path: str | os.PathLike[str], *, fresh: bool = False,
+                     origin: str = "") -> tuple[Store, Path | None]:  # fmt: skip
         """Lock the store for this run, set the old one aside if `fresh`, then open it.
 
+        Nothing is written to an existing store before it has been read and found sound:
+        a foreign or damaged file is refused (ConfigError) exactly as it was. `origin`
+        names where the path came from (the tournament file's key), for the hints.
         Returns the store and, with `fresh`, where the old store went (None if none).
         """
         file = Path(path)
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot create the folder for the results store: {exc.strerror}",
-                              where=str(file), hint="choose a writable output path") from exc
-        fd = _lock(file)
+            raise _os_failure(exc, file.parent, "create the folder for the results store",
+                              run=True) from exc  # fmt: skip
+        fd, created = _lock(file)
+        kept = None
         try:
-            kept = set_aside(file) if fresh else None
-            store = cls.open(file)
+            if fresh and not created:
+                kept = set_aside(file)  # moved away while we hold it: no run is on it
+                os.close(fd)
+                fd = -1
+                fd, created = _lock(file)
+            store = cls._open_rw(file, run=True, origin=origin)
         except BaseException:
-            os.close(fd)
+            if fd >= 0:
+                identity = os.fstat(fd)
+                os.close(fd)
+                if created:
+                    _remove_unused(file, (identity.st_dev, identity.st_ino))
             raise
-        store._lock_fd = fd
+        store._fd = fd
+        st = os.fstat(fd)
+        store._identity = (st.st_dev, st.st_ino)
         return store, kept
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, create: bool = True) -> Store:
+        """Without `create`, `open_read`; with it, a writable store and no run lock (for
+        tools and tests that build a store themselves)."""
+        if not create:
+            return cls.open_read(path)
         file = Path(path)
-        if not create and not file.exists():
-            raise ConfigError("no results store here yet", where=str(file),
-                              hint="run 'arbiter tournament run FILE' first")  # fmt: skip
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _os_failure(exc, file.parent, "create the folder for the results store",
+                              run=True) from exc  # fmt: skip
+        return cls._open_rw(file, run=True)
+
+    @classmethod
+    def _open_rw(cls, file: Path, *, run: bool, origin: str = "") -> Store:
+        try:
             db = sqlite3.connect(file, isolation_level=None, timeout=10.0)
-            db.execute("PRAGMA journal_mode=WAL")
+        except DB_ERRORS as exc:
+            raise _sqlite_failure(exc, file, run=run, origin=origin) from exc
+        db.text_factory = _text
+        store = cls(file, db)
+        store._writer, store._origin = True, origin
+        try:
+            new = store._check(run=True, origin=origin)
             # NORMAL in WAL mode: a committed game survives any crash of this process;
             # only a power loss can take back the last commits, never corrupt the file.
             db.execute("PRAGMA synchronous=NORMAL")
-            if create:
+            if new:
+                store._use_wal()
                 db.executescript(_SCHEMA)
-            version = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{file}: not a usable results store ({exc}); move it away or choose another"
-                " output file"
-            ) from exc
-        except OSError as exc:
-            raise ConfigError(f"cannot create the results store: {exc.strerror}",
-                              where=str(file), hint="choose a writable output path") from exc
-        store = cls(file, db)
-        if version is None and create:
-            store._set_meta("schema", str(SCHEMA_VERSION))
-        elif version is not None and version[0] != str(SCHEMA_VERSION):
+                store._set_meta("schema", str(SCHEMA_VERSION))
+            else:
+                # An existing store is switched to WAL by the first write, not before: a
+                # run refused after opening it (changed conditions) leaves it as it was.
+                store._wal_pending = True
+        except DB_ERRORS as exc:
             db.close()
-            raise StoreError(f"{file}: store schema {version[0]} is not supported by this"
-                             f" version (expects {SCHEMA_VERSION})")  # fmt: skip
+            raise _sqlite_failure(exc, file, run=run, origin=origin) from exc
+        except BaseException:
+            db.close()
+            raise
         return store
+
+    @classmethod
+    def open_read(cls, path: str | os.PathLike[str]) -> Store:
+        """Open a store to read: read-only, one snapshot, not a byte of it changed.
+
+        `damage` lists the rows that were found damaged; every read leaves them out.
+        """
+        file = Path(path)
+        try:
+            fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _os_failure(exc, file, "read the results store", run=False) from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ConfigError("not a results store (not a regular file)", where=str(file),
+                                  hint=_foreign_hint(False, ""))  # fmt: skip
+            header = os.pread(fd, 100, 0)
+            if header and not header.startswith(b"SQLite format 3\x00"):
+                raise ConfigError("not a results store (not an SQLite database)",
+                                  where=str(file), hint=_foreign_hint(False, ""))  # fmt: skip
+            query = _read_mode(file, fd, header)
+            uri = f"file:{urllib.parse.quote(str(file.absolute()))}?{query}"
+            try:
+                db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0)
+            except DB_ERRORS as exc:
+                raise _sqlite_failure(exc, file, run=False) from exc
+            db.text_factory = _text
+        except BaseException:
+            os.close(fd)
+            raise
+        store = cls(file, db)
+        store._fd = fd
+        try:
+            store._exec("BEGIN")  # one snapshot for everything this reader shows
+            if store._check(run=False):
+                # No tables yet (an empty file): read it as an empty store, through
+                # temporary tables that live in memory, not in the file.
+                store._exec("ROLLBACK")
+                db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE")
+                                 .replace("CREATE INDEX IF NOT EXISTS games_by_number ON games",
+                                          "CREATE INDEX IF NOT EXISTS temp.games_by_number"
+                                          " ON games"))  # fmt: skip
+                store._exec("BEGIN")
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _check(self, *, run: bool, origin: str = "") -> bool:
+        """Read what the store holds before anyone relies on it; True if it is new
+        (no tables yet). A reader notes damaged rows; a run refuses them."""
+        entries = self._q("SELECT type, name FROM sqlite_master")
+        if not entries:
+            return True
+        tables = {str(name) for kind, name in entries if kind == "table"}
+        where = str(self.path)
+        hint = RUN_HINT if run else "restore it from a copy"
+        if "meta" not in tables:
+            raise ConfigError("an SQLite database, but not a results store (no meta table)",
+                              where=where, hint=_foreign_hint(run, origin))  # fmt: skip
+        missing = [t for t in _TABLES if t not in tables]
+        if missing:
+            raise ConfigError(f"a results store without its {', '.join(missing)} table",
+                              where=where, hint=hint)  # fmt: skip
+        for table in _TABLES:
+            have = {str(c) for (c,) in self._q("SELECT name FROM pragma_table_info(?)",
+                                               (table,))}  # fmt: skip
+            lacking = [c for c in _columns()[table] if c not in have]
+            if lacking:
+                raise ConfigError(f"the store's {table} table lacks column(s)"
+                                  f" {', '.join(lacking)}", where=where, hint=hint)  # fmt: skip
+        if run:
+            # A run writes: every page of the file, indexes too, must be sound first.
+            verdict = [str(v) for (v,) in self._q("PRAGMA quick_check(5)")]
+            if verdict != ["ok"]:
+                raise ConfigError(f"the database file is damaged ({'; '.join(verdict)[:300]})",
+                                  where=where, hint=hint)  # fmt: skip
+        version = self._q("SELECT value FROM meta WHERE key='schema'")
+        if not version:
+            raise ConfigError("a results store without its schema version", where=where,
+                              hint=hint)  # fmt: skip
+        if str(version[0][0]) != str(SCHEMA_VERSION):
+            raise ConfigError(f"store schema {str(version[0][0])[:40]!r} is not supported by"
+                              f" this version (expects {SCHEMA_VERSION})", where=where,
+                              hint="use the version of arbiter that wrote it")  # fmt: skip
+        self.damage = self._scan()
+        if run and self.damage:
+            more = len(self.damage) - 1
+            raise ConfigError(str(self.damage[0]) + (f" (and {more} more damaged rows)"
+                                                     if more else ""), hint=RUN_HINT)  # fmt: skip
+        return False
+
+    def _scan(self) -> list[Damage]:
+        """Every row checked as its readers will use it; the damaged ones, in table order."""
+        name = str(self.path)
+        found: list[Damage] = []
+        # JSON columns are read as bytes: `_json` says when they are not UTF-8 text.
+        for rowid, key, value, kind in self._q("SELECT rowid, key, CAST(value AS BLOB),"
+                                               " typeof(value) FROM meta ORDER BY rowid"):
+            if key in ("conditions", "definition"):
+                data, problem = _json(value, "value")
+                if not problem and not isinstance(data, dict):
+                    problem = "value is not a JSON object"
+                if problem:
+                    found.append(Damage(name, "meta", int(rowid), _label("key", key), problem))
+            elif key == "tournament" and (kind != "text" or _json(value, "value")[1]
+                                          == "value is not UTF-8 text"):  # fmt: skip
+                found.append(Damage(name, "meta", int(rowid), _label("key", key),
+                                    "value is not text"))  # fmt: skip
+        for rowid, engine, definition, command in self._q(
+                "SELECT rowid, name, CAST(definition AS BLOB), CAST(command AS BLOB)"
+                " FROM engines ORDER BY rowid"):
+            data, problem = _json(definition, "definition")
+            if not problem and not isinstance(data, dict):
+                problem = "definition is not a JSON object"
+            if not problem:
+                data, problem = _json(command, "command")
+                if not problem and not (isinstance(data, list)
+                                        and all(isinstance(w, str) for w in data)):
+                    problem = "command is not a JSON list of strings"
+            if not problem and not isinstance(engine, str):
+                problem = "name is not text"
+            if problem:
+                found.append(Damage(name, "engines", int(rowid), _label("name", engine),
+                                    problem))  # fmt: skip
+        bad_games: list[int] = []
+        columns = ("game_id", "seat1", "seat2", "winner", "winner_seat", "termination",
+                   "started", "pair_key")  # fmt: skip
+        cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}"
+                              " FROM games ORDER BY rowid")  # fmt: skip
+        for rowid, record, *values in self._rows(cursor):
+            problem = _record_problem(record, False, dict(zip(columns, values, strict=True)))
+            if problem:
+                bad_games.append(int(rowid))
+                found.append(Damage(name, "games", int(rowid), _label("game_id", values[0]),
+                                    problem))  # fmt: skip
+        bad_voids: list[int] = []
+        cursor = self._cursor("SELECT rowid, CAST(record AS BLOB), game_id, seat1, seat2,"
+                              " termination FROM voids ORDER BY rowid")  # fmt: skip
+        for rowid, record, game_id, seat1, seat2, termination in self._rows(cursor):
+            row = {"game_id": game_id, "seat1": seat1, "seat2": seat2,
+                   "termination": termination}  # fmt: skip
+            problem = _record_problem(record, True, row)
+            if problem:
+                bad_voids.append(int(rowid))
+                found.append(Damage(name, "voids", int(rowid), _label("game_id", game_id),
+                                    problem))  # fmt: skip
+        self._skip_games = json.dumps(bad_games)
+        self._skip_voids = json.dumps(bad_voids)
+        return found
 
     def __enter__(self) -> Store:
         return self
@@ -204,20 +588,54 @@ class Store:
         self.close()
 
     def close(self) -> None:
+        # SQLite closes first: closing another descriptor of the database file while
+        # SQLite holds its POSIX locks on it would drop them.
+        with contextlib.suppress(sqlite3.Error):
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
         self.db.close()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # ---------------------------------------------------------------- queries
+
+    def _failure(self, exc: sqlite3.Error | UnicodeDecodeError) -> ArbiterError:
+        return _sqlite_failure(exc, self.path, run=self._writer, origin=self._origin)
+
+    def _exec(self, sql: str) -> None:
+        try:
+            self.db.execute(sql)
+        except DB_ERRORS as exc:
+            raise self._failure(exc) from exc
+
+    def _cursor(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        try:
+            return self.db.execute(sql, params)
+        except DB_ERRORS as exc:
+            raise self._failure(exc) from exc
+
+    def _rows(self, cursor: sqlite3.Cursor) -> Iterator[Any]:
+        """A query's rows as they come; a damaged page met on the way is one clear error."""
+        while True:
+            try:
+                row = cursor.fetchone()
+            except DB_ERRORS as exc:
+                raise self._failure(exc) from exc
+            if row is None:
+                return
+            yield row
 
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """A read query; a damaged or foreign file is a StoreError, not a traceback."""
-        try:
-            return self.db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot read the results store {self.path}: {exc}; if the file is damaged,"
-                " restore it from a copy or start a new store with --fresh"
-            ) from exc
+        """A read query; a damaged or foreign file is one clear error, not a traceback."""
+        return list(self._rows(self._cursor(sql, params)))
+
+    # The rows every read may use: damaged ones are left out.
+    _GAMES = "(SELECT * FROM games WHERE rowid NOT IN (SELECT value FROM json_each(?)))"
+    _VOIDS = "(SELECT * FROM voids WHERE rowid NOT IN (SELECT value FROM json_each(?)))"
+
+    def _games(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        return self._q(sql.replace("{games}", self._GAMES), (self._skip_games, *params))
 
     # ------------------------------------------------------------------ meta
 
@@ -230,11 +648,16 @@ class Store:
 
     def conditions(self) -> dict[str, Any] | None:
         text = self.meta("conditions")
-        return None if text is None else dict(json.loads(text))
+        data = None if text is None else _json(text, "")[0]
+        return dict(data) if isinstance(data, dict) else None
 
     def engine_definitions(self) -> dict[str, dict[str, Any]]:
-        rows = self._q("SELECT name, definition FROM engines")
-        return {name: json.loads(definition) for name, definition in rows}
+        out = {}
+        for name, definition in self._q("SELECT name, definition FROM engines"):
+            data = _json(definition, "")[0]
+            if isinstance(data, dict):
+                out[str(name)] = data
+        return out
 
     def begin(self, name: str, conditions: Mapping[str, Any], definition: Mapping[str, Any],
               engines: Mapping[str, tuple[EngineSpec, Mapping[str, Any]]]) -> None:  # fmt: skip
@@ -266,9 +689,15 @@ class Store:
 
     # ----------------------------------------------------------------- games
 
+    def _use_wal(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self._wal_pending = False
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         try:
+            if self._wal_pending:
+                self._use_wal()
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 yield
@@ -276,11 +705,61 @@ class Store:
                 self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            cause = "no space left on device; " if code == sqlite3.SQLITE_FULL else ""
             raise StoreError(
-                f"cannot write the results store {self.path}: {exc}; the games stored so far"
-                " are intact, fix the problem (disk space, permissions) and run again to resume"
+                f"cannot write the results store {self.path}: {cause}{exc}; the games stored"
+                " so far are intact, fix the problem (disk space, permissions) and run again"
+                " to resume"
             ) from exc
+        self.verify()
+
+    def verify(self) -> None:
+        """Raise StoreError if the store this run locked is no longer the file at its
+        path (removed, or replaced by another file): what it held is saved beside it.
+
+        Called after every write and before a run reports success, so a run never calls
+        games stored that nobody will find.
+        """
+        if self._identity is None:
+            return
+        try:
+            st = os.stat(self.path)
+            here = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            here = False
+        if not here:
+            raise self._lost()
+
+    def _lost(self) -> StoreError:
+        """Say what a run's store held when it vanished from its path, and keep a copy:
+        the file is still readable through the open connection."""
+        try:
+            held = int(self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        except DB_ERRORS:
+            held = -1
+        saved = None
+        if held > 0:
+            target = _dated(self.path, "lost")
+            try:
+                with contextlib.closing(sqlite3.connect(target)) as copy:
+                    self.db.backup(copy)
+                saved = target
+            except (sqlite3.Error, OSError):
+                with contextlib.suppress(OSError):
+                    target.unlink()
+        what = "" if held < 0 else (f"; it held {held} games ({self._written} of them stored"
+                                    " by this run)")  # fmt: skip
+        if saved is not None:
+            then = (f", saved to {saved}: move that file back to {self.path} and run again to"
+                    " resume")  # fmt: skip
+        elif held > 0:
+            then = ", and they could not be saved: they are lost with the file"
+        else:
+            then = ""
+        return StoreError(f"the results store {self.path} was removed or replaced during the"
+                          f" run, which stopped{what}{then}")  # fmt: skip
 
     def write(self, game: ScheduledGame, record: GameRecord) -> None:
         """Store a finished attempt: a rated game once by id, or a void attempt."""
@@ -295,7 +774,7 @@ class Store:
                 )  # fmt: skip
                 return
             winner_seat = 1 if record.winner == record.seat1 else 2
-            self.db.execute(
+            inserted = self.db.execute(
                 "INSERT OR IGNORE INTO games (game_id, number, round, pair_key, seat1, seat2,"
                 " opening, winner, winner_seat, termination, plies, started, finished, record)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -303,41 +782,43 @@ class Store:
                  game.engines[1], " ".join(game.opening), game.engines[winner_seat - 1],
                  winner_seat, record.termination.value, record.plies, record.started,
                  record.finished, data),
-            )  # fmt: skip
+            ).rowcount  # fmt: skip
+            self._written += max(inserted, 0)
 
     def game_keys(self) -> set[tuple[str, str]]:
         """(game id, start time) of every stored game: what tells one play of a game
         from another when sources are combined."""
-        return {(str(a), str(b)) for a, b in self._q("SELECT game_id, started FROM games")}
+        return {(str(a), str(b)) for a, b in self._games("SELECT game_id, started FROM {games}")}
 
     def game_rows(self) -> Iterator[GameRow]:
-        rows = self._q(
-            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM games"
+        rows = self._games(
+            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key"
+            " FROM {games}"
         )
         for row in rows:
             yield GameRow(*row)
 
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""
-        rows = self._q(
+        rows = self._games(
             "SELECT json_extract(record, '$.host'), json_extract(record, '$.cpu'), game_id,"
             " started, seat1, seat2, winner_seat, termination, pair_key,"
-            " json_extract(record, '$.move_ms') FROM games ORDER BY number"
+            " json_extract(record, '$.move_ms') FROM {games} ORDER BY number"
         )
         for host, cpu, *row, move_ms in rows:
             times = json.loads(move_ms) if move_ms else []
             yield str(host or ""), str(cpu or ""), GameRow(*row), times
 
     def done_ids(self) -> set[str]:
-        return {row[0] for row in self._q("SELECT game_id FROM games")}
+        return {str(row[0]) for row in self._games("SELECT game_id FROM {games}")}
 
     def games_stored(self) -> int:
-        return int(self._q("SELECT COUNT(*) FROM games")[0][0])
+        return int(self._games("SELECT COUNT(*) FROM {games}")[0][0])
 
     def counts(self) -> list[CountRow]:
         """Per ordered seat pairing: games won by each seat (aggregated in SQL)."""
-        rows = self._q(
-            "SELECT seat1, seat2, SUM(winner_seat = 1), SUM(winner_seat = 2) FROM games"
+        rows = self._games(
+            "SELECT seat1, seat2, SUM(winner_seat = 1), SUM(winner_seat = 2) FROM {games}"
             " GROUP BY seat1, seat2"
         )
         return [CountRow(a, b, int(w), int(lost)) for a, b, w, lost in rows]
@@ -345,17 +826,17 @@ class Store:
     def faults(self) -> list[tuple[str, str, int]]:
         """(engine at fault, termination, count) for every forfeit."""
         marks = ",".join("?" * len(FAULTS))
-        rows = self._q(
+        rows = self._games(
             "SELECT CASE winner_seat WHEN 1 THEN seat2 ELSE seat1 END, termination, COUNT(*)"
-            f" FROM games WHERE termination IN ({marks}) GROUP BY 1, 2",
+            f" FROM {{games}} WHERE termination IN ({marks}) GROUP BY 1, 2",
             FAULTS,
         )
         return [(str(e), str(t), int(n)) for e, t, n in rows]
 
     def pair_results(self) -> list[tuple[str, str, str]]:
         """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
-        rows = self._q(
-            "SELECT pair_key, seat1, seat2, winner FROM games ORDER BY pair_key, number"
+        rows = self._games(
+            "SELECT pair_key, seat1, seat2, winner FROM {games} ORDER BY pair_key, number"
         )
         out: list[tuple[str, str, str]] = []
         current: list[tuple[str, str, str]] = []
@@ -373,9 +854,9 @@ class Store:
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
-        rows = self._q(
+        rows = self._games(
             "SELECT seat1, seat2, COUNT(*), COUNT(DISTINCT json_extract(record, '$.moves'))"
-            " FROM games GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
+            " FROM {games} GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
         )
         per_pairing: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, n, distinct in rows:
@@ -389,21 +870,26 @@ class Store:
     def void_summary(self) -> list[tuple[str, str, int]]:
         """(termination, reason, count) of void attempts whose game was never rated."""
         rows = self._q(
-            "SELECT termination, reason, COUNT(*) FROM voids"
-            " WHERE game_id NOT IN (SELECT game_id FROM games)"
-            " GROUP BY termination, reason ORDER BY COUNT(*) DESC"
+            f"SELECT termination, reason, COUNT(*) FROM {self._VOIDS}"
+            f" WHERE game_id NOT IN (SELECT game_id FROM {self._GAMES})"
+            " GROUP BY termination, reason ORDER BY COUNT(*) DESC",
+            (self._skip_voids, self._skip_games),
         )
         return [(str(t), str(r), int(n)) for t, r, n in rows]
 
     def void_count(self) -> int:
-        return int(self._q("SELECT COUNT(*) FROM voids")[0][0])
+        return int(self._q(f"SELECT COUNT(*) FROM {self._VOIDS}", (self._skip_voids,))[0][0])
 
     def records(self, *, voids: bool = True) -> Iterator[tuple[dict[str, Any], bool]]:
-        """Every stored record (JSON object) in play order, void attempts flagged."""
-        for (data,) in self._q("SELECT record FROM games ORDER BY number"):
+        """Every sound stored record (JSON object) in play order, void attempts flagged."""
+        cursor = self._cursor(f"SELECT record FROM {self._GAMES} ORDER BY number",
+                              (self._skip_games,))  # fmt: skip
+        for (data,) in self._rows(cursor):
             yield json.loads(data), False
         if voids:
-            for (data,) in self._q("SELECT record FROM voids ORDER BY id"):
+            cursor = self._cursor(f"SELECT record FROM {self._VOIDS} ORDER BY id",
+                                  (self._skip_voids,))  # fmt: skip
+            for (data,) in self._rows(cursor):
                 yield json.loads(data), True
 
     def accept_rebuild(self, name: str, spec: EngineSpec) -> None:
@@ -431,46 +917,153 @@ class Store:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
-def _lock(path: Path) -> int:
-    """Hold the store for this process; another live holder is a usage error."""
-    lock_path = path.with_name(path.name + ".lock")
+def _lock(path: Path) -> tuple[int, bool]:
+    """Open (creating if need be) the database file and hold it for this run.
+
+    Returns the descriptor and whether this call created the file. Another run holding
+    it is a usage error; readers holding it are waited for (they read for moments).
+    """
+    while True:
+        created = False
+        try:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                created = True
+            except FileExistsError:
+                fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _os_failure(exc, path, "open the results store", run=True) from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ConfigError("cannot be the results store (not a regular file)",
+                                  where=str(path), hint="name a new file as the output")
+            _flock_exclusive(fd, path)
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            return fd, created
+        os.close(fd)  # set aside or replaced meanwhile: lock the file there now
+
+
+def _flock_exclusive(fd: int, path: Path) -> None:
+    deadline = time.monotonic() + READERS_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            raise ConfigError(f"cannot lock the results store: {exc.strerror}",
+                              where=str(path), hint="put the store on a local disk, where"
+                              " one run can hold it") from exc  # fmt: skip
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            raise ConfigError(
+                "another run is using this results store" + (f" (pid {holder})" if holder
+                                                              else ""),
+                where=str(path),
+                hint="wait for it to finish or stop it; two runs cannot share a store",
+            ) from None  # fmt: skip
+        fcntl.flock(fd, fcntl.LOCK_UN)  # only readers hold it: wait for them
+        if time.monotonic() > deadline:
+            raise ConfigError(f"the results store was being read for over {READERS_WAIT:g} s",
+                              where=str(path), hint="run again when the commands reading it"
+                              " (status, ratings, report, export) are done")  # fmt: skip
+        time.sleep(0.05)
+
+
+def _holder(fd: int) -> str:
+    """The pid holding the exclusive flock on this file, if the kernel says (Linux)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the lock file {lock_path}: {exc.strerror}",
-                          where=str(path), hint="choose a writable output path") from exc
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[1:4] == ["FLOCK", "ADVISORY", "WRITE"] and parts[5] == key:
+            return parts[4]
+    return ""
+
+
+def _read_mode(file: Path, fd: int, header: bytes) -> str:
+    """How a reader opens the database so that no byte of it changes (see the module
+    docstring); holding a shared flock on `fd` while no run holds the store."""
+    wal_mode = len(header) > 19 and 2 in (header[18], header[19])
+    if not wal_mode:
+        return "mode=ro"  # a rollback-journal database is read without writing anything
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as exc:
-        holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-        os.close(fd)
-        raise ConfigError(
-            "another run is using this results store" + (f" (pid {holder})" if holder else ""),
-            where=str(path),
-            hint="wait for it to finish or stop it; two runs cannot share a store",
-        ) from exc
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return "mode=ro"  # a run holds it (its -wal and -shm are there), or no flock here
+    wal = file.with_name(file.name + "-wal")
+    try:
+        log = wal.stat().st_size
+    except OSError:
+        log = 0
+    # No run can start while we hold the shared lock; with no log to read, the file alone
+    # is the store and reading it as immutable needs no -wal, no -shm and no lock.
+    return "mode=ro" if log else "immutable=1"
+
+
+def resolved(path: str | os.PathLike[str], where: str | None = None) -> Path:
+    """The absolute path with symbolic links resolved; a link that leads back to itself
+    is one clear error, not a RuntimeError from pathlib."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as exc:
+        what = f"{path} is" if where else "is"
+        raise ConfigError(f"{what} a symbolic link that leads back to itself (or a loop of"
+                          " links)", where=where or str(path),
+                          hint="remove the link or name another file") from exc
+
+
+def _remove_unused(path: Path, identity: tuple[int, int]) -> None:
+    """Remove a store file this run created and could not use (nothing was stored), with
+    the -wal and -shm SQLite could not fold in and remove itself (a full disk)."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if (st.st_dev, st.st_ino) == identity:
+            path.unlink()
+            for suffix in ("-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+def _dated(path: Path, tag: str = "") -> Path:
+    """A new name beside `path` with the date and time in it."""
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = f"{tag}-{stamp}" if tag else stamp
+    target = path.with_name(f"{path.stem}.{label}{path.suffix}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.stem}.{label}-{n}{path.suffix}")
+    return target
 
 
 def set_aside(path: Path) -> Path | None:
     """Move a store (and its WAL files) to a dated name beside it; returns the new path."""
     if not path.exists():
         return None
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.stem}.{stamp}{path.suffix}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{path.stem}.{stamp}-{n}{path.suffix}")
+    target = _dated(path)
     # Fold the WAL into the main file first so that one file holds everything.
     try:
         with contextlib.closing(sqlite3.connect(path)) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path} is not a results store ({exc}); --fresh only sets stores"
-                         " aside: move that file away yourself or choose another output") from exc
+    except DB_ERRORS as exc:
+        raise ConfigError(f"not a results store ({exc}); --fresh only sets stores aside",
+                          where=str(path), hint="move that file away yourself or name"
+                          " another output") from exc  # fmt: skip
     os.replace(path, target)
     for suffix in ("-wal", "-shm"):
         side = path.with_name(path.name + suffix)
@@ -480,5 +1073,6 @@ def set_aside(path: Path) -> Path | None:
 
 
 def store_files(path: Path) -> list[Path]:
-    """The files a store lives in: the database, its WAL and shared memory, its lock."""
+    """The files a store lives in: the database, its WAL and shared memory, and the lock
+    file older versions kept beside it."""
     return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", ".lock")]

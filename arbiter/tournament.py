@@ -45,7 +45,7 @@ from arbiter.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.store import Store, program_hashes, store_files
+from arbiter.store import Store, program_hashes, resolved, store_files
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -215,10 +215,11 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     margin = float(_get(table, "margin", where, 0.1))
     if not 0 <= margin <= 60:
         raise ConfigError("must be between 0 and 60 seconds", where=f"{where}.margin")
+    tc_text = _get(table, "tc", where, "10+0.1")
     try:
-        tc = TimeControl.parse(_get(table, "tc", where, "10+0.1"))
+        tc = TimeControl.parse(tc_text)
     except ConfigError as exc:
-        raise ConfigError(str(exc), where=f"{where}.tc") from exc
+        raise exc.located(f"{where}.tc") from exc
     islands = _get(table, "islands", where, 8)
     size = _get(table, "size", where, 11)
     pie = _get(table, "pie", where, True)
@@ -256,7 +257,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
         raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
     output_value = _get(table, "output", where, f"{name}.sqlite")
-    output = (here / output_value).resolve()
+    output = resolved(here / output_value, f"{where}.output")
     if output.is_dir() or output == file.resolve() or not output_value.strip():
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip

@@ -169,11 +169,14 @@ def test_the_store_keeps_a_game_once_and_aggregates_in_sql(tmp_path: Path) -> No
 
 
 def test_a_file_that_is_not_a_store_is_a_clear_error(tmp_path: Path) -> None:
-    from arbiter.errors import ConfigError, StoreError
+    from arbiter.errors import ConfigError
 
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database at all" * 100)
-    with pytest.raises(StoreError, match="not a usable results store"):
+    # The operator's file to fix, as for every command: a ConfigError (exit 2).
+    with pytest.raises(ConfigError, match="not a usable results store"):
         Store.open(junk)
+    with pytest.raises(ConfigError, match="not a results store"):
+        Store.open_read(junk)
     with pytest.raises(ConfigError, match="no results store here yet"):
         Store.open(tmp_path / "missing.sqlite", create=False)
