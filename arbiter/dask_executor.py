@@ -70,7 +70,7 @@ from arbiter.executor import (
     preflight,
     void_record,
 )
-from arbiter.records import Evidence, Termination
+from arbiter.records import Evidence, Stage, Termination
 from arbiter.rules import Variant
 
 log = logging.getLogger(__name__)
@@ -427,7 +427,7 @@ class DaskExecutor:
             log.error("game %s failed on the cluster:\n%s", job.spec.game_id, story)
             reason = (f"the game's task failed on the cluster: {detail}; the traceback is in"
                       f" the record's evidence and in {logs.where()}")  # fmt: skip
-            evidence = Evidence(engine="harness", detail=detail, stage="harness",
+            evidence = Evidence(engine="harness", detail=detail, stage=Stage.HARNESS,
                                 traceback=story)  # fmt: skip
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
@@ -463,7 +463,7 @@ class DaskExecutor:
         """An engine that could not start on this worker is kept off it from now on."""
         record = event.record
         evidence = record.evidence
-        if not (record.void and evidence is not None and evidence.stage == "start"):
+        if not (record.void and evidence is not None and evidence.stage is Stage.START):
             return
         key = job.engines[1 if evidence.engine == record.seat2 else 0]
         self._bad.setdefault(key, {})[worker] = record.reason

@@ -39,7 +39,7 @@ from arbiter import dialect, logs, reaper, text
 from arbiter.clock import TimeControl
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.process import Deadlines, Engine, EngineInfo, EngineSpec, open_engine, start_engine
-from arbiter.records import Evidence, GameRecord, Termination, timestamp
+from arbiter.records import Evidence, GameRecord, Stage, Termination, timestamp
 from arbiter.referee import GameSpec, Referee, RefereeConfig, unsupported_variant
 from arbiter.rules import Variant
 
@@ -344,7 +344,7 @@ class GameWorker:
             detail=exc.detail,
             returncode=getattr(exc, "returncode", None),
             stderr_tail=getattr(exc, "stderr_tail", ""),
-            stage="start",
+            stage=Stage.START,
         )
         return void_record(job.spec, names, Termination.SETUP,
                            f"{label} failed to start: {exc.detail}", evidence)  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.errors import ConfigError, StoreError
-from arbiter.rules import Variant
+from arbiter.rules import Game, Variant
 
 SCHEMA = 1
 
@@ -52,6 +52,35 @@ class Termination(StrEnum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def rated(self) -> bool:
+        """Whether a game that ended this way counts: all but the void ones."""
+        return self not in _VOID_ONLY
+
+    @property
+    def fault(self) -> bool:
+        """Whether the loser lost by a fault of its own (a forfeit)."""
+        return self not in _NOT_FAULTS
+
+
+_VOID_ONLY = frozenset({Termination.SETUP, Termination.HARNESS})
+_NOT_FAULTS = frozenset({Termination.CONNECTION, Termination.RESIGN, *_VOID_ONLY})
+RATED = frozenset(t.value for t in Termination if t.rated)
+FAULTS = tuple(t.value for t in Termination if t.fault)
+
+
+class Stage(StrEnum):
+    """Where a fault happened: an engine that never came up stops a run at once."""
+
+    START = "start"  # the engine could not be started at all
+    GAME = "game"
+    HARNESS = "harness"  # the harness's own fault (the engine named is "harness")
+
+
+class StoneColor(StrEnum):
+    BLACK = "black"
+    WHITE = "white"
+
 
 @dataclass
 class Evidence:
@@ -62,7 +91,7 @@ class Evidence:
     transcript: list[str] = field(default_factory=list)
     returncode: int | None = None
     stderr_tail: str = ""
-    stage: str = "game"  # "start" when the engine could not be started at all
+    stage: Stage = Stage.GAME
     limit: dict[str, Any] | None = None  # the limit broken and the kernel's counters
     traceback: str = ""  # a harness fault's own traceback (engine "harness")
 
@@ -83,7 +112,7 @@ class GameRecord:
     moves: list[str] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
     winner: str | None = None
-    winner_color: str | None = None
+    winner_color: StoneColor | None = None
     void: bool = False
     reason: str = ""
     versions: dict[str, str] = field(default_factory=dict)
@@ -102,6 +131,20 @@ class GameRecord:
     @property
     def plies(self) -> int:
         return len(self.moves)
+
+    @property
+    def rules(self) -> Variant:
+        """The variant as the rules take it (the record keeps it as plain JSON)."""
+        v = self.variant
+        return Variant(v["islands"], v["size"], v["pie"])
+
+    def replay(self, ply: int | None = None) -> Game:
+        """The position after `ply` plies (all of them by default), replayed with the
+        rules; IllegalMove where a record's moves do not replay."""
+        game = Game(self.rules)
+        for move in self.moves if ply is None else self.moves[:ply]:
+            game.play(move)
+        return game
 
     @property
     def loser(self) -> str | None:
@@ -159,17 +202,16 @@ class GameRecord:
         fields.pop("plies", None)
         evidence = fields.pop("evidence", None)
         fields["termination"] = Termination(fields["termination"])
+        if fields.get("winner_color") is not None:
+            fields["winner_color"] = StoneColor(fields["winner_color"])
         record = cls(**fields)
         if evidence is not None:
             if not isinstance(evidence, dict):
                 raise ValueError("evidence must be an object")
             _check_fields(evidence, _EVIDENCE_FIELDS, "evidence")
-            record.evidence = Evidence(**evidence)
+            record.evidence = Evidence(**{**evidence,
+                                          "stage": Stage(evidence.get("stage", "game"))})
         return record
-
-
-_RATED = frozenset(t.value for t in Termination) - {Termination.SETUP.value,
-                                                     Termination.HARNESS.value}
 
 
 def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
@@ -183,7 +225,7 @@ def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
     if winner is not None and winner not in (seat1, seat2):
         raise ValueError("winner is neither seat")
     if not data.get("void", False):
-        if data["termination"] not in _RATED:
+        if data["termination"] not in RATED:
             raise ValueError(f"termination {data['termination']!r} on a rated game")
         if winner is None:
             raise ValueError("a rated game without a winner")
@@ -218,7 +260,8 @@ _RECORD_FIELDS: dict[str, Any] = {
     "finished": str, "swapped": bool, "black": str, "white": str, "reason": str,
     "pair": str, "host": str, "cpu": str, "void": bool, "plies": lambda v: type(v) is int,
     "termination": lambda v: v in {t.value for t in Termination},
-    "winner": (str, type(None)), "winner_color": (str, type(None)),
+    "winner": (str, type(None)),
+    "winner_color": lambda v: v is None or v in {c.value for c in StoneColor},
     "seed": lambda v: v is None or type(v) is int,
     "moves": lambda v: isinstance(v, list) and all(isinstance(m, str) for m in v),
     "move_ms": lambda v: isinstance(v, list) and all(_is_number(x) for x in v),
@@ -230,7 +273,8 @@ _RECORD_FIELDS: dict[str, Any] = {
     "stalled_ms": lambda v: _is_number(v) and v >= 0,
 }  # fmt: skip
 _EVIDENCE_FIELDS: dict[str, Any] = {
-    "engine": str, "detail": str, "stderr_tail": str, "stage": str,
+    "engine": str, "detail": str, "stderr_tail": str,
+    "stage": lambda v: v in {s.value for s in Stage},
     "transcript": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "returncode": lambda v: v is None or type(v) is int,
     "limit": (dict, type(None)), "traceback": str,

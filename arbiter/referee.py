@@ -32,7 +32,7 @@ from arbiter.errors import (
 from arbiter.process import EngineInfo, StderrLog
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
-from arbiter.records import Evidence, GameRecord, Termination, timestamp
+from arbiter.records import Evidence, GameRecord, Stage, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.sandbox import Breach
 from arbiter.text import shorten
@@ -197,7 +197,7 @@ def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
         Termination.HARNESS,
         reason=f"harness error: {detail}; the traceback is in the record's evidence and in"
                f" {logs.where()}",
-        evidence=Evidence(engine="harness", detail=detail, stage="harness", traceback=story),
+        evidence=Evidence(engine="harness", detail=detail, stage=Stage.HARNESS, traceback=story),
     )  # fmt: skip
 
 
@@ -232,7 +232,7 @@ class Referee:
             log.warning("game %s is void: %s", spec.game_id, detail)
             verdict = _Verdict(
                 Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",
-                evidence=Evidence(engine="harness", detail=detail, stage="harness",
+                evidence=Evidence(engine="harness", detail=detail, stage=Stage.HARNESS,
                                   transcript=engines[stall.seat].session.transcript.tail()),
             )  # fmt: skip
         except Exception as exc:
@@ -256,7 +256,8 @@ class Referee:
             moves=progress.moves,
             move_ms=progress.move_ms,
             winner=None if seat is None else names[seat],
-            winner_color=None if seat is None else ("black" if seat == black_seat else "white"),
+            winner_color=None if seat is None else (
+                StoneColor.BLACK if seat == black_seat else StoneColor.WHITE),
             void=seat is None,
             reason=verdict.reason,
             versions={e.name: e.info.version for e in engines},

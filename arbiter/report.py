@@ -12,7 +12,6 @@ from typing import Any, TextIO
 from arbiter.match import MatchResult
 from arbiter.process import exit_status
 from arbiter.records import GameRecord, Termination
-from arbiter.rules import Game, Variant
 from arbiter.schedule import ScheduledGame
 from arbiter.text import terminal
 
@@ -29,11 +28,8 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
 
     Raises IllegalMove if the record's moves do not replay (a damaged record).
     """
-    v = record.variant
-    game = Game(Variant(v["islands"], v["size"], v["pie"]))
+    game = record.replay(ply)
     moves = record.moves if ply is None else record.moves[:ply]
-    for move in moves:
-        game.play(move)
     tc = record.tc["seat1"]
     if record.tc["seat2"] != tc:
         tc = f"{tc} (seat 1), {record.tc['seat2']} (seat 2)"

@@ -22,8 +22,8 @@ from tabulate import tabulate
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
-from arbiter.records import BadLine, Termination, read_records
-from arbiter.store import FAULTS, Damage, Store, resolved
+from arbiter.records import FAULTS, BadLine, Termination, read_records
+from arbiter.store import Damage, Store, resolved
 
 
 @dataclass

@@ -53,7 +53,7 @@ from typing import Any
 
 from arbiter.errors import ArbiterError, ConfigError, StoreError
 from arbiter.process import EngineInfo, EngineSpec
-from arbiter.records import GameRecord, Termination
+from arbiter.records import FAULTS, RATED, GameRecord
 from arbiter.schedule import ScheduledGame
 
 SCHEMA_VERSION = 1
@@ -103,10 +103,6 @@ CREATE TABLE IF NOT EXISTS voids (
 CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 """
 
-_NOT_FAULTS = (Termination.CONNECTION, Termination.RESIGN, Termination.SETUP, Termination.HARNESS)
-FAULTS = tuple(t.value for t in Termination if t not in _NOT_FAULTS)
-_RATED = frozenset(t.value for t in Termination) - {Termination.SETUP.value,
-                                                     Termination.HARNESS.value}  # fmt: skip
 _TABLES = ("meta", "engines", "games", "voids")
 READERS_WAIT = 30.0  # seconds a starting run waits for readers of its store to finish
 RUN_HINT = ("the run does not build on a damaged store: restore it from a copy, or start a"
@@ -236,7 +232,7 @@ def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str
         return ""
     if record.seat1 == record.seat2:
         return "both seats have the same name"
-    if row["termination"] not in _RATED:
+    if row["termination"] not in RATED:
         return f"termination {row['termination']!r} on a rated game"
     seat = row["winner_seat"]
     if type(seat) is not int or seat not in (1, 2):
