@@ -550,9 +550,14 @@ def _launch(argv: list[str], engine_view: View, disk_mb: int, hidden: Iterable[s
             "--proc", "/proc",
             "--size", size, "--perms", "1777", "--tmpfs", SCRATCH,
         ]  # fmt: skip
+        # Staging mounts a tmpfs on the launcher's /tmp, which hides the host's: once
+        # anything is staged, what the engine needs from under /tmp is staged too.
+        staging = launch.drop is not None and any(
+            not _reachable(b.path, uid, gid) for b in engine_view.binds)  # fmt: skip
         for bind in engine_view.binds:  # after the scratch tmpfs: a venv may be under /tmp
             source = bind.path
-            if launch.drop is not None and not _reachable(bind.path, uid, gid):
+            if staging and (not _reachable(bind.path, uid, gid)
+                            or _within(bind.path, _STAGE)):  # fmt: skip
                 if not os.path.exists(bind.path):
                     raise FileNotFoundError(2, "No such file or directory", bind.path)
                 launch.staged.append((bind.path, os.path.isdir(bind.path)))

@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -690,6 +691,29 @@ def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: 
                     f"{sys.executable} {BADBOT} ok", "-n", "2", "--size", "7",
                     "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
     _played_cleanly(done, records)
+
+
+@needs_bwrap
+def test_a_world_readable_venv_under_tmp_plays_beside_staged_folders(tmp_path: Path) -> None:
+    # A CI clone's venv in /tmp that the engine's user can read, while another folder
+    # the engine needs (this test's private folder, a Python under /root) is staged:
+    # staging hides the launcher's /tmp, so the venv must be staged as well.
+    shared = Path(tempfile.mkdtemp(prefix="arbiter-venv-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        venv = shared / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                       check=True, capture_output=True, timeout=120)  # fmt: skip
+        folder = tmp_path / "bots" / "mine"
+        folder.mkdir(parents=True)
+        (folder / "bot.py").write_bytes(SKELETON.read_bytes())
+        records = tmp_path / "r.jsonl"
+        done = _arbiter("match", "--sandbox", f"mine={venv}/bin/python bots/mine/bot.py",
+                        f"{sys.executable} {BADBOT} ok", "-n", "2", "--size", "7",
+                        "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+        _played_cleanly(done, records)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def _compile(folder: Path, compiler: str, source: Path, name: str) -> Path:
