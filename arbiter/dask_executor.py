@@ -463,7 +463,7 @@ class DaskExecutor:
         """An engine that could not start on this worker is kept off it from now on."""
         record = event.record
         evidence = record.evidence
-        if not (record.void and evidence is not None and evidence.stage is Stage.START):
+        if not (record.void and evidence is not None and evidence.stage == Stage.START):
             return
         key = job.engines[1 if evidence.engine == record.seat2 else 0]
         self._bad.setdefault(key, {})[worker] = record.reason

@@ -69,7 +69,7 @@ def void_decision(
     the error (and holds up everyone else's games), so the run stops with its evidence.
     """
     evidence = record.evidence
-    if evidence is not None and evidence.stage is Stage.START and not ever_started:
+    if evidence is not None and evidence.stage == Stage.START and not ever_started:
         return Action.ABORT, start_failure(evidence.engine, evidence.detail, evidence.stderr_tail)
     if consecutive_voids >= policy.max_consecutive_voids:
         return Action.ABORT, f"{consecutive_voids} games in a row were void; last: {record.reason}"
