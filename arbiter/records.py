@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.errors import ConfigError, StoreError
-from arbiter.rules import Game, Variant
+from arbiter.rules import Color, Game, IllegalMove, Variant
 
 SCHEMA = 1
 
@@ -217,8 +217,9 @@ class GameRecord:
 def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
     """What the field types cannot say: a record that loads can be rated (two seats, a
     winner among them, a termination a rated game can have), shown and replayed (cell
-    names of its board, none played twice, a swap only as move 2 under the pie rule).
-    Cheap enough for every line of a large file: no position is rebuilt."""
+    names of its board, none played twice, a swap only as move 2 under the pie rule),
+    and replayed with the rules: the moves are legal, a connection is claimed exactly
+    when they make one, and for the side recorded as the winner."""
     seat1, seat2, winner = data["seat1"], data["seat2"], data.get("winner")
     if seat1 == seat2:
         raise ValueError("both seats have the same name")
@@ -242,6 +243,25 @@ def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
             raise ValueError("a cell is played twice")
         if len(moves) > 1 and moves[1] == "swap" and not variant.pie:
             raise ValueError("a swap with the pie rule off")
+    game = Game(variant)
+    for ply, move in enumerate(moves, 1):
+        try:
+            game.play(move)
+        except IllegalMove as exc:
+            raise ValueError(f"the moves do not replay at ply {ply}: {exc}") from None
+    termination = data["termination"]
+    if game.winner is None:
+        if termination == Termination.CONNECTION.value:
+            raise ValueError("it ended by connection, but its moves connect no islands")
+        return
+    color = "black" if game.winner is Color.BLACK else "white"
+    if termination != Termination.CONNECTION.value:
+        raise ValueError(f"its moves connect for {color}, but it ended by {termination}")
+    if data.get("winner_color") not in (None, color):
+        raise ValueError(f"its moves connect for {color}, not for the recorded winner")
+    holder = data.get(color)
+    if winner is not None and holder and holder != winner:
+        raise ValueError(f"its moves connect for {color} ({holder}), not for {winner}")
 
 
 def _is_text_map(value: Any) -> bool:

@@ -272,33 +272,35 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot write" in missing.output
 
 
-def test_records_that_do_not_replay_are_listed_with_the_problem(
+def test_records_that_do_not_replay_are_skipped_with_the_problem(
     played: Played, tmp_path: Path
 ) -> None:
     lines = [json.loads(line) for line in played.hex_records.read_text().splitlines()]
-    # A move after the game was won: every field is right, but the replay stops there.
-    first = lines[0]
-    game = Game(Variant(first["variant"]["islands"], first["variant"]["size"],
-                        first["variant"]["pie"]))  # fmt: skip
-    for move in first["moves"]:
+    # A move after the game was won: every field has its type, but the replay stops there.
+    extra = json.loads(json.dumps(lines[0]))
+    game = Game(Variant(extra["variant"]["islands"], extra["variant"]["size"],
+                        extra["variant"]["pie"]))  # fmt: skip
+    for move in extra["moves"]:
         game.play(move)
     assert game.over
-    empty = next(name for i, name in enumerate(game.geometry.names) if not game.colors[i])
-    plies = len(first["moves"])
-    first["moves"].append(empty)
-    first["plies"] = plies + 1
-    lines[1]["variant"] = {"size": 5, "islands": 4}  # not a record: every reader skips it
+    plies = len(extra["moves"])
+    extra["moves"].append(next(n for i, n in enumerate(game.geometry.names)
+                               if not game.colors[i]))  # fmt: skip
+    extra["plies"], extra["game_id"] = plies + 1, "extra"
+    bad_variant = {**lines[1], "variant": {"size": 5, "islands": 4}, "game_id": "variant"}
     damaged = tmp_path / "damaged.jsonl"
-    damaged.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    damaged.write_text("".join(json.dumps(line) + "\n"
+                               for line in [*lines, extra, bad_variant]))  # fmt: skip
     page = tmp_path / "damaged.html"
     done = CliRunner().invoke(main, ["report", str(damaged), "-o", str(page), "--anchor",
                                      "random=1500", "--title", "Damaged"])  # fmt: skip
     assert done.exit_code == 0, done.output
-    assert f"{damaged}:2: not a game record" in done.output
+    n = len(lines)
+    assert f"{damaged}:{n + 1}: not a game record (the moves do not replay at ply" \
+        f" {plies + 1}" in done.output  # fmt: skip
+    assert f"{damaged}:{n + 2}: not a game record" in done.output
     doc = parse(page.read_text())
-    (shown,) = payload(doc)["games"]
-    assert f"does not replay at ply {plies + 1}" in shown["bad"]
-    assert len(decode_cells(shown["m"])) == plies
+    assert len(payload(doc)["games"]) == n  # the good games only
     assert "anchored so that random has +1500" in doc.all_text()
 
 

@@ -28,7 +28,7 @@ def sample(**changes: object) -> GameRecord:
 def test_round_trip_through_a_file(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     writer = RecordWriter(path)
-    records = [sample(), sample(game_id="m-2", evidence=None, termination=Termination.CONNECTION)]
+    records = [sample(), sample(game_id="m-2", evidence=None, termination=Termination.RESIGN)]
     for record in records:
         writer.write(record)
     writer.close()

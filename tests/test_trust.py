@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from arbiter.cli import main
 from arbiter.records import read_records
+from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -76,17 +77,33 @@ BROKEN = [
     ("termination", "setup"),
     ("plies", 999),
     ("winner", "nobody"),
+    ("termination", "resign"),  # the moves connect: it cannot have ended by resignation
+    ("winner", "loser"),  # replaced below by the loser: the moves connect for the other
+    ("moves", "three"),  # replaced below by the first three moves: no connection
+    ("moves", "one more"),  # replaced below: a move after the game was won
 ]
 
 
-@pytest.mark.parametrize(("key", "value"), BROKEN, ids=[k for k, _ in BROKEN])
+@pytest.mark.parametrize(("key", "value"), BROKEN, ids=[f"{k}={v}" for k, v in BROKEN])
 def test_every_command_rejects_the_same_lines(tmp_path: Path, key: str, value: object) -> None:
     records = _four_games(tmp_path)
     lines = records.read_text().splitlines()
     data = json.loads(lines[0])
     data[key] = data["seat1"] if key == "seat2" else value
+    if value == "loser":
+        won = json.loads(lines[0])["winner"]
+        data["winner"] = data["seat2"] if won == data["seat1"] else data["seat1"]
+    elif value == "three":
+        data["moves"] = json.loads(lines[0])["moves"][:3]
+    elif value == "one more":
+        played = json.loads(lines[0])["moves"]
+        game = Game(Variant(**data["variant"]))
+        for move in played:
+            game.play(move)
+        free = next(n for i, n in enumerate(game.geometry.names) if not game.colors[i])
+        data["moves"] = [*played, free]
     if key == "moves":
-        data["plies"] = 1
+        data["plies"] = len(data["moves"]) if isinstance(data["moves"], list) else 1
     records.write_text("\n".join([*lines, json.dumps(data)]) + "\n")
     before = records.read_bytes()
     place = f"{records}:5: not a game record"
