@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 
 from arbiter import text
 from arbiter.errors import ConfigError
@@ -63,6 +64,8 @@ def _check_target(path: str) -> None:
     """A log is appended to: never to a file some other program (or this one) wrote for
     another purpose, a store or a records file given here by mistake."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # a terminal, a pipe, /dev/stderr: written to as it is, never read
         with open(path, "rb") as handle:
             head = handle.read(24)
     except FileNotFoundError:

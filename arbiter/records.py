@@ -417,6 +417,22 @@ def parse_line(line: str | bytes) -> GameRecord:
         raise ValueError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
+MAX_LINE = 16 << 20  # characters: a record is a few KB; a longer line is not one
+_TOO_LONG = "\0too long\0"
+
+
+def _lines(handle: Any) -> Iterator[str]:
+    """The lines of a text file, each at most MAX_LINE characters: a longer one is read
+    through (in bounded pieces) and stands as _TOO_LONG, so memory never follows it."""
+    while line := handle.readline(MAX_LINE):
+        if len(line) == MAX_LINE and not line.endswith("\n"):
+            while (rest := handle.readline(MAX_LINE)) and not rest.endswith("\n"):
+                pass
+            yield _TOO_LONG
+            continue
+        yield line
+
+
 def read_records(
     path: str | os.PathLike[str], bad: list[BadLine] | None = None
 ) -> Iterator[GameRecord]:
@@ -426,16 +442,23 @@ def read_records(
     the file and line; with it, each such line is described there and reading goes on.
     """
     try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise ConfigError("cannot read records: a device, not a records file",
+                              where=str(path), hint="give a records file, a store or a"
+                              " tournament file (a pipe is fine)")  # fmt: skip
         handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
                           hint="give a records file, a store or a tournament file"
                           ) from exc  # fmt: skip
     with handle:
-        for number, line in enumerate(handle, 1):
+        for number, line in enumerate(_lines(handle), 1):
             if not line.strip():
                 continue
             try:
+                if line is _TOO_LONG:
+                    raise ValueError(f"a line longer than {MAX_LINE >> 20} MB")
                 record = parse_line(line)
             except ValueError as exc:
                 problem = BadLine(str(path), number, str(exc))

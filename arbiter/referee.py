@@ -35,7 +35,7 @@ from arbiter.protocol.session import EngineSession
 from arbiter.records import Evidence, GameRecord, Stage, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.sandbox import Breach
-from arbiter.text import shorten
+from arbiter.text import escape, shorten
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
     error.__cause__ = exc
     log.error("harness error in game %s", game_id, exc_info=exc)
     story = "".join(traceback.format_exception(exc))[-TRACEBACK_LIMIT:]
-    detail = shorten(str(error), 500)
+    detail = shorten(escape(str(error)), 500)  # one line, whatever the exception says
     return _Verdict(
         Termination.HARNESS,
         reason=f"harness error: {detail}; the traceback is in the record's evidence and in"

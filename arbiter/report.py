@@ -105,6 +105,8 @@ class Progress:
     """Progress on stderr: one line per event, and a bar kept at the bottom on a terminal."""
 
     def __init__(self, stream: TextIO, total: int, *, quiet: bool = False) -> None:
+        if stream is None:  # started with its stderr closed: nothing to show progress on
+            stream, quiet = open(os.devnull, "w"), True  # noqa: SIM115 - lives with it
         self.stream = stream
         self.total = total
         self.quiet = quiet

@@ -609,10 +609,11 @@ def _system_options() -> tuple[str, ...]:
     return tuple(options)
 
 
-# What a sandboxed engine inherits of the harness's environment: how to find programs,
-# speak the locale and tell the time, and the harness's own markers. Nothing else: the
+# What a sandboxed engine inherits of the harness's environment: how to find programs
+# (and the arbiter package a bundled bot imports), speak the locale and tell the time,
+# and the harness's own markers. Nothing else: the
 # organiser's tokens and keys live in the environment as often as in files.
-_ENVIRONMENT = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM"})
+_ENVIRONMENT = frozenset({"PATH", "PYTHONPATH", "LANG", "LANGUAGE", "TZ", "TERM"})
 
 
 def environment(host: Mapping[str, str]) -> dict[str, str]:

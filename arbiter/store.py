@@ -139,7 +139,8 @@ def _sha256(path: Path) -> str | None:
 
 
 def program_hashes(spec: EngineSpec) -> tuple[str | None, str | None]:
-    """SHA-256 of the program run and, for an interpreter running a script, the script."""
+    """SHA-256 of the program run and, for an interpreter running a script, the script:
+    the first argument that names a file (with or without a suffix)."""
     import shutil
 
     cwd = Path(spec.cwd or ".")
@@ -149,7 +150,7 @@ def program_hashes(spec: EngineSpec) -> tuple[str | None, str | None]:
     script = None
     for arg in spec.argv[1:]:
         candidate = cwd / arg
-        if not arg.startswith("-") and candidate.suffix and candidate.is_file():
+        if not arg.startswith("-") and candidate.is_file():
             script = candidate
             break
     return _sha256(program_path), (_sha256(script) if script else None)
@@ -895,7 +896,14 @@ class Store:
         rows = self._q("SELECT program_sha256, script_sha256 FROM engines WHERE name=?", (name,))
         if not rows:
             return
-        changes = json.loads(self.meta("rebuilds") or "[]")
+        try:
+            changes = json.loads(self.meta("rebuilds") or "[]")
+        except ValueError:
+            changes = None
+        if not isinstance(changes, list):
+            raise ConfigError("the store's meta row 'rebuilds' is damaged (not a JSON list)",
+                              where=str(self.path), hint="restore the store from a copy, or"
+                              " start over with --fresh")  # fmt: skip
         changes.append({"engine": name, "at": _now(), "program_sha256": [rows[0][0], program],
                         "script_sha256": [rows[0][1], script]})  # fmt: skip
         with self._transaction():

@@ -14,6 +14,7 @@ change of conditions: only the new games are played.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
@@ -27,6 +28,7 @@ from arbiter.config import (
     check_confinement,
     check_name,
     engine_definition,
+    read_small,
     read_toml,
 )
 from arbiter.driver import Driver, RunOutcome
@@ -289,7 +291,7 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
         return Openings(random_plies=plies, seed=seed), None
     path = here / file_value
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small(path, "openings file")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read openings file {str(path)!r}: {exc}",
                           where=f"{where}.openings",
@@ -446,7 +448,9 @@ def run_tournament(
         store.engine_seen(key, info)
 
     # Sandboxed engines must not even read the results they are judged by.
-    hidden = tuple(str(p) for p in store_files(t.output))
+    # The tournament file and the store's kept copies (--fresh, a lost store) too.
+    kept = sorted(t.output.parent.glob(f"{glob.escape(t.output.stem)}.*.sqlite*"))
+    hidden = tuple(str(p) for p in [*store_files(t.output), *kept, t.path])
     specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in t.engines.items()}
     settings = ExecutorSettings(engines=specs, referee=RefereeConfig(margin=t.margin))
     executor: Executor

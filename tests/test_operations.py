@@ -266,3 +266,46 @@ def test_show_takes_only_ascii_digits_as_numbers(tmp_path: Path) -> None:
     for number in ("²", "٣", "１"):
         shown = arbiter("show", str(records), "--game", number)
         assert shown.returncode == 2 and f"no game {number!r}" in shown.stderr, shown.stderr
+
+
+# -- found in review --------------------------------------------------------------------
+
+
+def test_a_rebuilt_script_without_a_suffix_is_refused_too(tmp_path: Path) -> None:
+    t = two_bots(tmp_path)
+    script = tmp_path / "a_bot.py"
+    bare = tmp_path / "a_bot"
+    script.rename(bare)
+    t.write_text(t.read_text().replace(json.dumps(str(script)), json.dumps(str(bare))))
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    bare.write_text(bare.read_text() + "\n# build 2\n")
+    t.write_text(t.read_text().replace("rounds = 1", "rounds = 2"))
+    refused = arbiter("tournament", "run", str(t), "-q")
+    assert refused.returncode == 2 and "the script of engine 'a' changed" in refused.stderr
+
+
+@pytest.mark.parametrize("command", [["ratings"], ["show"], ["report", "-o", "x.html"]])
+def test_a_device_is_not_read_as_records(tmp_path: Path, command: list[str]) -> None:
+    done = arbiter(command[0], "/dev/zero", *command[1:], cwd=tmp_path, timeout=30)
+    assert done.returncode == 2 and "a device, not a records file" in done.stderr
+
+
+def test_definition_files_that_are_devices_are_refused(tmp_path: Path) -> None:
+    t = tmp_path / "t.toml"
+    t.write_text('[tournament]\nname = "t"\nopenings = "/dev/zero"\nengines = ["random"]\n'
+                 f'engines_file = {json.dumps(str(ROOT / "engines" / "engines.toml"))}\n')
+    done = arbiter("tournament", "status", str(t), timeout=30)
+    assert done.returncode == 2 and "not a regular file" in done.stderr
+    done = arbiter("match", "random", "skeleton", "--engines", "/dev/zero", timeout=30)
+    assert done.returncode == 2 and "not a regular file" in done.stderr
+
+
+def test_a_log_on_a_pipe_is_written_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    done = arbiter("match", "random", "skeleton", "-n", "1", "--size", "7", "--tc", "5+0",
+                   "-q", "--log", str(fifo), timeout=60)  # fmt: skip
+    out, _ = reader.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "arbiter.driver INFO game" in out
