@@ -119,22 +119,33 @@ def long_run_memory(work: Path, binary: Path, games: int) -> None:
 
 
 def records_file(path: Path, n: int) -> None:
+    """n legal games (random moves to a connection, as every reader replays them), their
+    winners drawn by the engines' strengths."""
+    from arbiter.rules import Color, Game, Variant
+
     rng = random.Random(1)
     names = [f"engine-{i}" for i in range(20)]
     strength = {name: rng.gauss(0, 200) for name in names}
-    cells = [f"{c}{r}" for c in "abcdefghijk" for r in range(1, 11)]
+    variant = Variant(8, 11, False)
+    cells = list(variant.geometry.names)
     with path.open("w") as handle:
         for i in range(n):
             a, b = rng.sample(names, 2)
             p = 1 / (1 + 10 ** (-(strength[a] - strength[b] + 30) / 400))
-            winner = a if rng.random() < p else b
-            moves = rng.sample(cells, 40)
+            winner, loser = (a, b) if rng.random() < p else (b, a)
+            game = Game(variant)
+            for cell in rng.sample(cells, len(cells)):
+                if game.play(cell) is not None:
+                    break
+            color = "black" if game.winner is Color.BLACK else "white"
+            black, white = (winner, loser) if color == "black" else (loser, winner)
+            moves = [game.move_name(m) for m in game.moves]
             record = {
                 "schema": 1, "game_id": f"bench-{i}", "variant": {"size": 11, "islands": 8,
-                "pie": True}, "seat1": a, "seat2": b, "swapped": False, "black": a,
-                "white": b, "winner": winner, "winner_color": "black" if winner == a else
-                "white", "termination": "connection", "void": False, "reason": "",
-                "plies": 40, "moves": moves, "move_ms": [1.5] * 40,
+                "pie": False}, "seat1": black, "seat2": white, "swapped": False,
+                "black": black, "white": white, "winner": winner, "winner_color": color,
+                "termination": "connection", "void": False, "reason": "",
+                "plies": len(moves), "moves": moves, "move_ms": [1.5] * len(moves),
                 "tc": {"seat1": "5+0.05", "seat2": "5+0.05"}, "started": "2026-11-23T10:00:00Z",
                 "finished": "2026-11-23T10:00:01Z", "versions": {a: "1", b: "1"}, "seed": None,
                 "pair": f"p{i // 2}",

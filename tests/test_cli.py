@@ -186,7 +186,7 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     # Foreign lines among good records: the good ones show, each bad one is named.
     good = GameRecord(game_id="m-1", variant={"size": 11, "islands": 8, "pie": True},
                       seat1="a", seat2="b", tc={"seat1": "1+0", "seat2": "1+0"}, started="s",
-                      moves=["f5"], winner="a", termination=Termination.CONNECTION)  # fmt: skip
+                      moves=["f5"], winner="a", termination=Termination.RESIGN)  # fmt: skip
     broken_variant = dict(good.to_json(), variant={"size": 12, "islands": 8, "pie": True})
     bad.write_text("\n".join([good.dumps(), "[1, 2]", "null", json.dumps(broken_variant),
                               "{not json", good.dumps().replace("m-1", "m-2")]) + "\n")

@@ -131,7 +131,7 @@ def test_void_policy_is_a_pure_decision() -> None:
     assert void_decision(_void("start"), 1, 1, True, policy)[0] is Action.RETRY
 
 
-def _record(game_id: str, seat1: str, seat2: str, winner: str, term: str = "connection"
+def _record(game_id: str, seat1: str, seat2: str, winner: str, term: str = "resign"
             ) -> GameRecord:  # fmt: skip
     return GameRecord(game_id=game_id, variant={"size": 11, "islands": 8, "pie": True},
                       seat1=seat1, seat2=seat2, tc={"seat1": "1+0", "seat2": "1+0"},

@@ -85,7 +85,7 @@ def test_lone_surrogates_in_records_are_escaped(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     record = {"schema": 1, "game_id": "m-1", "variant": {"size": 11, "islands": 8, "pie": True},
               "seat1": "a\ud800", "seat2": "b", "tc": {"seat1": "1+0", "seat2": "1+0"},
-              "started": "s", "termination": "connection", "winner": "a\ud800",
+              "started": "s", "termination": "resign", "winner": "a\ud800",
               "moves": ["f5"], "void": False}  # fmt: skip
     records.write_text(json.dumps(record) + "\n")
     for args in (["show", str(records)], ["show", str(records), "--game", "m-1"],
