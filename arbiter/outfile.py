@@ -18,6 +18,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from arbiter.errors import ArbiterError, ConfigError, StoreError
 
@@ -82,12 +83,9 @@ def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
         fd, temporary = tempfile.mkstemp(prefix=".arbiter-", suffix=".part", dir=target.parent)
     except OSError as exc:
         raise _failure(exc, path, hint) from exc
-    n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(line)
-                n += 1
+            n = _write_all(handle, lines)
             os.fchmod(handle.fileno(), mode)
         if st is None:
             _link_new(temporary, target, path)
@@ -127,12 +125,16 @@ def _stream(path: str, lines: Iterable[str], hint: str) -> int:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         raise _failure(exc, path, hint) from exc
-    n = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(line)
-                n += 1
+            return _write_all(handle, lines)
     except OSError as exc:
         raise _failure(exc, path, hint, streamed=True) from exc
+
+
+def _write_all(handle: TextIO, lines: Iterable[str]) -> int:
+    n = 0
+    for line in lines:
+        handle.write(line)
+        n += 1
     return n
