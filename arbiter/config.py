@@ -156,8 +156,14 @@ def engine_definition(
     cwd_value = table.get("cwd", ".")
     if not isinstance(cwd_value, str):
         raise ConfigError("cwd must be a string", where=f"{where}.cwd")
-    cwd = (here / _expand(cwd_value, here)).resolve()
-    if local and not cwd.is_dir():
+    try:
+        cwd = (here / _expand(cwd_value, here)).resolve()
+        folder = cwd.is_dir()
+    except (OSError, RuntimeError) as exc:  # a name too long, a link loop
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(f"cwd {cwd_value[:80]!r} cannot be used: {why}",
+                          where=f"{where}.cwd") from exc
+    if local and not folder:
         raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=f"{where}.cwd")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -322,6 +328,15 @@ def _variant_ok(islands: int, size: int) -> bool:
 
 def check_executable(spec: EngineSpec, where: str) -> None:
     """Fail early, as a usage error, when the engine's program does not exist."""
+    try:
+        _check_executable(spec, where)
+    except OSError as exc:  # a name too long, a link loop
+        raise ConfigError(f"engine program {spec.argv[0][:80]!r} cannot be checked:"
+                          f" {exc.strerror}", where=where,
+                          hint="fix the path") from exc  # fmt: skip
+
+
+def _check_executable(spec: EngineSpec, where: str) -> None:
     program = spec.argv[0]
     if "\0" in "".join(spec.argv):
         raise ConfigError("the command holds a NUL character", where=where)

@@ -260,7 +260,12 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
     output_value = _get(table, "output", where, f"{name}.sqlite")
     output = resolved(here / output_value, f"{where}.output")
-    if output.is_dir() or output == file.resolve() or not output_value.strip():
+    try:
+        unusable = output.is_dir() or output == file.resolve() or not output_value.strip()
+    except OSError as exc:  # a name too long
+        raise ConfigError(f"{output_value[:80]!r} cannot be the results store:"
+                          f" {exc.strerror}", where=f"{where}.output") from exc
+    if unusable:
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
     total = tournament_size(len(engines), fmt, rounds)

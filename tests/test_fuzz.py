@@ -129,6 +129,7 @@ engine_changes = st.dictionaries(st.sampled_from(ENGINE_KEYS), _values, max_size
 @example({"name": "a\nb"}, {})
 @example({}, {"name": "\x1b[31m"})
 @example({"limits": {"cpu_s": 2**63 - 1}}, {})
+@example({"output": "9" * 400}, {"cwd": "9" * 400})
 def test_fuzz_tournament_files(tmp_path_factory: pytest.TempPathFactory,
                                changes: dict[str, object], engine: dict[str, object]) -> None:
     _check_tournament(tmp_path_factory.mktemp("t"), _tournament(changes, engine))
@@ -174,6 +175,8 @@ def _check_engines_file(tmp: Path, changes: dict[str, object]) -> None:
 @example({"name": "two\nlines"})
 @example({"tc": "1+" + "9" * 400})
 @example({"limits": [1]})
+@example({"cwd": "9" * 400 + "+0"})  # found by the slow draw: a name too long
+@example({"command": ["./" + "9" * 400]})
 def test_fuzz_engines_files(tmp_path_factory: pytest.TempPathFactory,
                             changes: dict[str, object]) -> None:  # fmt: skip
     _check_engines_file(tmp_path_factory.mktemp("e"), changes)
