@@ -678,9 +678,8 @@ def test_the_bundled_bots_play_sandboxed(tmp_path: Path) -> None:
     _played_cleanly(done, records)
 
 
-@needs_bwrap
-def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
+def _play_from_a_venv(tmp_path: Path, venv: Path) -> None:
+    """A skeleton bot in its own folder, run sandboxed by the Python of `venv`."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    capture_output=True, timeout=120)  # fmt: skip
     folder = tmp_path / "bots" / "mine"
@@ -694,6 +693,11 @@ def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: 
 
 
 @needs_bwrap
+def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: Path) -> None:
+    _play_from_a_venv(tmp_path, tmp_path / "venv")
+
+
+@needs_bwrap
 def test_a_world_readable_venv_under_tmp_plays_beside_staged_folders(tmp_path: Path) -> None:
     # A CI clone's venv in /tmp that the engine's user can read, while another folder
     # the engine needs (this test's private folder, a Python under /root) is staged:
@@ -701,17 +705,7 @@ def test_a_world_readable_venv_under_tmp_plays_beside_staged_folders(tmp_path: P
     shared = Path(tempfile.mkdtemp(prefix="arbiter-venv-", dir="/tmp"))
     try:
         shared.chmod(0o755)
-        venv = shared / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
-                       check=True, capture_output=True, timeout=120)  # fmt: skip
-        folder = tmp_path / "bots" / "mine"
-        folder.mkdir(parents=True)
-        (folder / "bot.py").write_bytes(SKELETON.read_bytes())
-        records = tmp_path / "r.jsonl"
-        done = _arbiter("match", "--sandbox", f"mine={venv}/bin/python bots/mine/bot.py",
-                        f"{sys.executable} {BADBOT} ok", "-n", "2", "--size", "7",
-                        "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
-        _played_cleanly(done, records)
+        _play_from_a_venv(tmp_path, shared / "venv")
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 

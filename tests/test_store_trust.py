@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_tournament import bot, write_tournament
 
 from arbiter.cli import main
 from arbiter.store import Store
@@ -41,17 +42,6 @@ def arbiter(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str
         [sys.executable, "-m", "arbiter", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def bot(name: str, mode: str = "ok", *extra: str) -> str:
-    argv = [sys.executable, str(BADBOT), mode, "--name", f"reply-{name}", *extra]
-    return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n"
-
-
-def write_tournament(folder: Path, header: str, engines: list[str], name: str = "t") -> Path:
-    path = folder / f"{name}.toml"
-    path.write_text(f'[tournament]\nname = "{name}"\n{header}\n' + "\n".join(engines))
-    return path
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
