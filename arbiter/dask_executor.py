@@ -43,7 +43,6 @@ import re
 import socket
 import threading
 import time
-import traceback
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -420,15 +419,15 @@ class DaskExecutor:
         if status == "error" and type(value).__name__ == "KilledWorker":
             reason = f"the Dask workers running this game died ({value})"
         elif status == "error":
-            story = "".join(traceback.format_exception(value))[-20_000:]
-            while isinstance(value, BaseExceptionGroup):  # a trio nursery's: say what failed
-                value = value.exceptions[0]
-            detail = f"{type(value).__name__}: {str(value)[:500]}"
-            log.error("game %s failed on the cluster:\n%s", job.spec.game_id, story)
+            first = value
+            while isinstance(first, BaseExceptionGroup):  # a trio nursery's: say what failed
+                first = first.exceptions[0]
+            detail = f"{type(first).__name__}: {str(first)[:500]}"
+            evidence = Evidence.of_harness(detail, value)
+            log.error("game %s failed on the cluster:\n%s", job.spec.game_id,
+                      evidence.traceback)
             reason = (f"the game's task failed on the cluster: {detail}; the traceback is in"
                       f" the record's evidence and in {logs.where()}")  # fmt: skip
-            evidence = Evidence(engine="harness", detail=detail, stage=Stage.HARNESS,
-                                traceback=story)  # fmt: skip
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
         seats = (self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import stat
+import traceback as _traceback
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
@@ -82,6 +83,9 @@ class StoneColor(StrEnum):
     WHITE = "white"
 
 
+TRACEBACK_LIMIT = 20_000  # characters of a harness fault's traceback kept in its record
+
+
 @dataclass
 class Evidence:
     """What the referee saw of the engine at fault."""
@@ -94,6 +98,15 @@ class Evidence:
     stage: Stage = Stage.GAME
     limit: dict[str, Any] | None = None  # the limit broken and the kernel's counters
     traceback: str = ""  # a harness fault's own traceback (engine "harness")
+
+    @classmethod
+    def of_harness(cls, detail: str, exc: BaseException | None = None,
+                   transcript: list[str] | None = None) -> Evidence:  # fmt: skip
+        """The evidence of a fault of the harness's own: no engine is at fault, and the
+        traceback (its end, if long) is the story a one-line reason cannot tell."""
+        story = "".join(_traceback.format_exception(exc))[-TRACEBACK_LIMIT:] if exc else ""
+        return cls(engine="harness", detail=detail, transcript=transcript or [],
+                   stage=Stage.HARNESS, traceback=story)  # fmt: skip
 
 
 @dataclass

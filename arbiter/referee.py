@@ -12,7 +12,6 @@ engine. A failure of the harness itself always voids the game.
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,7 +31,7 @@ from arbiter.errors import (
 from arbiter.process import EngineInfo, StderrLog
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
-from arbiter.records import Evidence, GameRecord, Stage, StoneColor, Termination, timestamp
+from arbiter.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.sandbox import Breach
 from arbiter.text import escape, shorten
@@ -182,22 +181,18 @@ def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
     return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
 
 
-TRACEBACK_LIMIT = 20_000  # characters of a harness fault's traceback kept in its record
-
-
 def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
     """A bug of the harness's own in this game: void, logged with its traceback, and
     the traceback kept in the record, since a one-line reason can never tell the story."""
     error = ArbiterInternalError(f"{type(exc).__name__}: {exc}")
     error.__cause__ = exc
     log.error("harness error in game %s", game_id, exc_info=exc)
-    story = "".join(traceback.format_exception(exc))[-TRACEBACK_LIMIT:]
     detail = shorten(escape(str(error)), 500)  # one line, whatever the exception says
     return _Verdict(
         Termination.HARNESS,
         reason=f"harness error: {detail}; the traceback is in the record's evidence and in"
                f" {logs.where()}",
-        evidence=Evidence(engine="harness", detail=detail, stage=Stage.HARNESS, traceback=story),
+        evidence=Evidence.of_harness(detail, exc),
     )  # fmt: skip
 
 
@@ -232,8 +227,8 @@ class Referee:
             log.warning("game %s is void: %s", spec.game_id, detail)
             verdict = _Verdict(
                 Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",
-                evidence=Evidence(engine="harness", detail=detail, stage=Stage.HARNESS,
-                                  transcript=engines[stall.seat].session.transcript.tail()),
+                evidence=Evidence.of_harness(
+                    detail, transcript=engines[stall.seat].session.transcript.tail()),
             )  # fmt: skip
         except Exception as exc:
             faulty.update((0, 1))
