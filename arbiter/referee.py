@@ -120,7 +120,6 @@ class _Progress:
     moves: list[str] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
     stalled: float = 0.0  # seconds of the engines' waits the harness itself was stalled
-    heartbeat: pauses.Heartbeat | None = None
 
 
 @dataclass(frozen=True)
@@ -210,7 +209,7 @@ class Referee:
     async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
         started = timestamp()
         game = Game(spec.variant)
-        progress = _Progress(heartbeat=pauses.heartbeat())
+        progress = _Progress()
         faulty: set[int] = set()
         try:
             await self._setup(spec, engines)
@@ -322,7 +321,7 @@ class Referee:
         progress: _Progress,
     ) -> tuple[int, Termination]:
         cfg = self.config
-        beat = progress.heartbeat or pauses.heartbeat()
+        beat = pauses.heartbeat()
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen

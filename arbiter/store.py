@@ -889,10 +889,10 @@ class Store:
             for (data,) in self._rows(cursor):
                 yield json.loads(data), True
 
-    def accept_rebuild(self, name: str, spec: EngineSpec) -> None:
-        """Take an engine's new build as the same engine from now on, and say so in the
-        store: `meta.rebuilds` lists every accepted change with its time and hashes."""
-        program, script = program_hashes(spec)
+    def accept_rebuild(self, name: str, program: str | None, script: str | None) -> None:
+        """Take an engine's new build (its program's and script's hashes) as the same
+        engine from now on, and say so in the store: `meta.rebuilds` lists every accepted
+        change with its time and hashes."""
         rows = self._q("SELECT program_sha256, script_sha256 FROM engines WHERE name=?", (name,))
         if not rows:
             return

@@ -407,7 +407,7 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
             if before is None or after is None or before == after:
                 continue  # not known then, or not readable here (a cluster's engines)
             if name in accepted:
-                store.accept_rebuild(name, spec)
+                store.accept_rebuild(name, *now)
                 break
             raise ConfigError(
                 f"the {what} of engine {name!r} changed since the store {t.output.name} was"
