@@ -8,9 +8,10 @@ fault triggers.  For the modes that act on genmove, the first N genmove
 commands (``--after N``, default 0) are answered normally and the fault
 happens on every genmove after that.  ``--ms`` is the delay used by "slow" and
 "slow-start" (default 500); ``--name`` is the answer to "name" (default
-"badbot"; ``{pid}`` in it becomes the process id, so each process answers its own).  At startup the engine writes "badbot pid PID mode MODE" on stderr,
-then the ``--say`` text after decoding its backslash escapes; ``--hostile`` decodes
-escapes in the name too (for the terminal-safety tests).
+"badbot"; ``{pid}`` in it becomes the process id, so each process answers its
+own).  At startup the engine writes "badbot pid PID mode MODE" on stderr, then the
+``--say`` text after decoding its backslash escapes; ``--hostile`` decodes escapes in
+the name too (for the terminal-safety tests).
 
 Modes:
   ok                behaves normally

@@ -7,9 +7,10 @@ own), so that it runs from any interpreter and any folder, as a student's bot wo
 SNOOP_TARGETS (os.pathsep-separated, in the environment so that no target is an
 argument, which the sandbox would let it read) are the paths it tries; for each it
 writes "snoop read PATH: FIRST-LINE" or "snoop refused PATH: REASON" on stderr, then
-then tries to create each of SNOOP_WRITES ("snoop wrote PATH: ok" or "snoop unwritten
-PATH: REASON"), then its uid, gid and working folder, the names in its environment, and at its first genmove it exits with status 3, so
-that all it said ends up in the evidence of the game it loses by crash.
+tries to create each of SNOOP_WRITES ("snoop wrote PATH: ok" or "snoop unwritten
+PATH: REASON"), then writes its uid, gid and working folder and the names in its
+environment, and at its first genmove it exits with status 3, so that all it said ends
+up in the evidence of the game it loses by crash.
 
 SNOOP_REQUIRE names a file it cannot start without (its weights): it opens it before
 anything else and dies with Python's own error when it cannot.
