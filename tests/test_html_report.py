@@ -284,8 +284,8 @@ def test_records_that_do_not_replay_are_skipped_with_the_problem(
         game.play(move)
     assert game.over
     plies = len(extra["moves"])
-    extra["moves"].append(next(n for i, n in enumerate(game.geometry.names)
-                               if not game.colors[i]))  # fmt: skip
+    extra["moves"].append(next((n for i, n in enumerate(game.geometry.names)
+                                if not game.colors[i]), extra["moves"][0]))  # fmt: skip
     extra["plies"], extra["game_id"] = plies + 1, "extra"
     bad_variant = {**lines[1], "variant": {"size": 5, "islands": 4}, "game_id": "variant"}
     damaged = tmp_path / "damaged.jsonl"
