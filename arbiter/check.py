@@ -20,9 +20,9 @@ from typing import Any
 import trio
 from tabulate import tabulate
 
-from arbiter import dialect as wire
 from arbiter import text
-from arbiter.clock import GameClock, TimeControl
+from arbiter.engines import dialect as wire
+from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.errors import (
     EngineError,
     EngineStartError,
@@ -30,8 +30,8 @@ from arbiter.errors import (
     EngineTimeout,
     ProtocolError,
 )
-from arbiter.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
+from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
 
 REQUIRED_COMMANDS = (

@@ -19,22 +19,22 @@ from typing import Any, TypeVar
 import click
 
 from arbiter import logs
-from arbiter.clock import TimeControl
-from arbiter.config import (
+from arbiter.engines.config import (
     EnginesFile,
     default_engines_file,
     resolve_engine,
     shared_folder_warnings,
 )
+from arbiter.engines.process import EngineSpec
 from arbiter.errors import ArbiterError, ConfigError
-from arbiter.process import EngineSpec
-from arbiter.records import BadLine, RecordWriter, read_records
-from arbiter.referee import RefereeConfig
+from arbiter.games.referee import RefereeConfig
+from arbiter.results.records import BadLine, RecordWriter, read_records
+from arbiter.results.store import resolved
 from arbiter.rules import IllegalMove, Variant
+from arbiter.rules.clock import TimeControl
 from arbiter.running import Interrupted, run_trio
-from arbiter.store import resolved
+from arbiter.runs.tournament import MAX_CONCURRENCY
 from arbiter.text import one_line, terminal
-from arbiter.tournament import MAX_CONCURRENCY
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,7 +71,7 @@ def emit(text: str, *, err: bool = False) -> None:
     try:
         click.echo(text, err=err)
     except OSError:
-        from arbiter.report import discard
+        from arbiter.views.report import discard
 
         discard(sys.stderr if err else sys.stdout)
 
@@ -222,8 +222,8 @@ def match(
     ENGINE is a name from --engines or a command line run without a shell,
     e.g. "python3 my_bot.py --level 3".
     """
-    from arbiter.match import Match, MatchConfig
-    from arbiter.report import Progress, summary_json, summary_lines
+    from arbiter.runs.match import Match, MatchConfig
+    from arbiter.views.report import Progress, summary_json, summary_lines
 
     known = _engines(engines_file)
     specs = (resolve_engine(engine1, known), resolve_engine(engine2, known))
@@ -235,7 +235,7 @@ def match(
     tc = (parsed[0], parsed[-1]) if parsed else (specs[0].tc or default, specs[1].tc or default)
     test = None
     if sprt is not None:
-        from arbiter.ratings import parse_sprt
+        from arbiter.results.ratings import parse_sprt
 
         try:
             test = parse_sprt(sprt)
@@ -292,7 +292,7 @@ def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: s
               ) -> EngineSpec:  # fmt: skip
     """The engine as this run starts it: sandboxed if asked here or in its definition,
     never able to read the run's records."""
-    from arbiter.config import check_confinement
+    from arbiter.engines.config import check_confinement
 
     spec = dataclasses.replace(spec, sandbox=spec.sandbox or sandbox)
     check_confinement(spec, where)
@@ -321,7 +321,7 @@ def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
 def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
          strict: bool) -> None:  # fmt: skip
     """List the games of a records file, or print one as a board with its moves."""
-    from arbiter.report import describe_game, list_games
+    from arbiter.views.report import describe_game, list_games
 
     bad: list[BadLine] = []
     games = list(read_records(records, None if strict else bad))
@@ -340,7 +340,7 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
                           hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
     try:
         if svg is not None:
-            from arbiter.html_report import position_svg
+            from arbiter.views.html import position_svg
 
             _write_whole(svg, position_svg(chosen, ply), (b"<?xml", b"<svg"))
             say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
@@ -446,7 +446,7 @@ def tournament() -> None:
 
 
 def _store_standings(store: Any) -> str:
-    from arbiter.standings import Tally, standings, table
+    from arbiter.results.standings import Tally, standings, table
 
     tally = Tally.from_store(store)
     return table(standings(tally)) if tally.games else "No rated games yet."
@@ -473,7 +473,7 @@ def _tournament_notes(store: Any, outside: int = 0) -> list[str]:
 
 def _damaged(store: Any, strict: bool) -> None:
     """A reader's damaged store rows: skipped with a line each, or refused (--strict)."""
-    from arbiter.store import READ_HINT
+    from arbiter.results.store import READ_HINT
 
     for damage in store.damage:
         if strict:
@@ -514,12 +514,12 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
     only the new games. Changing a condition of play needs --fresh.
     """
-    from arbiter.report import TournamentProgress
-    from arbiter.store import Store
-    from arbiter.tournament import check_conditions, load_tournament, run_tournament
+    from arbiter.results.store import Store
+    from arbiter.runs.tournament import check_conditions, load_tournament, run_tournament
+    from arbiter.views.report import TournamentProgress
 
     if dask is not None:
-        from arbiter.dask_executor import check_address
+        from arbiter.executors.dask import check_address
 
         check_address(dask, "--dask")
     t = load_tournament(file, engines_here=dask is None)
@@ -531,8 +531,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store, rebuilt)
-        store.begin(t.name, t.conditions(), t.definition(),
-                    {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+        store.begin(t.name, t.conditions(), t.definition(), t.entries())
         progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),
                                       every=every, quiet=quiet)  # fmt: skip
         play, left = run_tournament(
@@ -583,11 +582,11 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
     stored game, and `outside_schedule` says how many of those the schedule no longer
     holds (rounds lowered, engines removed): done + outside_schedule = games.
     """
-    from arbiter.ratings import DEFAULT_PRIOR
-    from arbiter.standings import Tally, host_heading, host_json, standings, to_json
-    from arbiter.standings import by_host as split_by_host
-    from arbiter.store import Store
-    from arbiter.tournament import load_tournament
+    from arbiter.results.ratings import DEFAULT_PRIOR
+    from arbiter.results.standings import Tally, host_heading, host_json, standings, to_json
+    from arbiter.results.standings import by_host as split_by_host
+    from arbiter.results.store import Store
+    from arbiter.runs.tournament import load_tournament
 
     t = load_tournament(file, engines_here=False)  # its engines are not started here
     hosts = []
@@ -621,7 +620,7 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
         return
     say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
                f" ({t.output})")  # fmt: skip
-    from arbiter.standings import table
+    from arbiter.results.standings import table
 
     say(table(board) if board is not None else "No rated games yet.")
     for line in notes:
@@ -643,8 +642,8 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
 def tournament_export(file: str, out: str, force: bool, strict: bool) -> None:
     """Write every stored game as a records line, void attempts flagged."""
     from arbiter.outfile import write_lines
-    from arbiter.store import Store, store_files
-    from arbiter.tournament import load_tournament
+    from arbiter.results.store import Store, store_files
+    from arbiter.runs.tournament import load_tournament
 
     t = load_tournament(file, engines_here=False)  # its engines are not started here
     target = resolved(out, "--records")
@@ -698,12 +697,12 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
     term; errors are 95% intervals. Void games are skipped.
     """
-    from arbiter.standings import matrix as matrix_table
-    from arbiter.standings import table
+    from arbiter.results.standings import matrix as matrix_table
+    from arbiter.results.standings import table
 
     board, _ = _gathered_standings(sources, prior, anchor, strict)
     if as_json or fmt == "json":
-        from arbiter.standings import to_json
+        from arbiter.results.standings import to_json
 
         emit(json.dumps(to_json(board)))
         return
@@ -732,8 +731,8 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     page has the leaderboard, a plot of the ratings, the cross table, the games
     (filterable) and a viewer that replays each game on the board.
     """
-    from arbiter.html_report import render_report
-    from arbiter.standings import Games
+    from arbiter.results.standings import Games
+    from arbiter.views.html import render_report
 
     if resolved(output, "--output") in {resolved(s) for s in sources}:
         raise ConfigError("the report would overwrite one of its sources", where=output,
@@ -753,14 +752,18 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
     """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
     and the tournament names met; duplicates and skipped lines said on stderr. With
     `keep` (standings.Games), the records counted are kept there."""
-    from arbiter.ratings import DEFAULT_PRIOR
-    from arbiter.standings import gather, standings
+    from arbiter.results.ratings import DEFAULT_PRIOR
+    from arbiter.results.standings import gather, standings
+    from arbiter.runs.tournament import load_tournament
 
-    tally, bad, names = gather(sources, keep)
+    # A tournament file stands for its store.
+    stores = [str(load_tournament(s, engines_here=False).output) if s.endswith(".toml") else s
+              for s in sources]  # fmt: skip
+    tally, bad, names = gather(stores, keep)
     if tally.duplicates:
         say(f"{tally.duplicates} games appeared in more than one source and were counted"
             " once.", err=True)  # fmt: skip
-    from arbiter.store import READ_HINT, Damage
+    from arbiter.results.store import READ_HINT, Damage
 
     for line in bad:
         if strict:
@@ -782,7 +785,7 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
 
 def run() -> None:
     """The `arbiter` program: the command line, as the guardian of the engines it starts."""
-    from arbiter.reaper import guard, reap_orphans
+    from arbiter.engines.reaper import guard, reap_orphans
     from arbiter.running import install_signal_handlers
 
     install_signal_handlers()

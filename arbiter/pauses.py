@@ -6,7 +6,7 @@ loop does not run for seconds. The time passes all the same, and without this mo
 would be charged to whichever engine was thinking. A heartbeat task wakes every PERIOD
 seconds in each trio run that plays games; a wake-up later than GAP seconds past its time
 is a stall of the harness, kept as a span. The referee asks how much of an engine's wait
-the harness spent stalled: that time is never charged to the engine (see arbiter.referee).
+the harness spent stalled: that time is never charged to the engine (see arbiter.games.referee).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from arbiter.ratings import fit
+from arbiter.results.ratings import fit
 
 IntArray = npt.NDArray[np.int64]
 

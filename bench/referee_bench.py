@@ -28,11 +28,11 @@ from pathlib import Path
 
 import trio
 
-from arbiter.clock import GameClock, TimeControl
-from arbiter.match import Match, MatchConfig
-from arbiter.process import EngineSpec
-from arbiter.records import RecordWriter
+from arbiter.engines.process import EngineSpec
+from arbiter.results.records import RecordWriter
 from arbiter.rules import Color, Game, Variant
+from arbiter.rules.clock import GameClock, TimeControl
+from arbiter.runs.match import Match, MatchConfig
 
 HERE = Path(__file__).resolve().parent
 

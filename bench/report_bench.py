@@ -31,7 +31,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from arbiter.cli import main as cli
-from arbiter.records import SCHEMA
+from arbiter.results.records import SCHEMA
 from arbiter.rules import Game, Variant
 
 

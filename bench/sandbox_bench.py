@@ -22,10 +22,10 @@ from pathlib import Path
 
 import trio
 
-from arbiter import sandbox
-from arbiter.clock import TimeControl
-from arbiter.match import Match, MatchConfig
-from arbiter.process import EngineSpec, open_engine
+from arbiter.engines import sandbox
+from arbiter.engines.process import EngineSpec, open_engine
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.match import Match, MatchConfig
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

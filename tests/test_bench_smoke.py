@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter import sandbox
+from arbiter.engines import sandbox
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 

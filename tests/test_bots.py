@@ -12,9 +12,9 @@ import pytest
 
 from arbiter.bot import Bot, moves_left
 from arbiter.protocol.codec import parse_command
-from arbiter.records import GameRecord, Termination, read_records
+from arbiter.results.records import GameRecord, Termination, read_records
+from arbiter.results.store import Store
 from arbiter.rules import SWAP, Color, Game, Variant
-from arbiter.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "engines"

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from click.testing import CliRunner
 from processes import running, wait_until
 
 from arbiter.cli import main
-from arbiter.records import GameRecord, Termination, read_records
+from arbiter.results.records import GameRecord, Termination, read_records
 from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,9 +341,9 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     )  # fmt: skip
     try:
         workers: list[int] = []
-        assert wait_until(lambda: len(workers := _children(proc.pid, "arbiter.worker")) == 2
+        assert wait_until(lambda: len(workers := _children(proc.pid, "arbiter.executors.worker")) == 2
                            and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
-        workers = _children(proc.pid, "arbiter.worker")
+        workers = _children(proc.pid, "arbiter.executors.worker")
         victim = workers[0]
         engines = _children(victim, marker)
         os.kill(victim, signal.SIGKILL)

@@ -9,14 +9,14 @@ import trio
 import trio.testing
 
 from arbiter.bot import Bot
-from arbiter.dialect import Dialect
-from arbiter.clock import GameClock, TimeControl
+from arbiter.engines.dialect import Dialect
+from arbiter.engines.process import EngineInfo, StderrLog
 from arbiter.errors import ConfigError
-from arbiter.process import EngineInfo, StderrLog
+from arbiter.games.referee import GameSpec, Referee, RefereeConfig
 from arbiter.protocol import EngineSession, parse_command
-from arbiter.records import Termination
-from arbiter.referee import GameSpec, Referee, RefereeConfig
+from arbiter.results.records import Termination
 from arbiter.rules import Color, Game, Variant
+from arbiter.rules.clock import GameClock, TimeControl
 
 
 @pytest.mark.parametrize(

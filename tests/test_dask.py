@@ -25,15 +25,15 @@ import pytest
 import trio
 from processes import running, wait_until
 
-from arbiter.clock import TimeControl
-from arbiter.driver import Driver
-from arbiter.executor import Emit, Finished, GameJob, Preflight, Started
-from arbiter.records import GameRecord, Termination
-from arbiter.referee import GameSpec
+from arbiter.executors.jobs import Emit, Finished, GameJob, Preflight, Started
+from arbiter.games.referee import GameSpec
+from arbiter.results.records import GameRecord, Termination
+from arbiter.results.store import Store
 from arbiter.rules import Variant
-from arbiter.schedule import ScheduledGame
-from arbiter.store import Store
-from arbiter.tournament import load_tournament, run_tournament
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.driver import Driver
+from arbiter.runs.schedule import ScheduledGame
+from arbiter.runs.tournament import load_tournament, run_tournament
 
 try:
     import distributed
@@ -141,8 +141,7 @@ def local_cluster() -> Iterator[str]:
 def _run(path: Path, **kwargs: Any) -> Any:
     t = load_tournament(path, engines_here=kwargs.get("dask") is None)
     with Store.open(t.output) as store:
-        store.begin(t.name, t.conditions(), t.definition(),
-                    {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+        store.begin(t.name, t.conditions(), t.definition(), t.entries())
         play, left = run_tournament(t, store, **kwargs)
         return trio.run(play), left
 
@@ -200,8 +199,8 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
 @needs_dask
 def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: Path,
                                                                     local_cluster: str) -> None:
-    from arbiter.dask_executor import DaskExecutor
-    from arbiter.executor import ExecutorSettings
+    from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.jobs import ExecutorSettings
 
     script = tmp_path / "vanishing.py"
     script.symlink_to(BADBOT)
@@ -213,8 +212,7 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: P
 
     async def main() -> Any:
         with Store.open(t.output) as store:
-            store.begin(t.name, t.conditions(), t.definition(),
-                        {n: (spec, t.engine_conditions[n]) for n, spec in t.engines.items()})
+            store.begin(t.name, t.conditions(), t.definition(), t.entries())
             try:
                 checked = await executor.preflight(list(t.engines), t.variant,
                                                    {n: t.tc for n in t.engines})  # fmt: skip
@@ -249,8 +247,8 @@ def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
 @needs_dask
 def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
                                                              local_cluster: str) -> None:
-    from arbiter.dask_executor import DaskExecutor
-    from arbiter.executor import ExecutorSettings
+    from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.jobs import ExecutorSettings
 
     path = write_tournament(tmp_path, "t", "rounds = 500", [bot("a"), bot("b")])
     t = load_tournament(path, engines_here=False)
@@ -287,13 +285,13 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
 @needs_dask
 def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
         tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from arbiter import executor
+    from arbiter.executors import game_worker
 
     async def broken(self: Any, job: GameJob) -> None:
         raise RuntimeError("the referee broke")
 
     # The in-process workers run this module's code: every game's task raises.
-    monkeypatch.setattr(executor.GameWorker, "play", broken)
+    monkeypatch.setattr(game_worker.GameWorker, "play", broken)
     t = write_tournament(tmp_path, "t", "rounds = 5", [bot("a"), bot("b")])
     outcome, _ = _run(t, dask=local_cluster)
     assert outcome.aborted.startswith("6 games in a row were void; last: the game's task"
@@ -429,7 +427,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
         assert wait_until(lambda: len(_engine_children(victim.pid)) == 2, 60)
         engines = _engine_children(victim.pid)
         # The worker guards its engines as the command line does: a watchdog process.
-        assert _engine_children(victim.pid, b"arbiter.reaper")
+        assert _engine_children(victim.pid, b"arbiter.engines.reaper")
         victim.kill()
         victim.wait()
         lines += list(again.stderr)
@@ -445,7 +443,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
 
 
 @needs_dask
-@pytest.mark.skipif(__import__("arbiter.sandbox").sandbox.unavailable() is not None,
+@pytest.mark.skipif(__import__("arbiter.engines.sandbox").sandbox.unavailable() is not None,
                     reason="no sandbox (bubblewrap) here")  # fmt: skip
 def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: str) -> None:
     target = tmp_path / "outside.txt"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.clock import GameClock, TimeControl
-from arbiter.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
-from arbiter.process import EngineSpec, open_engine
-from arbiter.records import read_records
+from arbiter.engines.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
+from arbiter.engines.process import EngineSpec, open_engine
+from arbiter.results.records import read_records
 from arbiter.rules import Color, Variant
+from arbiter.rules.clock import GameClock, TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
 GTPHEX = ROOT / "tests" / "engines" / "gtphex.py"

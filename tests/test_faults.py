@@ -22,14 +22,15 @@ import pytest
 import trio
 from processes import running
 
-from arbiter.clock import TimeControl
+from arbiter.engines.process import Deadlines, Engine, EngineSpec, open_engine
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
-from arbiter.executor import ExecutorSettings, Finished, GameJob, GameWorker
-from arbiter.match import Match, MatchConfig
-from arbiter.process import Deadlines, Engine, EngineSpec, open_engine
-from arbiter.records import GameRecord, Termination
-from arbiter.referee import GameOutcome, GameSpec, Referee, RefereeConfig
+from arbiter.executors.game_worker import GameWorker
+from arbiter.executors.jobs import ExecutorSettings, Finished, GameJob
+from arbiter.games.referee import GameOutcome, GameSpec, Referee, RefereeConfig
+from arbiter.results.records import GameRecord, Termination
 from arbiter.rules import SWAP, Color, Game, Variant
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.match import Match, MatchConfig
 
 TESTS = Path(__file__).resolve().parent
 BADBOT = TESTS / "engines" / "badbot.py"

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from arbiter.board_svg import RADIUS, picture
 from arbiter.cli import main
-from arbiter.records import GameRecord, read_records
+from arbiter.results.records import GameRecord, read_records
 from arbiter.rules import VALID_ATOLL_SIZES, Color, Game, Variant
+from arbiter.views.svg import RADIUS, picture
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"

@@ -70,7 +70,7 @@ def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str],
                 break
         engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
         assert len(engines) >= 2
-        watchdogs = [pid for pid in pids_matching("arbiter.reaper") if _descends(pid, proc.pid)]
+        watchdogs = [pid for pid in pids_matching("arbiter.engines.reaper") if _descends(pid, proc.pid)]
         assert watchdogs
         proc.kill()
         proc.wait()
@@ -111,7 +111,7 @@ def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> No
             return False
         finished += 1
         if not killed:  # kill the first watchdog; the harness starts a new one
-            dogs = pids_matching("arbiter.reaper")
+            dogs = pids_matching("arbiter.engines.reaper")
             killed.extend(dogs)
             for pid in dogs:
                 os.kill(pid, signal.SIGKILL)

@@ -95,7 +95,7 @@ def _pause_during_a_game(args: list[str], tmp_path: Path) -> list[object]:
     """Run a match in which one engine, in the middle of a game, stops the process that
     waits for its answer (the harness, or a worker process) with SIGSTOP; continue it 3 s
     later. The match's records."""
-    from arbiter.records import read_records
+    from arbiter.results.records import read_records
 
     records = tmp_path / "g.jsonl"
     slow = f"{sys.executable} {BADBOT} slow --ms 20"
@@ -309,4 +309,4 @@ def test_a_log_on_a_pipe_is_written_not_read(tmp_path: Path) -> None:
                    "-q", "--log", str(fifo), timeout=60)  # fmt: skip
     out, _ = reader.communicate(timeout=30)
     assert done.returncode == 0, done.stderr
-    assert "arbiter.driver INFO game" in out
+    assert "arbiter.runs.driver INFO game" in out

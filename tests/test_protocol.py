@@ -12,8 +12,8 @@ import trio.testing
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from arbiter.engines.process import EngineSpec, open_engine
 from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, ProtocolError
-from arbiter.process import EngineSpec, open_engine
 from arbiter.protocol import (
     Command,
     EngineSession,

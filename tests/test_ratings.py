@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from arbiter.ratings import (
+from arbiter.results.ratings import (
     DEFAULT_PRIOR,
     PairStats,
     RatingFit,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.errors import ConfigError
-from arbiter.records import Evidence, GameRecord, RecordWriter, Termination, read_records
+from arbiter.results.records import Evidence, GameRecord, RecordWriter, Termination, read_records
 
 
 def sample(**changes: object) -> GameRecord:

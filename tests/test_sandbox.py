@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from processes import pids_matching, running, wait_until
 
-from arbiter import sandbox
-from arbiter.records import GameRecord, read_records
+from arbiter.engines import sandbox
+from arbiter.results.records import GameRecord, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKER = ROOT / "tests" / "engines" / "attacker.py"

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.clock import TimeControl
-from arbiter.driver import Action, VoidPolicy, void_decision
-from arbiter.process import EngineInfo, EngineSpec
-from arbiter.records import Evidence, GameRecord, Termination
-from arbiter.referee import GameSpec
+from arbiter.engines.process import EngineSpec
+from arbiter.games.referee import GameSpec
+from arbiter.results.records import Evidence, GameRecord, Termination
+from arbiter.results.standings import Tally
+from arbiter.results.store import EngineEntry, Store
 from arbiter.rules import Game, Variant
-from arbiter.schedule import (
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.driver import Action, VoidPolicy, void_decision
+from arbiter.runs.schedule import (
     Format,
     Openings,
     match_games,
@@ -22,8 +24,6 @@ from arbiter.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.standings import Tally
-from arbiter.store import Store
 
 ATOLL = Variant()
 
@@ -144,9 +144,9 @@ def test_the_store_keeps_a_game_once_and_aggregates_in_sql(tmp_path: Path) -> No
     path = tmp_path / "s.sqlite"
     spec = EngineSpec(argv=("python3", "bot.py"), name="a")
     with Store.open(path) as store:
-        store.begin("t", {"tc": "1+0"}, {}, {"a": (spec, {"command": "x"}),
-                                             "b": (spec, {"command": "y"})})  # fmt: skip
-        store.engine_seen("a", EngineInfo(name="x" * 10_000, version="1"))
+        entries = {k: EngineEntry({"command": k}, spec.argv) for k in ("a", "b")}
+        store.begin("t", {"tc": "1+0"}, {}, entries)
+        store.engine_seen("a", "x" * 10_000, "1")
         g1, g2, g3, _ = games
         store.write(g1, _record(g1.game_id, "a", "b", "a"))
         store.write(g1, _record(g1.game_id, "a", "b", "b"))  # the same game again: ignored

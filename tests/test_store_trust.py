@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from test_tournament import bot, write_tournament
 
 from arbiter.cli import main
-from arbiter.store import Store
+from arbiter.results.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -563,8 +563,8 @@ EDITS = st.one_of(
 @pytest.fixture(scope="module")
 def pristine(played: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The played store with a void attempt added (through the store's own writer)."""
-    from arbiter.records import GameRecord, Termination
-    from arbiter.schedule import ScheduledGame
+    from arbiter.results.records import GameRecord, Termination
+    from arbiter.runs.schedule import ScheduledGame
 
     folder = tmp_path_factory.mktemp("pristine")
     for name in ("t.toml", "t.sqlite"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.records import read_records
+from arbiter.results.records import read_records
 from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,7 +248,7 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path) -> None:
         assert (test["llr"] >= test["upper"]) if verdict == "H1" else (test["llr"] <= test["lower"])
         text = arbiter("match", first, second, "--games", "200", "--tc", "10+0.1", "-q",
                        "--sprt", "elo0=0,elo1=100")  # fmt: skip
-        assert f"SPRT: LLR" in text.stdout and f"{verdict} accepted" in text.stdout
+        assert "SPRT: LLR" in text.stdout and f"{verdict} accepted" in text.stdout
     games = list(read_records(records))
     assert games and all(not g.void and g.termination.value == "resign" for g in games)
     assert all(g.winner == "winner" and g.plies <= 1 for g in games)

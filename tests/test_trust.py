@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from arbiter.cli import main
-from arbiter.records import read_records
+from arbiter.results.records import read_records
 from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -218,7 +218,7 @@ def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str
 def test_a_harness_fault_keeps_its_traceback_and_logs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arbiter.clock import GameClock
+    from arbiter.rules.clock import GameClock
 
     def broken(self: GameClock, elapsed: float) -> bool:
         raise TypeError("a clock that cannot count")
@@ -255,7 +255,7 @@ def test_verbose_logs_to_stderr_and_a_log_never_overwrites_another_file(tmp_path
     done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",
                    "--tc", "5+0", "--size", "7", "-q", "-v")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "arbiter.driver INFO game " in done.stderr
+    assert "arbiter.runs.driver INFO game " in done.stderr
     store = tmp_path / "records.jsonl"
     store.write_text('{"schema": 1}\n')
     done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",

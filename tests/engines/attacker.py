@@ -43,8 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from arbiter.bot import Bot  # noqa: E402
-from arbiter.rules import Color, Game  # noqa: E402
+from arbiter.bot import Bot
+from arbiter.rules import Color, Game
 
 
 def log(text: str) -> None:

@@ -4,7 +4,7 @@ The page is rendered by Jinja2 with autoescaping on, so whatever a record holds 
 names, what engines answered, their stderr) reaches the page as text, never as markup.
 Everything it needs is inline: styles, the boards as SVG, the games as JSON in a
 ``<script type="application/json">`` block, and a small script for the viewer and the
-filters. Boards come from the rules core (arbiter.board_svg), moves are replayed by it
+filters. Boards come from the rules core (arbiter.views.svg), moves are replayed by it
 here, so the viewer only places stones the rules already accepted, and the winning
 chain shown is the one the rules found.
 """
@@ -19,13 +19,13 @@ from typing import Any
 
 import jinja2
 
-from arbiter.board_svg import BoardPicture, picture, position, stone_class
-from arbiter.process import exit_status
-from arbiter.records import GameRecord, Termination
-from arbiter.report import describe_result
+from arbiter.engines.process import exit_status
+from arbiter.results.records import GameRecord, Termination
+from arbiter.results.standings import Standings, head_to_head
 from arbiter.rules import SWAP, Game, IllegalMove, Variant
-from arbiter.standings import Standings, head_to_head
 from arbiter.text import escape, name, shorten
+from arbiter.views.report import describe_result
+from arbiter.views.svg import BoardPicture, picture, position, stone_class
 
 TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
 STDERR_LINES = 30
@@ -43,7 +43,7 @@ SWAP_CODE = ".."
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("arbiter", "templates"),
+        loader=jinja2.PackageLoader("arbiter.views", "templates"),
         autoescape=True,  # every template: page, SVG, and the inline style and script
         undefined=jinja2.StrictUndefined,
     )

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from arbiter.clock import GameClock, TimeControl
 from arbiter.rules import Color, Variant
+from arbiter.rules.clock import GameClock, TimeControl
 
 Command = tuple[str, ...]
 

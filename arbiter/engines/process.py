@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from arbiter import reaper, sandbox, text
-from arbiter.clock import TimeControl
-from arbiter.dialect import Dialect
+from arbiter import text
+from arbiter.engines import reaper, sandbox
+from arbiter.engines.dialect import Dialect
+from arbiter.engines.sandbox import Limits
 from arbiter.errors import (
     EngineError,
     EngineFailure,
@@ -31,7 +32,7 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.protocol.session import EngineSession, PipeStream
-from arbiter.sandbox import Limits
+from arbiter.rules.clock import TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class EngineSpec:
     options: tuple[str, ...] = ()  # whole command lines sent after the handshake
     tc: TimeControl | None = None  # this engine's own time control, if it has one
     dialect: Dialect = field(default_factory=Dialect)
-    sandbox: bool = False  # run under bubblewrap (see arbiter.sandbox)
+    sandbox: bool = False  # run under bubblewrap (see arbiter.engines.sandbox)
     limits: Limits = field(default_factory=Limits)
     hidden: tuple[str, ...] = ()  # host files a sandboxed engine must not read
     read: tuple[str, ...] = ()  # host paths a sandboxed engine may read besides its own

@@ -18,9 +18,11 @@ from typing import Any, Protocol
 
 import trio
 
-from arbiter import dialect, logs, pauses
-from arbiter.clock import GameClock, TimeControl
-from arbiter.dialect import Dialect
+from arbiter import logs, pauses
+from arbiter.engines import dialect
+from arbiter.engines.dialect import Dialect
+from arbiter.engines.process import EngineInfo, StderrLog
+from arbiter.engines.sandbox import Breach
 from arbiter.errors import (
     ArbiterInternalError,
     EngineError,
@@ -28,19 +30,18 @@ from arbiter.errors import (
     EngineTerminatedError,
     EngineTimeout,
 )
-from arbiter.process import EngineInfo, StderrLog
 from arbiter.protocol.codec import Response
 from arbiter.protocol.session import EngineSession
-from arbiter.records import Evidence, GameRecord, StoneColor, Termination, timestamp
+from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
-from arbiter.sandbox import Breach
+from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.text import escape, shorten
 
 log = logging.getLogger(__name__)
 
 
 class Player(Protocol):
-    """What the referee needs of an engine; `arbiter.process.Engine` is the real one."""
+    """What the referee needs of an engine; `arbiter.engines.process.Engine` is the real one."""
 
     name: str
     info: EngineInfo

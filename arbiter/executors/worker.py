@@ -1,8 +1,8 @@
-"""`python -m arbiter.worker`: an executor's worker process, driven over its stdin and stdout."""
+"""`python -m arbiter.executors.worker`: a worker process, driven over its stdin and stdout."""
 
 import contextlib
 
-from arbiter.executor import worker_main
+from arbiter.executors.pool import worker_main
 from arbiter.running import run_trio
 
 if __name__ == "__main__":

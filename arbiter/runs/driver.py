@@ -17,7 +17,8 @@ from typing import Protocol
 
 import trio
 
-from arbiter.executor import (
+from arbiter.engines.process import EngineInfo
+from arbiter.executors.jobs import (
     Abort,
     EngineSeen,
     Event,
@@ -28,10 +29,9 @@ from arbiter.executor import (
     Unplayable,
     start_failure,
 )
-from arbiter.process import EngineInfo
-from arbiter.records import GameRecord, Stage
-from arbiter.referee import GameSpec
-from arbiter.schedule import ScheduledGame
+from arbiter.games.referee import GameSpec
+from arbiter.results.records import GameRecord, Stage
+from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ class Termination(StrEnum):
     CRASH = "crash"
     STALL = "stall"
     DESYNC = "desync"
-    # A resource limit of the engine's definition (see arbiter.sandbox.Limits), named
+    # A resource limit of the engine's definition (see arbiter.engines.sandbox.Limits), named
     # where the kernel tells which one; otherwise the fault keeps its own name.
     MEMORY = "memory"
     CPU = "cpu"

@@ -1,7 +1,7 @@
 """A match: N games between two engines, played as seat-swapped pairs on K slots.
 
 A match is a two-engine schedule run by the same driver and executor as a tournament
-(see `arbiter.driver`); this module only says which games a match plays and collects its
+(see `arbiter.runs.driver`); this module only says which games a match plays and collects its
 results for the summary.
 """
 
@@ -12,15 +12,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from arbiter.clock import TimeControl
-from arbiter.driver import Driver, VoidPolicy
-from arbiter.executor import ExecutorSettings, LocalExecutor, display_names, preflight
-from arbiter.process import Deadlines, EngineSpec
-from arbiter.ratings import PairStats, SprtResult, sprt
-from arbiter.records import GameRecord, RecordWriter
-from arbiter.referee import GameSpec, RefereeConfig
+from arbiter.engines.process import Deadlines, EngineSpec
+from arbiter.executors.jobs import ExecutorSettings, display_names
+from arbiter.executors.local import LocalExecutor
+from arbiter.executors.preflight import preflight
+from arbiter.games.referee import GameSpec, RefereeConfig
+from arbiter.results.ratings import PairStats, SprtResult, sprt
+from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.rules import Variant
-from arbiter.schedule import ScheduledGame, match_games
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.driver import Driver, VoidPolicy
+from arbiter.runs.schedule import ScheduledGame, match_games
 
 StartHook = Callable[[int, int, str, str], None]
 FinishHook = Callable[[int, GameRecord, str], None]  # game number, record, void-game note

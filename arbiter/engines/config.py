@@ -15,6 +15,7 @@ An engines file names engines so that commands stay short:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -25,13 +26,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from arbiter import sandbox
-from arbiter.clock import TC_HELP, TimeControl
-from arbiter.dialect import Dialect, TimeFamily
+from arbiter.engines import sandbox
+from arbiter.engines.dialect import Dialect, TimeFamily
+from arbiter.engines.process import EngineSpec
+from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
-from arbiter.process import EngineSpec
 from arbiter.rules import Variant
-from arbiter.sandbox import Limits, parse_limits
+from arbiter.rules.clock import TC_HELP, TimeControl
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
                "time", "sandbox", "limits", "read")  # fmt: skip
@@ -392,3 +393,30 @@ def resolve_engine(text: str, engines: EnginesFile | None) -> EngineSpec:
     spec = EngineSpec(argv=tuple(argv), name=name)
     check_executable(spec, f"engine {text!r}")
     return spec
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def program_hashes(spec: EngineSpec) -> tuple[str | None, str | None]:
+    """SHA-256 of the program run and, for an interpreter running a script, the script:
+    the first argument that names a file (with or without a suffix)."""
+    cwd = Path(spec.cwd or ".")
+    program = spec.argv[0]
+    found = shutil.which(program, path=os.environ.get("PATH")) if os.sep not in program else None
+    program_path = Path(found) if found else cwd / program
+    script = None
+    for arg in spec.argv[1:]:
+        candidate = cwd / arg
+        if not arg.startswith("-") and candidate.is_file():
+            script = candidate
+            break
+    return _sha256(program_path), (_sha256(script) if script else None)

@@ -51,10 +51,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from arbiter import logs, reaper
-from arbiter.clock import TimeControl
+from arbiter import logs
+from arbiter.engines import reaper
 from arbiter.errors import ConfigError
-from arbiter.executor import (
+from arbiter.executors.game_worker import hosted
+from arbiter.executors.jobs import (
     Abort,
     Emit,
     EngineSeen,
@@ -62,15 +63,15 @@ from arbiter.executor import (
     ExecutorSettings,
     Finished,
     GameJob,
-    GameWorker,
     Preflight,
     Started,
     machine,
-    preflight,
     void_record,
 )
-from arbiter.records import Evidence, Stage, Termination
+from arbiter.executors.preflight import preflight
+from arbiter.results.records import Evidence, Stage, Termination
 from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -135,12 +136,8 @@ def play_game(settings: ExecutorSettings, job: GameJob, driver: str) -> TaskResu
     events: list[Event] = []
 
     async def play() -> None:
-        async with trio.open_nursery() as nursery:
-            slot = GameWorker(settings, nursery, events.append)
-            try:
-                await slot.play(job)
-            finally:
-                await slot.aclose()
+        async with hosted(settings, events.append) as worker:
+            await worker.play(job)
 
     trio.run(play)
     for event in events:

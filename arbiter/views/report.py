@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from arbiter.match import MatchResult
-from arbiter.process import exit_status
-from arbiter.records import GameRecord, Termination
-from arbiter.schedule import ScheduledGame
+from arbiter.engines.process import exit_status
+from arbiter.results.records import GameRecord, Termination
+from arbiter.runs.match import MatchResult
+from arbiter.runs.schedule import ScheduledGame
 from arbiter.text import terminal
 
 log = logging.getLogger(__name__)

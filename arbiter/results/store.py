@@ -39,7 +39,6 @@ import contextlib
 import datetime as _dt
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import sqlite3
@@ -49,12 +48,10 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from arbiter.errors import ArbiterError, ConfigError, StoreError
-from arbiter.process import EngineInfo, EngineSpec
-from arbiter.records import FAULTS, RATED, GameRecord
-from arbiter.schedule import ScheduledGame
+from arbiter.results.records import FAULTS, RATED, GameRecord
 
 SCHEMA_VERSION = 1
 TEXT_CAP = 4096  # engine-originated labels (name, version) are stored up to this length
@@ -127,33 +124,32 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _sha256(path: Path) -> str | None:
-    try:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
-    except OSError:
-        return None
+class Scheduled(Protocol):
+    """What the store needs to know of a scheduled game to file its result."""
+
+    @property
+    def game_id(self) -> str: ...
+    @property
+    def number(self) -> int: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def pair_key(self) -> str: ...
+    @property
+    def engines(self) -> tuple[str, str]: ...
+    @property
+    def opening(self) -> tuple[str, ...]: ...
 
 
-def program_hashes(spec: EngineSpec) -> tuple[str | None, str | None]:
-    """SHA-256 of the program run and, for an interpreter running a script, the script:
-    the first argument that names a file (with or without a suffix)."""
-    import shutil
+@dataclass(frozen=True)
+class EngineEntry:
+    """An engine as a tournament first stores it: its conditions of play, its command,
+    and the hashes of what that command runs (`None`: not readable here)."""
 
-    cwd = Path(spec.cwd or ".")
-    program = spec.argv[0]
-    found = shutil.which(program, path=os.environ.get("PATH")) if os.sep not in program else None
-    program_path = Path(found) if found else cwd / program
-    script = None
-    for arg in spec.argv[1:]:
-        candidate = cwd / arg
-        if not arg.startswith("-") and candidate.is_file():
-            script = candidate
-            break
-    return _sha256(program_path), (_sha256(script) if script else None)
+    definition: Mapping[str, Any]
+    command: tuple[str, ...]
+    program_sha256: str | None = None
+    script_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -657,7 +653,7 @@ class Store:
         return out
 
     def begin(self, name: str, conditions: Mapping[str, Any], definition: Mapping[str, Any],
-              engines: Mapping[str, tuple[EngineSpec, Mapping[str, Any]]]) -> None:  # fmt: skip
+              engines: Mapping[str, EngineEntry]) -> None:  # fmt: skip
         """Record the tournament's conditions and engines (new engines are added)."""
         known = self.engine_definitions()
         with self._transaction():
@@ -666,22 +662,23 @@ class Store:
                 self._set_meta("conditions", json.dumps(dict(conditions), sort_keys=True))
                 self._set_meta("created", _now())
             self._set_meta("definition", json.dumps(dict(definition), sort_keys=True))
-            for engine_name, (spec, engine_definition) in engines.items():
+            for engine_name, entry in engines.items():
                 if engine_name in known:
                     continue
-                program, script = program_hashes(spec)
                 self.db.execute(
                     "INSERT INTO engines (name, definition, command, program_sha256,"
                     " script_sha256, first_seen) VALUES (?, ?, ?, ?, ?, ?)",
-                    (engine_name, json.dumps(dict(engine_definition), sort_keys=True),
-                     json.dumps(list(spec.argv)), program, script, _now()),
+                    (engine_name, json.dumps(dict(entry.definition), sort_keys=True),
+                     json.dumps(list(entry.command)), entry.program_sha256,
+                     entry.script_sha256, _now()),
                 )  # fmt: skip
 
-    def engine_seen(self, name: str, info: EngineInfo) -> None:
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        """What the engine answered to `name` and `version` (labels, capped)."""
         with self._transaction():
             self.db.execute(
                 "UPDATE engines SET reply_name=?, reply_version=? WHERE name=?",
-                (info.name[:TEXT_CAP], info.version[:TEXT_CAP], name),
+                (reply_name[:TEXT_CAP], reply_version[:TEXT_CAP], name),
             )
 
     # ----------------------------------------------------------------- games
@@ -758,7 +755,7 @@ class Store:
         return StoreError(f"the results store {self.path} was removed or replaced during the"
                           f" run, which stopped{what}{then}")  # fmt: skip
 
-    def write(self, game: ScheduledGame, record: GameRecord) -> None:
+    def write(self, game: Scheduled, record: GameRecord) -> None:
         """Store a finished attempt: a rated game once by id, or a void attempt."""
         data = record.dumps()
         with self._transaction():

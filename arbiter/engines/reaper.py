@@ -2,7 +2,7 @@
 
 Two mechanisms, each for a way processes escape:
 
-* A watchdog process (`python -m arbiter.reaper`) is told each engine's process group as
+* A watchdog process (`python -m arbiter.engines.reaper`) is told each engine's process group as
   it starts and as it is reaped. When its stdin reaches EOF, which happens however the
   harness ends (SIGKILL included), it kills every group still listed. PR_SET_PDEATHSIG
   cannot do this job: it fires when the *thread* that forked the child exits, and trio
@@ -111,7 +111,7 @@ def _tell(line: str) -> None:
         if _watchdog is None or _watchdog.poll() is not None:
             try:
                 _watchdog = subprocess.Popen(
-                    [sys.executable, "-m", "arbiter.reaper", _token],
+                    [sys.executable, "-m", "arbiter.engines.reaper", _token],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     start_new_session=True,  # Ctrl-C on the terminal does not reach it
@@ -209,7 +209,7 @@ def _watch(token: str) -> None:
                 os.kill(pid, signal.SIGKILL)
     # The cgroups of its engines (resource limits): a killed process leaves its cgroup
     # only once the kernel has finished it, so try for a moment.
-    from arbiter import sandbox
+    from arbiter.engines import sandbox
 
     for _ in range(50):
         if not sandbox.remove_cgroups_of(harness):

@@ -22,24 +22,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from arbiter.clock import TC_HELP, TimeControl
-from arbiter.config import (
+from arbiter.engines.config import (
     EnginesFile,
     check_confinement,
     check_name,
     engine_definition,
+    program_hashes,
     read_small,
     read_toml,
 )
-from arbiter.driver import Driver, RunOutcome
+from arbiter.engines.process import EngineInfo, EngineSpec
+from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
-from arbiter.executor import Executor, ExecutorSettings, LocalExecutor
-from arbiter.process import EngineInfo, EngineSpec
-from arbiter.records import GameRecord
-from arbiter.referee import GameSpec, RefereeConfig
+from arbiter.executors.jobs import Executor, ExecutorSettings
+from arbiter.executors.local import LocalExecutor
+from arbiter.games.referee import GameSpec, RefereeConfig
+from arbiter.results.records import GameRecord
+from arbiter.results.store import EngineEntry, Store, resolved, store_files
 from arbiter.rules import Variant
-from arbiter.sandbox import Limits, parse_limits
-from arbiter.schedule import (
+from arbiter.rules.clock import TC_HELP, TimeControl
+from arbiter.runs.driver import Driver, RunOutcome
+from arbiter.runs.schedule import (
     Format,
     Openings,
     ScheduledGame,
@@ -47,7 +50,6 @@ from arbiter.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.store import Store, program_hashes, resolved, store_files
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -103,6 +105,13 @@ class Tournament:
             "openings_file": self.openings_file,
             "engines": {name: c for name, c in self.engine_conditions.items()},
         }  # fmt: skip
+
+    def entries(self) -> dict[str, EngineEntry]:
+        """The engines as the store first keeps them, each with the hashes of what it runs."""
+        return {
+            name: EngineEntry(self.engine_conditions[name], spec.argv, *program_hashes(spec))
+            for name, spec in self.engines.items()
+        }
 
     def games(self, skip: Container[str] = ()) -> Iterator[ScheduledGame]:
         return tournament_games(
@@ -237,7 +246,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     openings, openings_file = _openings(table, where, here, variant, seed)
     file_dask = _get(table, "dask", where, None)
     if file_dask is not None:
-        from arbiter.dask_executor import check_address
+        from arbiter.executors.dask import check_address
 
         check_address(file_dask, f"{where}.dask")
     local = engines_here and file_dask is None
@@ -450,7 +459,7 @@ def run_tournament(
     remaining = t.games(skip=done)
 
     def engine_seen(key: str, info: EngineInfo) -> None:
-        store.engine_seen(key, info)
+        store.engine_seen(key, info.name, info.version)
 
     # Sandboxed engines must not even read the results they are judged by.
     # The tournament file and the store's kept copies (--fresh, a lost store) too.
@@ -460,7 +469,7 @@ def run_tournament(
     settings = ExecutorSettings(engines=specs, referee=RefereeConfig(margin=t.margin))
     executor: Executor
     if dask or t.dask:
-        from arbiter.dask_executor import DaskExecutor
+        from arbiter.executors.dask import DaskExecutor
 
         executor = DaskExecutor(settings, dask or t.dask or "", window=concurrency,
                                 where="--dask" if dask else f"{t.path}: tournament.dask")

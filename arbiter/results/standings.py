@@ -21,9 +21,9 @@ from tabulate import tabulate
 
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
-from arbiter.ratings import DEFAULT_PRIOR, RatingFit, fit
-from arbiter.records import FAULTS, BadLine, Termination, read_records
-from arbiter.store import Damage, Store, resolved
+from arbiter.results.ratings import DEFAULT_PRIOR, RatingFit, fit
+from arbiter.results.records import FAULTS, BadLine, Termination, read_records
+from arbiter.results.store import Damage, Store, resolved
 
 
 @dataclass
@@ -166,9 +166,7 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
 
 
 def source_kind(path: str) -> str:
-    """What a SOURCE argument is: "tournament" (a .toml file), "store" or "records"."""
-    if path.endswith(".toml"):
-        return "tournament"
+    """What a SOURCE argument is: "store" or "records" (by the file's first bytes)."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(16)
@@ -180,14 +178,12 @@ def source_kind(path: str) -> str:
 
 def gather(sources: Iterable[str], keep: Games | None = None,
            ) -> tuple[Tally, list[BadLine | Damage], list[str]]:  # fmt: skip
-    """Tally tournament files, stores and records files together, each game once:
-    (tally, bad records lines and damaged store rows, tournament names met). With
-    `keep`, the records counted are kept there as well, deduplicated the same way.
+    """Tally stores and records files together, each game once: (tally, bad records
+    lines and damaged store rows, tournament names met). With `keep`, the records counted
+    are kept there as well, deduplicated the same way.
 
     Stores are read read-only, one snapshot each; their damaged rows are left out and
     returned with the bad lines, as the records files' are."""
-    from arbiter.tournament import load_tournament
-
     tally = Tally()
     files: list[str] = []
     stores: set[Path] = set()
@@ -198,11 +194,10 @@ def gather(sources: Iterable[str], keep: Games | None = None,
         if kind == "records":
             files.append(source)
             continue
-        path = Path(load_tournament(source, engines_here=False).output if kind == "tournament"
-                    else source)  # fmt: skip
+        path = Path(source)
         real = resolved(path)
         if real in stores:
-            continue  # the same store twice (e.g. by its file and by its tournament)
+            continue  # the same store twice (by its file and by its tournament's)
         stores.add(real)
         with Store.open_read(path) as store:
             damaged.extend(store.damage)

@@ -1,0 +1,167 @@
+"""The game worker: plays jobs one at a time with engines it keeps warm between games.
+
+A worker reuses its engines game after game (`clear_board` between games): it keeps the
+engines of its last few pairings and closes the least recently used ones beyond that. An
+engine that faulted is closed at once and restarted for its next game. Every host (a slot
+in this process, a worker process, a Dask task) runs one through `hosted`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import trio
+
+from arbiter.engines import reaper
+from arbiter.engines.process import Engine, start_engine
+from arbiter.errors import EngineError
+from arbiter.executors.jobs import (
+    Emit,
+    EngineSeen,
+    ExecutorSettings,
+    Finished,
+    GameJob,
+    Started,
+    Unplayable,
+    display_names,
+    machine,
+    void_record,
+)
+from arbiter.games.referee import Referee, unsupported_variant
+from arbiter.results.records import Evidence, GameRecord, Stage, Termination
+
+log = logging.getLogger(__name__)
+
+EngineHook = Callable[[Engine, bool], None]  # up: started, else closing
+
+
+@asynccontextmanager
+async def hosted(settings: ExecutorSettings, emit: Emit, *,
+                 on_engine: EngineHook | None = None) -> AsyncIterator[GameWorker]:  # fmt: skip
+    """A game worker with a nursery for its engines, whose engines are shut down on the
+    way out, however the host leaves (its jobs done, cancelled, or failing)."""
+    async with trio.open_nursery() as nursery:
+        worker = GameWorker(settings, nursery, emit, on_engine=on_engine)
+        try:
+            yield worker
+        finally:
+            await worker.aclose()
+
+
+class GameWorker:
+    """Plays jobs one at a time with engines it starts, keeps and restarts as needed."""
+
+    def __init__(
+        self,
+        settings: ExecutorSettings,
+        nursery: trio.Nursery,
+        emit: Emit,
+        *,
+        on_engine: Callable[[Engine, bool], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.nursery = nursery
+        self.emit = emit
+        self.on_engine = on_engine or (lambda engine, up: None)  # up: started, else closing
+        self.referee = Referee(settings.referee)
+        self.engines: OrderedDict[str, Engine] = OrderedDict()  # least recently used first
+        self._seen: set[str] = set()
+
+    def names(self, keys: tuple[str, str], engines: Sequence[Engine | None] = (None, None)
+              ) -> tuple[str, str]:  # fmt: skip
+        """Display names of a job's seats, computed in key order so they never depend on
+        which engine sits first."""
+        ordered = sorted(range(2), key=lambda i: keys[i])
+        specs = [self.settings.engines[keys[i]] for i in ordered]
+        replies = []
+        for i in ordered:
+            engine = engines[i]
+            replies.append(engine.info.name if engine is not None else "")
+        named = display_names(specs, replies)
+        by_seat = {ordered[k]: named[k] for k in range(2)}
+        return by_seat[0], by_seat[1]
+
+    async def play(self, job: GameJob) -> None:
+        engines: list[Engine | None] = [self.engines.get(k) for k in job.engines]
+        for seat, key in enumerate(job.engines):
+            if engines[seat] is not None:
+                self.engines.move_to_end(key)
+                continue
+            try:
+                engine = await self._start(key)
+            except EngineError as exc:
+                self._finished(job, self._start_failure(job, seat, exc))
+                return
+            engines[seat] = engine
+        a, b = engines
+        assert a is not None and b is not None
+        names = self.names(job.engines, engines)
+        for engine, name in zip((a, b), names, strict=True):
+            engine.name = engine.session.name = name
+        for engine in (a, b):
+            problem = unsupported_variant(engine, job.spec.variant)
+            if problem is not None:
+                self.emit(Unplayable(job.number, problem))
+                return
+        self.emit(Started(job.number, names[0], names[1]))
+        outcome = await self.referee.play(job.spec, [a, b])
+        self._finished(job, outcome.record)  # the record first, then clean up
+        reaper.check_watchdog()
+        for seat, key in enumerate(job.engines):
+            # A sandboxed engine, and all it started, lasts one game: nothing it left
+            # running or wrote in its scratch folder reaches the next; an engine with
+            # limits too, so that they and the kernel's counters are per game.
+            spec = self.settings.engines[key]
+            if seat in outcome.faulty or spec.sandbox or spec.limits:
+                await self._close(key)
+        await self._trim()
+
+    def _finished(self, job: GameJob, record: GameRecord) -> None:
+        record.host, record.cpu = machine()
+        self.emit(Finished(job.number, record))
+
+    async def _start(self, key: str) -> Engine:
+        spec = self.settings.engines[key]
+        try:
+            engine = await start_engine(spec, self.nursery, self.settings.deadlines)
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
+        self.engines[key] = engine
+        log.debug("started engine %s (pid %d)", key, engine.process.pid)
+        self.on_engine(engine, True)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.emit(EngineSeen(key, engine.info))
+        return engine
+
+    async def _close(self, key: str) -> None:
+        engine = self.engines.pop(key, None)
+        if engine is not None:
+            self.on_engine(engine, False)
+            await engine.aclose()
+
+    async def _trim(self) -> None:
+        while len(self.engines) > max(2, self.settings.engines_per_slot):
+            await self._close(next(iter(self.engines)))
+
+    async def aclose(self) -> None:
+        for key in list(self.engines):
+            await self._close(key)
+
+    def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
+        names = self.names(job.engines)
+        label = names[seat]
+        evidence = Evidence(
+            engine=label,
+            detail=exc.detail,
+            returncode=getattr(exc, "returncode", None),
+            stderr_tail=getattr(exc, "stderr_tail", ""),
+            stage=Stage.START,
+        )
+        return void_record(job.spec, names, Termination.SETUP,
+                           f"{label} failed to start: {exc.detail}", evidence)  # fmt: skip

@@ -1,0 +1,162 @@
+"""What passes between a run and its executor: jobs, events, and the executor's face.
+
+The executor never decides what a result means: it reports events and the run applies
+the void policy, stores and reports. `Executor` is what a run needs of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import platform
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from arbiter import text
+from arbiter.engines.process import Deadlines, EngineInfo, EngineSpec
+from arbiter.games.referee import GameSpec, RefereeConfig
+from arbiter.results.records import Evidence, GameRecord, Termination, timestamp
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
+
+
+@dataclass(frozen=True)
+class GameJob:
+    """One game to play: `engines` are keys into the executor's engine table, seat 1 first."""
+
+    number: int
+    spec: GameSpec
+    engines: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Started:
+    number: int
+    seat1: str
+    seat2: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    number: int
+    record: GameRecord
+
+
+@dataclass(frozen=True)
+class EngineSeen:
+    """An engine process came up: what it answered to `name` and `version` (labels only)."""
+
+    key: str
+    info: EngineInfo
+
+
+@dataclass(frozen=True)
+class Unplayable:
+    """The engines of this game cannot play its variant at all: a configuration error."""
+
+    number: int
+    problem: str
+
+
+@dataclass(frozen=True)
+class Abort:
+    """The executor cannot go on (no worker can start an engine): the run stops."""
+
+    reason: str
+
+
+Event = Started | Finished | EngineSeen | Unplayable | Abort
+Emit = Callable[[Event], None]
+
+
+class Executor(Protocol):
+    """Where games are played: what the driver and a tournament run need of it."""
+
+    notes: list[str]  # what the operator should know about the run (workers left out)
+
+    async def preflight(self, keys: Sequence[str], variant: Variant,
+                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        """Before any game, where the games will be played: can each engine start and
+        play this variant at all?"""
+        ...
+
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        """Play jobs until the channel is closed and drained, reporting events to `emit`.
+
+        The executor takes a job only when it has room for it, so the driver's schedule
+        is never materialised; cancelling the run abandons the games still in flight.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of whatever the executor holds (a cluster connection)."""
+        ...
+
+
+@functools.cache
+def machine() -> tuple[str, str]:
+    """This machine's host name and CPU model, as every record it plays names them."""
+    cpu = ""
+    with (contextlib.suppress(OSError),
+          open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle):  # fmt: skip
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Processor", "cpu model"):
+                cpu = value.strip()
+                break
+    return (text.name(socket.gethostname(), 100),
+            text.name(cpu or platform.processor() or platform.machine(), 100))
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """What every slot needs besides the jobs; picklable, sent once to each worker."""
+
+    engines: Mapping[str, EngineSpec]
+    referee: RefereeConfig = field(default_factory=RefereeConfig)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    engines_per_slot: int = 4
+
+
+def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
+    """Names for people: given names win, else the engines' own (escaped and shortened);
+    when both are equal the second gets a suffix (`mc`, `mc#2`)."""
+    names = [
+        spec.name or text.name(reply) or text.name(spec.label)
+        for spec, reply in zip(specs, replies, strict=True)
+    ]
+    if names[0] == names[1]:
+        # A name given in an engines file is never taken by an engine that merely
+        # answers it: the answered one gets the suffix.
+        second = 0 if specs[1].name and not specs[0].name else 1
+        names[second] = f"{names[second]}#2"
+    return names
+
+
+def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,
+                reason: str, evidence: Evidence | None = None) -> GameRecord:  # fmt: skip
+    """The record of a game that never started (its engines could not be brought up, or
+    the worker running it died)."""
+    now = timestamp()
+    return spec.record(*seats, termination, started=now, finished=now, void=True,
+                       reason=reason, evidence=evidence)  # fmt: skip
+
+
+def start_failure(engine: str, detail: str, stderr_tail: str) -> str:
+    """Why a run stops on an engine that cannot start, with its last word on stderr."""
+    last = stderr_tail.strip().splitlines()[-1:] or ["(nothing)"]
+    return f"{engine} could not be started: {detail}; its last stderr line: {last[0][:200]}"
+
+
+@dataclass
+class Preflight:
+    """What the engines said before any game: each one's answers, and the first problem."""
+
+    info: dict[str, EngineInfo] = field(default_factory=dict)
+    problem: str = ""
+    config_error: bool = False  # the problem is the operator's to fix (exit 2)
+    failures: dict[str, str] = field(default_factory=dict)  # engines that could not start

@@ -1,0 +1,66 @@
+"""The preflight: before any game, can each engine start and play the variant at all?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import trio
+
+from arbiter.engines import dialect
+from arbiter.engines.process import open_engine
+from arbiter.errors import EngineError, EngineFailure
+from arbiter.executors.jobs import ExecutorSettings, Preflight, start_failure
+from arbiter.games.referee import unsupported_variant
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
+
+
+async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
+                    tcs: Mapping[str, TimeControl], limit: int = 2) -> Preflight:  # fmt: skip
+    """Before any game: can each engine start and play this variant at all?
+
+    Each engine is started once (at most `limit` at a time) and given a game's whole
+    set-up, its options, board and clock included: a variant it does not list or declare,
+    or a `?` to any of it, is a configuration error for the operator, never a string of
+    void games; an engine that cannot start stops the run with its evidence. Its answer
+    to `name` is kept, so that every worker names it the same way.
+    """
+    result = Preflight()
+    gate = trio.CapacityLimiter(max(1, limit))
+    # Short goodbyes: an engine that ignores quit should not hold up the first game.
+    deadlines = replace(settings.deadlines, quit=0.3, term=0.5)
+
+    def fail(problem: str, config_error: bool) -> None:
+        if not result.problem:
+            result.problem, result.config_error = problem, config_error
+
+    async def probe(key: str) -> None:
+        spec = settings.engines[key]
+        async with gate:
+            try:
+                async with open_engine(spec, deadlines) as engine:
+                    result.info[key] = engine.info
+                    problem = unsupported_variant(engine, variant)
+                    if problem is not None:
+                        fail(problem, True)
+                        return
+                    commands = dialect.setup_commands(spec.dialect, engine.supports, variant,
+                                                      tcs[key])  # fmt: skip
+                    try:
+                        await engine.session.pipeline(commands, timeout=deadlines.command)
+                    except EngineFailure as exc:
+                        fail(f"{engine.name} cannot play {variant} at {tcs[key]}: it answered"
+                             f" {exc.command!r} with ? {exc.message[:200]}; declare what it"
+                             " plays (sizes, islands, time) in its definition, or choose"
+                             " another variant", True)  # fmt: skip
+            except EngineFailure as exc:  # an option it refused
+                fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)
+            except EngineError as exc:
+                result.failures[key] = start_failure(spec.label, exc.detail, exc.stderr_tail)
+                fail(result.failures[key], False)
+
+    async with trio.open_nursery() as nursery:
+        for key in dict.fromkeys(keys):
+            nursery.start_soon(probe, key)
+    return result
