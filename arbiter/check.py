@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from tabulate import tabulate
 
 from arbiter import text
 from arbiter.engines import dialect as wire
+from arbiter.engines.player import RESIGN, Fault, Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.errors import (
     EngineError,
@@ -30,6 +31,8 @@ from arbiter.errors import (
     EngineTimeout,
     ProtocolError,
 )
+from arbiter.games.referee import RefereeConfig, clock_left
+from arbiter.results.records import Termination
 from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
@@ -92,81 +95,86 @@ class Checker:
             )
         return text
 
-    async def batch(self, engine: Engine, commands: Sequence[Sequence[str]],
-                    variant: Variant | None = None) -> None:  # fmt: skip
-        """Non-thinking commands written back to back, as the referee does; all must pass."""
-        if not commands:
-            return
+    async def new_game(self, engine: Engine, variant: Variant, tc: TimeControl) -> Player:
+        """The referee's set-up of a game, as one batch; all of it must be accepted."""
+        player = Player.of(engine)
         start = time.perf_counter()
-        responses = await engine.session.pipeline_responses(commands, timeout=self.timeout)
-        self.latencies.append((time.perf_counter() - start) / len(commands))
-        for command, response in zip(commands, responses, strict=True):
-            if response.ok:
-                continue
-            what = " ".join(command)
-            hint = "the engine must accept this command as the protocol describes it"
-            if command[0] == "boardsize":
-                hint = ("if it does not play this size, declare the sizes it plays"
-                        " (sizes = [...]) in its engine definition")  # fmt: skip
-            elif command[0] == "play" and command[2] == self.spec.dialect.swap:
-                hint = ("declare how it spells the pie move in its engine definition"
-                        ' (e.g. swap = "swap-pieces")')  # fmt: skip
-            elif command[0] == "play":
-                hint = _BOARD_HINT
-                if variant is not None and variant.size != 11:
-                    hint = f"rebuild the board on boardsize {variant.size}; " + hint
-            raise CheckFailed(f"{what!r} (a legal move) was refused: ? {response.text}", hint)
+        try:
+            await player.new_game(variant, tc)
+        except Fault as fault:
+            raise CheckFailed(fault.detail, self._hint(fault, variant)) from fault
+        self.latencies.append((time.perf_counter() - start)
+                              / len(player.setup_commands(variant, tc)))  # fmt: skip
+        return player
+
+    def _hint(self, fault: Fault, variant: Variant) -> str:
+        """What to change in the bot, for a fault in a game's set-up or a turn."""
+        command = fault.command or ("",)
+        if fault.kind is Termination.SETUP:
+            return "declare what the engine plays (islands, sizes) in its engine definition"
+        if fault.kind is Termination.CRASH:
+            return "the engine exited: run it by hand and read its stderr (traceback?)"
+        if fault.kind is Termination.STALL:
+            return ("answer every command, in order, and flush stdout after each response"
+                    " (ending it with an empty line); " + _PIPELINE_HINT)  # fmt: skip
+        if command[0] == "boardsize":
+            return ("if it does not play this size, declare the sizes it plays (sizes = [...])"
+                    " in its engine definition")  # fmt: skip
+        if command[0] == "play" and command[2:] == (self.spec.dialect.swap,):
+            return ('declare how it spells the pie move in its engine definition'
+                    ' (e.g. swap = "swap-pieces")')  # fmt: skip
+        if fault.kind is Termination.DESYNC:
+            size = "" if variant.size == 11 else f"rebuild the board on boardsize {variant.size}; "
+            return size + _BOARD_HINT
+        if command[0] in ("time_left", "atoll-time_left"):
+            return "accept the clock commands the referee sends"
+        if command[0] == "genmove":
+            return "genmove must answer a move; its stderr shows why it could not"
+        return "the engine must accept this command as the protocol describes it"
 
     async def position(self, engine: Engine, variant: Variant, game: Game, *,
                        moves: list[str] | None = None, clock: TimeControl | None = None,
                        ) -> str:  # fmt: skip
-        """Set up `variant`, play `game`'s moves, then ask for the next move the referee's
-        way (clock update right before genmove); the answer must be legal on the
-        referee's board, and in time if there is a clock."""
+        """Set up `variant`, then play `game`'s moves and ask for the next one in one turn,
+        exactly as the referee does (the same player, clock rules and deadlines); the
+        answer must be legal on the referee's board, and in time if there is a clock."""
         tc = clock or TimeControl(infinite=True)
-        setup = wire.setup_commands(self.spec.dialect, engine.supports, variant, tc)
+        player = await self.new_game(engine, variant, tc)
         replay = Game(variant)
-        plays: list[tuple[str, ...]] = []
+        unseen: list[tuple[str, str]] = []
         for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
             color = replay.to_move
             replay.play(move)
-            plays.append(wire.play_command(self.spec.dialect, color.letter, move))
-        await self.batch(engine, setup + plays, variant)
+            unseen.append((color.letter, replay.move_name(replay.moves[-1])))
         color = replay.to_move
-        family = wire.time_family(self.spec.dialect, engine.supports)
-        clocks = [GameClock(tc), GameClock(tc)]
-        ask = wire.time_updates(family, clocks, {Color.BLACK: 0, Color.WHITE: 1})
-        ask.append(("genmove", color.letter))
-        limit = tc.base + 1.0 if clock is not None else self.timeout
-        start = time.perf_counter()
-        try:
-            responses = await engine.session.pipeline_responses(ask, timeout=limit)
-        except EngineTimeout as exc:
+        rules = RefereeConfig()
+        clocks = (GameClock(tc, rules.margin), GameClock(tc, rules.margin))
+        mine = clocks[0 if color is Color.BLACK else 1]
+        budget = (mine.deadline(rules.grace, rules.infinite_move_limit) if clock is not None
+                  else self.timeout)  # fmt: skip
+        with trio.CancelScope() as scope:
+            try:
+                reply = await player.turn(unseen, clocks, color, budget, scope)
+            except Fault as fault:
+                raise CheckFailed(fault.detail, self._hint(fault, variant)) from fault
+        if scope.cancelled_caught:
             raise CheckFailed(
-                f"no answer to {' '.join(ask[-1])!r} within {limit:g} s",
+                f"{player.timed_out().detail} (limit {budget:g} s)",
                 "answer genmove within the time it is told (the clock update comes right"
                 " before it), or raise --timeout for a slow engine",
-            ) from exc
-        elapsed = time.perf_counter() - start
-        self.move_times.append(elapsed)
-        for command, response in zip(ask[:-1], responses, strict=False):
-            if not response.ok:
-                raise CheckFailed(f"{' '.join(command)!r} was refused: ? {response.text}",
-                                  "accept the clock commands the referee sends")  # fmt: skip
-        answer = responses[-1]
-        if not answer.ok:
-            raise CheckFailed(
-                f"genmove {color.letter} was refused: ? {answer.text}",
-                "genmove must answer a move; its stderr shows why it could not",
             )
-        if clock is not None and elapsed > tc.base + 0.1:
+        self.move_times.append(reply.elapsed)
+        if not mine.stop(reply.elapsed):
             raise CheckFailed(
-                f"answered genmove after {elapsed:.2f} s with {tc.base:g} s on its clock",
+                f"answered genmove after {reply.elapsed:.2f} s with"
+                f" {clock_left(mine, reply.elapsed)}",
                 "budget each move from the time the referee sends right before genmove"
                 " (atoll-time_left or time_left): an answer over the clock loses the game",
             )
-        word = answer.text.strip().lower()
-        if word == "resign":
+        if reply.refused is not None:
+            raise CheckFailed(reply.refused.detail, self._hint(reply.refused, variant))
+        word = reply.move
+        if word == RESIGN:
             return word
         try:
             replay.play(replay.parse_move(word), color)
@@ -355,8 +363,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         if ok:
             problems.append("boardsize 27 (no variant has it) was accepted")
         first = variants_to_check(spec, engine.supports)[0]
-        await c.batch(engine, wire.setup_commands(
-            spec.dialect, engine.supports, first, TimeControl(infinite=True)))  # fmt: skip
+        await c.new_game(engine, first, TimeControl(infinite=True))
         cell = Game(first).move_name(Game(first).legal_cells()[0])
         await c.ok(engine, "play", "b", cell)
         ok, _ = await c.ask(engine, "play", "w", cell)

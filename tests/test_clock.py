@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import trio
 import trio.testing
+from fakes import ScriptedBot, play_virtual
 
-from arbiter.bot import Bot
 from arbiter.engines.dialect import Dialect
-from arbiter.engines.process import EngineInfo, StderrLog
 from arbiter.errors import ConfigError
-from arbiter.games.referee import GameSpec, Referee, RefereeConfig
-from arbiter.protocol import EngineSession, parse_command
+from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import Termination
-from arbiter.rules import Color, Game, Variant
+from arbiter.rules import Variant
 from arbiter.rules.clock import GameClock, TimeControl
 
 
@@ -82,123 +78,6 @@ def test_never_a_negative_time_for_the_engine() -> None:
     for _ in range(5):
         assert clock.stop(0.5)
         assert clock.remaining_ms() >= 0
-
-
-class ScriptedBot(Bot):
-    """A bot that thinks for `delay` seconds of (virtual) time per move."""
-
-    name = "scripted"
-
-    def __init__(self, delay: float, seed: int, hang_after: int | None = None) -> None:
-        super().__init__()
-        self.delay = delay
-        self.rng = random.Random(seed)
-        self.hang_after = hang_after
-        self.moves = 0
-        self.time_lefts: list[int] = []
-        self.received: list[str] = []  # every command, as "name arg ..."
-        self.hang_on_play = False
-        self.raw_genmove: str | None = None  # answer this text to genmove, unchecked
-        self.close_before_genmove = False
-        self.late_by: float | None = None  # answer the first genmove, then jump the clock
-
-    def choose_move(self, game: Game, color: Color) -> str:
-        return game.move_name(self.rng.choice(game.legal_cells()))
-
-
-class FakePlayer:
-    """Enough of an Engine for the referee, over in-memory streams."""
-
-    def __init__(self, name: str, session: EngineSession,
-                 commands: frozenset[str] | None = None, dialect: Dialect | None = None) -> None:
-        self.name = name
-        self.session = session
-        self.stderr = StderrLog()
-        self.info = EngineInfo(name=name, version="1", protocol_version="2", commands=commands or
-            frozenset(["play", "genmove", "boardsize", "clear_board", "atoll-islands",
-                       "atoll-pie", "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
-        self.dialect = dialect or Dialect()
-        self.killed = False
-        self.returncode: int | None = None
-
-    def supports(self, command: str) -> bool:
-        return command in self.info.commands
-
-    def kill(self) -> None:
-        self.killed = True
-
-    async def wait_exit(self, timeout: float) -> int | None:
-        return None
-
-    async def settle_stderr(self, timeout: float) -> None:
-        return None
-
-    def exit_words(self, code: int) -> str:
-        return f"exit status {code}"
-
-    def breach(self) -> None:
-        return None
-
-
-async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: ignore[type-arg]
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            data = await stream.receive_some()
-            if not data:
-                return
-            buffer += data
-        line, buffer = buffer.split(b"\n", 1)
-        command = parse_command(line.decode())
-        if command is None:
-            continue
-        bot.received.append(" ".join([command.name, *command.args]))
-        if command.name == "genmove" and bot.raw_genmove is not None:
-            await trio.sleep(bot.delay)
-            sign, text = ("?", bot.raw_genmove[1:]) if bot.raw_genmove.startswith("?") else (
-                "=", bot.raw_genmove)  # fmt: skip
-            await stream.send_all(f"{sign}{command.id} {text}\n\n".encode())
-            continue
-        if command.name == "genmove":
-            if bot.hang_after is not None and bot.moves >= bot.hang_after:
-                await trio.sleep_forever()
-            await trio.sleep(bot.delay)
-            bot.moves += 1
-        if command.name == "clear_board" and bot.close_before_genmove:
-            await stream.send_all(bot.handle(command).encode())
-            await stream.aclose()
-            return
-        if command.name == "play" and bot.hang_on_play:
-            await trio.sleep_forever()
-        if command.name == "atoll-time_left":
-            bot.time_lefts.append(int(command.args[1]))
-        await stream.send_all(bot.handle(command).encode())
-        if command.name == "genmove" and bot.late_by is not None:
-            # The answer is delivered, then time passes before the referee runs again:
-            # its deadline expires while its task is ready to run, not while it waits.
-            trio.lowlevel.current_clock().jump(bot.late_by)  # type: ignore[attr-defined]
-            bot.late_by = None
-
-
-async def play_virtual(
-    bots: tuple[ScriptedBot, ScriptedBot], tc: str, config: RefereeConfig | None = None,
-    *, variant: Variant | None = None, opening: tuple[str, ...] = (),
-    speak: tuple[tuple[frozenset[str] | None, Dialect | None], ...] = ((None, None),) * 2,
-) -> tuple[object, list[FakePlayer], float]:
-    players = []
-    async with trio.open_nursery() as nursery:
-        for i, bot in enumerate(bots):
-            referee_end, engine_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(serve, bot, engine_end)
-            session = EngineSession(referee_end, referee_end, f"p{i + 1}")
-            players.append(FakePlayer(f"p{i + 1}", session, *speak[i]))
-        spec = GameSpec("g1", variant or Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)),
-                        opening=opening)  # fmt: skip
-        start = trio.current_time()
-        outcome = await Referee(config).play(spec, players)
-        elapsed = trio.current_time() - start
-        nursery.cancel_scope.cancel()
-    return outcome, players, elapsed
 
 
 async def test_slow_engine_loses_on_time_by_the_clock_rules(autojump_clock: trio.abc.Clock) -> None:
@@ -270,10 +149,9 @@ async def test_engines_are_told_their_clock_each_move(autojump_clock: trio.abc.C
 
 
 async def test_a_missing_play_answer_is_a_stall(autojump_clock: trio.abc.Clock) -> None:
-    config = RefereeConfig(command_timeout=1.0)
     bots = (ScriptedBot(0.0, 11), ScriptedBot(0.0, 12))
     bots[1].hang_on_play = True
-    outcome, players, elapsed = await play_virtual(bots, "60+0", config)
+    outcome, players, elapsed = await play_virtual(bots, "60+0", command_timeout=1.0)
     # The second engine never answers the `play` of the first move: the command deadline
     # (1 s) decides long before its 60 s clock would.
     record = outcome.record  # type: ignore[attr-defined]

@@ -443,7 +443,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
 
 
 @needs_dask
-@pytest.mark.skipif(__import__("arbiter.engines.sandbox").sandbox.unavailable() is not None,
+@pytest.mark.skipif(__import__("arbiter.engines.sandbox").engines.sandbox.unavailable() is not None,
                     reason="no sandbox (bubblewrap) here")  # fmt: skip
 def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: str) -> None:
     target = tmp_path / "outside.txt"

@@ -12,7 +12,7 @@ import pytest
 from arbiter.engines.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
 from arbiter.engines.process import EngineSpec, open_engine
 from arbiter.results.records import read_records
-from arbiter.rules import Color, Variant
+from arbiter.rules import Variant
 from arbiter.rules.clock import GameClock, TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,11 +153,10 @@ def test_time_families_and_their_commands() -> None:
         ("boardsize", "11"), ("clear_board",), ("time_settings", "0", "60", "40")]
     clocks = [GameClock(tc), GameClock(TimeControl.parse("st=2"))]
     clocks[0].stop(1.0)
-    owner = {Color.BLACK: 0, Color.WHITE: 1}
     # Overtime stones: moves left in the block, 1 for a fixed time per move.
     # 60.5 s at the start, 1 s used, 0.5 s back: 60 s for the 39 moves left of the block.
-    assert time_updates(TimeFamily.GTP, clocks, owner) == [
+    assert time_updates(TimeFamily.GTP, clocks) == [
         ("time_left", "b", "60", "39"), ("time_left", "w", "2", "1")]
-    assert time_updates(TimeFamily.ATOLL, clocks, owner) == [
+    assert time_updates(TimeFamily.ATOLL, clocks) == [
         ("atoll-time_left", "b", "60000"), ("atoll-time_left", "w", "2000")]
-    assert time_updates(TimeFamily.NONE, clocks, owner) == []
+    assert time_updates(TimeFamily.NONE, clocks) == []

@@ -26,6 +26,7 @@ from arbiter.engines.process import Deadlines, Engine, EngineSpec, open_engine
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
 from arbiter.executors.game_worker import GameWorker
 from arbiter.executors.jobs import ExecutorSettings, Finished, GameJob
+from arbiter.engines.player import Player
 from arbiter.games.referee import GameOutcome, GameSpec, Referee, RefereeConfig
 from arbiter.results.records import GameRecord, Termination
 from arbiter.rules import SWAP, Color, Game, Variant
@@ -37,7 +38,7 @@ BADBOT = TESTS / "engines" / "badbot.py"
 PROTOCOL_DIR = TESTS.parent / "protocol"
 
 DEADLINES = Deadlines(handshake=5.0, command=1.0, quit=0.5, term=0.5)
-FAST = RefereeConfig(margin=0.1, grace=0.3, command_timeout=1.0)
+FAST = RefereeConfig(margin=0.1, grace=0.3)
 ROOMY = TimeControl.parse("20+0.1")  # never runs out in these tests
 SHORT = TimeControl.parse("1+0")  # the faulty side's clock, so a hang costs ~1.4 s
 ATOLL = Variant()
@@ -155,10 +156,12 @@ async def play(
     variant: Variant = ATOLL,
     tc: tuple[TimeControl, TimeControl] = (ROOMY, ROOMY),
     config: RefereeConfig = FAST,
+    command_timeout: float = DEADLINES.command,
 ) -> GameOutcome:
     spec = GameSpec(game_id="t-1", variant=variant, tc=tc)
+    players = [Player(e.session, e, e.dialect, command_timeout) for e in engines]
     with trio.fail_after(30):
-        return await Referee(config).play(spec, list(engines))
+        return await Referee(config).play(spec, players)
 
 
 def replay(record: GameRecord, variant: Variant) -> Game:
@@ -337,12 +340,14 @@ async def test_fault_after_the_start_forfeits(
 
 
 async def test_hang_loses_on_time_at_clock_plus_margin_plus_grace() -> None:
-    config = RefereeConfig(margin=0.1, grace=0.3, command_timeout=10.0)
+    config = RefereeConfig(margin=0.1, grace=0.3)
+    timeout = 10.0
     clock = TimeControl.parse("0.5+0")
     budget = 0.5 + 0.1 + 0.3
     async with two_engines(good(), badbot("hang")) as engines:
         start = trio.current_time()
-        outcome = await play(engines, tc=(ROOMY, clock), config=config)
+        outcome = await play(engines, tc=(ROOMY, clock), config=config,
+                             command_timeout=timeout)
         took = trio.current_time() - start
         assert await wait_exit(engines[1]) == -signal.SIGKILL
     assert_forfeit(outcome, engines, 1, Termination.TIME)
@@ -352,9 +357,11 @@ async def test_hang_loses_on_time_at_clock_plus_margin_plus_grace() -> None:
 
 
 async def test_answer_after_the_clock_ran_out_loses_on_time() -> None:
-    config = RefereeConfig(margin=0.1, grace=1.0, command_timeout=1.0)
+    config = RefereeConfig(margin=0.1, grace=1.0)
+    timeout = 1.0
     async with two_engines(good(), badbot("slow", "--ms", "400")) as engines:
-        outcome = await play(engines, tc=(ROOMY, TimeControl.parse("st=0.1")), config=config)
+        outcome = await play(engines, tc=(ROOMY, TimeControl.parse("st=0.1")), config=config,
+                             command_timeout=timeout)
     record = assert_forfeit(outcome, engines, 1, Termination.TIME)
     assert record.plies == 1
     # It answered (after 400 ms, within the 1.2 s the referee waits): judged, not killed.
@@ -407,10 +414,12 @@ async def test_crash_evidence_keeps_the_last_words_on_stderr() -> None:
 
 
 async def test_play_answer_later_than_the_command_deadline_is_a_stall() -> None:
-    config = RefereeConfig(margin=0.1, grace=0.3, command_timeout=0.5)
+    config = RefereeConfig(margin=0.1, grace=0.3)
+    timeout = 0.5
     async with two_engines(good(), inline_engine("staller", STALLS_ON_PLAY)) as engines:
         start = trio.current_time()
-        outcome = await play(engines, config=config)  # 20 s on the move clock
+        # 20 s on the move clock
+        outcome = await play(engines, config=config, command_timeout=timeout)
         took = trio.current_time() - start
         assert await wait_exit(engines[1]) == -signal.SIGKILL
     record = assert_forfeit(outcome, engines, 1, Termination.STALL)
@@ -420,9 +429,10 @@ async def test_play_answer_later_than_the_command_deadline_is_a_stall() -> None:
 
 
 async def test_command_deadline_runs_from_the_previous_answer() -> None:
-    config = RefereeConfig(margin=0.1, grace=0.3, command_timeout=0.6)
+    config = RefereeConfig(margin=0.1, grace=0.3)
+    timeout = 0.6
     async with two_engines(good(), inline_engine("slowbatch", SLOW_BATCH)) as engines:
-        outcome = await play(engines, config=config)
+        outcome = await play(engines, config=config, command_timeout=timeout)
     record = outcome.record
     assert record.termination is Termination.CONNECTION, record.reason
     # Its first ply took over 1 s in all (over the 0.6 s command deadline), yet no

@@ -106,14 +106,12 @@ def time_settings(family: TimeFamily, tc: TimeControl) -> list[Command]:
     return []
 
 
-def time_updates(family: TimeFamily, clocks: Sequence[GameClock],
-                 owner: dict[Color, int]) -> list[Command]:  # fmt: skip
-    """Both colours' clocks, Black first, right before a `genmove`."""
+def time_updates(family: TimeFamily, clocks: Sequence[GameClock]) -> list[Command]:
+    """Both colours' clocks (Black's, White's), Black first, right before a `genmove`."""
     if family is TimeFamily.NONE:
         return []
     out: list[Command] = []
-    for color in (Color.BLACK, Color.WHITE):
-        clock = clocks[owner[color]]
+    for color, clock in zip((Color.BLACK, Color.WHITE), clocks, strict=True):
         if clock.tc.infinite:
             continue
         ms = clock.remaining_ms()
@@ -130,13 +128,12 @@ def time_updates(family: TimeFamily, clocks: Sequence[GameClock],
 
 
 def ply_commands(dialect: Dialect, family: TimeFamily, unseen: Sequence[tuple[str, str]],
-                 clocks: Sequence[GameClock], owner: dict[Color, int], color: Color,
-                 ) -> list[Command]:  # fmt: skip
+                 clocks: Sequence[GameClock], color: Color) -> list[Command]:  # fmt: skip
     """One ply's batch, written in one go: the moves the engine has not seen (colour
-    letter, move name), both clocks, then `genmove` for `color`."""
+    letter, move name), both clocks (Black's, White's), then `genmove` for `color`."""
     swap = dialect.swap
     commands: list[Command] = [("play", c, swap if m == "swap" else m) for c, m in unseen]
-    commands += time_updates(family, clocks, owner)
+    commands += time_updates(family, clocks)
     commands.append(("genmove", color.letter))
     return commands
 

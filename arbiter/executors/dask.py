@@ -46,7 +46,7 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -140,10 +140,14 @@ def play_game(settings: ExecutorSettings, job: GameJob, driver: str) -> TaskResu
             await worker.play(job)
 
     trio.run(play)
-    for event in events:
-        if isinstance(event, Finished) and event.record.termination is Termination.SETUP:
-            event.record.reason += f" (on Dask worker {worker}, host {host})"
-    return TaskResult(tuple(events), worker, host)
+    # A set-up failure may be this worker's alone: its record says where it happened.
+    said = tuple(
+        Finished(e.number, replace(e.record, reason=f"{e.record.reason} (on Dask worker"
+                                   f" {worker}, host {host})"))
+        if isinstance(e, Finished) and e.record.termination is Termination.SETUP else e
+        for e in events
+    )  # fmt: skip
+    return TaskResult(said, worker, host)
 
 
 def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 import trio
 
 from arbiter.engines import reaper
+from arbiter.engines.player import Player
 from arbiter.engines.process import Engine, start_engine
 from arbiter.errors import EngineError
 from arbiter.executors.jobs import (
@@ -30,7 +31,7 @@ from arbiter.executors.jobs import (
     machine,
     void_record,
 )
-from arbiter.games.referee import Referee, unsupported_variant
+from arbiter.games.referee import Referee
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 
 log = logging.getLogger(__name__)
@@ -93,22 +94,24 @@ class GameWorker:
             try:
                 engine = await self._start(key)
             except EngineError as exc:
-                self._finished(job, self._start_failure(job, seat, exc))
+                self.emit(Finished(job.number, self._start_failure(job, seat, exc)))
                 return
             engines[seat] = engine
         a, b = engines
         assert a is not None and b is not None
         names = self.names(job.engines, engines)
-        for engine, name in zip((a, b), names, strict=True):
-            engine.name = engine.session.name = name
-        for engine in (a, b):
-            problem = unsupported_variant(engine, job.spec.variant)
+        players = [Player.of(a), Player.of(b)]
+        for player, name in zip(players, names, strict=True):
+            player.name = name
+        for player in players:
+            problem = player.unsupported(job.spec.variant)
             if problem is not None:
                 self.emit(Unplayable(job.number, problem))
                 return
         self.emit(Started(job.number, names[0], names[1]))
-        outcome = await self.referee.play(job.spec, [a, b])
-        self._finished(job, outcome.record)  # the record first, then clean up
+        host, cpu = machine()
+        outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu)
+        self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
@@ -118,10 +121,6 @@ class GameWorker:
             if seat in outcome.faulty or spec.sandbox or spec.limits:
                 await self._close(key)
         await self._trim()
-
-    def _finished(self, job: GameJob, record: GameRecord) -> None:
-        record.host, record.cpu = machine()
-        self.emit(Finished(job.number, record))
 
     async def _start(self, key: str) -> Engine:
         spec = self.settings.engines[key]
@@ -164,4 +163,5 @@ class GameWorker:
             stage=Stage.START,
         )
         return void_record(job.spec, names, Termination.SETUP,
-                           f"{label} failed to start: {exc.detail}", evidence)  # fmt: skip
+                           f"{label} failed to start: {exc.detail}", evidence,
+                           where=machine())  # fmt: skip

@@ -138,12 +138,13 @@ def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[s
 
 
 def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,
-                reason: str, evidence: Evidence | None = None) -> GameRecord:  # fmt: skip
+                reason: str, evidence: Evidence | None = None, *,
+                where: tuple[str, str] = ("", "")) -> GameRecord:  # fmt: skip
     """The record of a game that never started (its engines could not be brought up, or
-    the worker running it died)."""
+    the worker running it died); `where` is the machine (host, CPU) it failed on."""
     now = timestamp()
     return spec.record(*seats, termination, started=now, finished=now, void=True,
-                       reason=reason, evidence=evidence)  # fmt: skip
+                       reason=reason, evidence=evidence, host=where[0], cpu=where[1])  # fmt: skip
 
 
 def start_failure(engine: str, detail: str, stderr_tail: str) -> str:

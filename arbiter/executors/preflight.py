@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import trio
 
-from arbiter.engines import dialect
+from arbiter.engines.player import Fault, Player
 from arbiter.engines.process import open_engine
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.executors.jobs import ExecutorSettings, Preflight, start_failure
-from arbiter.games.referee import unsupported_variant
+from arbiter.results.records import Termination
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
 
@@ -41,19 +41,23 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
             try:
                 async with open_engine(spec, deadlines) as engine:
                     result.info[key] = engine.info
-                    problem = unsupported_variant(engine, variant)
-                    if problem is not None:
-                        fail(problem, True)
-                        return
-                    commands = dialect.setup_commands(spec.dialect, engine.supports, variant,
-                                                      tcs[key])  # fmt: skip
+                    player = Player.of(engine)
                     try:
-                        await engine.session.pipeline(commands, timeout=deadlines.command)
-                    except EngineFailure as exc:
-                        fail(f"{engine.name} cannot play {variant} at {tcs[key]}: it answered"
-                             f" {exc.command!r} with ? {exc.message[:200]}; declare what it"
-                             " plays (sizes, islands, time) in its definition, or choose"
-                             " another variant", True)  # fmt: skip
+                        await player.new_game(variant, tcs[key])
+                    except Fault as fault:
+                        if fault.kind is Termination.SETUP:  # a variant it cannot play
+                            fail(fault.detail, True)
+                        elif fault.command is not None:
+                            fail(f"{player.name} cannot play {variant} at {tcs[key]}: it"
+                                 f" answered {' '.join(fault.command)!r} with"
+                                 f" ? {fault.answer[:200]}; declare what it plays (sizes,"
+                                 " islands, time) in its definition, or choose another"
+                                 " variant", True)  # fmt: skip
+                        else:
+                            await engine.settle_stderr(deadlines.term)
+                            result.failures[key] = start_failure(spec.label, fault.detail,
+                                                                 engine.stderr.tail())  # fmt: skip
+                            fail(result.failures[key], False)
             except EngineFailure as exc:  # an option it refused
                 fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)
             except EngineError as exc:

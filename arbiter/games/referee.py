@@ -1,8 +1,8 @@
 """The referee: plays one game between two engines and turns every fault into a verdict.
 
-The referee owns the rules and the clocks. Per ply it writes the opponent's last move,
-the clock update and `genmove` to the engine on move in one write, then reads the
-answers in order: one pipe round trip per ply.
+The referee owns the rules, the clocks and the verdicts; each engine is a `Player`
+(arbiter.engines.player), which speaks to it. Per ply the player on move is given the
+opponent's last move and both clocks and asked for its move: one round trip per ply.
 
 Fault policy: before the first `genmove` is written, any fault makes the game void (it
 is replayed and never rated); from then on a fault forfeits the game to the other
@@ -14,24 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from arbiter import logs, pauses
-from arbiter.engines import dialect
-from arbiter.engines.dialect import Dialect
-from arbiter.engines.process import EngineInfo, StderrLog
-from arbiter.engines.sandbox import Breach
-from arbiter.errors import (
-    ArbiterInternalError,
-    EngineError,
-    EngineFailure,
-    EngineTerminatedError,
-    EngineTimeout,
-)
-from arbiter.protocol.codec import Response
-from arbiter.protocol.session import EngineSession
+from arbiter.engines.player import RESIGN, Fault, Player
+from arbiter.errors import ArbiterInternalError
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.rules.clock import GameClock, TimeControl
@@ -40,37 +29,11 @@ from arbiter.text import escape, shorten
 log = logging.getLogger(__name__)
 
 
-class Player(Protocol):
-    """What the referee needs of an engine; `arbiter.engines.process.Engine` is the real one."""
-
-    name: str
-    info: EngineInfo
-    session: EngineSession
-    stderr: StderrLog
-    dialect: Dialect
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def supports(self, command: str) -> bool: ...
-
-    def kill(self) -> None: ...
-
-    async def wait_exit(self, timeout: float) -> int | None: ...
-
-    async def settle_stderr(self, timeout: float) -> None: ...
-
-    def exit_words(self, code: int) -> str: ...
-
-    def breach(self) -> Breach | None: ...
-
-
 @dataclass(frozen=True)
 class RefereeConfig:
     margin: float = 0.1  # seconds over the clock before a move loses on time
     grace: float = 0.5  # further seconds before the referee stops waiting and kills
     infinite_move_limit: float = 600.0  # the deadline for one move under `inf`
-    command_timeout: float = 10.0  # any non-move command
     exit_wait: float = 1.0  # how long to wait for a crashed engine's exit status
 
 
@@ -131,19 +94,6 @@ class _Verdict:
     evidence: Evidence | None = None
 
 
-@dataclass
-class _Wait:
-    """What a game's cancel scope is waiting for: a deadline that passes is charged
-    to this engine, in these words."""
-
-    seat: int = 0
-    commands: list[tuple[str, ...]] = field(default_factory=list)
-    index: int = -1  # the answer awaited; -1 while the commands are being written
-    move_limited: bool = False  # the move deadline, not a command deadline, applies
-    start: float = 0.0
-    budget: float = 0.0
-
-
 class _HarnessStalled(Exception):
     """A deadline passed while the harness itself was not running: nobody watched the
     engine, so nobody can say it was too slow."""
@@ -158,27 +108,10 @@ class _HarnessStalled(Exception):
 class _Fault(Exception):
     """A verdict against the engine in `seat`."""
 
-    def __init__(self, seat: int, termination: Termination, detail: str) -> None:
+    def __init__(self, seat: int, fault: Fault) -> None:
         self.seat = seat
-        self.termination = termination
-        self.detail = detail
-        super().__init__(detail)
-
-
-# Faults a broken resource limit shows up as: a killed process, silence, a cut answer.
-_LIMIT_CAN_CAUSE = frozenset(
-    {Termination.CRASH, Termination.STALL, Termination.TIME, Termination.PROTOCOL}
-)
-
-
-def _fault_from_error(seat: int, exc: EngineError, what: str) -> _Fault:
-    if isinstance(exc, EngineTimeout):
-        return _Fault(seat, Termination.STALL, f"{what}: {exc.detail}")
-    if isinstance(exc, EngineTerminatedError):
-        return _Fault(seat, Termination.CRASH, f"{what}: {exc.detail}")
-    if isinstance(exc, EngineFailure):
-        return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
-    return _Fault(seat, Termination.PROTOCOL, f"{what}: {exc.detail}")
+        self.fault = fault
+        super().__init__(fault.detail)
 
 
 def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
@@ -196,49 +129,47 @@ def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
     )  # fmt: skip
 
 
-def unsupported_variant(engine: Player, variant: Variant) -> str | None:
-    """Why this engine cannot play this variant at all (a configuration error)."""
-    return dialect.unsupported(engine.dialect, engine.supports, engine.name, variant)
-
-
 class Referee:
-    """Plays games between two engines, seat 1 placing the first stone."""
+    """Plays games between two players, seat 1 placing the first stone."""
 
     def __init__(self, config: RefereeConfig | None = None) -> None:
         self.config = config or RefereeConfig()
 
-    async def play(self, spec: GameSpec, engines: Sequence[Player]) -> GameOutcome:
+    async def play(self, spec: GameSpec, players: Sequence[Player], *,
+                   host: str = "", cpu: str = "") -> GameOutcome:  # fmt: skip
+        """The game's record (made once, naming the machine it was played on) and the
+        seats whose engines must be restarted."""
         started = timestamp()
         game = Game(spec.variant)
         progress = _Progress()
         faulty: set[int] = set()
         try:
-            await self._setup(spec, engines)
-            winner_seat, termination = await self._play_moves(spec, engines, game, progress)
+            await self._setup(spec, players)
+            winner_seat, termination = await self._play_moves(spec, players, game, progress)
             verdict = _Verdict(termination, winner_seat)
         except _Fault as fault:
-            verdict = await self._judge_fault(fault, engines, progress)
+            verdict = await self._judge_fault(fault, players, progress)
             faulty.add(fault.seat)
         except _HarnessStalled as stall:
             faulty.add(stall.seat)
-            name = engines[stall.seat].name
+            name = players[stall.seat].name
             detail = (f"the harness itself did not run for {stall.stalled:.2f} s (paused,"
                       f" suspended or starved of CPU) while {name} was to answer; {stall.detail}")
             log.warning("game %s is void: %s", spec.game_id, detail)
             verdict = _Verdict(
                 Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",
-                evidence=Evidence.of_harness(
-                    detail, transcript=engines[stall.seat].session.transcript.tail()),
+                evidence=Evidence.of_harness(detail, transcript=players[stall.seat].transcript()),
             )  # fmt: skip
         except Exception as exc:
             faulty.update((0, 1))
             verdict = harness_fault(spec.game_id, exc)
-        return GameOutcome(self._record(spec, engines, game, progress, verdict, started), faulty)
+        record = self._record(spec, players, game, progress, verdict, started, host, cpu)
+        return GameOutcome(record, faulty)
 
-    def _record(self, spec: GameSpec, engines: Sequence[Player], game: Game,
-                progress: _Progress, verdict: _Verdict, started: str) -> GameRecord:  # fmt: skip
+    def _record(self, spec: GameSpec, players: Sequence[Player], game: Game, progress: _Progress,
+                verdict: _Verdict, started: str, host: str, cpu: str) -> GameRecord:  # fmt: skip
         """The game's record, made once, from the verdict and what was played."""
-        names = [engines[0].name, engines[1].name]
+        names = [players[0].name, players[1].name]
         seat = verdict.winner_seat
         black_seat = 1 if game.swapped else 0
         return spec.record(
@@ -255,69 +186,41 @@ class Referee:
                 StoneColor.BLACK if seat == black_seat else StoneColor.WHITE),
             void=seat is None,
             reason=verdict.reason,
-            versions={e.name: e.info.version for e in engines},
+            versions={p.name: p.info.version for p in players},
             # What each engine answered to `name`, whole (up to the cap): a label only.
-            answers={"seat1": engines[0].info.name, "seat2": engines[1].info.name},
+            answers={"seat1": players[0].info.name, "seat2": players[1].info.name},
             evidence=verdict.evidence,
             stalled_ms=round(progress.stalled * 1000, 1),
+            host=host,
+            cpu=cpu,
         )  # fmt: skip
 
-    async def _judge_fault(self, fault: _Fault, engines: Sequence[Player],
+    async def _judge_fault(self, fault: _Fault, players: Sequence[Player],
                            progress: _Progress) -> _Verdict:  # fmt: skip
         """The verdict on a fault, with its evidence: a forfeit once the game has
         started, a void game before."""
-        engine = engines[fault.seat]
-        if fault.termination is Termination.CRASH and engine.returncode is None:
-            code = await engine.wait_exit(self.config.exit_wait)
-            if code is not None:
-                fault.detail += f"; {engine.exit_words(code)}"
-        await engine.settle_stderr(self.config.exit_wait)
-        # A faulty engine is in an unknown state: no polite quit, it is killed now and
-        # restarted for its next game.
-        engine.session.broken = engine.session.broken or fault
-        engine.kill()
-        termination, limit = fault.termination, None
-        if termination in _LIMIT_CAN_CAUSE and (breach := engine.breach()) is not None:
-            # What the engine did is only the symptom: the kernel says which limit it hit.
-            termination = Termination(breach.limit)
-            fault.detail += f"; {breach.detail}"
-            limit = {"limit": breach.limit, **breach.evidence}
-        reason = f"{engine.name}: {fault.detail}"
-        evidence = Evidence(
-            engine=engine.name,
-            detail=fault.detail,
-            transcript=engine.session.transcript.tail(),
-            returncode=engine.returncode,
-            stderr_tail=engine.stderr.tail(),
-            limit=limit,
-        )
+        player = players[fault.seat]
+        found = await player.autopsy(fault.fault, self.config.exit_wait)
+        reason = f"{player.name}: {found.detail}"
         if progress.started:
-            return _Verdict(termination, 1 - fault.seat, reason, evidence)
+            return _Verdict(found.kind, 1 - fault.seat, reason, found.evidence)
         return _Verdict(
             Termination.SETUP,
-            reason=f"set-up failed ({termination}): {reason}",
-            evidence=evidence,
+            reason=f"set-up failed ({found.kind}): {reason}",
+            evidence=found.evidence,
         )
 
-    async def _setup(self, spec: GameSpec, engines: Sequence[Player]) -> None:
-        variant = spec.variant
-        timeout = self.config.command_timeout
-        for seat, engine in enumerate(engines):
-            problem = unsupported_variant(engine, variant)
-            if problem is not None:
-                raise _Fault(seat, Termination.SETUP, problem)
-            commands = dialect.setup_commands(
-                engine.dialect, engine.supports, variant, spec.tc[seat]
-            )
+    async def _setup(self, spec: GameSpec, players: Sequence[Player]) -> None:
+        for seat, player in enumerate(players):
             try:
-                await engine.session.pipeline(commands, timeout=timeout)
-            except EngineError as exc:
-                raise _fault_from_error(seat, exc, "set-up") from exc
+                await player.new_game(spec.variant, spec.tc[seat])
+            except Fault as fault:
+                raise _Fault(seat, fault) from fault
 
     async def _play_moves(
         self,
         spec: GameSpec,
-        engines: Sequence[Player],
+        players: Sequence[Player],
         game: Game,
         progress: _Progress,
     ) -> tuple[int, Termination]:
@@ -326,7 +229,6 @@ class Referee:
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
-        families = [dialect.time_family(e.dialect, e.supports) for e in engines]
         for text in spec.opening:
             # Openings are validated when the schedule is built; a bad one is a harness bug.
             color = game.to_move
@@ -339,55 +241,51 @@ class Referee:
                 pending[seat].append((color.letter, name))
             if move == SWAP:
                 owner = {Color.BLACK: 1, Color.WHITE: 0}
-        wait = _Wait()
+        seat = 0
         while True:
             # One cancel scope serves a run of plies: entering a scope per ply was the
-            # largest single cost of a ply. `_exchange` moves its deadline before each wait.
+            # largest single cost of a ply. The player moves its deadline before each wait.
             # A deadline that passes just after its answer arrived leaves the scope
             # cancelled without a wait to interrupt; the next ply then gets a fresh scope.
             with trio.CancelScope() as scope:
                 while not scope.cancel_called:
                     color = game.to_move
                     seat = owner[color]
-                    engine = engines[seat]
+                    player = players[seat]
                     clock = clocks[seat]
-                    commands = dialect.ply_commands(
-                        engine.dialect, families[seat], pending[seat], clocks, owner, color
-                    )
-                    n_play = len(pending[seat])
                     budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
-                    answer, elapsed = await self._exchange(
-                        seat, engine, commands, n_play, budget, progress, scope, wait
-                    )
-                    stalled = beat.stalled(wait.start, wait.start + elapsed)
+                    try:
+                        reply = await player.turn(
+                            pending[seat],
+                            (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]]),
+                            color, budget, scope,
+                        )  # fmt: skip
+                    except Fault as fault:
+                        progress.started = progress.started or fault.started
+                        raise _Fault(seat, fault) from fault
+                    progress.started = True
+                    elapsed = reply.elapsed
+                    stalled = beat.stalled(reply.started, reply.started + elapsed)
                     if stalled:  # time nobody watched is nobody's
                         elapsed = max(0.0, elapsed - stalled)
                         progress.stalled += stalled
                     pending[seat].clear()
                     if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
-                        raise _Fault(
-                            seat,
+                        raise _Fault(seat, Fault(
                             Termination.TIME,
-                            f"used {elapsed * 1000:.0f} ms with {self._left(clock, elapsed)}",
-                        )
-                    if not answer.ok:
-                        raise _Fault(
-                            seat,
-                            Termination.PROTOCOL,
-                            f"answered {commands[-1][0]!r} with ? {answer.text}",
-                        )
-                    word = answer.text.strip().lower()
-                    if word == "resign":
+                            f"used {elapsed * 1000:.0f} ms with {clock_left(clock, elapsed)}",
+                            started=True,
+                        ))  # fmt: skip
+                    if reply.refused is not None:
+                        raise _Fault(seat, reply.refused)
+                    if reply.move == RESIGN:
                         return 1 - seat, Termination.RESIGN
-                    if "\n" in word:
-                        raise _Fault(
-                            seat, Termination.PROTOCOL, "genmove answer spans several lines"
-                        )
                     try:
-                        move = game.parse_move(word)
+                        move = game.parse_move(reply.move)
                         game.play(move)
                     except (IllegalMove, ValueError) as exc:
-                        raise _Fault(seat, Termination.ILLEGAL, str(exc)) from exc
+                        raise _Fault(seat, Fault(Termination.ILLEGAL, str(exc), started=True)
+                                     ) from exc  # fmt: skip
                     name = game.move_name(move)
                     progress.moves.append(name)
                     progress.move_ms.append(round(elapsed * 1000, 1))
@@ -397,13 +295,17 @@ class Referee:
                     if game.winner is not None:
                         return seat, Termination.CONNECTION
             if scope.cancelled_caught:
-                engines[wait.seat].kill()
-                fault = self._timed_out(wait)
-                stalled = beat.stalled(wait.start, trio.current_time())
+                player = players[seat]
+                player.kill()
+                late = player.timed_out()
+                if late.kind is Termination.TIME:
+                    late.detail += f" ({self._deadline_parts(budget)}); the engine was killed"
+                progress.started = progress.started or late.started
+                stalled = beat.stalled(player.waited_since, trio.current_time())
                 if stalled:
                     progress.stalled += stalled
-                    raise _HarnessStalled(wait.seat, stalled, fault.detail)
-                raise fault
+                    raise _HarnessStalled(seat, stalled, late.detail)
+                raise _Fault(seat, late)
 
     def _deadline_parts(self, budget: float) -> str:
         cfg = self.config
@@ -412,93 +314,9 @@ class Referee:
             return f"move limit {budget:g} s"
         return f"clock {clock:.2f} s + margin {cfg.margin:g} s + grace {cfg.grace:g} s"
 
-    @staticmethod
-    def _left(clock: GameClock, elapsed: float) -> str:
-        if clock.tc.per_move:
-            return f"a fixed {clock.tc.per_move * 1000:.0f} ms per move"
-        return f"{(clock.remaining + elapsed) * 1000:.0f} ms on the clock"
 
-    async def _exchange(
-        self,
-        seat: int,
-        engine: Player,
-        commands: list[tuple[str, ...]],
-        n_play: int,
-        budget: float,
-        progress: _Progress,
-        scope: trio.CancelScope,
-        wait: _Wait,
-    ) -> tuple[Response, float]:
-        """Send one ply's commands back to back; return the genmove answer and its time.
-
-        The deadline of the game's cancel scope is moved only before an await that can
-        wait: the write and the first answer share the command deadline (or the move
-        deadline, if sooner); each later non-move answer has its own, counted from the
-        previous answer; the genmove answer has the move deadline. An engine that
-        answers a whole ply in one write costs one deadline per ply. `wait` says what
-        was awaited, for the verdict if a deadline passes.
-        """
-        session = engine.session
-        cfg = self.config
-        last = len(commands) - 1
-        index = -1
-        start = trio.current_time()
-        wait.seat, wait.commands, wait.budget, wait.index, wait.start = (
-            seat, commands, budget, -1, start
-        )  # fmt: skip
-        wait.move_limited = budget <= cfg.command_timeout
-        scope.deadline = start + min(budget, cfg.command_timeout)
-        try:
-            await session.send_many(commands)
-            progress.started = True
-            wait.start = start = trio.current_time()
-            deadline = start + budget
-            index = 0
-            while index <= last:
-                wait.index = index
-                if index == last:
-                    scope.deadline = deadline
-                    wait.move_limited = True
-                elif index:
-                    limit = trio.current_time() + cfg.command_timeout
-                    wait.move_limited = deadline <= limit
-                    scope.deadline = min(deadline, limit)
-                for response in await session.receive_ready():
-                    if not response.ok and index < last:
-                        what = " ".join(commands[index])
-                        if index < n_play:
-                            raise _Fault(
-                                seat,
-                                Termination.DESYNC,
-                                f"rejected the legal move {what!r}: ? {response.text}",
-                            )
-                        raise _Fault(
-                            seat, Termination.PROTOCOL, f"answered {what!r} with ? {response.text}"
-                        )
-                    index += 1
-            return response, trio.current_time() - start
-        except EngineError as exc:
-            what = " ".join(commands[index]) if index >= 0 else "sending the move"
-            raise _fault_from_error(seat, exc, what) from exc
-
-    def _timed_out(self, wait: _Wait) -> _Fault:
-        """The fault for a wait whose deadline passed (the engine is already killed)."""
-        cfg = self.config
-        waited = trio.current_time() - wait.start
-        if wait.index < 0:
-            return _Fault(
-                wait.seat, Termination.STALL, f"waited {waited:.1f} s for it to read its stdin"
-            )
-        if wait.move_limited:
-            return _Fault(
-                wait.seat,
-                Termination.TIME,
-                f"no answer to {' '.join(wait.commands[-1])!r} after {waited:.2f} s"
-                f" ({self._deadline_parts(wait.budget)}); the engine was killed",
-            )
-        return _Fault(
-            wait.seat,
-            Termination.STALL,
-            f"no answer to {' '.join(wait.commands[wait.index])!r}"
-            f" within {cfg.command_timeout:g} s",
-        )
+def clock_left(clock: GameClock, elapsed: float) -> str:
+    """What a late answer had to think with, in words."""
+    if clock.tc.per_move:
+        return f"a fixed {clock.tc.per_move * 1000:.0f} ms per move"
+    return f"{(clock.remaining + elapsed) * 1000:.0f} ms on the clock"

@@ -109,7 +109,7 @@ class Evidence:
                    stage=Stage.HARNESS, traceback=story)  # fmt: skip
 
 
-@dataclass
+@dataclass(frozen=True)
 class GameRecord:
     game_id: str
     variant: dict[str, Any]
@@ -217,14 +217,13 @@ class GameRecord:
         fields["termination"] = Termination(fields["termination"])
         if fields.get("winner_color") is not None:
             fields["winner_color"] = StoneColor(fields["winner_color"])
-        record = cls(**fields)
         if evidence is not None:
             if not isinstance(evidence, dict):
                 raise ValueError("evidence must be an object")
             _check_fields(evidence, _EVIDENCE_FIELDS, "evidence")
-            record.evidence = Evidence(**{**evidence,
-                                          "stage": Stage(evidence.get("stage", "game"))})
-        return record
+            fields["evidence"] = Evidence(**{**evidence,
+                                             "stage": Stage(evidence.get("stage", "game"))})
+        return cls(**fields)
 
 
 def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
