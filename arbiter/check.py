@@ -110,13 +110,10 @@ class Checker:
     def _hint(self, fault: Fault, variant: Variant) -> str:
         """What to change in the bot, for a fault in a game's set-up or a turn."""
         command = fault.command or ("",)
+        if isinstance(fault.__cause__, EngineError) and fault.command is None:
+            return _hint_for(fault.__cause__)  # the session's own error says more
         if fault.kind is Termination.SETUP:
             return "declare what the engine plays (islands, sizes) in its engine definition"
-        if fault.kind is Termination.CRASH:
-            return "the engine exited: run it by hand and read its stderr (traceback?)"
-        if fault.kind is Termination.STALL:
-            return ("answer every command, in order, and flush stdout after each response"
-                    " (ending it with an empty line); " + _PIPELINE_HINT)  # fmt: skip
         if command[0] == "boardsize":
             return ("if it does not play this size, declare the sizes it plays (sizes = [...])"
                     " in its engine definition")  # fmt: skip
