@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -20,9 +21,7 @@ def sample(**changes: object) -> GameRecord:
         termination=Termination.TIME, reason="b: too slow", versions={"a": "1", "b": "2"},
         evidence=Evidence("b", "too slow", ["> 3 genmove b"], -9, "tail", "game"), seed=7,
     )  # fmt: skip
-    for key, value in changes.items():
-        setattr(record, key, value)
-    return record
+    return dataclasses.replace(record, **changes)  # type: ignore[arg-type]
 
 
 def test_round_trip_through_a_file(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ not write; a full disk is named as such. Ends with property tests on damaged sto
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -572,10 +573,9 @@ def pristine(played: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = folder / "t.sqlite"
     [(game_id, seat1, seat2, record)] = rows(
         store, "SELECT game_id, seat1, seat2, record FROM games LIMIT 1")
-    void = GameRecord.from_json(json.loads(str(record)))
-    void.void, void.termination = True, Termination.SETUP
-    void.winner = void.winner_color = None
-    void.reason = "engine b did not start"
+    void = dataclasses.replace(GameRecord.from_json(json.loads(str(record))), void=True,
+                               termination=Termination.SETUP, winner=None, winner_color=None,
+                               reason="engine b did not start")  # fmt: skip
     with Store.open(store) as writer:
         writer.write(ScheduledGame(1, str(game_id), (str(seat1), str(seat2)), 1, "p"), void)
     return folder

@@ -22,7 +22,7 @@ import jinja2
 from arbiter.engines.process import exit_status
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.standings import Standings, head_to_head
-from arbiter.rules import SWAP, Game, IllegalMove, Variant
+from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
 from arbiter.views.report import describe_result
 from arbiter.views.svg import BoardPicture, picture, position, stone_class
@@ -206,16 +206,13 @@ def _evidence(record: GameRecord) -> dict[str, Any] | None:
     }
 
 
-def _replay(record: GameRecord, variant: Variant) -> tuple[list[int], list[int], str]:
+def _replay(record: GameRecord) -> tuple[list[int], list[int], str]:
     """(moves as cell indices, -1 for the swap; the winning chain; a problem, if the
     record does not replay)."""
-    game = Game(variant)
-    for text in record.moves:
-        try:
-            game.play(text)
-        except IllegalMove as exc:
-            moves = [-1 if m == SWAP else int(m) for m in game.moves]
-            return moves, [], _text(f"the record does not replay at ply {len(moves) + 1}: {exc}")
+    try:
+        game = record.replay()
+    except IllegalMove as exc:
+        return [], [], _text(f"the record does not replay: {exc}")
     moves = [-1 if m == SWAP else int(m) for m in game.moves]
     return moves, sorted(game.winning_chain()), ""
 
@@ -231,13 +228,12 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             views.append(_unreadable(number, raw, engines, f"not a readable game record ({exc})"))
             continue
-        v = record.variant
-        variant = Variant(v["islands"], v["size"], v["pie"])
+        variant = record.rules
         key = variant.geometry.key
         variants.setdefault(key, variant)
         seats = (engines.setdefault(record.seat1, len(engines)),
                  engines.setdefault(record.seat2, len(engines)))  # fmt: skip
-        moves, chain, problem = _replay(record, variant)
+        moves, chain, problem = _replay(record)
         result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
         tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
         data = {
@@ -308,9 +304,8 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
 
     Raises IllegalMove if the record does not replay.
     """
-    v = record.variant
-    variant = Variant(v["islands"], v["size"], v["pie"])
-    pos = position(variant, record.moves, ply)
+    variant = record.rules
+    pos = position(record.replay(ply), record.plies)
     p: BoardPicture = pos.picture
     stones = [stone_class(c) for c in pos.colors]
     swapped = None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from arbiter.rules import SWAP, Color, Game, Geometry, Variant
+from arbiter.rules import SWAP, Color, Game, Geometry
 
 SQRT3 = math.sqrt(3.0)
 RADIUS = 10.0  # a hexagon's circumradius in SVG units; neighbours are RADIUS * sqrt(3) apart
@@ -179,21 +179,17 @@ class Position:
     plies: int
 
 
-def position(variant: Variant, moves: list[str], ply: int | None = None) -> Position:
-    """Replay `moves` (up to `ply`) with the rules. Raises IllegalMove on a damaged record."""
-    game = Game(variant)
-    upto = moves if ply is None else moves[:ply]
-    for move in upto:
-        game.play(move)
-    swap_now = bool(game.moves) and game.moves[-1] == SWAP
+def position(game: Game, plies: int) -> Position:
+    """A replayed position (`GameRecord.replay`) as the picture draws it; `plies` is the
+    length of the whole game."""
     return Position(
-        picture=picture(variant.geometry),
+        picture=picture(game.variant.geometry),
         colors=tuple(game.colors),
         last=game.last_cell(),
         chain=game.winning_chain(),
-        swap_now=swap_now,
-        ply=len(upto),
-        plies=len(moves),
+        swap_now=bool(game.moves) and game.moves[-1] == SWAP,
+        ply=len(game.moves),
+        plies=plies,
     )
 
 
