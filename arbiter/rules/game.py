@@ -7,6 +7,7 @@ from enum import Enum
 from typing import Final
 
 from arbiter.rules.geometry import Color, Geometry, atoll, hex_board
+from arbiter.rules.render import render
 
 SWAP: Final = "swap"
 SWAP_ALIASES: Final = frozenset({"swap", "swap-pieces", "swap-sides"})
@@ -283,6 +284,6 @@ class Game:
         """The board as text; `marked` draws the last move and the winning chain apart."""
         last = self.last_cell()
         if not marked:
-            return self.geometry.render(self.colors, last=last)
-        return self.geometry.render(self.colors, last=last, chain=self.winning_chain(),
-                                    mark_last=True)  # fmt: skip
+            return render(self.geometry, list(self.colors), last=last)
+        return render(self.geometry, list(self.colors), last=last, chain=self.winning_chain(),
+                      mark_last=True)  # fmt: skip

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import re
 import string
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
@@ -159,13 +158,6 @@ class Geometry:
     def parse_coord(self, text: str) -> Coord | None:
         """Coordinates named by `text`, on or off the board, or None if not a name."""
         return _parse_name(self, text)
-
-    def render(self, colors: Iterable[int], *, last: int | None = None,
-               chain: frozenset[int] = frozenset(), mark_last: bool = False) -> str:  # fmt: skip
-        """Draw a position: `colors[i]` is 0 (empty), 1 (black) or 2 (white)."""
-        from arbiter.rules.render import render
-
-        return render(self, list(colors), last=last, chain=chain, mark_last=mark_last)
 
     def display_pos(self, coord: Coord) -> tuple[int, int]:
         return self._display[coord]
