@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import arbiter
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
 from arbiter.engines.process import EngineSpec
@@ -102,7 +103,7 @@ class EnginesFile:
 def default_engines_file() -> Path | None:
     """The bundled engines, found without --engines: in this folder's `engines/`, or beside
     the installed package's source tree."""
-    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
+    for root in (Path.cwd(), Path(arbiter.__file__).resolve().parent.parent):
         candidate = root / "engines" / "engines.toml"
         if candidate.is_file():
             return candidate
