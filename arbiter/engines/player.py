@@ -40,8 +40,8 @@ class Fault(Exception):
 
     `started` says whether this turn's `genmove` had been written when it happened: a
     fault before any game's first `genmove` voids the game instead of losing it.
-    `command` is the command that was refused, if one was, and `answer` what the engine
-    said after its `?`.
+    `command` is the command that was refused or never answered, if there was one, and
+    `answer` what the engine said after its `?`.
     """
 
     def __init__(self, kind: Termination, detail: str, *, started: bool = False,
@@ -249,11 +249,14 @@ class Player:
         waited = trio.current_time() - wait.start
         if wait.index < 0:
             return Fault(Termination.STALL, f"waited {waited:.1f} s for it to read its stdin")
+        # The answer awaited is named even when the move deadline passed: an engine stuck
+        # on a `play` never got as far as thinking, and its author must know which.
+        awaited = wait.commands[wait.index]
         if wait.move_limited:
-            return Fault(Termination.TIME, f"no answer to {' '.join(wait.commands[-1])!r} after"
-                         f" {waited:.2f} s", started=True)  # fmt: skip
-        return Fault(Termination.STALL, f"no answer to {' '.join(wait.commands[wait.index])!r}"
-                     f" within {self.command_timeout:g} s", started=True)  # fmt: skip
+            return Fault(Termination.TIME, f"no answer to {' '.join(awaited)!r} after"
+                         f" {waited:.2f} s", started=True, command=awaited)  # fmt: skip
+        return Fault(Termination.STALL, f"no answer to {' '.join(awaited)!r} within"
+                     f" {self.command_timeout:g} s", started=True, command=awaited)  # fmt: skip
 
     @property
     def waited_since(self) -> float:
