@@ -21,10 +21,10 @@ from arbiter.engines import dialect
 from arbiter.engines.dialect import Command, Dialect, TimeFamily
 from arbiter.engines.process import Engine, EngineInfo, StderrLog
 from arbiter.engines.sandbox import Breach
-from arbiter.errors import EngineError, EngineFailure, EngineTerminatedError, EngineTimeout
+from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
 from arbiter.protocol.session import EngineSession
 from arbiter.results.records import Evidence, Termination
-from arbiter.rules import Color, Variant
+from arbiter.rules import SWAP, Color, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 
 RESIGN = "resign"
@@ -62,7 +62,7 @@ class Reply:
 
     move: str
     elapsed: float  # seconds from the last command written to the answer
-    started: float  # when the wait began (trio time), for the harness's stall check
+    waited_since: float  # when the wait began (trio time), for the harness's stall check
     refused: Fault | None = None
 
 
@@ -107,15 +107,15 @@ class _Wait:
 
 
 def fault_from_error(exc: EngineError, what: str, *, started: bool = False) -> Fault:
-    """The fault an error of the session amounts to."""
+    """The fault an error of the session amounts to. A `?` is never one: the player reads
+    `?` answers itself, so that the fault can name the command refused."""
     if isinstance(exc, EngineTimeout):
         kind = Termination.STALL
     elif isinstance(exc, EngineTerminatedError):
         kind = Termination.CRASH
     else:
         kind = Termination.PROTOCOL
-    command = tuple(exc.command.split()) if isinstance(exc, EngineFailure) else None
-    return Fault(kind, f"{what}: {exc.detail}", started=started, command=command)
+    return Fault(kind, f"{what}: {exc.detail}", started=started)
 
 
 class Player:
@@ -238,8 +238,8 @@ class Player:
             several = Fault(Termination.PROTOCOL, "genmove answer spans several lines",
                             started=True)  # fmt: skip
             return Reply("", elapsed, start, several)
-        if word == self.dialect.swap != "swap":
-            word = "swap"
+        if word == self.dialect.swap:  # the pie move in the engine's spelling
+            word = SWAP
         return Reply(word, elapsed, start)
 
     def timed_out(self) -> Fault:
