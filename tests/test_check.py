@@ -80,3 +80,20 @@ async def test_an_engine_over_its_clock_is_told_to_budget_its_moves() -> None:
     assert not result.passed
     assert "budget each move" in result.hint, (result.detail, result.hint)
     assert "--timeout" not in result.hint  # --timeout is not what limits a clocked move
+
+
+# Answers genmove with its move and a second line of chatter.
+TWO_LINE_GENMOVE = """
+class Bot(sk.Bot):
+    def cmd_genmove(self, args):
+        return super().cmd_genmove(args) + "\\nthinking done"
+sys.exit(Bot().run())
+"""
+
+
+async def test_a_genmove_answer_of_two_lines_gets_a_genmove_hint() -> None:
+    result = await check_position(inline_engine("chatty", TWO_LINE_GENMOVE), timeout=5.0,
+                                  moves=1)  # fmt: skip
+    assert not result.passed
+    assert "several lines" in result.detail, result.detail
+    assert "genmove must answer" in result.hint, result.hint

@@ -40,8 +40,8 @@ class Fault(Exception):
 
     `started` says whether this turn's `genmove` had been written when it happened: a
     fault before any game's first `genmove` voids the game instead of losing it.
-    `command` is the command that was refused or never answered, if there was one, and
-    `answer` what the engine said after its `?`.
+    `command` is the command whose answer was at fault (refused, unusable or never
+    given), if there was one, and `answer` what the engine said after its `?`.
     """
 
     def __init__(self, kind: Termination, detail: str, *, started: bool = False,
@@ -236,7 +236,7 @@ class Player:
         word = response.text.strip().lower()
         if "\n" in word:
             several = Fault(Termination.PROTOCOL, "genmove answer spans several lines",
-                            started=True)  # fmt: skip
+                            started=True, command=commands[-1])  # fmt: skip
             return Reply("", elapsed, start, several)
         if word == self.dialect.swap:  # the pie move in the engine's spelling
             word = SWAP
