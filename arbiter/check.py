@@ -156,7 +156,8 @@ class Checker:
                 raise CheckFailed(fault.detail, self._hint(fault, variant)) from fault
         if scope.cancelled_caught:
             late = player.timed_out()
-            raise CheckFailed(f"{late.detail} (limit {budget:g} s)", _late_hint(late, clock))
+            limit = f" (limit {budget:g} s)" if late.kind is Termination.TIME else ""
+            raise CheckFailed(late.detail + limit, _late_hint(late, clock))
         self.move_times.append(reply.elapsed)
         if not mine.stop(reply.elapsed):
             raise CheckFailed(
