@@ -239,3 +239,17 @@ async def test_a_move_deadline_passing_on_a_play_answer_names_the_play(
     assert record.termination is Termination.TIME and record.winner == "p1"
     assert f"no answer to 'play b {record.moves[0]}' after 1.60 s" in record.reason, record.reason
     assert players[1].killed and elapsed == pytest.approx(1.6, abs=0.01)
+
+
+async def test_the_pie_move_in_the_engines_own_spelling_is_read_as_swap(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Its definition says it spells the pie move "pie": its "pie" as move 2 is the swap
+    # (its later "pie", with the pie move gone, is an illegal swap, not an unknown word).
+    bots = (ScriptedBot(0.0, 21), ScriptedBot(0.0, 22))
+    bots[1].raw_genmove = "pie"
+    speak = ((None, None), (None, Dialect(swap="pie")))
+    outcome, _, _ = await play_virtual(bots, "10+0", speak=speak)
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.moves[1] == "swap" and record.swapped
+    assert record.termination is Termination.ILLEGAL and "swap not allowed" in record.reason
