@@ -155,18 +155,15 @@ class Checker:
             except Fault as fault:
                 raise CheckFailed(fault.detail, self._hint(fault, variant)) from fault
         if scope.cancelled_caught:
-            raise CheckFailed(
-                f"{player.timed_out().detail} (limit {budget:g} s)",
-                "answer genmove within the time it is told (the clock update comes right"
-                " before it), or raise --timeout for a slow engine",
-            )
+            late = player.timed_out()
+            limit = f" (limit {budget:g} s)" if late.kind is Termination.TIME else ""
+            raise CheckFailed(late.detail + limit, _late_hint(late, clock))
         self.move_times.append(reply.elapsed)
         if not mine.stop(reply.elapsed):
             raise CheckFailed(
                 f"answered genmove after {reply.elapsed:.2f} s with"
                 f" {clock_left(mine, reply.elapsed)}",
-                "budget each move from the time the referee sends right before genmove"
-                " (atoll-time_left or time_left): an answer over the clock loses the game",
+                _BUDGET_HINT,
             )
         if reply.refused is not None:
             raise CheckFailed(reply.refused.detail, self._hint(reply.refused, variant))
@@ -238,10 +235,7 @@ def _hint_for(exc: EngineError) -> str:
     if isinstance(exc, EngineStartError):
         return "check the command line; try running it in a terminal"
     if isinstance(exc, EngineTimeout):
-        return (
-            "answer every command, in order, and flush stdout after each response (ending it"
-            " with an empty line); " + _PIPELINE_HINT
-        )
+        return _SILENT_HINT
     if isinstance(exc, EngineTerminatedError):
         return "the engine exited: run it by hand and read its stderr (traceback?)"
     if isinstance(exc, ProtocolError):
@@ -249,6 +243,18 @@ def _hint_for(exc: EngineError) -> str:
             return "start every response with '=' or '?' followed by the command's id"
         return "write only responses to stdout; send logs to stderr"
     return "see protocol/PROTOCOL.md"
+
+
+def _late_hint(late: Fault, clock: TimeControl | None) -> str:
+    """What to change in a bot that did not answer in time: stuck before `genmove` is a
+    reading or flushing bug, not slow thinking; a clocked move is limited by its clock
+    (which --timeout does not change), an unclocked one by --timeout."""
+    if late.command is None or late.command[0] != "genmove":
+        return _SILENT_HINT
+    if clock is not None:
+        return _BUDGET_HINT
+    return ("answer genmove within the time it is told (the clock update comes right before"
+            " it), or raise --timeout for a slow engine")  # fmt: skip
 
 
 def _near_full_position(variant: Variant, seed: int) -> Game:
@@ -307,6 +313,14 @@ def _positions(variant: Variant, seed: int, count: int) -> list[Game]:
 _PIPELINE_HINT = (
     "read stdin line by line and answer each command in order: several commands can arrive"
     " before the first is answered"
+)
+_SILENT_HINT = (
+    "answer every command, in order, and flush stdout after each response (ending it with"
+    " an empty line); " + _PIPELINE_HINT
+)
+_BUDGET_HINT = (
+    "budget each move from the time the referee sends right before genmove"
+    " (atoll-time_left or time_left): an answer over the clock loses the game"
 )
 _BOARD_HINT = (
     "its board disagrees with the referee's: honour boardsize and clear_board, and read"

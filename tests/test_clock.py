@@ -224,3 +224,32 @@ async def test_every_command_each_dialect_is_sent(autojump_clock: trio.abc.Clock
     # Each engine is told exactly the other's moves: together, every move of the game.
     told = [line.split()[-1] for line in gtp[4:] + atoll[7:] if line.startswith("play")]
     assert sorted(told) == sorted(record.moves[2:-1])
+
+
+async def test_a_move_deadline_passing_on_a_play_answer_names_the_play(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # With 1+0 the move deadline (1.6 s) comes before the command deadline (10 s): the
+    # engine that never answers the `play` of the first move loses on time, and the
+    # reason says which answer never came (it never reached its genmove).
+    bots = (ScriptedBot(0.0, 19), ScriptedBot(0.0, 20))
+    bots[1].hang_on_play = True
+    outcome, players, elapsed = await play_virtual(bots, "1+0")
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.TIME and record.winner == "p1"
+    assert f"no answer to 'play b {record.moves[0]}' after 1.60 s" in record.reason, record.reason
+    assert players[1].killed and elapsed == pytest.approx(1.6, abs=0.01)
+
+
+async def test_the_pie_move_in_the_engines_own_spelling_is_read_as_swap(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Its definition says it spells the pie move "pie": its "pie" as move 2 is the swap
+    # (its later "pie", with the pie move gone, is an illegal swap, not an unknown word).
+    bots = (ScriptedBot(0.0, 21), ScriptedBot(0.0, 22))
+    bots[1].raw_genmove = "pie"
+    speak = ((None, None), (None, Dialect(swap="pie")))
+    outcome, _, _ = await play_virtual(bots, "10+0", speak=speak)
+    record = outcome.record  # type: ignore[attr-defined]
+    assert record.moves[1] == "swap" and record.swapped
+    assert record.termination is Termination.ILLEGAL and "swap not allowed" in record.reason

@@ -21,10 +21,10 @@ from arbiter.engines import dialect
 from arbiter.engines.dialect import Command, Dialect, TimeFamily
 from arbiter.engines.process import Engine, EngineInfo, StderrLog
 from arbiter.engines.sandbox import Breach
-from arbiter.errors import EngineError, EngineFailure, EngineTerminatedError, EngineTimeout
+from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
 from arbiter.protocol.session import EngineSession
 from arbiter.results.records import Evidence, Termination
-from arbiter.rules import Color, Variant
+from arbiter.rules import SWAP, Color, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 
 RESIGN = "resign"
@@ -40,8 +40,8 @@ class Fault(Exception):
 
     `started` says whether this turn's `genmove` had been written when it happened: a
     fault before any game's first `genmove` voids the game instead of losing it.
-    `command` is the command that was refused, if one was, and `answer` what the engine
-    said after its `?`.
+    `command` is the command whose answer was at fault (refused, unusable or never
+    given), if there was one, and `answer` what the engine said after its `?`.
     """
 
     def __init__(self, kind: Termination, detail: str, *, started: bool = False,
@@ -62,7 +62,7 @@ class Reply:
 
     move: str
     elapsed: float  # seconds from the last command written to the answer
-    started: float  # when the wait began (trio time), for the harness's stall check
+    waited_since: float  # when the wait began (trio time), for the harness's stall check
     refused: Fault | None = None
 
 
@@ -107,15 +107,15 @@ class _Wait:
 
 
 def fault_from_error(exc: EngineError, what: str, *, started: bool = False) -> Fault:
-    """The fault an error of the session amounts to."""
+    """The fault an error of the session amounts to. A `?` is never one: the player reads
+    `?` answers itself, so that the fault can name the command refused."""
     if isinstance(exc, EngineTimeout):
         kind = Termination.STALL
     elif isinstance(exc, EngineTerminatedError):
         kind = Termination.CRASH
     else:
         kind = Termination.PROTOCOL
-    command = tuple(exc.command.split()) if isinstance(exc, EngineFailure) else None
-    return Fault(kind, f"{what}: {exc.detail}", started=started, command=command)
+    return Fault(kind, f"{what}: {exc.detail}", started=started)
 
 
 class Player:
@@ -236,10 +236,10 @@ class Player:
         word = response.text.strip().lower()
         if "\n" in word:
             several = Fault(Termination.PROTOCOL, "genmove answer spans several lines",
-                            started=True)  # fmt: skip
+                            started=True, command=commands[-1])  # fmt: skip
             return Reply("", elapsed, start, several)
-        if word == self.dialect.swap != "swap":
-            word = "swap"
+        if word == self.dialect.swap:  # the pie move in the engine's spelling
+            word = SWAP
         return Reply(word, elapsed, start)
 
     def timed_out(self) -> Fault:
@@ -249,11 +249,14 @@ class Player:
         waited = trio.current_time() - wait.start
         if wait.index < 0:
             return Fault(Termination.STALL, f"waited {waited:.1f} s for it to read its stdin")
+        # The answer awaited is named even when the move deadline passed: an engine stuck
+        # on a `play` never got as far as thinking, and its author must know which.
+        awaited = wait.commands[wait.index]
         if wait.move_limited:
-            return Fault(Termination.TIME, f"no answer to {' '.join(wait.commands[-1])!r} after"
-                         f" {waited:.2f} s", started=True)  # fmt: skip
-        return Fault(Termination.STALL, f"no answer to {' '.join(wait.commands[wait.index])!r}"
-                     f" within {self.command_timeout:g} s", started=True)  # fmt: skip
+            return Fault(Termination.TIME, f"no answer to {' '.join(awaited)!r} after"
+                         f" {waited:.2f} s", started=True, command=awaited)  # fmt: skip
+        return Fault(Termination.STALL, f"no answer to {' '.join(awaited)!r} within"
+                     f" {self.command_timeout:g} s", started=True, command=awaited)  # fmt: skip
 
     @property
     def waited_since(self) -> float:

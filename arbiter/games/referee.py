@@ -265,7 +265,7 @@ class Referee:
                         raise _Fault(seat, fault) from fault
                     progress.started = True
                     elapsed = reply.elapsed
-                    stalled = beat.stalled(reply.started, reply.started + elapsed)
+                    stalled = beat.stalled(reply.waited_since, reply.waited_since + elapsed)
                     if stalled:  # time nobody watched is nobody's
                         elapsed = max(0.0, elapsed - stalled)
                         progress.stalled += stalled
