@@ -151,13 +151,18 @@ def match_games(
         key = f"{match_id}-pair{pair}"
         yield ScheduledGame(
             number=number,
-            game_id=f"{match_id}-{number}",
+            game_id=match_game_id(match_id, number),
             engines=order,
             round=pair,
             pair_key=key,
             opening=openings.for_pair(variant, 0, pair, key),
             seed=None if seed is None else seed * 1_000_003 + number,
         )
+
+
+def match_game_id(match_id: str, number: int) -> str:
+    """A match's game id: the match's id (kept in its store) and the game's number."""
+    return f"{match_id}-{number}"
 
 
 def random_opening(variant: Variant, plies: int, seed: int) -> tuple[str, ...]:
