@@ -271,7 +271,7 @@ def _runtime(program: str) -> list[str] | None:
         # and the arbiter package where an editable install keeps it (never the
         # project around it, which may hold other engines).
         return [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-                os.path.dirname(os.path.abspath(__file__))]  # fmt: skip
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # fmt: skip
     roots = {r for r in (_environment_root(os.path.abspath(program)),
                          _environment_root(real)) if r is not None}  # fmt: skip
     if not roots and not _in_system(program):

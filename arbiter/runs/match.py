@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Container
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from arbiter.runs.run import (
     refuse_changes,
     run,
 )
-from arbiter.runs.schedule import match_game_id, match_games
+from arbiter.runs.schedule import match_game_number, match_games
 
 __all__ = ["Match", "MatchConfig", "MatchResult", "StoredMatch"]
 
@@ -148,7 +148,7 @@ class Match:
         specs = {k: replace(s, hidden=tuple(hidden)) if s.sandbox else s
                  for k, s in specs.items()}  # fmt: skip
         games = match_games(self.match_id, config.games, config.variant, seed=config.seed)
-        left = config.games - sum(1 for game_id in self.game_ids() if game_id in done)
+        left = config.games - sum(1 for game_id in done if self.scheduled(game_id))
         return Plan(
             settings=ExecutorSettings(engines=specs, referee=config.referee,
                                       deadlines=config.deadlines),
@@ -158,8 +158,10 @@ class Match:
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
         )  # fmt: skip
 
-    def game_ids(self) -> list[str]:
-        return [match_game_id(self.match_id, n) for n in range(1, self.config.games + 1)]
+    def scheduled(self, game_id: str) -> bool:
+        """Whether a stored game is one of this match's `games` (ids carry the number)."""
+        number = match_game_number(self.match_id, game_id)
+        return number is not None and number <= self.config.games
 
     def _resume(self, store: Store) -> dict[str, str] | None:
         """Check a started store against this match and take over its id, its engines'
@@ -189,10 +191,9 @@ class Match:
             names[key] = name
         self.match_id = str(store.meta("tournament"))
         self.result.names = (names[KEYS[0]], names[KEYS[1]])
-        ids = set(self.game_ids())
         for data, _ in store.records():
             record = GameRecord.from_json(data)
-            if record.game_id in ids:
+            if self.scheduled(record.game_id):
                 self.result.add_stored(record)
         return names
 
@@ -233,6 +234,7 @@ class StoredMatch:
                               " an 'arbiter match'")  # fmt: skip
         return cls(str(store.meta("tournament")), games, store.path)
 
-    def stored(self, done: Container[str]) -> int:
+    def stored(self, done: Iterable[str]) -> int:
         """How many games of this match are among `done` (ids of stored games)."""
-        return sum(match_game_id(self.name, n) in done for n in range(1, self.total + 1))
+        numbers = (match_game_number(self.name, game_id) for game_id in done)
+        return sum(1 for n in numbers if n is not None and n <= self.total)

@@ -165,6 +165,14 @@ def match_game_id(match_id: str, number: int) -> str:
     return f"{match_id}-{number}"
 
 
+def match_game_number(match_id: str, game_id: str) -> int | None:
+    """The number of a game of this match, from its id; None for any other game."""
+    head, _, number = game_id.rpartition("-")
+    if head != match_id or not (number.isascii() and number.isdigit()) or number[0] == "0":
+        return None
+    return int(number)
+
+
 def random_opening(variant: Variant, plies: int, seed: int) -> tuple[str, ...]:
     """`plies` uniformly random legal placements (never a swap) that leave the game open."""
     rng = random.Random(seed)
