@@ -235,8 +235,8 @@ def match(
     With --store FILE the games are recorded in a results store, as a tournament's: run
     the same command again after an interruption and only the games not yet stored are
     played (changed engines, time controls or board are refused; --games may change).
-    `arbiter tournament status FILE`, `arbiter ratings FILE` and `arbiter report FILE`
-    read it.
+    `arbiter tournament status FILE`, `arbiter ratings FILE` and `arbiter report FILE
+    -o PAGE.html` read it. With --dask the games are played on a Dask cluster.
     """
     from arbiter.results.store import Store
     from arbiter.runs.match import Match, MatchConfig

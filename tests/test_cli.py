@@ -474,3 +474,18 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     assert ratings.returncode == 0
     assert {e["name"] for e in json.loads(ratings.stdout)["engines"]} == {"slow", "ok"}
     assert sum(e["games"] for e in json.loads(ratings.stdout)["engines"]) == 2 * 8
+
+
+def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    path = tmp_path / "t.sqlite"
+    with Store.open(path) as store:
+        store.begin("league", {"format": "round-robin"}, {"name": "league"}, {})
+    before = path.read_bytes()
+    result = CliRunner().invoke(main, ["match", "--engines", str(ENGINES), "random", "mc",
+                                       "--store", str(path)])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "holds tournament 'league', not a match" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert path.read_bytes() == before
