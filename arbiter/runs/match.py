@@ -36,6 +36,7 @@ from arbiter.runs.run import (
     open_executor,
     refuse_changes,
     run,
+    time_controls,
 )
 from arbiter.runs.schedule import match_game_number, match_games
 
@@ -107,13 +108,18 @@ class Match:
         return {"kind": "match", "size": v.size, "islands": v.islands, "pie": v.pie,
                 "seed": self.config.seed}  # fmt: skip
 
+    @property
+    def tcs(self) -> dict[str, TimeControl]:
+        """Each engine's time control, as its games are played."""
+        return time_controls(dict(zip(KEYS, self.specs, strict=True)), DEFAULT_TC)
+
     def engine_conditions(self, key: str) -> dict[str, Any]:
         """Engine 1's or engine 2's conditions of play, as the store keeps them."""
         spec = self.specs[KEYS.index(key)]
         d = spec.dialect
         return {
             "engine": KEYS.index(key) + 1, "name": spec.name, "command": list(spec.argv),
-            "cwd": spec.cwd, "env": dict(spec.env or {}), "tc": str(spec.tc or DEFAULT_TC),
+            "cwd": spec.cwd, "env": dict(spec.env or {}), "tc": str(self.tcs[key]),
             "options": list(spec.options), "sandbox": spec.sandbox,
             "limits": spec.limits.as_dict(), "read": list(spec.read),
             "dialect": {"islands": None if d.islands is None else list(d.islands),

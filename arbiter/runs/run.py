@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import Executor, ExecutorSettings, display_names
+from arbiter.executors.local import LocalExecutor
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.results.store import EngineEntry, Store, store_files
@@ -26,7 +28,7 @@ from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.schedule import ScheduledGame
 
 __all__ = ["Plan", "Records", "Reporter", "RunOutcome", "Sink", "Stored", "Unheard",
-           "hidden_files", "open_executor", "refuse_changes", "run"]  # fmt: skip
+           "hidden_files", "open_executor", "refuse_changes", "run", "time_controls"]  # fmt: skip
 
 
 @dataclass
@@ -48,9 +50,7 @@ class Plan:
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
-        """Each engine's time control: its own if it has one, else the competition's (the
-        one place that fallback is made)."""
-        return {key: spec.tc or self.tc for key, spec in self.settings.engines.items()}
+        return time_controls(self.settings.engines, self.tc)
 
     def game_spec(self, game: ScheduledGame) -> GameSpec:
         """What a scheduled game is, for whichever host plays it."""
@@ -61,6 +61,12 @@ class Plan:
             tc=(tcs[game.engines[0]], tcs[game.engines[1]]), opening=game.opening,
             seed=game.seed, pair=game.pair_key, commands=(seat1.argv, seat2.argv),
         )  # fmt: skip
+
+
+def time_controls(engines: Mapping[str, EngineSpec], tc: TimeControl) -> dict[str, TimeControl]:
+    """Each engine's time control: its own if it has one, else the competition's `tc` (the
+    one place that fallback is made)."""
+    return {key: spec.tc or tc for key, spec in engines.items()}
 
 
 async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
@@ -114,8 +120,6 @@ def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | Non
         from arbiter.executors.dask import DaskExecutor
 
         return DaskExecutor(plan.settings, dask, window=concurrency, where=where)
-    from arbiter.executors.local import LocalExecutor
-
     slots = min(concurrency or plan.concurrency, max(1, plan.left))
     return LocalExecutor(plan.settings, slots, processes=processes)
 
