@@ -474,6 +474,9 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     assert ratings.returncode == 0
     assert {e["name"] for e in json.loads(ratings.stdout)["engines"]} == {"slow", "ok"}
     assert sum(e["games"] for e in json.loads(ratings.stdout)["engines"]) == 2 * 8
+    page = tmp_path / "m.html"
+    report = arbiter("report", str(store), "-o", str(page))
+    assert report.returncode == 0 and "8 rated games" in report.stderr and page.exists()
 
 
 def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) -> None:
@@ -489,3 +492,18 @@ def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) 
     assert "holds tournament 'league', not a match" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     assert path.read_bytes() == before
+
+
+def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
+    store = tmp_path / "m.sqlite"
+    args = ["match", "--engines", str(ENGINES), "mc-fast", "random", "--size", "7", "--tc",
+            "5+0.05", "--sprt", "elo0=0,elo1=400", "--store", str(store), "--json"]  # fmt: skip
+    first = arbiter(*args, "--games", "40", "-c", "2")
+    assert first.returncode == 0, first.stderr
+    decided = json.loads(first.stdout)
+    assert decided["sprt"]["result"] == "H1" and decided["games"] < 40
+    again = arbiter(*args, "--games", "60")
+    assert again.returncode == 0, again.stderr
+    assert "Started game" not in again.stderr  # the test had decided: no game, no engine
+    summary = json.loads(again.stdout)
+    assert summary["sprt"] == decided["sprt"] and summary["resumed"] == decided["games"]
