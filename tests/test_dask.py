@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -449,6 +450,16 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
     assert len(rows(tmp_path / "picky.sqlite", "SELECT game_id FROM games")) == 2
+    # A match on the same cluster: played on a, and its summary says so.
+    script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
+    fussy = shlex.join(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
+    done = arbiter("match", f"fussy={fussy}", f"plain={sys.executable} {BADBOT} ok", "--size",
+                   "7", "--games", "2", "--dask", cluster.address, "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 2 and summary["void"] == 0
+    assert summary["notes"] == [f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}:"
+                                " its games were played on the others"]
 
     # The driver killed mid-run (SIGKILL: no clean-up at all), then run again.
     slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]

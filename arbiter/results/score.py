@@ -42,6 +42,7 @@ class MatchResult:
     sprt: SprtResult | None = None  # the test's state at the end, when one was run
     test: tuple[float, float, float, float] | None = None  # the SPRT asked for, if any
     resumed: int = 0  # rated games that were in the store before this run
+    notes: list[str] = field(default_factory=list)  # the executor's, for the operator
 
     def stats(self) -> PairStats:
         return PairStats(self.wins[0], self.wins[1])

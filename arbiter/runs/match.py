@@ -128,7 +128,8 @@ class Match:
         }  # fmt: skip
 
     def plan(self) -> Plan:
-        """The match as a run plays it: with a store, only the games it does not hold."""
+        """The match as a run plays it (once): with a store, only the games it does not
+        hold, and the score starts from those it does."""
         config = self.config
         specs = dict(zip(KEYS, self.specs, strict=True))
         sinks: list[Sink] = []
@@ -216,6 +217,7 @@ class Match:
         result = self.result
         result.aborted, result.config_error = outcome.aborted, outcome.config_error
         result.unplayed = [game.number for game in outcome.unplayed]
+        result.notes = list(outcome.notes)
         if result.test is not None:
             result.sprt = result.sprt_result()
         return result

@@ -209,7 +209,7 @@ def summary_lines(result: MatchResult) -> list[str]:
             lines.append(f"Void games (replayed, not rated): {result.void_count}")
         if result.aborted:
             lines.append(f"Match stopped: {result.aborted}")
-        return lines
+        return lines + result.notes
     lines = [
         f"Score of {a} vs {b}: {stats.wins} - {stats.losses} (wins - losses),"
         f" score {stats.score:.3f} over {stats.games} games",
@@ -241,7 +241,7 @@ def summary_lines(result: MatchResult) -> list[str]:
                      f" games: {verdict}")  # fmt: skip
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")
-    return lines
+    return lines + result.notes
 
 
 def given_keys(result: MatchResult) -> tuple[str, str]:
@@ -271,6 +271,7 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "resumed": result.resumed,
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
+        "notes": result.notes,
         "sprt": None if result.sprt is None else {
             "llr": round(result.sprt.llr, 4), "lower": round(result.sprt.lower, 4),
             "upper": round(result.sprt.upper, 4), "result": result.sprt.result,
