@@ -203,6 +203,9 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
                    " played, and changed conditions are refused.")
 @click.option("--fresh", is_flag=True,
               help="With --store: start a new store; the old one is kept under a dated name.")
+@click.option("--rebuilt", multiple=True, metavar="NAME",
+              help="With --store: accept that this engine's program changed since the store"
+                   " was started, as the same engine (the store records it). Repeatable.")
 @click.option("--dask", "dask", default=None, metavar="tcp://HOST:PORT",
               help="Play the games on the workers of this Dask scheduler (default: this"
                    " machine).")
@@ -224,7 +227,8 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
 def match(
     engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
     size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
-    store_file: str | None, fresh: bool, dask: str | None, seed: int | None, margin: float,
+    store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
+    seed: int | None, margin: float,
     sprt: str | None, sandbox: bool, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
@@ -243,9 +247,10 @@ def match(
     from arbiter.runs.run import open_executor, run
     from arbiter.views.report import Progress, summary_json, summary_lines
 
-    if fresh and store_file is None:
-        raise ConfigError("--fresh is given without --store", hint="add --store FILE, or"
-                          " leave out --fresh")  # fmt: skip
+    for given, name in ((fresh, "--fresh"), (rebuilt, "--rebuilt")):
+        if given and store_file is None:
+            raise ConfigError(f"{name} is given without --store", hint="add --store FILE, or"
+                              f" leave out {name}")  # fmt: skip
     if dask is not None:
         from arbiter.executors.dask import check_address
 
@@ -289,7 +294,7 @@ def match(
             stack.callback(writer.close)
         runner = Match(specs, config, records=writer, store=store, sprt=test,
                        given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
-                       keep_records=False)  # fmt: skip
+                       keep_records=False, rebuilt=rebuilt)  # fmt: skip
         plan = runner.plan()
         if plan.left < games and not quiet:
             say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"

@@ -507,3 +507,27 @@ def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
     assert "Started game" not in again.stderr  # the test had decided: no game, no engine
     summary = json.loads(again.stdout)
     assert summary["sprt"] == decided["sprt"] and summary["resumed"] == decided["games"]
+
+
+def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    script = tmp_path / "a_bot.py"  # its own script, running the test bot
+    script.write_text(f"import runpy, sys\nsys.path.insert(0, {str(BADBOT.parent)!r})\n"
+                      f"runpy.run_path({str(BADBOT)!r}, run_name='__main__')\n")
+    store = tmp_path / "m.sqlite"
+    args = ["match", f"a={sys.executable} {script} ok", f"b={sys.executable} {BADBOT} ok",
+            "--size", "7", "--store", str(store), "-q"]  # fmt: skip
+    assert arbiter(*args, "--games", "2").returncode == 0
+    script.write_text(script.read_text() + "\n# build 2\n")
+    refused = arbiter(*args, "--games", "4")
+    assert refused.returncode == 2, refused.stderr
+    assert "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite" in refused.stderr
+    assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
+    wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
+    assert wrong.returncode == 2 and "--rebuilt names c, not an engine of this match" in wrong.stderr
+    accepted = arbiter(*args, "--games", "4", "--rebuilt", "a")
+    assert accepted.returncode == 0, accepted.stderr
+    with Store.open_read(store) as reader:
+        assert len(reader.done_ids()) == 4
+        assert json.loads(reader.meta("rebuilds") or "[]")[0]["engine"] == "a"

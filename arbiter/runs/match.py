@@ -35,6 +35,7 @@ from arbiter.runs.run import (
     hidden_files,
     open_executor,
     refuse_changes,
+    refuse_rebuilds,
     run,
     time_controls,
 )
@@ -87,6 +88,7 @@ class Match:
         sprt: tuple[float, float, float, float] | None = None,
         given: tuple[str, str] | None = None,
         keep_records: bool = True,
+        rebuilt: tuple[str, ...] = (),
     ) -> None:
         tcs = config.tc
         self.specs = specs if tcs is None else (replace(specs[0], tc=tcs[0]),
@@ -94,6 +96,7 @@ class Match:
         self.config = config
         self.records = records
         self.store = store
+        self.rebuilt = rebuilt  # engines whose new build is accepted as the same engine
         self.match_id = match_id or uuid.uuid4().hex[:8]
         names = display_names(specs, ("", ""))
         self.result = MatchResult(names=(names[0], names[1]),
@@ -175,6 +178,9 @@ class Match:
         names and its games so far; None if the store is new."""
         stored = store.conditions()
         if stored is None:
+            if self.rebuilt:
+                raise ConfigError("--rebuilt is given for a new store", where="--rebuilt",
+                                  hint="leave it out: there is no earlier build to accept")
             return None
         where = str(store.path)
         if stored.get("kind") != "match":
@@ -196,6 +202,10 @@ class Match:
                            functools.partial(_engine_option, number, given), store.path.name,
                            FRESH_HINT)  # fmt: skip
             names[key] = name
+        specs = {names[k]: spec for k, spec in zip(KEYS, self.specs, strict=True)}
+        engines = {names[k]: f"ENGINE{i} {self.result.given[i - 1]!r}"
+                   for i, k in enumerate(KEYS, 1)}  # fmt: skip
+        refuse_rebuilds(store, specs, self.rebuilt, engines.__getitem__, "match")
         self.match_id = str(store.meta("tournament"))
         self.result.names = (names[KEYS[0]], names[KEYS[1]])
         for data, _ in store.records():

@@ -10,11 +10,12 @@ the driver, the executor's notes, and the executor's shutdown however the run en
 from __future__ import annotations
 
 import glob
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arbiter.engines.config import program_hashes
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import Executor, ExecutorSettings, display_names
@@ -28,7 +29,8 @@ from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.schedule import ScheduledGame
 
 __all__ = ["Plan", "Records", "Reporter", "RunOutcome", "Sink", "Stored", "Unheard",
-           "hidden_files", "open_executor", "refuse_changes", "run", "time_controls"]  # fmt: skip
+           "hidden_files", "open_executor", "refuse_changes", "refuse_rebuilds", "run",
+           "time_controls"]  # fmt: skip
 
 
 @dataclass
@@ -140,6 +142,43 @@ def refuse_changes(old: Mapping[str, Any], new: Mapping[str, Any], where: Callab
             raise ConfigError(
                 f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
                 " started", where=where(key), hint=fix,
+            )  # fmt: skip
+
+
+def refuse_rebuilds(store: Store, engines: Mapping[str, EngineSpec], rebuilt: Iterable[str],
+                    where: Callable[[str], str], kind: str) -> None:  # fmt: skip
+    """Refuse an engine whose program or script changed since the store was started,
+    unless `rebuilt` names it: the operator accepts the new build as the same engine,
+    and the store records that. `engines` are by name, as the store keeps them.
+
+    An engine's program is part of its identity: a new build at the same path would
+    otherwise be rated together with the old one's games.
+    """
+    accepted = set(rebuilt)
+    unknown = accepted - set(engines)
+    if unknown:
+        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
+                          f" this {kind}", hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    stored = {row["name"]: row for row in store.engines()}
+    for name, spec in engines.items():
+        row = stored.get(name)
+        if row is None:
+            continue
+        now = program_hashes(spec)
+        for what, before, after in (("program", row["program_sha256"], now[0]),
+                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
+            if before is None or after is None or before == after:
+                continue  # not known then, or not readable here (a cluster's engines)
+            if name in accepted:
+                store.accept_rebuild(name, *now)
+                break
+            raise ConfigError(
+                f"the {what} of engine {name!r} changed since the store {store.path.name} was"
+                f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
+                " rated as one engine's", where=where(name),
+                hint="give the new build a new name, use --fresh to start a new store (the"
+                f" old one is kept under a dated name), or run with --rebuilt {name} to"
+                " accept it as the same engine (the store records that)",
             )  # fmt: skip
 
 

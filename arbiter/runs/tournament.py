@@ -38,7 +38,7 @@ from arbiter.games.referee import RefereeConfig
 from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
-from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes
+from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     Format,
     Openings,
@@ -405,33 +405,8 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
         if name in known:
             prefix = f"{t.path}: engine {name!r}."
             refuse_changes(known[name], conditions, prefix.__add__, t.output.name, fix)
-    accepted = set(rebuilt)
-    unknown = accepted - set(t.engines)
-    if unknown:
-        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
-                          " this tournament", hint=f"engines: {', '.join(t.engines)}")
-    stored = {row["name"]: row for row in store.engines()}
-    for name, spec in t.engines.items():
-        row = stored.get(name)
-        if row is None:
-            continue
-        now = program_hashes(spec)
-        for what, before, after in (("program", row["program_sha256"], now[0]),
-                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
-            if before is None or after is None or before == after:
-                continue  # not known then, or not readable here (a cluster's engines)
-            if name in accepted:
-                store.accept_rebuild(name, *now)
-                break
-            raise ConfigError(
-                f"the {what} of engine {name!r} changed since the store {t.output.name} was"
-                f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
-                " rated as one engine's",
-                where=f"{t.path}: engine {name!r}",
-                hint="give the new build a new name, use --fresh to start a new store (the"
-                f" old one is kept under a dated name), or run with --rebuilt {name} to"
-                " accept it as the same engine (the store records that)",
-            )
+    refuse_rebuilds(store, t.engines, rebuilt, lambda name: f"{t.path}: engine {name!r}",
+                    "tournament")
 
 
 __all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament"]
