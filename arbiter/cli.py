@@ -256,7 +256,9 @@ def match(
 
         check_address(dask, "--dask")
     known = _engines(engines_file)
-    specs = (resolve_engine(engine1, known), resolve_engine(engine2, known))
+    here = dask is None  # on a cluster, the workers' preflight checks the engines
+    specs = (resolve_engine(engine1, known, local=here), resolve_engine(engine2, known,
+                                                                        local=here))
     if len(tcs) > 2:
         raise ConfigError("--tc given more than twice", hint="one for both, or one per engine")
     parsed = [TimeControl.parse(t) for t in tcs]
@@ -277,8 +279,8 @@ def match(
         tc=(parsed[0], parsed[-1]) if parsed else None, concurrency=concurrency or 1,
         seed=seed, referee=RefereeConfig(margin=margin),
     )  # fmt: skip
-    specs = (_confined(specs[0], sandbox, (), f"engine {engine1!r}"),
-             _confined(specs[1], sandbox, (), f"engine {engine2!r}"))  # fmt: skip
+    specs = (_confined(specs[0], sandbox, (), f"engine {engine1!r}", here),
+             _confined(specs[1], sandbox, (), f"engine {engine2!r}", here))  # fmt: skip
     for line in shared_folder_warnings({engine1: specs[0], engine2: specs[1]}):
         say(line, err=True)
     with contextlib.ExitStack() as stack:
@@ -332,14 +334,15 @@ def match(
         sys.exit(1)
 
 
-def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str
-              ) -> EngineSpec:  # fmt: skip
+def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str,
+              here: bool = True) -> EngineSpec:  # fmt: skip
     """The engine as this run starts it: sandboxed if asked here or in its definition,
-    never able to read the run's records."""
+    never able to read the run's records; checked here if it runs `here`."""
     from arbiter.engines.config import check_confinement
 
     spec = dataclasses.replace(spec, sandbox=spec.sandbox or sandbox)
-    check_confinement(spec, where)
+    if here:
+        check_confinement(spec, where)
     return dataclasses.replace(spec, hidden=hidden) if spec.sandbox else spec
 
 

@@ -240,6 +240,11 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
         assert len(stored.done_ids()) == 4 and stored.void_count() == 0
         assert {e["name"]: e["reply_name"] for e in stored.engines()} == {
             "a": "reply-a", "b": "reply-b"}  # answers reached the store from the workers
+    # Engines are looked for on the workers, not here: each worker's failure is named.
+    missing = CliRunner().invoke(main, ["match", engines[0], f"gone={tmp_path / 'no-bot'}",
+                                        "--dask", local_cluster, "-q"])  # fmt: skip
+    assert missing.exit_code == 1, missing.output
+    assert "Match stopped: no Dask worker can start gone: on inproc://" in missing.stdout
 
 
 @needs_dask
