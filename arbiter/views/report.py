@@ -11,14 +11,16 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from arbiter.engines.process import exit_status
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.score import MatchResult
-from arbiter.runs.driver import RunOutcome
-from arbiter.runs.schedule import ScheduledGame
 from arbiter.text import terminal
+
+if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
+    from arbiter.runs.driver import RunOutcome
+    from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
 
