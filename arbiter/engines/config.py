@@ -102,7 +102,7 @@ class EnginesFile:
 def default_engines_file() -> Path | None:
     """The bundled engines, found without --engines: in this folder's `engines/`, or beside
     the installed package's source tree."""
-    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
         candidate = root / "engines" / "engines.toml"
         if candidate.is_file():
             return candidate
