@@ -6,6 +6,7 @@ Exit status: 0 success, 1 a check or run that failed, 2 bad usage or configurati
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -191,11 +192,23 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
 @click.option("--islands", type=click.Choice(["8", "4"]), default="8", show_default=True,
               help="8 for Atoll, 4 for Hex.")
 @click.option("--pie/--no-pie", default=True, show_default=True, help="Allow the swap on move 2.")
-@click.option("--concurrency", "-c", default=1, show_default=True,
-              type=click.IntRange(1, MAX_CONCURRENCY),
-              help=f"Games played at once (at most {MAX_CONCURRENCY}).")
+@click.option("--concurrency", "-c", default=None, type=click.IntRange(1, MAX_CONCURRENCY),
+              help=f"Games played at once (at most {MAX_CONCURRENCY}; with --dask, games in"
+                   " flight, default twice the workers' threads).  [default: 1]")
 @click.option("--records", type=click.Path(dir_okay=False),
               help="Append one JSON line per game to this file.")
+@click.option("--store", "store_file", type=click.Path(dir_okay=False), default=None,
+              help="Record the games in this results store (SQLite, as a tournament's);"
+                   " the same match run again resumes it: only the games not stored are"
+                   " played, and changed conditions are refused.")
+@click.option("--fresh", is_flag=True,
+              help="With --store: start a new store; the old one is kept under a dated name.")
+@click.option("--rebuilt", multiple=True, metavar="NAME",
+              help="With --store: accept that this engine's program changed since the store"
+                   " was started, as the same engine (the store records it). Repeatable.")
+@click.option("--dask", "dask", default=None, metavar="tcp://HOST:PORT",
+              help="Play the games on the workers of this Dask scheduler (default: this"
+                   " machine).")
 @click.option("--seed", type=int, default=None,
               help="Recorded with each game (per-game seeds derive from it); engines do not"
                    " receive it.")
@@ -213,26 +226,42 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
 @handle_errors
 def match(
     engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
-    size: int | None, islands: str, pie: bool, concurrency: int, records: str | None,
-    seed: int | None, margin: float, sprt: str | None, sandbox: bool, as_json: bool,
-    quiet: bool,
+    size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
+    store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
+    seed: int | None, margin: float,
+    sprt: str | None, sandbox: bool, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
 
     ENGINE is a name from --engines or a command line run without a shell,
     e.g. "python3 my_bot.py --level 3".
+
+    With --store FILE the games are recorded in a results store, as a tournament's: run
+    the same command again after an interruption and only the games not yet stored are
+    played (changed engines, time controls or board are refused; --games may change).
+    `arbiter tournament status FILE`, `arbiter ratings FILE` and `arbiter report FILE
+    -o PAGE.html` read it. With --dask the games are played on a Dask cluster.
     """
+    from arbiter.results.store import Store
     from arbiter.runs.match import Match, MatchConfig
+    from arbiter.runs.run import open_executor, run
     from arbiter.views.report import Progress, summary_json, summary_lines
 
+    for given, name in ((fresh, "--fresh"), (rebuilt, "--rebuilt")):
+        if given and store_file is None:
+            raise ConfigError(f"{name} is given without --store", hint="add --store FILE, or"
+                              f" leave out {name}")  # fmt: skip
+    if dask is not None:
+        from arbiter.executors.dask import check_address
+
+        check_address(dask, "--dask")
     known = _engines(engines_file)
-    specs = (resolve_engine(engine1, known), resolve_engine(engine2, known))
+    here = dask is None  # on a cluster, the workers' preflight checks the engines
+    specs = (resolve_engine(engine1, known, local=here), resolve_engine(engine2, known,
+                                                                        local=here))
     if len(tcs) > 2:
         raise ConfigError("--tc given more than twice", hint="one for both, or one per engine")
     parsed = [TimeControl.parse(t) for t in tcs]
-    default = TimeControl.parse("10+0.1")
-    # --tc wins; otherwise each engine's own tc from the engines file, else the default.
-    tc = (parsed[0], parsed[-1]) if parsed else (specs[0].tc or default, specs[1].tc or default)
     test = None
     if sprt is not None:
         from arbiter.results.ratings import parse_sprt
@@ -244,58 +273,76 @@ def match(
         if not all(abs(elo) <= 2000 for elo in test[:2]):
             raise ConfigError("elo0 and elo1 must be within ±2000", where="--sprt",
                               hint="e.g. elo0=0,elo1=10")  # fmt: skip
+    # --tc wins; otherwise each engine's own tc from the engines file, else the default.
     config = MatchConfig(
-        games=games, variant=_variant(int(islands), size, pie), tc=tc,
-        concurrency=concurrency, seed=seed, referee=RefereeConfig(margin=margin),
+        games=games, variant=_variant(int(islands), size, pie),
+        tc=(parsed[0], parsed[-1]) if parsed else None, concurrency=concurrency or 1,
+        seed=seed, referee=RefereeConfig(margin=margin),
     )  # fmt: skip
-    hidden = (str(resolved(records, "--records")),) if records else ()
-    specs = (_confined(specs[0], sandbox, hidden, f"engine {engine1!r}"),
-             _confined(specs[1], sandbox, hidden, f"engine {engine2!r}"))  # fmt: skip
+    specs = (_confined(specs[0], sandbox, (), f"engine {engine1!r}", here),
+             _confined(specs[1], sandbox, (), f"engine {engine2!r}", here))  # fmt: skip
     for line in shared_folder_warnings({engine1: specs[0], engine2: specs[1]}):
         say(line, err=True)
-    writer = RecordWriter(records) if records else None
-    progress = Progress(sys.stderr, games, quiet=quiet)
-    runner = Match(specs, config, writer=writer, on_start=progress.started,
-                   on_finish=progress.game_finished, sprt=test,
-                   given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
-                   keep_records=False)  # fmt: skip
-
-    def summary() -> None:
-        if as_json:
-            emit(json.dumps(summary_json(runner.result)))
-        else:
-            for line in summary_lines(runner.result):
-                say(line)
-
-    try:
-        result = run_trio(runner.run)
-    except KeyboardInterrupt:
-        progress.close()
-        runner.result.aborted = "interrupted; games in flight were not recorded"
-        summary()  # the score of the games finished, as recorded
-        raise
-    finally:
-        progress.close()
+    with contextlib.ExitStack() as stack:
+        store = None
+        if store_file is not None:
+            store, kept = Store.open_for_run(resolved(store_file, "--store"), fresh=fresh,
+                                             origin="--store")  # fmt: skip
+            stack.enter_context(store)
+            if kept is not None:
+                say(f"The previous store was kept as {kept}.", err=True)
+        writer = RecordWriter(records) if records else None
         if writer is not None:
-            writer.close()
+            stack.callback(writer.close)
+        runner = Match(specs, config, records=writer, store=store, sprt=test,
+                       given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
+                       keep_records=False, rebuilt=rebuilt)  # fmt: skip
+        plan = runner.plan()
+        if plan.left < games and not quiet:
+            say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"
+                f" {plan.left} to play ({store_file})", err=True)  # fmt: skip
+        executor = open_executor(plan, concurrency=concurrency, dask=dask)
+        progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet)
+
+        def summary() -> None:
+            if as_json:
+                emit(json.dumps(summary_json(runner.result)))
+            else:
+                for line in summary_lines(runner.result):
+                    say(line)
+
+        try:
+            result = runner.finish(run_trio(functools.partial(run, plan, executor, progress)))
+        except KeyboardInterrupt:
+            progress.close()
+            runner.result.aborted = "interrupted; games in flight were not recorded" + (
+                " and are played when the match is run again" if store else "")
+            summary()  # the score of the games finished, as recorded
+            raise
+        finally:
+            progress.close()
+        if store is not None:
+            store.verify()  # never a score over games nobody will find
     if result.config_error:
         raise ConfigError(result.aborted, hint="choose another engine or variant")
     summary()
     if result.aborted:
         sys.exit(1)
     if result.unplayed:
-        say(f"{len(result.unplayed)} of {games} games could not be played.", err=True)
+        say(f"{len(result.unplayed)} of {games} games could not be played"
+            + (" (run again to retry them)." if store_file else "."), err=True)  # fmt: skip
         sys.exit(1)
 
 
-def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str
-              ) -> EngineSpec:  # fmt: skip
+def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str,
+              here: bool = True) -> EngineSpec:  # fmt: skip
     """The engine as this run starts it: sandboxed if asked here or in its definition,
-    never able to read the run's records."""
+    never able to read the run's records; checked here if it runs `here`."""
     from arbiter.engines.config import check_confinement
 
     spec = dataclasses.replace(spec, sandbox=spec.sandbox or sandbox)
-    check_confinement(spec, where)
+    if here:
+        check_confinement(spec, where)
     return dataclasses.replace(spec, hidden=hidden) if spec.sandbox else spec
 
 
@@ -515,7 +562,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
     only the new games. Changing a condition of play needs --fresh.
     """
     from arbiter.results.store import Store
-    from arbiter.runs.tournament import check_conditions, load_tournament, run_tournament
+    from arbiter.runs.run import open_executor, run
+    from arbiter.runs.tournament import check_conditions, load_tournament
     from arbiter.views.report import TournamentProgress
 
     if dask is not None:
@@ -531,19 +579,17 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store, rebuilt)
-        store.begin(t.name, t.conditions(), t.definition(), t.entries())
-        progress = TournamentProgress(sys.stderr, t.total, 0, lambda: _store_standings(store),
-                                      every=every, quiet=quiet)  # fmt: skip
-        play, left = run_tournament(
-            t, store, concurrency=concurrency, dask=dask,
-            on_start=progress.tournament_started, on_finish=progress.tournament_finished,
-        )  # fmt: skip
-        progress.finished, progress.left = t.total - left, left
+        plan = t.plan(store)
+        executor = open_executor(plan, concurrency=concurrency, dask=dask or t.dask,
+                                 where="--dask" if dask else f"{t.path}: tournament.dask")
+        progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
+                                      done=t.total - plan.left, every=every,
+                                      quiet=quiet)  # fmt: skip
         if not quiet:
-            say(f"Tournament {t.name}: {t.total} games, {t.total - left} stored,"
-                       f" {left} to play ({t.output})", err=True)  # fmt: skip
+            say(f"Tournament {t.name}: {t.total} games, {t.total - plan.left} stored,"
+                f" {plan.left} to play ({t.output})", err=True)  # fmt: skip
         try:
-            outcome = run_trio(play)
+            outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
             progress.close()
             say(_store_standings(store))
@@ -577,18 +623,34 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> None:
     """Games done and left, current standings, void games and why.
 
+    FILE is a tournament file, or the store of a match (`arbiter match --store`).
+
     One snapshot of the store: every number shown is from the same moment, also while
     a run is writing. `done` counts the schedule's games stored; the table rates every
     stored game, and `outside_schedule` says how many of those the schedule no longer
     holds (rounds lowered, engines removed): done + outside_schedule = games.
     """
     from arbiter.results.ratings import DEFAULT_PRIOR
-    from arbiter.results.standings import Tally, host_heading, host_json, standings, to_json
+    from arbiter.results.standings import (
+        Tally,
+        host_heading,
+        host_json,
+        source_kind,
+        standings,
+        to_json,
+    )
     from arbiter.results.standings import by_host as split_by_host
     from arbiter.results.store import Store
+    from arbiter.runs.match import StoredMatch
     from arbiter.runs.tournament import load_tournament
 
-    t = load_tournament(file, engines_here=False)  # its engines are not started here
+    t: Any
+    if not file.endswith(".toml") and source_kind(file) == "store":
+        with Store.open_read(file) as store:
+            t = StoredMatch.read(store)  # a match's store: it holds its own schedule
+    else:
+        t = load_tournament(file, engines_here=False)  # its engines are not started here
+    kind = "Match" if isinstance(t, StoredMatch) else "Tournament"
     hosts = []
     outside = 0
     if not t.output.exists():
@@ -606,7 +668,8 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
                 hosts = split_by_host(store)
     if as_json:
         data: dict[str, Any] = {
-            "tournament": t.name, "store": str(t.output), "scheduled": t.total, "done": done,
+            "tournament": t.name, "kind": kind.lower(), "store": str(t.output),
+            "scheduled": t.total, "done": done,
             "left": t.total - done, "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
         }  # fmt: skip
@@ -618,8 +681,8 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
             data["hosts"] = [host_json(h) for h in hosts]
         emit(json.dumps(data))
         return
-    say(f"Tournament {t.name}: {done} of {t.total} games played, {t.total - done} left"
-               f" ({t.output})")  # fmt: skip
+    say(f"{kind} {t.name}: {done} of {t.total} games played, {t.total - done} left"
+        f" ({t.output})")  # fmt: skip
     from arbiter.results.standings import table
 
     say(table(board) if board is not None else "No rated games yet.")

@@ -170,7 +170,7 @@ def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path
         games=games, tc=(TimeControl.parse(tc), TimeControl.parse(tc)), concurrency=concurrency
     )
     writer = RecordWriter(records)
-    match = Match(specs, config, writer=writer)
+    match = Match(specs, config, records=writer)
     start = time.perf_counter()
     result = trio.run(match.run)
     elapsed = time.perf_counter() - start

@@ -153,6 +153,8 @@ def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
         (["random", "mc", "--size", "12"], "Atoll size 12 is not supported"),
         (["random", "mc", "--islands", "4", "--size", "40"], "Hex size 40"),
         (["random", "mc", "--records", "/nonexistent/dir/r.jsonl"], "cannot open records file"),
+        (["random", "mc", "--fresh"], "--fresh is given without --store"),
+        (["random", "mc", "--dask", "not an address"], "is not a Dask scheduler address"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -412,3 +414,120 @@ def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Pa
     assert "SyntaxError" in done.stdout and "exit status 1" in done.stdout
     # It stopped before any game: nothing was played or voided.
     assert "Finished game" not in done.stdout + done.stderr
+
+
+def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    store = tmp_path / "m.sqlite"
+    engines = [f"slow={sys.executable} {BADBOT} slow --ms 20", f"ok={sys.executable} {BADBOT} ok"]
+    args = ["match", *engines, "--size", "7", "--tc", "10+0.1", "--seed", "4", "--store",
+            str(store)]  # fmt: skip
+
+    def stored() -> set[str]:
+        with Store.open_read(store) as reader:
+            return reader.done_ids()
+
+    with subprocess.Popen([sys.executable, "-m", "arbiter", *args, "--games", "8", "-c", "2"],
+                          cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as first:  # fmt: skip
+        assert first.stderr is not None
+        finished = 0
+        for line in first.stderr:
+            finished += line.startswith("Finished game")
+            if finished == 2:
+                break
+        first.kill()  # SIGKILL: no clean-up at all
+    before = stored()
+    assert 2 <= len(before) < 8
+
+    # Changed conditions are refused, naming the option and the way out; nothing changes.
+    for option, value, where in (("--tc", "5+0.1", "ENGINE1 'slow': --tc"),
+                                 ("--size", "11", "--size"), ("--seed", "5", "--seed")):
+        at = args.index(option) + 1
+        refused = arbiter(*args[:at], value, *args[at + 1 :], "--games", "8")
+        assert refused.returncode == 2, refused.stderr
+        assert where in refused.stderr and "changed from" in refused.stderr
+        assert "--fresh" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    swapped = arbiter(*args[:1], engines[1], engines[0], *args[3:], "--games", "8")
+    assert swapped.returncode == 2 and "ENGINE1 'ok': name" in swapped.stderr
+    assert stored() == before
+
+    done = arbiter(*args, "--games", "8", "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("Started game") == 8 - len(before)  # only the games not stored
+    assert f"{len(before)} stored, {8 - len(before)} to play" in done.stderr
+    after = stored()
+    assert len(after) == 8 and before <= after
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 8 and summary["resumed"] == len(before)
+    assert summary["engines"] == ["slow", "ok"] and sum(summary["wins"].values()) == 8
+
+    # Fewer games is not a change; the store reads as a tournament's does.
+    fewer = arbiter(*args, "--games", "4", "-q")
+    assert fewer.returncode == 0 and "over 4 games" in fewer.stdout
+    assert fewer.stderr == ""  # nothing left to play: no engine was even started
+    status = arbiter("tournament", "status", str(store))
+    assert status.returncode == 0, status.stderr
+    assert "4 of 4 games played, 0 left" in status.stdout and "slow" in status.stdout
+    ratings = arbiter("ratings", str(store), "--json")
+    assert ratings.returncode == 0
+    assert {e["name"] for e in json.loads(ratings.stdout)["engines"]} == {"slow", "ok"}
+    assert sum(e["games"] for e in json.loads(ratings.stdout)["engines"]) == 2 * 8
+    page = tmp_path / "m.html"
+    report = arbiter("report", str(store), "-o", str(page))
+    assert report.returncode == 0 and "8 rated games" in report.stderr and page.exists()
+
+
+def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    path = tmp_path / "t.sqlite"
+    with Store.open(path) as store:
+        store.begin("league", {"format": "round-robin"}, {"name": "league"}, {})
+    before = path.read_bytes()
+    result = CliRunner().invoke(main, ["match", "--engines", str(ENGINES), "random", "mc",
+                                       "--store", str(path)])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "holds tournament 'league', not a match" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert path.read_bytes() == before
+
+
+def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
+    store = tmp_path / "m.sqlite"
+    args = ["match", "--engines", str(ENGINES), "mc-fast", "random", "--size", "7", "--tc",
+            "5+0.05", "--sprt", "elo0=0,elo1=400", "--store", str(store), "--json"]  # fmt: skip
+    first = arbiter(*args, "--games", "40", "-c", "2")
+    assert first.returncode == 0, first.stderr
+    decided = json.loads(first.stdout)
+    assert decided["sprt"]["result"] == "H1" and decided["games"] < 40
+    again = arbiter(*args, "--games", "60")
+    assert again.returncode == 0, again.stderr
+    assert "Started game" not in again.stderr  # the test had decided: no game, no engine
+    summary = json.loads(again.stdout)
+    assert summary["sprt"] == decided["sprt"] and summary["resumed"] == decided["games"]
+
+
+def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    script = tmp_path / "a_bot.py"  # its own script, running the test bot
+    script.write_text(f"import runpy, sys\nsys.path.insert(0, {str(BADBOT.parent)!r})\n"
+                      f"runpy.run_path({str(BADBOT)!r}, run_name='__main__')\n")
+    store = tmp_path / "m.sqlite"
+    args = ["match", f"a={sys.executable} {script} ok", f"b={sys.executable} {BADBOT} ok",
+            "--size", "7", "--store", str(store), "-q"]  # fmt: skip
+    assert arbiter(*args, "--games", "2").returncode == 0
+    script.write_text(script.read_text() + "\n# build 2\n")
+    refused = arbiter(*args, "--games", "4")
+    assert refused.returncode == 2, refused.stderr
+    assert "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite" in refused.stderr
+    assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
+    wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
+    assert wrong.returncode == 2 and "--rebuilt names c, not an engine of this match" in wrong.stderr
+    accepted = arbiter(*args, "--games", "4", "--rebuilt", "a")
+    assert accepted.returncode == 0, accepted.stderr
+    with Store.open_read(store) as reader:
+        assert len(reader.done_ids()) == 4
+        assert json.loads(reader.meta("rebuilds") or "[]")[0]["engine"] == "a"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -32,8 +33,9 @@ from arbiter.results.store import Store
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
 from arbiter.runs.driver import Driver
+from arbiter.runs.run import Plan, Unheard, open_executor, run
 from arbiter.runs.schedule import ScheduledGame
-from arbiter.runs.tournament import load_tournament, run_tournament
+from arbiter.runs.tournament import load_tournament
 
 try:
     import distributed
@@ -112,16 +114,25 @@ async def test_a_result_reported_twice_is_stored_and_counted_once() -> None:
     finished: list[str] = []
 
     class Sink:
+        def begin(self, names: dict[str, str]) -> None:
+            pass
+
         def write(self, game: ScheduledGame, record: GameRecord) -> None:
             stored.append(game.game_id)
+
+        def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+            pass
 
     tc = TimeControl.parse("1+0")
 
     def spec(game: ScheduledGame) -> GameSpec:
         return GameSpec(game.game_id, Variant(8, 7, True), (tc, tc))
 
-    driver = Driver(iter(games), spec, _Twice([]), Sink(),
-                    on_finish=lambda g, r, note: finished.append(g.game_id))  # fmt: skip
+    class Told(Unheard):
+        def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+            finished.append(game.game_id)
+
+    driver = Driver(iter(games), spec, _Twice([]), [Sink()], Told())
     outcome = await driver.run()
     assert stored == finished == ["g1", "g2", "g3"] and not outcome.aborted
 
@@ -138,12 +149,11 @@ def local_cluster() -> Iterator[str]:
         yield str(cluster.scheduler_address)
 
 
-def _run(path: Path, **kwargs: Any) -> Any:
-    t = load_tournament(path, engines_here=kwargs.get("dask") is None)
+def _run(path: Path, dask: str | None = None) -> Any:
+    t = load_tournament(path, engines_here=dask is None)
     with Store.open(t.output) as store:
-        store.begin(t.name, t.conditions(), t.definition(), t.entries())
-        play, left = run_tournament(t, store, **kwargs)
-        return trio.run(play), left
+        plan = t.plan(store)
+        return trio.run(run, plan, open_executor(plan, dask=dask), Unheard()), plan.left
 
 
 @needs_dask
@@ -197,6 +207,47 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
 
 
 @needs_dask
+def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
+        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from click.testing import CliRunner
+
+    from arbiter.cli import main
+    from arbiter.executors import dask
+
+    played: list[str] = []  # the Dask workers that played a game or checked the engines
+    where = dask._where
+
+    def counted() -> tuple[str, str]:
+        played.append(where()[0])
+        return played[-1], "here"
+
+    monkeypatch.setattr(dask, "_where", counted)  # the in-process workers call it
+    engines = [f"{name}={sys.executable} {BADBOT} ok --name reply-{name}" for name in "ab"]
+    store = tmp_path / "m.sqlite"
+    args = ["match", *engines, "--size", "7", "--tc", "10+0.1", "--seed", "3", "--dask",
+            local_cluster, "--store", str(store), "--json", "-q"]  # fmt: skip
+    first = CliRunner().invoke(main, [*args, "--games", "2"])
+    assert first.exit_code == 0, first.output
+    # Each of the two workers checked the engines, then the cluster played both games.
+    assert len(played) == 4 and all(w.startswith("inproc://") for w in played)
+    # The same match with more games: only the new ones are played, on the cluster.
+    more = CliRunner().invoke(main, [*args, "--games", "4"])
+    assert more.exit_code == 0, more.output
+    summary = json.loads(more.stdout)
+    assert summary["games"] == 4 and summary["resumed"] == 2 and len(played) == 4 + 4
+    assert summary["engines"] == ["a", "b"] and sum(summary["wins"].values()) == 4
+    with Store.open_read(store) as stored:
+        assert len(stored.done_ids()) == 4 and stored.void_count() == 0
+        assert {e["name"]: e["reply_name"] for e in stored.engines()} == {
+            "a": "reply-a", "b": "reply-b"}  # answers reached the store from the workers
+    # Engines are looked for on the workers, not here: each worker's failure is named.
+    missing = CliRunner().invoke(main, ["match", engines[0], f"gone={tmp_path / 'no-bot'}",
+                                        "--dask", local_cluster, "-q"])  # fmt: skip
+    assert missing.exit_code == 1, missing.output
+    assert "Match stopped: no Dask worker can start gone: on inproc://" in missing.stdout
+
+
+@needs_dask
 def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: Path,
                                                                     local_cluster: str) -> None:
     from arbiter.executors.dask import DaskExecutor
@@ -218,7 +269,9 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: P
                                                    {n: t.tc for n in t.engines})  # fmt: skip
                 assert not checked.problem and checked.info.keys() == t.engines.keys()
                 script.unlink()  # gone after the check: no worker can start it any more
-                return await Driver(t.games(), t.game_spec, executor, store).run()
+                plan = t.plan(store)
+                return await Driver(plan.games, plan.game_spec, executor, plan.sinks,
+                                    Unheard()).run()
             finally:
                 await executor.aclose()
 
@@ -263,11 +316,19 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
     stored: list[str] = []
 
     class Sink:
+        def begin(self, names: dict[str, str]) -> None:
+            pass
+
         def write(self, game: ScheduledGame, record: GameRecord) -> None:
             stored.append(game.game_id)
 
+        def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+            pass
+
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster, window=3)
-    driver = Driver(games(), t.game_spec, executor, Sink(), stop=lambda: len(stored) >= 2)
+    plan = Plan(ExecutorSettings(engines=t.engines), games(), t.total, t.total, t.variant, t.tc)
+    driver = Driver(plan.games, plan.game_spec, executor, [Sink()], Unheard(),
+                    stop=lambda: len(stored) >= 2)
 
     async def main() -> Any:
         try:
@@ -394,6 +455,16 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
     assert len(rows(tmp_path / "picky.sqlite", "SELECT game_id FROM games")) == 2
+    # A match on the same cluster: played on a, and its summary says so.
+    script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
+    fussy = shlex.join(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
+    done = arbiter("match", f"fussy={fussy}", f"plain={sys.executable} {BADBOT} ok", "--size",
+                   "7", "--games", "2", "--dask", cluster.address, "--json", "-q")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 2 and summary["void"] == 0
+    assert summary["notes"] == [f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}:"
+                                " its games were played on the others"]
 
     # The driver killed mid-run (SIGKILL: no clean-up at all), then run again.
     slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]

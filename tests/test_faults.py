@@ -32,6 +32,8 @@ from arbiter.results.records import GameRecord, Termination
 from arbiter.rules import SWAP, Color, Game, Variant
 from arbiter.rules.clock import TimeControl
 from arbiter.runs.match import Match, MatchConfig
+from arbiter.runs.run import Unheard
+from arbiter.runs.schedule import ScheduledGame
 
 TESTS = Path(__file__).resolve().parent
 BADBOT = TESTS / "engines" / "badbot.py"
@@ -538,6 +540,16 @@ async def test_setup_failure_is_void(seat: int) -> None:
     assert any("boardsize" in line for line in evidence.transcript)
 
 
+class Told(Unheard):
+    """A match's reporter that keeps every finished game it is told of."""
+
+    def __init__(self, finished: list[GameRecord]) -> None:
+        self.finished = finished
+
+    def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+        self.finished.append(record)
+
+
 @pytest.mark.parametrize(
     ("max_attempts", "max_voids", "aborted", "unplayed"),
     [(2, 4, True, [1, 2]), (2, 10, False, [1, 2])],
@@ -559,9 +571,9 @@ async def test_match_never_rates_void_games_and_gives_up(
     noclear = replace(inline_engine("noclear", REJECTS_CLEAR_BOARD),
                       env={"CLEARS": str(tmp_path / "clears")})  # fmt: skip
     specs = (noclear, badbot("ok", label=GOOD))
-    match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
+    match = Match(specs, config)
     with trio.fail_after(30):
-        result = await match.run()
+        result = await match.run(Told(finished))
     assert result.records == []
     assert result.stats().games == 0
     assert len(result.voids) == 4 == len(finished)
@@ -579,9 +591,9 @@ async def test_a_board_an_engine_refuses_is_a_configuration_error_before_any_gam
     config = MatchConfig(games=4, tc=(ROOMY, ROOMY), referee=FAST, deadlines=DEADLINES)
     finished: list[GameRecord] = []
     specs = (inline_engine("nosize", REJECTS_BOARDSIZE), badbot("ok", label=GOOD))
-    match = Match(specs, config, on_finish=lambda n, r, note: finished.append(r))
+    match = Match(specs, config)
     with trio.fail_after(30):
-        result = await match.run()
+        result = await match.run(Told(finished))
     assert result.config_error and finished == []
     assert "nosize cannot play" in result.aborted and "boardsize 11" in result.aborted
 

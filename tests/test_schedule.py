@@ -18,6 +18,7 @@ from arbiter.runs.driver import Action, VoidPolicy, void_decision
 from arbiter.runs.schedule import (
     Format,
     Openings,
+    match_game_number,
     match_games,
     pairings,
     parse_openings,
@@ -181,3 +182,10 @@ def test_a_file_that_is_not_a_store_is_a_clear_error(tmp_path: Path) -> None:
         Store.open_read(junk)
     with pytest.raises(ConfigError, match="no results store here yet"):
         Store.open(tmp_path / "missing.sqlite", create=False)
+
+
+def test_a_match_game_id_gives_back_its_number_and_nothing_else_does() -> None:
+    ids = [game.game_id for game in match_games("m-1", 12, Variant())]
+    assert [match_game_number("m-1", gid) for gid in ids] == list(range(1, 13))
+    for other in ("m-2-1", "m-1-01", "m-1-", "m-1-x", "m-1-\u0663", "r1-abc", "m-1"):
+        assert match_game_number("m-1", other) is None

@@ -369,11 +369,13 @@ def _check_executable(spec: EngineSpec, where: str) -> None:
         )  # fmt: skip
 
 
-def resolve_engine(text: str, engines: EnginesFile | None) -> EngineSpec:
+def resolve_engine(text: str, engines: EnginesFile | None, *, local: bool = True
+                   ) -> EngineSpec:  # fmt: skip
     """An ENGINE argument: a key of the engines file, a command line, or NAME=COMMAND (a
-    command line with the name its results go under)."""
+    command line with the name its results go under). Its program is looked for here
+    only when it runs here (`local`): on a cluster the workers' preflight checks it."""
     if engines is not None and text in engines:
-        return engines.spec(text)
+        return engines.spec(text, local=local)
     name = None
     head, sep, rest = text.partition("=")
     if sep and head and rest.strip() and all(c.isalnum() or c in "-_.#+" for c in head):
@@ -392,7 +394,8 @@ def resolve_engine(text: str, engines: EnginesFile | None) -> EngineSpec:
             " 'python3 my_bot.py'",
         )
     spec = EngineSpec(argv=tuple(argv), name=name)
-    check_executable(spec, f"engine {text!r}")
+    if local:
+        check_executable(spec, f"engine {text!r}")
     return spec
 
 

@@ -11,7 +11,7 @@ import functools
 import platform
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import trio
@@ -77,6 +77,9 @@ class Executor(Protocol):
     """Where games are played: what the driver and a tournament run need of it."""
 
     notes: list[str]  # what the operator should know about the run (workers left out)
+    # What every game needs besides its job; the run names the engines here after the
+    # preflight, before the first game (see `ExecutorSettings.named`).
+    settings: ExecutorSettings
 
     async def preflight(self, keys: Sequence[str], variant: Variant,
                         tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
@@ -121,20 +124,32 @@ class ExecutorSettings:
     deadlines: Deadlines = field(default_factory=Deadlines)
     engines_per_slot: int = 4
 
+    def named(self, names: Mapping[str, str]) -> ExecutorSettings:
+        """These settings with each engine's name fixed, so that every slot, worker and
+        restart names it the same way, whatever a later start of it answers."""
+        engines = {key: replace(spec, name=names[key]) for key, spec in self.engines.items()}
+        return replace(self, engines=engines)
+
 
 def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
     """Names for people: given names win, else the engines' own (escaped and shortened);
-    when both are equal the second gets a suffix (`mc`, `mc#2`)."""
+    equal names get a suffix after the first (`mc`, `mc#2`)."""
     names = [
         spec.name or text.name(reply) or text.name(spec.label)
         for spec, reply in zip(specs, replies, strict=True)
     ]
-    if names[0] == names[1]:
-        # A name given in an engines file is never taken by an engine that merely
-        # answers it: the answered one gets the suffix.
-        second = 0 if specs[1].name and not specs[0].name else 1
-        names[second] = f"{names[second]}#2"
-    return names
+    # A name given in an engines file is never taken by an engine that merely answers
+    # it: the answered one gets the suffix.
+    order = sorted(range(len(names)), key=lambda i: not specs[i].name)
+    taken: set[str] = set()
+    unique = list(names)
+    for i in order:
+        suffix = 1
+        while unique[i] in taken:
+            suffix += 1
+            unique[i] = f"{names[i]}#{suffix}"
+        taken.add(unique[i])
+    return unique
 
 
 def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,

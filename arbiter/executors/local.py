@@ -49,7 +49,7 @@ class LocalExecutor:
 
     async def preflight(self, keys: Sequence[str], variant: Variant,
                         tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
-        return await preflight(self.settings, keys, variant, tcs, self.concurrency)
+        return await preflight(self.settings, keys, variant, tcs, max(2, self.concurrency))
 
     async def aclose(self) -> None:
         pass

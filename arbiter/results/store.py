@@ -1,4 +1,5 @@
-"""The tournament store: one SQLite file in WAL mode, the only module that knows SQL.
+"""The results store of a tournament or a match: one SQLite file in WAL mode, the only
+module that knows SQL.
 
 The store is the truth. A game is committed before anyone is told about it, and it is
 keyed by its schedule id, so a game that comes back twice is stored once and a resumed
@@ -125,7 +126,8 @@ def _now() -> str:
 
 
 class Scheduled(Protocol):
-    """What the store needs to know of a scheduled game to file its result."""
+    """What a scheduled game tells those who file its result (`engines`: the seats'
+    engine keys, seat 1 first)."""
 
     @property
     def game_id(self) -> str: ...
@@ -644,6 +646,12 @@ class Store:
         data = None if text is None else _json(text, "")[0]
         return dict(data) if isinstance(data, dict) else None
 
+    def definition(self) -> dict[str, Any] | None:
+        """The whole definition the last run was given (a tournament's, a match's)."""
+        text = self.meta("definition")
+        data = None if text is None else _json(text, "")[0]
+        return dict(data) if isinstance(data, dict) else None
+
     def engine_definitions(self) -> dict[str, dict[str, Any]]:
         out = {}
         for name, definition in self._q("SELECT name, definition FROM engines"):
@@ -756,14 +764,17 @@ class Store:
                           f" run, which stopped{what}{then}")  # fmt: skip
 
     def write(self, game: Scheduled, record: GameRecord) -> None:
-        """Store a finished attempt: a rated game once by id, or a void attempt."""
+        """Store a finished attempt: a rated game once by id, or a void attempt.
+
+        The row names the seats as the record does (the engines' names, fixed for the
+        run), whatever keys the schedule used for them (a match's are "0" and "1")."""
         data = record.dumps()
         with self._transaction():
             if record.void:
                 self.db.execute(
                     "INSERT INTO voids (game_id, seat1, seat2, termination, reason, finished,"
                     " record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (game.game_id, game.engines[0], game.engines[1], record.termination.value,
+                    (game.game_id, record.seat1, record.seat2, record.termination.value,
                      record.reason[:TEXT_CAP], record.finished, data),
                 )  # fmt: skip
                 return
@@ -772,10 +783,10 @@ class Store:
                 "INSERT OR IGNORE INTO games (game_id, number, round, pair_key, seat1, seat2,"
                 " opening, winner, winner_seat, termination, plies, started, finished, record)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (game.game_id, game.number, game.round, game.pair_key, game.engines[0],
-                 game.engines[1], " ".join(game.opening), game.engines[winner_seat - 1],
-                 winner_seat, record.termination.value, record.plies, record.started,
-                 record.finished, data),
+                (game.game_id, game.number, game.round, game.pair_key, record.seat1,
+                 record.seat2, " ".join(game.opening), record.winner, winner_seat,
+                 record.termination.value, record.plies, record.started, record.finished,
+                 data),
             ).rowcount  # fmt: skip
             self._written += max(inserted, 0)
 

@@ -96,6 +96,9 @@ class TimeControl:
         return not self.infinite
 
 
+DEFAULT_TC = TimeControl(10, 0.1)  # a match's or tournament's when none is given
+
+
 @dataclass
 class GameClock:
     """One player's clock, updated the way cutechess and fastchess do it.

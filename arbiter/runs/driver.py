@@ -1,8 +1,8 @@
-"""The one game loop: schedule -> executor -> sink -> report, for matches and tournaments.
+"""The one game loop: schedule -> executor -> sinks -> reporter, for matches and tournaments.
 
 The driver hands scheduled games to an executor as slots free up (the schedule is read
-lazily, never materialised), applies the void-game policy to what comes back, stores every
-result through its sink before any hook reports it, and stops early when asked to (an
+lazily, never materialised), applies the void-game policy to what comes back, writes every
+result to its sinks before the reporter hears of it, and stops early when asked to (an
 SPRT that has decided, an engine that cannot start, games that keep voiding).
 """
 
@@ -11,13 +11,12 @@ from __future__ import annotations
 import enum
 import logging
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import trio
 
-from arbiter.engines.process import EngineInfo
 from arbiter.executors.jobs import (
     Abort,
     EngineSeen,
@@ -37,9 +36,34 @@ log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
-    """Where results go (a records file, the tournament store): written before reported."""
+    """Where results go (the store, a records file, a match's score): each result is
+    written to every sink, the store first, before the reporter hears of it."""
+
+    def begin(self, names: Mapping[str, str]) -> None:
+        """The engines' names by key, fixed for the run, before its first game."""
+        ...
 
     def write(self, game: ScheduledGame, record: GameRecord) -> None: ...
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        """What an engine answered to `name` and `version` (labels only)."""
+        ...
+
+
+class Reporter(Protocol):
+    """What people are told as a run goes (as fastchess's IOutput): the progress printers
+    of `arbiter.views.report` implement it, structurally."""
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None: ...
+
+    def game_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None: ...
+
+    def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+        """A game's result, already stored; `note` says what becomes of a void game:
+        replayed, given up, or the run stops ("" for a rated game)."""
+        ...
+
+    def run_finished(self, outcome: RunOutcome) -> None: ...
 
 
 class Action(enum.Enum):
@@ -86,12 +110,6 @@ class RunOutcome:
     notes: list[str] = field(default_factory=list)  # for the operator (e.g. workers left out)
 
 
-StartHook = Callable[[ScheduledGame, str, str], None]
-# The note says what becomes of a void game: replayed, given up, or the run stops.
-FinishHook = Callable[[ScheduledGame, GameRecord, str], None]
-EngineHook = Callable[[str, EngineInfo], None]
-
-
 class Driver:
     """Runs a schedule to its end (or to a stop) on an executor."""
 
@@ -100,22 +118,18 @@ class Driver:
         games: Iterator[ScheduledGame],
         make_spec: Callable[[ScheduledGame], GameSpec],
         executor: Executor,
-        sink: Sink | None = None,
+        sinks: Sequence[Sink],
+        reporter: Reporter,
         *,
         policy: VoidPolicy | None = None,
-        on_start: StartHook | None = None,
-        on_finish: FinishHook | None = None,
-        on_engine: EngineHook | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> None:
         self._games = games
         self._make_spec = make_spec
         self.executor = executor
-        self.sink = sink
+        self.sinks = sinks
+        self.reporter = reporter
         self.policy = policy or VoidPolicy()
-        self.on_start = on_start or (lambda game, a, b: None)
-        self.on_finish = on_finish or (lambda game, record, note: None)
-        self.on_engine = on_engine or (lambda key, info: None)
         self.stop = stop or (lambda: False)
         self.outcome = RunOutcome()
         self._retries: deque[ScheduledGame] = deque()
@@ -171,14 +185,17 @@ class Driver:
         if isinstance(event, Started):
             game = self._by_number.get(event.number)
             if game is not None:
-                self.on_start(game, event.seat1, event.seat2)
+                self.reporter.game_started(game, event.seat1, event.seat2)
         elif isinstance(event, Finished):
             game = self._by_number.pop(event.number, None)
             if game is not None:
                 self._settle(game, event.record)
         elif isinstance(event, EngineSeen):
             self._up.add(event.key)
-            self.on_engine(event.key, event.info)
+            name = self.executor.settings.engines[event.key].name or event.key
+            for sink in self.sinks:
+                sink.engine_seen(name, event.info.name, event.info.version)
+            self.reporter.engine_seen(name, event.info.name, event.info.version)
         elif isinstance(event, Unplayable):
             self._by_number.pop(event.number, None)
             self._halt(event.problem, config_error=True)
@@ -186,13 +203,13 @@ class Driver:
             self._halt(event.reason)
 
     def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
-        if self.sink is not None:
-            self.sink.write(game, record)  # stored before anyone is told
+        for sink in self.sinks:
+            sink.write(game, record)  # stored before anyone is told
         self._changed.set()
         log.info("game %s: %s, %s", record.game_id, record.termination,
                  "void" if record.void else f"won by {record.winner}")
         if not record.void:
-            self.on_finish(game, record, "")
+            self.reporter.game_finished(game, record, "")
             self._consecutive_voids = 0
             if self.stop():
                 self._halt()
@@ -209,7 +226,7 @@ class Driver:
         if action is not Action.RETRY:
             log.warning("game %s: %s after a void game: %s", record.game_id, action.value,
                         why or record.reason)
-        self.on_finish(game, record, {
+        self.reporter.game_finished(game, record, {
             Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
                           f" {self.policy.max_attempts})",
             Action.GIVE_UP: f"given up after {attempts} attempts",

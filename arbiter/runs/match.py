@@ -1,40 +1,68 @@
-"""A match: N games between two engines, played as seat-swapped pairs on K slots.
+"""A match: N games between two engines, played as seat-swapped pairs.
 
-A match is a two-engine schedule run by the same driver and executor as a tournament
-(see `arbiter.runs.driver`); this module only says which games a match plays and collects its
-results for the summary.
+A match is a two-engine schedule (as fastchess plays one: a two-engine round robin): this
+module only builds its plan (`Match.plan`), which `arbiter.runs.run` plays on any
+executor, and collects its score. Given a store, a match resumes as a tournament does:
+the games stored are not played again, and a run whose conditions differ from those
+the store was started with is refused.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
+from arbiter.engines.config import program_hashes
 from arbiter.engines.process import Deadlines, EngineSpec
+from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, display_names
-from arbiter.executors.local import LocalExecutor
-from arbiter.executors.preflight import preflight
-from arbiter.games.referee import GameSpec, RefereeConfig
-from arbiter.results.ratings import PairStats, SprtResult, sprt
+from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord, RecordWriter
+from arbiter.results.score import KEYS, MatchResult
+from arbiter.results.store import EngineEntry, Store
 from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
-from arbiter.runs.driver import Driver, VoidPolicy
-from arbiter.runs.schedule import ScheduledGame, match_games
+from arbiter.rules.clock import DEFAULT_TC, TimeControl
+from arbiter.runs.driver import Reporter, RunOutcome, Sink, VoidPolicy
+from arbiter.runs.run import (
+    Plan,
+    Records,
+    Stored,
+    Unheard,
+    hidden_files,
+    open_executor,
+    refuse_changes,
+    refuse_rebuilds,
+    run,
+    time_controls,
+)
+from arbiter.runs.schedule import match_game_number, match_games
 
-StartHook = Callable[[int, int, str, str], None]
-FinishHook = Callable[[int, GameRecord, str], None]  # game number, record, void-game note
+__all__ = ["Match", "MatchConfig", "MatchResult", "StoredMatch"]
 
-__all__ = ["Match", "MatchConfig", "MatchResult", "display_names"]
+# Where a match's conditions come from on the command line, for the refusal's message.
+_OPTIONS = {"size": "--size", "islands": "--islands", "pie": "--pie/--no-pie",
+            "seed": "--seed"}  # fmt: skip
+
+
+def _engine_option(number: int, given: str, key: str) -> str:
+    return f"ENGINE{number} {given!r}: {'--tc' if key == 'tc' else key}"
+
+
+FRESH_HINT = ("use --fresh to start a new store (the old one is kept under a dated name),"
+              " or give the match the store was started with")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class MatchConfig:
     games: int = 2
     variant: Variant = field(default_factory=Variant)
-    tc: tuple[TimeControl, TimeControl] = (TimeControl(10, 0.1), TimeControl(10, 0.1))
+    # One per engine, winning over an engine's own; None: each engine's own, else the
+    # default (`Plan.tcs` makes that fallback).
+    tc: tuple[TimeControl, TimeControl] | None = None
     concurrency: int = 1
     seed: int | None = None
     referee: RefereeConfig = field(default_factory=RefereeConfig)
@@ -46,150 +74,185 @@ class MatchConfig:
     processes: bool = True
 
 
-@dataclass
-class MatchResult:
-    """What a match produced, counted by engine identity (index 0 or 1, as given).
-
-    Counts only, so a match of any length runs in constant memory; the records
-    themselves are kept in `records` and `voids` only when asked for (`keep_records`).
-    """
-
-    names: tuple[str, str]  # display names, fixed from the first answers
-    given: tuple[str, str] = ("", "")  # the engines as given (engines-file key or command)
-    wins: list[int] = field(default_factory=lambda: [0, 0])
-    seat1: int = 0  # rated games won by seat 1
-    ended: Counter[str] = field(default_factory=Counter)  # terminations of rated games
-    void_count: int = 0
-    records: list[GameRecord] = field(default_factory=list)  # rated games, in finish order
-    voids: list[GameRecord] = field(default_factory=list)
-    unplayed: list[int] = field(default_factory=list)  # game numbers given up on
-    aborted: str = ""
-    config_error: bool = False  # aborted because the engines cannot play this match
-    sprt: SprtResult | None = None  # the test's state at the end, when one was run
-
-    def stats(self) -> PairStats:
-        return PairStats(self.wins[0], self.wins[1])
-
-    def terminations(self) -> Counter[str]:
-        return self.ended
-
-    def sprt_result(self, test: tuple[float, float, float, float] | None) -> SprtResult:
-        stats = self.stats()
-        assert test is not None
-        return sprt(stats.wins, stats.losses, *test)
-
-    def seat1_wins(self) -> int:
-        return self.seat1
-
-    def add(self, engines: tuple[str, str], record: GameRecord, keep: bool) -> None:
-        """Count a finished game; `engines` are the seats' engine indices ("0", "1")."""
-        if record.void:
-            self.void_count += 1
-            if keep:
-                self.voids.append(record)
-            return
-        seat = 0 if record.winner == record.seat1 else 1
-        self.wins[int(engines[seat])] += 1
-        self.seat1 += seat == 0
-        self.ended[str(record.termination)] += 1
-        if keep:
-            self.records.append(record)
-
-
 class Match:
-    """Runs one match: a two-engine schedule on the local executor, records to the writer."""
+    """One match's plan: a two-engine schedule, its sinks and its stop rule."""
 
     def __init__(
         self,
         specs: tuple[EngineSpec, EngineSpec],
         config: MatchConfig,
         *,
-        writer: RecordWriter | None = None,
-        on_start: StartHook | None = None,
-        on_finish: FinishHook | None = None,
+        records: RecordWriter | None = None,
+        store: Store | None = None,
         match_id: str | None = None,
         sprt: tuple[float, float, float, float] | None = None,
         given: tuple[str, str] | None = None,
         keep_records: bool = True,
+        rebuilt: tuple[str, ...] = (),
     ) -> None:
-        self.specs = specs
+        tcs = config.tc
+        self.specs = specs if tcs is None else (replace(specs[0], tc=tcs[0]),
+                                                replace(specs[1], tc=tcs[1]))  # fmt: skip
         self.config = config
-        self.writer = writer
-        self.on_start = on_start or (lambda *a: None)
-        self.on_finish = on_finish or (lambda *a: None)
+        self.records = records
+        self.store = store
+        self.rebuilt = rebuilt  # engines whose new build is accepted as the same engine
         self.match_id = match_id or uuid.uuid4().hex[:8]
-        self.sprt = sprt
-        self.keep_records = keep_records
         names = display_names(specs, ("", ""))
-        self.result = MatchResult(names=(names[0], names[1]), given=given or (names[0], names[1]))
+        self.result = MatchResult(names=(names[0], names[1]),
+                                  given=given or (names[0], names[1]), keep=keep_records,
+                                  test=sprt)  # fmt: skip
 
-    def game_spec(self, game: ScheduledGame) -> GameSpec:
-        tc = self.config.tc
-        return GameSpec(
-            game_id=game.game_id,
-            variant=self.config.variant,
-            tc=(tc[int(game.engines[0])], tc[int(game.engines[1])]),
-            opening=game.opening,
-            seed=game.seed,
-            pair=game.pair_key,
-            commands=(self.specs[int(game.engines[0])].argv, self.specs[int(game.engines[1])].argv),
-        )
+    # ------------------------------------------------------------------ the plan
 
-    async def run(self) -> MatchResult:
+    def conditions(self) -> dict[str, Any]:
+        """What makes the games of a match comparable; a started store refuses changes."""
+        v = self.config.variant
+        return {"kind": "match", "size": v.size, "islands": v.islands, "pie": v.pie,
+                "seed": self.config.seed}  # fmt: skip
+
+    @property
+    def tcs(self) -> dict[str, TimeControl]:
+        """Each engine's time control, as its games are played."""
+        return time_controls(dict(zip(KEYS, self.specs, strict=True)), DEFAULT_TC)
+
+    def engine_conditions(self, key: str) -> dict[str, Any]:
+        """Engine 1's or engine 2's conditions of play, as the store keeps them."""
+        spec = self.specs[KEYS.index(key)]
+        d = spec.dialect
+        return {
+            "engine": KEYS.index(key) + 1, "name": spec.name, "command": list(spec.argv),
+            "cwd": spec.cwd, "env": dict(spec.env or {}), "tc": str(self.tcs[key]),
+            "options": list(spec.options), "sandbox": spec.sandbox,
+            "limits": spec.limits.as_dict(), "read": list(spec.read),
+            "dialect": {"islands": None if d.islands is None else list(d.islands),
+                        "sizes": None if d.sizes is None else list(d.sizes), "swap": d.swap,
+                        "time": None if d.time is None else str(d.time)},
+        }  # fmt: skip
+
+    def plan(self) -> Plan:
+        """The match as a run plays it (once): with a store, only the games it does not
+        hold, and the score starts from those it does."""
         config = self.config
-        settings = ExecutorSettings(
-            engines={"0": self.specs[0], "1": self.specs[1]},
-            referee=config.referee,
-            deadlines=config.deadlines,
-        )
-        checked = await preflight(settings, ["0", "1"], config.variant,
-                                  {"0": config.tc[0], "1": config.tc[1]})  # fmt: skip
-        if checked.problem:
-            self.result.aborted, self.result.config_error = checked.problem, checked.config_error
-            return self.result
-        # Names fixed once from the engines' first answers, so that every process (and
-        # every record) names each engine the same way, however often it restarts.
-        replies = [checked.info[k].name if k in checked.info else "" for k in ("0", "1")]
-        names = display_names(self.specs, replies)
-        named = {k: replace(self.specs[i], name=names[i]) for i, k in enumerate(("0", "1"))}
-        settings = replace(settings, engines=named)
-        self.result.names = (names[0], names[1])
-        # Built from the named settings: a worker process that restarts an engine must
-        # not name it from that process's own answer.
-        executor = LocalExecutor(
-            settings, min(config.concurrency, config.games), processes=config.processes
-        )
-        driver = Driver(
-            match_games(self.match_id, config.games, config.variant, seed=config.seed),
-            self.game_spec,
-            executor,
-            self if self.writer is not None else None,
+        specs = dict(zip(KEYS, self.specs, strict=True))
+        sinks: list[Sink] = []
+        done: set[str] = set()
+        hidden: list[str] = []
+        if self.store is not None:
+            names = self._resume(self.store)
+            if names is not None:
+                specs = {k: replace(s, name=names[k]) for k, s in specs.items()}
+            done = self.store.done_ids()
+            entries = {k: EngineEntry(self.engine_conditions(k), s.argv, *program_hashes(s))
+                       for k, s in specs.items()}  # fmt: skip
+            definition = {"name": self.match_id, "games": config.games, **self.conditions(),
+                          "engines": {k: self.engine_conditions(k) for k in KEYS}}  # fmt: skip
+            sinks.append(Stored(self.store, self.match_id, self.conditions(), definition,
+                                entries))  # fmt: skip
+            hidden += hidden_files(self.store.path)
+        if self.records is not None:
+            sinks.append(Records(self.records))
+            hidden.append(str(self.records.path.resolve()))
+        sinks.append(self.result)
+        # Sandboxed engines must not read the results they are judged by.
+        specs = {k: replace(s, hidden=tuple(hidden)) if s.sandbox else s
+                 for k, s in specs.items()}  # fmt: skip
+        games = match_games(self.match_id, config.games, config.variant, seed=config.seed)
+        left = config.games - sum(1 for game_id in done if self.scheduled(game_id))
+        return Plan(
+            settings=ExecutorSettings(engines=specs, referee=config.referee,
+                                      deadlines=config.deadlines),
+            games=(game for game in games if game.game_id not in done),
+            total=config.games, left=left, variant=config.variant, sinks=sinks,
+            concurrency=config.concurrency, stop=self.result.decided,
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
-            on_start=self._started,
-            on_finish=self._finished,
-            stop=self._decided if self.sprt is not None else None,
-        )
-        outcome = await driver.run()
-        self.result.aborted = outcome.aborted
-        self.result.config_error = outcome.config_error
-        self.result.unplayed = [game.number for game in outcome.unplayed]
-        if self.sprt is not None:
-            self.result.sprt = self.result.sprt_result(self.sprt)
-        return self.result
+        )  # fmt: skip
 
-    def _decided(self) -> bool:
-        """The SPRT, after each rated game: stop once it accepts either hypothesis."""
-        return self.result.sprt_result(self.sprt).result != "inconclusive"
+    def scheduled(self, game_id: str) -> bool:
+        """Whether a stored game is one of this match's `games` (ids carry the number)."""
+        number = match_game_number(self.match_id, game_id)
+        return number is not None and number <= self.config.games
 
-    def write(self, game: ScheduledGame, record: GameRecord) -> None:
-        assert self.writer is not None
-        self.writer.write(record)
+    def _resume(self, store: Store) -> dict[str, str] | None:
+        """Check a started store against this match and take over its id, its engines'
+        names and its games so far; None if the store is new."""
+        stored = store.conditions()
+        if stored is None:
+            if self.rebuilt:
+                raise ConfigError("--rebuilt is given for a new store", where="--rebuilt",
+                                  hint="leave it out: there is no earlier build to accept")
+            return None
+        where = str(store.path)
+        if stored.get("kind") != "match":
+            raise ConfigError(f"the store holds tournament {store.meta('tournament')!r}, not"
+                              " a match", where=where, hint="give a new --store file, or"
+                              " run that tournament with 'arbiter tournament run'")  # fmt: skip
+        refuse_changes(stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name,
+                       FRESH_HINT)
+        by_position = {d.get("engine"): (name, d)
+                       for name, d in store.engine_definitions().items()}  # fmt: skip
+        names: dict[str, str] = {}
+        for number, key in enumerate(KEYS, 1):
+            if number not in by_position:
+                raise ConfigError(f"the store has no engine {number} of a match", where=where,
+                                  hint=FRESH_HINT)  # fmt: skip
+            name, definition = by_position[number]
+            given = self.result.given[number - 1]
+            refuse_changes(definition, self.engine_conditions(key),
+                           functools.partial(_engine_option, number, given), store.path.name,
+                           FRESH_HINT)  # fmt: skip
+            names[key] = name
+        specs = {names[k]: spec for k, spec in zip(KEYS, self.specs, strict=True)}
+        engines = {names[k]: f"ENGINE{i} {self.result.given[i - 1]!r}"
+                   for i, k in enumerate(KEYS, 1)}  # fmt: skip
+        refuse_rebuilds(store, specs, self.rebuilt, engines.__getitem__, "match")
+        self.match_id = str(store.meta("tournament"))
+        self.result.names = (names[KEYS[0]], names[KEYS[1]])
+        for data, _ in store.records():
+            record = GameRecord.from_json(data)
+            if self.scheduled(record.game_id):
+                self.result.add_stored(record)
+        return names
 
-    def _started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
-        self.on_start(game.number, self.config.games, seat1, seat2)
+    # ------------------------------------------------------------------ the run
 
-    def _finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
-        self.result.add(game.engines, record, self.keep_records)
-        self.on_finish(game.number, record, note)
+    async def run(self, reporter: Reporter | None = None) -> MatchResult:
+        """Play the match on this machine (the command line chooses its executor itself)."""
+        plan = self.plan()
+        executor = open_executor(plan, processes=self.config.processes)
+        return self.finish(await run(plan, executor, reporter or Unheard()))
+
+    def finish(self, outcome: RunOutcome) -> MatchResult:
+        """The result, once the run is over: how it ended, and the test's last word."""
+        result = self.result
+        result.aborted, result.config_error = outcome.aborted, outcome.config_error
+        result.unplayed = [game.number for game in outcome.unplayed]
+        result.notes = list(outcome.notes)
+        if result.test is not None:
+            result.sprt = result.sprt_result()
+        return result
 
 
+@dataclass(frozen=True)
+class StoredMatch:
+    """A match as its store describes it (what `tournament status` shows of one)."""
+
+    name: str  # the match's id
+    total: int  # its games, as the last run was given them
+    output: Path  # the store
+
+    @classmethod
+    def read(cls, store: Store) -> StoredMatch:
+        conditions = store.conditions() or {}
+        definition = store.definition() or {}
+        games = definition.get("games")
+        if conditions.get("kind") != "match" or type(games) is not int:
+            raise ConfigError("not the store of a match", where=str(store.path),
+                              hint="give a tournament's .toml file, or the --store file of"
+                              " an 'arbiter match'")  # fmt: skip
+        return cls(str(store.meta("tournament")), games, store.path)
+
+    def stored(self, done: Iterable[str]) -> int:
+        """How many games of this match are among `done` (ids of stored games)."""
+        numbers = (match_game_number(self.name, game_id) for game_id in done)
+        return sum(1 for n in numbers if n is not None and n <= self.total)

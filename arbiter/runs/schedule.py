@@ -151,13 +151,26 @@ def match_games(
         key = f"{match_id}-pair{pair}"
         yield ScheduledGame(
             number=number,
-            game_id=f"{match_id}-{number}",
+            game_id=match_game_id(match_id, number),
             engines=order,
             round=pair,
             pair_key=key,
             opening=openings.for_pair(variant, 0, pair, key),
             seed=None if seed is None else seed * 1_000_003 + number,
         )
+
+
+def match_game_id(match_id: str, number: int) -> str:
+    """A match's game id: the match's id (kept in its store) and the game's number."""
+    return f"{match_id}-{number}"
+
+
+def match_game_number(match_id: str, game_id: str) -> int | None:
+    """The number of a game of this match, from its id; None for any other game."""
+    head, _, number = game_id.rpartition("-")
+    if head != match_id or not (number.isascii() and number.isdigit()) or number[0] == "0":
+        return None
+    return int(number)
 
 
 def random_opening(variant: Variant, plies: int, seed: int) -> tuple[str, ...]:

@@ -14,10 +14,9 @@ change of conditions: only the new games are played.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
-from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,17 +30,15 @@ from arbiter.engines.config import (
     read_small,
     read_toml,
 )
-from arbiter.engines.process import EngineInfo, EngineSpec
+from arbiter.engines.process import EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
-from arbiter.executors.jobs import Executor, ExecutorSettings
-from arbiter.executors.local import LocalExecutor
-from arbiter.games.referee import GameSpec, RefereeConfig
-from arbiter.results.records import GameRecord
-from arbiter.results.store import EngineEntry, Store, resolved, store_files
+from arbiter.executors.jobs import ExecutorSettings
+from arbiter.games.referee import RefereeConfig
+from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.rules import Variant
-from arbiter.rules.clock import TC_HELP, TimeControl
-from arbiter.runs.driver import Driver, RunOutcome
+from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
+from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     Format,
     Openings,
@@ -133,12 +130,18 @@ class Tournament:
     def total(self) -> int:
         return tournament_size(len(self.engines), self.format, self.rounds)
 
-    def game_spec(self, game: ScheduledGame) -> GameSpec:
-        tcs = tuple(self.engines[e].tc or self.tc for e in game.engines)
-        return GameSpec(
-            game_id=game.game_id, variant=self.variant, tc=(tcs[0], tcs[1]),
-            opening=game.opening, seed=game.seed, pair=game.pair_key,
-            commands=(self.engines[game.engines[0]].argv, self.engines[game.engines[1]].argv),
+    def plan(self, store: Store) -> Plan:
+        """What is left of the schedule, as a run plays it, recording into `store`."""
+        done = store.done_ids()
+        # Sandboxed engines must not even read the results they are judged by: the
+        # store, its kept copies (--fresh, a lost store) and the tournament file.
+        hidden = (*hidden_files(self.output), str(self.path))
+        specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
+        sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
+        return Plan(
+            settings=ExecutorSettings(engines=specs, referee=RefereeConfig(margin=self.margin)),
+            games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
+            variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
         )  # fmt: skip
 
 
@@ -226,7 +229,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     margin = float(_get(table, "margin", where, 0.1))
     if not 0 <= margin <= 60:
         raise ConfigError("must be between 0 and 60 seconds", where=f"{where}.margin")
-    tc_text = _get(table, "tc", where, "10+0.1")
+    tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
     except ConfigError as exc:
@@ -395,107 +398,15 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
                 f"the store {t.output} holds tournament {store.meta('tournament')!r},"
                 f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
             )  # fmt: skip
-        _compare(stored, t.conditions(), f"{t.path}: tournament.", t.output.name, fix)
+        refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__,
+                       t.output.name, fix)
     known = store.engine_definitions()
     for name, conditions in t.engine_conditions.items():
         if name in known:
-            _compare(known[name], conditions, f"{t.path}: engine {name!r}.", t.output.name, fix)
-    accepted = set(rebuilt)
-    unknown = accepted - set(t.engines)
-    if unknown:
-        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
-                          " this tournament", hint=f"engines: {', '.join(t.engines)}")
-    stored = {row["name"]: row for row in store.engines()}
-    for name, spec in t.engines.items():
-        row = stored.get(name)
-        if row is None:
-            continue
-        now = program_hashes(spec)
-        for what, before, after in (("program", row["program_sha256"], now[0]),
-                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
-            if before is None or after is None or before == after:
-                continue  # not known then, or not readable here (a cluster's engines)
-            if name in accepted:
-                store.accept_rebuild(name, *now)
-                break
-            raise ConfigError(
-                f"the {what} of engine {name!r} changed since the store {t.output.name} was"
-                f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
-                " rated as one engine's",
-                where=f"{t.path}: engine {name!r}",
-                hint="give the new build a new name, use --fresh to start a new store (the"
-                f" old one is kept under a dated name), or run with --rebuilt {name} to"
-                " accept it as the same engine (the store records that)",
-            )
+            prefix = f"{t.path}: engine {name!r}."
+            refuse_changes(known[name], conditions, prefix.__add__, t.output.name, fix)
+    refuse_rebuilds(store, t.engines, rebuilt, lambda name: f"{t.path}: engine {name!r}",
+                    "tournament")
 
 
-def _compare(old: Mapping[str, Any], new: Mapping[str, Any], where: str, store: str,
-             fix: str) -> None:  # fmt: skip
-    for key, value in new.items():
-        if key in old and old[key] != value:  # a key older stores lack is not a change
-            raise ConfigError(
-                f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
-                " started", where=f"{where}{key}", hint=fix,
-            )  # fmt: skip
-
-
-def run_tournament(
-    t: Tournament,
-    store: Store,
-    *,
-    concurrency: int | None = None,
-    dask: str | None = None,
-    on_start: Callable[[ScheduledGame, str, str], None] | None = None,
-    on_finish: Callable[[ScheduledGame, GameRecord, str], None] | None = None,
-) -> tuple[Callable[[], Awaitable[RunOutcome]], int]:
-    """The run of what is left of the schedule (to pass to trio), and how many games.
-
-    With a Dask scheduler's address (`dask`, else the file's), the games are played on
-    its workers, `concurrency` then bounding the games in flight; the driver and the
-    store stay in this process either way, so resuming works the same.
-    """
-    done = store.done_ids()
-    left = t.total - t.stored(done)
-    remaining = t.games(skip=done)
-
-    def engine_seen(key: str, info: EngineInfo) -> None:
-        store.engine_seen(key, info.name, info.version)
-
-    # Sandboxed engines must not even read the results they are judged by.
-    # The tournament file and the store's kept copies (--fresh, a lost store) too.
-    kept = sorted(t.output.parent.glob(f"{glob.escape(t.output.stem)}.*.sqlite*"))
-    hidden = tuple(str(p) for p in [*store_files(t.output), *kept, t.path])
-    specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in t.engines.items()}
-    settings = ExecutorSettings(engines=specs, referee=RefereeConfig(margin=t.margin))
-    executor: Executor
-    if dask or t.dask:
-        from arbiter.executors.dask import DaskExecutor
-
-        executor = DaskExecutor(settings, dask or t.dask or "", window=concurrency,
-                                where="--dask" if dask else f"{t.path}: tournament.dask")
-    else:
-        executor = LocalExecutor(settings, min(concurrency or t.concurrency, max(1, left)))
-    driver = Driver(
-        remaining, t.game_spec, executor, store,
-        on_start=on_start, on_finish=on_finish, on_engine=engine_seen,
-    )  # fmt: skip
-
-    async def run() -> RunOutcome:
-        try:
-            if left:
-                tcs = {name: spec.tc or t.tc for name, spec in t.engines.items()}
-                checked = await executor.preflight(list(t.engines), t.variant, tcs)
-                if checked.problem:
-                    return RunOutcome(aborted=checked.problem, config_error=checked.config_error,
-                                      notes=executor.notes)  # fmt: skip
-            outcome = await driver.run()
-            outcome.notes.extend(executor.notes)
-            return outcome
-        finally:
-            await executor.aclose()
-
-    return run, left
-
-
-__all__ = ["TC_HELP", "RunOutcome", "Tournament", "check_conditions", "load_tournament",
-           "run_tournament"]  # fmt: skip
+__all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament"]

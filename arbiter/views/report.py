@@ -1,4 +1,8 @@
-"""What people read: progress lines, the live bar and the match summary."""
+"""What people read: progress lines, the live bar and the match summary.
+
+The progress printers are a run's reporters (`arbiter.runs.driver.Reporter`, implemented
+structurally: views know runs only through the values they are handed).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,16 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from arbiter.engines.process import exit_status
 from arbiter.results.records import GameRecord, Termination
-from arbiter.runs.match import MatchResult
-from arbiter.runs.schedule import ScheduledGame
+from arbiter.results.score import MatchResult
 from arbiter.text import terminal
+
+if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
+    from arbiter.runs.driver import RunOutcome
+    from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +109,19 @@ def describe_result(record: GameRecord) -> str:
 
 
 class Progress:
-    """Progress on stderr: one line per event, and a bar kept at the bottom on a terminal."""
+    """Progress on stderr: one line per event, and a bar kept at the bottom on a terminal.
 
-    def __init__(self, stream: TextIO, total: int, *, quiet: bool = False) -> None:
+    `done` games of the `total` were played before this run (a resumed store)."""
+
+    def __init__(self, stream: TextIO, total: int, *, done: int = 0, quiet: bool = False
+                 ) -> None:  # fmt: skip
         if stream is None:  # started with its stderr closed: nothing to show progress on
             stream, quiet = open(os.devnull, "w"), True  # noqa: SIM115 - lives with it
         self.stream = stream
         self.total = total
         self.quiet = quiet
         self.tty = stream.isatty()
-        self.finished = 0
+        self.finished = done
         self.score: dict[str, int] = {}
 
     def _line(self, text: str) -> None:
@@ -141,10 +151,16 @@ class Progress:
         score = "  ".join(f"{k} {v}" for k, v in self.score.items())
         return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}  {score}"
 
-    def started(self, number: int, total: int, seat1: str, seat2: str) -> None:
-        self._line(f"Started game {number} of {total} ({seat1} vs {seat2})")
+    # The reporter's events (arbiter.runs.driver.Reporter).
 
-    def game_finished(self, number: int, record: GameRecord, note: str = "") -> None:
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        log.info("engine %s answers name %r, version %r", name, reply_name[:100],
+                 reply_version[:100])  # fmt: skip
+
+    def game_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
+        self._line(f"Started game {game.number} of {self.total} ({seat1} vs {seat2})")
+
+    def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
         if not record.void:
             self.finished += 1
             for name in (record.seat1, record.seat2):
@@ -152,7 +168,10 @@ class Progress:
             if record.winner is not None:
                 self.score[record.winner] += 1
         result = describe_result(record) + (f"; {note}" if note else "")
-        self._line(f"Finished game {number} ({record.seat1} vs {record.seat2}): {result}")
+        self._line(f"Finished game {game.number} ({record.seat1} vs {record.seat2}): {result}")
+
+    def run_finished(self, outcome: RunOutcome) -> None:
+        self.close()
 
     def close(self) -> None:
         if self.tty and not self.quiet:
@@ -192,7 +211,7 @@ def summary_lines(result: MatchResult) -> list[str]:
             lines.append(f"Void games (replayed, not rated): {result.void_count}")
         if result.aborted:
             lines.append(f"Match stopped: {result.aborted}")
-        return lines
+        return lines + result.notes
     lines = [
         f"Score of {a} vs {b}: {stats.wins} - {stats.losses} (wins - losses),"
         f" score {stats.score:.3f} over {stats.games} games",
@@ -211,6 +230,8 @@ def summary_lines(result: MatchResult) -> list[str]:
         )
     if result.void_count:
         lines.append(f"Void games (replayed, not rated): {result.void_count}")
+    if result.resumed:
+        lines.append(f"Resumed: {result.resumed} of these games were in the store already")
     if result.unplayed:
         lines.append(
             "Game numbers given up after repeated voids: " + ", ".join(map(str, result.unplayed))
@@ -222,7 +243,7 @@ def summary_lines(result: MatchResult) -> list[str]:
                      f" games: {verdict}")  # fmt: skip
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")
-    return lines
+    return lines + result.notes
 
 
 def given_keys(result: MatchResult) -> tuple[str, str]:
@@ -249,8 +270,10 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "seat1_wins": result.seat1_wins(),
         "terminations": dict(result.terminations()),
         "void": result.void_count,
+        "resumed": result.resumed,
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
+        "notes": result.notes,
         "sprt": None if result.sprt is None else {
             "llr": round(result.sprt.llr, 4), "lower": round(result.sprt.lower, 4),
             "upper": round(result.sprt.upper, 4), "result": result.sprt.result,
@@ -262,21 +285,17 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
 class TournamentProgress(Progress):
     """Progress lines, and every `every` games a short standings table with an ETA."""
 
-    def __init__(self, stream: TextIO, total: int, left: int, standings: Callable[[], str],
-                 *, every: int = 0, quiet: bool = False) -> None:  # fmt: skip
-        super().__init__(stream, total, quiet=quiet)
-        self.finished = total - left
-        self.left = left
+    def __init__(self, stream: TextIO, total: int, standings: Callable[[], str], *,
+                 done: int = 0, every: int = 0, quiet: bool = False) -> None:  # fmt: skip
+        super().__init__(stream, total, done=done, quiet=quiet)
+        self.left = total - done
         self.every = every
         self.standings = standings
         self._done_here = 0
         self._t0 = time.monotonic()
 
-    def tournament_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
-        self.started(game.number, self.total, seat1, seat2)
-
-    def tournament_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
-        self.game_finished(game.number, record, note)
+    def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+        super().game_finished(game, record, note)
         if record.void:
             return
         self.left -= 1

@@ -1,0 +1,95 @@
+"""A match's score as it is played: what the run tallies and what the summary shows.
+
+Two engines, counted by identity (engine 1 and engine 2 as given): the run writes every
+finished game here, after the store and the records file, and the SPRT stop rule and the
+summary read it. A match resumed from its store starts from the games stored.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from arbiter.results.ratings import PairStats, SprtResult, sprt
+from arbiter.results.records import GameRecord
+from arbiter.results.store import Scheduled
+
+# A match's engines by key, as its schedule seats them: engine 1, engine 2.
+KEYS = ("0", "1")
+
+
+@dataclass
+class MatchResult:
+    """What a match produced, counted by engine (index 0 or 1, as given).
+
+    Counts only, so a match of any length runs in constant memory; the records
+    themselves are kept in `records` and `voids` only when asked for (`keep`).
+    """
+
+    names: tuple[str, str]  # display names, fixed from the first answers (or the store)
+    given: tuple[str, str] = ("", "")  # the engines as given (engines-file key or command)
+    keep: bool = True
+    wins: list[int] = field(default_factory=lambda: [0, 0])
+    seat1: int = 0  # rated games won by seat 1
+    ended: Counter[str] = field(default_factory=Counter)  # terminations of rated games
+    void_count: int = 0
+    records: list[GameRecord] = field(default_factory=list)  # rated games, in finish order
+    voids: list[GameRecord] = field(default_factory=list)
+    unplayed: list[int] = field(default_factory=list)  # game numbers given up on
+    aborted: str = ""
+    config_error: bool = False  # aborted because the engines cannot play this match
+    sprt: SprtResult | None = None  # the test's state at the end, when one was run
+    test: tuple[float, float, float, float] | None = None  # the SPRT asked for, if any
+    resumed: int = 0  # rated games that were in the store before this run
+    notes: list[str] = field(default_factory=list)  # the executor's, for the operator
+
+    def stats(self) -> PairStats:
+        return PairStats(self.wins[0], self.wins[1])
+
+    def terminations(self) -> Counter[str]:
+        return self.ended
+
+    def sprt_result(self) -> SprtResult:
+        assert self.test is not None
+        stats = self.stats()
+        return sprt(stats.wins, stats.losses, *self.test)
+
+    def decided(self) -> bool:
+        """The SPRT's stop rule: true once it accepts either hypothesis."""
+        return self.test is not None and self.sprt_result().result != "inconclusive"
+
+    def seat1_wins(self) -> int:
+        return self.seat1
+
+    def add_stored(self, record: GameRecord) -> None:
+        """Count a game of this match found in its store, whose seats carry the names
+        the store fixed for the engines."""
+        engines = (KEYS[self.names.index(record.seat1)], KEYS[self.names.index(record.seat2)])
+        self.add(engines, record)
+        self.resumed += not record.void
+
+    # A sink of the run (see arbiter.runs.run.Sink): the score is where results go too.
+
+    def begin(self, names: Mapping[str, str]) -> None:
+        self.names = (names[KEYS[0]], names[KEYS[1]])
+
+    def write(self, game: Scheduled, record: GameRecord) -> None:
+        self.add(game.engines, record)
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        pass  # labels only: the score counts by identity
+
+    def add(self, engines: tuple[str, str], record: GameRecord) -> None:
+        """Count a finished game; `engines` are its seats' engine keys ("0", "1")."""
+        if record.void:
+            self.void_count += 1
+            if self.keep:
+                self.voids.append(record)
+            return
+        seat = 0 if record.winner == record.seat1 else 1
+        self.wins[KEYS.index(engines[seat])] += 1
+        self.seat1 += seat == 0
+        self.ended[str(record.termination)] += 1
+        if self.keep:
+            self.records.append(record)

@@ -1,0 +1,242 @@
+"""One run for every competition: a plan, an executor and a reporter.
+
+A front (`arbiter.runs.match`, `arbiter.runs.tournament`) only builds a `Plan`: the games
+left to play, how each becomes a `GameSpec`, where results go and when to stop. `run`
+does the rest the same way for both, as gomill's ringmaster runs every competition type:
+the preflight where the games will be played, the engines' names fixed from its answers,
+the driver, the executor's notes, and the executor's shutdown however the run ends.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arbiter.engines.config import program_hashes
+from arbiter.engines.process import EngineSpec
+from arbiter.errors import ConfigError
+from arbiter.executors.jobs import Executor, ExecutorSettings, display_names
+from arbiter.executors.local import LocalExecutor
+from arbiter.games.referee import GameSpec
+from arbiter.results.records import GameRecord, RecordWriter
+from arbiter.results.store import EngineEntry, Store, store_files
+from arbiter.rules import Variant
+from arbiter.rules.clock import DEFAULT_TC, TimeControl
+from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
+from arbiter.runs.schedule import ScheduledGame
+
+__all__ = ["Plan", "Records", "Reporter", "RunOutcome", "Sink", "Stored", "Unheard",
+           "hidden_files", "open_executor", "refuse_changes", "refuse_rebuilds", "run",
+           "time_controls"]  # fmt: skip
+
+
+@dataclass
+class Plan:
+    """What a run plays: the engines by key, the games left (lazily), where results go
+    and when to stop early. `tc` is the competition's time control: an engine's own wins.
+    """
+
+    settings: ExecutorSettings  # the engines by key, the referee's rules, the deadlines
+    games: Iterator[ScheduledGame]  # the games still to play, in schedule order
+    total: int  # games in the whole schedule
+    left: int  # of those, how many are still to play
+    variant: Variant
+    tc: TimeControl = DEFAULT_TC
+    sinks: Sequence[Sink] = ()  # the store first: the truth is written before the rest
+    stop: Callable[[], bool] = field(default=lambda: False)  # asked before and after games
+    policy: VoidPolicy = field(default_factory=VoidPolicy)
+    concurrency: int = 1  # games at once on this machine, unless the run is told otherwise
+
+    @property
+    def tcs(self) -> dict[str, TimeControl]:
+        return time_controls(self.settings.engines, self.tc)
+
+    def game_spec(self, game: ScheduledGame) -> GameSpec:
+        """What a scheduled game is, for whichever host plays it."""
+        tcs = self.tcs
+        seat1, seat2 = (self.settings.engines[key] for key in game.engines)
+        return GameSpec(
+            game_id=game.game_id, variant=self.variant,
+            tc=(tcs[game.engines[0]], tcs[game.engines[1]]), opening=game.opening,
+            seed=game.seed, pair=game.pair_key, commands=(seat1.argv, seat2.argv),
+        )  # fmt: skip
+
+
+def time_controls(engines: Mapping[str, EngineSpec], tc: TimeControl) -> dict[str, TimeControl]:
+    """Each engine's time control: its own if it has one, else the competition's `tc` (the
+    one place that fallback is made)."""
+    return {key: spec.tc or tc for key, spec in engines.items()}
+
+
+async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
+    """Play a plan on an executor (built from `plan.settings`), telling the reporter.
+
+    Before any game the executor checks, where it will play them, that every engine
+    starts and can play the variant; an engine that cannot stops the run with its
+    evidence (`config_error` when the operator must change the engines or the variant).
+    The engines' names are then fixed from their answers, once: every slot, worker and
+    restart names an engine the same way, as the sinks were told.
+    """
+    try:
+        replies = {key: "" for key in plan.settings.engines}
+        if plan.left and not plan.stop():
+            checked = await executor.preflight(list(plan.settings.engines), plan.variant,
+                                               plan.tcs)  # fmt: skip
+            if checked.problem:
+                outcome = RunOutcome(aborted=checked.problem, config_error=checked.config_error,
+                                     notes=list(executor.notes))  # fmt: skip
+                reporter.run_finished(outcome)
+                return outcome
+            replies.update({key: info.name for key, info in checked.info.items()})
+        keys = list(plan.settings.engines)
+        specs = [plan.settings.engines[key] for key in keys]
+        names = dict(zip(keys, display_names(specs, [replies[k] for k in keys]), strict=True))
+        # Named before the executor starts its slots: a worker process that restarts an
+        # engine must not name it from that start's own answer.
+        executor.settings = executor.settings.named(names)
+        for sink in plan.sinks:
+            sink.begin(names)
+        if plan.left and not plan.stop():
+            driver = Driver(plan.games, plan.game_spec, executor, plan.sinks, reporter,
+                            policy=plan.policy, stop=plan.stop)  # fmt: skip
+            outcome = await driver.run()
+        else:
+            outcome = RunOutcome()
+        outcome.notes.extend(executor.notes)
+        reporter.run_finished(outcome)
+        return outcome
+    finally:
+        await executor.aclose()
+
+
+def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,
+                  where: str = "--dask", processes: bool = True) -> Executor:  # fmt: skip
+    """The executor a run asks for: a Dask scheduler's workers (`dask`, its address named
+    by `where` in errors), `concurrency` then bounding the games in flight (default:
+    twice the workers' threads); else slots on this machine (default: the plan's), no
+    more than the games left."""
+    if dask:
+        from arbiter.executors.dask import DaskExecutor
+
+        return DaskExecutor(plan.settings, dask, window=concurrency, where=where)
+    slots = min(concurrency or plan.concurrency, max(1, plan.left))
+    return LocalExecutor(plan.settings, slots, processes=processes)
+
+
+def hidden_files(store: Path) -> list[str]:
+    """A store's files and the copies kept beside it (--fresh, a lost store): what a
+    sandboxed engine must not read, not even the results it is judged by."""
+    kept = sorted(store.parent.glob(f"{glob.escape(store.stem)}.*.sqlite*"))
+    return [str(p) for p in [*store_files(store), *kept]]
+
+
+def refuse_changes(old: Mapping[str, Any], new: Mapping[str, Any], where: Callable[[str], str],
+                   store: str, fix: str) -> None:  # fmt: skip
+    """Refuse conditions that differ from those a store was started with (ConfigError
+    naming the first change, `where(key)` saying where it was given)."""
+    for key, value in new.items():
+        if key in old and old[key] != value:  # a key older stores lack is not a change
+            raise ConfigError(
+                f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
+                " started", where=where(key), hint=fix,
+            )  # fmt: skip
+
+
+def refuse_rebuilds(store: Store, engines: Mapping[str, EngineSpec], rebuilt: Iterable[str],
+                    where: Callable[[str], str], kind: str) -> None:  # fmt: skip
+    """Refuse an engine whose program or script changed since the store was started,
+    unless `rebuilt` names it: the operator accepts the new build as the same engine,
+    and the store records that. `engines` are by name, as the store keeps them.
+
+    An engine's program is part of its identity: a new build at the same path would
+    otherwise be rated together with the old one's games.
+    """
+    accepted = set(rebuilt)
+    unknown = accepted - set(engines)
+    if unknown:
+        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
+                          f" this {kind}", hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    stored = {row["name"]: row for row in store.engines()}
+    for name, spec in engines.items():
+        row = stored.get(name)
+        if row is None:
+            continue
+        now = program_hashes(spec)
+        for what, before, after in (("program", row["program_sha256"], now[0]),
+                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
+            if before is None or after is None or before == after:
+                continue  # not known then, or not readable here (a cluster's engines)
+            if name in accepted:
+                store.accept_rebuild(name, *now)
+                break
+            raise ConfigError(
+                f"the {what} of engine {name!r} changed since the store {store.path.name} was"
+                f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
+                " rated as one engine's", where=where(name),
+                hint="give the new build a new name, use --fresh to start a new store (the"
+                f" old one is kept under a dated name), or run with --rebuilt {name} to"
+                " accept it as the same engine (the store records that)",
+            )  # fmt: skip
+
+
+class Unheard:
+    """A reporter that tells nobody: a run from code reads its outcome instead."""
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        pass
+
+    def game_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
+        pass
+
+    def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
+        pass
+
+    def run_finished(self, outcome: RunOutcome) -> None:
+        pass
+
+
+class Stored:
+    """A results store as a run's sink: the competition's conditions and engines are
+    recorded once the run has fixed the engines' names, then every result as it comes.
+
+    `entries` are the engines by key; the store keeps them by name (a tournament's keys
+    are its names; a match's are "0" and "1", named from their answers).
+    """
+
+    def __init__(self, store: Store, name: str, conditions: Mapping[str, object],
+                 definition: Mapping[str, object], entries: Mapping[str, EngineEntry]
+                 ) -> None:  # fmt: skip
+        self.store = store
+        self.name = name
+        self.conditions = conditions
+        self.definition = definition
+        self.entries = entries
+
+    def begin(self, names: Mapping[str, str]) -> None:
+        entries = {names[key]: entry for key, entry in self.entries.items()}
+        self.store.begin(self.name, self.conditions, self.definition, entries)
+
+    def write(self, game: ScheduledGame, record: GameRecord) -> None:
+        self.store.write(game, record)
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        self.store.engine_seen(name, reply_name, reply_version)
+
+
+class Records:
+    """A JSON Lines records file as a run's sink: one line per finished attempt."""
+
+    def __init__(self, writer: RecordWriter) -> None:
+        self.writer = writer
+
+    def begin(self, names: Mapping[str, str]) -> None:
+        pass  # a records file has no header: every line names its engines
+
+    def write(self, game: ScheduledGame, record: GameRecord) -> None:
+        self.writer.write(record)
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        pass  # labels only, and a records file keeps none
