@@ -206,10 +206,12 @@ def checkout_match(checkout: Path, binary: Path, games: int, concurrency: int, r
     and the harness's CPU seconds. Both sides of a before/after comparison run this way,
     so neither inherits the other's warm caches or grown heap."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    # Run from the checkout: `python -c` puts the current folder first on the path, so
+    # from another checkout's root it would time that one's package instead.
     done = subprocess.run(
         [sys.executable, "-c", _CHECKOUT_MATCH, str(checkout), str(binary), str(games),
          str(concurrency), str(records)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env, capture_output=True, text=True, check=True, cwd=checkout,
     )  # fmt: skip
     elapsed, plies, terms, cpu = json.loads(done.stdout.strip().splitlines()[-1])
     return float(elapsed), int(plies), dict(terms), float(cpu)
