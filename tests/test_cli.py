@@ -242,7 +242,8 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
         pytest.param("checkbots debug-stdout", "positions: atoll-8/11", "send logs to stderr",
                      marks=pytest.mark.slow),
         ("checkbots overruns-time", "within its clock (1.5 s)", "budget each move"),
-        ("checkbots no-pipelining", "start-up handshake", "read stdin line by line"),
+        pytest.param("checkbots no-pipelining", "start-up handshake", "read stdin line by line",
+                     marks=pytest.mark.slow),
         # It waits out the quit deadline; an engine ignoring quit is also stopped in
         # test_faults.py (test_no_process_survives_its_engine).
         pytest.param("checkbots ignores-quit", "exit on quit", "exit after answering quit",

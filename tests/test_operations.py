@@ -155,11 +155,12 @@ def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Pat
 # -- signals and outputs ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("signals", [
-    pytest.param([signal.SIGHUP], marks=pytest.mark.slow),
-    pytest.param([signal.SIGTERM, signal.SIGTERM], marks=pytest.mark.slow),
-    [signal.SIGHUP, signal.SIGTERM, signal.SIGINT],  # the first, then two during the shutdown
-], ids=["hup", "term-twice", "three"])  # fmt: skip
+# Slow: engines that ignore `quit` make each shutdown last seconds. A stop by a signal is
+# checked in the default run by test_cli.py (test_a_signal_stops_cleanly_with_the_score_so_far).
+@pytest.mark.slow
+@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGTERM, signal.SIGTERM],
+                                     [signal.SIGHUP, signal.SIGTERM, signal.SIGINT]],
+                         ids=["hup", "term-twice", "three"])  # fmt: skip
 def test_stop_signals_always_end_with_the_final_lines(
     signals: list[signal.Signals], tmp_path: Path
 ) -> None:

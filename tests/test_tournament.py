@@ -123,7 +123,8 @@ def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        (lambda h, e: (h.replace('tc = "10+0.1"', 'tc = "20+0.1"'), e), "tournament.tc"),
+        pytest.param(lambda h, e: (h.replace('tc = "10+0.1"', 'tc = "20+0.1"'), e),
+                     "tournament.tc", marks=pytest.mark.slow),
         pytest.param(lambda h, e: (h.replace("size = 7", "size = 11"), e), "tournament.size",
                      marks=pytest.mark.slow),  # the same comparison as tc
         pytest.param(lambda h, e: (h + "\npie = false", e), "tournament.pie",
@@ -314,6 +315,9 @@ def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "nobody" in bad.stderr
 
 
+# Slow: a second run refused by the lock is also checked, with the lock file deleted, by
+# test_store_trust.py (test_deleting_the_lock_file_lets_no_second_run_in).
+@pytest.mark.slow
 def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
     slow = [bot("a", "slow", "--ms", "50"), bot("b", "slow", "--ms", "50")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 5"), slow)
