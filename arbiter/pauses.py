@@ -12,10 +12,10 @@ the harness spent stalled: that time is never charged to the engine (see arbiter
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
 
 import trio
-import trio.testing
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,10 @@ def heartbeat() -> Heartbeat:
     as the run."""
     beat = _CURRENT.get()
     if beat is None:
-        if isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock):
+        # A MockClock exists only where trio.testing was imported (by a test): the harness
+        # itself does not import it, which would also import pytest into every process.
+        testing = sys.modules.get("trio.testing")
+        if testing is not None and isinstance(trio.lowlevel.current_clock(), testing.MockClock):
             beat = _VirtualTime()
             _CURRENT.set(beat)
             return beat

@@ -48,7 +48,6 @@ class MonteCarloBot(Bot):
     def choose_move(self, game: Game, color: Color) -> str:
         engine = self._engine(game)
         deadline = time.perf_counter() + self._budget(color)
-        mine = int(color)
         empty = np.flatnonzero(np.array(game.colors) == 0)
         wins = np.zeros(len(game.colors))
         owned = np.zeros(len(game.colors))
@@ -64,10 +63,9 @@ class MonteCarloBot(Bot):
             owned += mine_cells.sum(axis=0)
             black_total += int(black_won.sum())
             done += batch
-        if game.swap_allowed:
-            # Take the first stone over when random play wins with it clearly more often.
-            if black_total / done > 0.55:
-                return SWAP
+        # Take the first stone over when random play wins with it clearly more often.
+        if game.swap_allowed and black_total / done > 0.55:
+            return SWAP
         rates = np.where(owned[empty] > 0, wins[empty] / np.maximum(owned[empty], 1), 0.0)
         return game.move_name(int(empty[int(np.argmax(rates))]))
 

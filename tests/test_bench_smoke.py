@@ -13,6 +13,9 @@ from arbiter.engines import sandbox
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
+# The benchmarks are tools, not the product: each runs a few seconds, so all are slow.
+pytestmark = pytest.mark.slow
+
 
 def run(*args: str) -> str:
     done = subprocess.run(
@@ -58,7 +61,6 @@ def test_tournament_bench_runs() -> None:
 def test_sandbox_bench_runs() -> None:
     out = run(str(BENCH / "sandbox_bench.py"), "--starts", "2", "--games", "2", "--reps", "1")
     assert "per move" in out and "ratio" in out
-
 
 
 def test_report_bench_runs() -> None:

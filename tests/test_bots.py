@@ -79,6 +79,7 @@ VARIANTS = {  # name: (islands, size, pie)
 QUICK = {"random": [], "heuristic": ["--depth", "1", "--width", "4"], "mcts": ["--playouts", "64"]}
 
 
+@pytest.mark.slow  # real-clock games of the whole ladder on every board
 def test_every_bot_plays_every_variant(tmp_path: Path) -> None:
     """A one-round round-robin of the ladder on every board: each rung moves first and
     second against each other rung, pie on and off, through the real CLI and store."""
@@ -117,6 +118,7 @@ def seat_times(record: GameRecord, engine: str) -> list[float]:
     return record.move_ms[first::2]
 
 
+@pytest.mark.slow  # real-clock games
 def test_clock_is_used_but_never_overrun(tmp_path: Path) -> None:
     """Under 1+0.01 the searchers spend a real share of their clock and never lose on it;
     with a fixed time per move they stay inside it."""

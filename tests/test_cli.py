@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import invoke
 from processes import running, wait_until
 
 from arbiter.cli import main
@@ -60,7 +61,7 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
         assert len(g.move_ms) == g.plies
         assert (g.black if g.winner_color == "black" else g.white) == g.winner
     # The same file shows as a board.
-    shown = arbiter("show", str(records), "--game", games[0].game_id, "--ply", "3")
+    shown = invoke("show", str(records), "--game", games[0].game_id, "--ply", "3")
     assert shown.returncode == 0, shown.stderr
     assert "Position after 3 of" in shown.stdout and "a  b  c" in shown.stdout
     assert "X black stone, O white stone" in shown.stdout  # the legend
@@ -71,13 +72,13 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     moves = shown.stdout.split("Moves:\n")[1].split()
     assert moves[:3] == [f"1.{games[0].moves[0]}", f"2.{games[0].moves[1]}",
                          f"3.{games[0].moves[2]}<"]  # fmt: skip
-    by_number = arbiter("show", str(records), "--game", games[0].game_id.rsplit("-", 1)[1])
+    by_number = invoke("show", str(records), "--game", games[0].game_id.rsplit("-", 1)[1])
     assert by_number.stdout.splitlines()[0] == shown.stdout.splitlines()[0]
-    ambiguous = arbiter("show", str(records), "--game", games[0].game_id[:-1])
+    ambiguous = invoke("show", str(records), "--game", games[0].game_id[:-1])
     assert ambiguous.returncode == 2 and "4 games start with" in ambiguous.stderr
-    final = arbiter("show", str(records), "--game", games[0].game_id)
+    final = invoke("show", str(records), "--game", games[0].game_id)
     assert "*" in final.stdout.split("Moves:")[0] and "the winning chain" in final.stdout
-    listing = arbiter("show", str(records))
+    listing = invoke("show", str(records))
     assert listing.returncode == 0
     for g in games:
         assert g.game_id in listing.stdout
@@ -138,7 +139,7 @@ def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     evidence = games[0].evidence
     assert evidence is not None and "boom" in evidence.stderr_tail
     assert evidence.returncode == 1 and any("genmove" in t for t in evidence.transcript)
-    shown = arbiter("show", str(records), "--game", games[0].game_id)
+    shown = invoke("show", str(records), "--game", games[0].game_id)
     assert "Evidence against badbot (exit status 1):" in shown.stdout
     assert "stderr: boom" in shown.stdout and "> " in shown.stdout
 
@@ -191,7 +192,7 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     broken_variant = dict(good.to_json(), variant={"size": 12, "islands": 8, "pie": True})
     bad.write_text("\n".join([good.dumps(), "[1, 2]", "null", json.dumps(broken_variant),
                               "{not json", good.dumps().replace("m-1", "m-2")]) + "\n")
-    done = arbiter("show", str(bad))
+    done = invoke("show", str(bad))
     assert done.returncode == 0, done.stderr
     assert "m-1" in done.stdout and "m-2" in done.stdout and "Traceback" not in done.stderr
     for line in (2, 3, 4, 5):
@@ -205,7 +206,7 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     records.write_text("")
     for _ in range(2):
-        done = arbiter(
+        done = invoke(
             "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
             "--tc", "5+0", "--records", str(records), "-q",
         )  # fmt: skip
@@ -215,7 +216,7 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["skeleton", "random", "mc-fast"])
 def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) -> None:
-    done = arbiter("check", "--engines", str(ENGINES), name, "--json")
+    done = invoke("check", "--engines", str(ENGINES), name, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(done.stdout)
     variants = {r["name"] for r in results if r["name"].startswith("positions:")}
@@ -232,16 +233,23 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
     ("engine", "check", "hint"),
     [
         ("badbot garbage", "positions: atoll-8/11", "send logs to stderr"),
-        ("badbot wrong-id", "positions: atoll-8/11", "followed by the command's id"),
+        pytest.param("badbot wrong-id", "positions: atoll-8/11", "followed by the command's id",
+                     marks=pytest.mark.slow),  # the positions checks: one fast case each
         ("badbot illegal-offboard", "positions: atoll-8/11", "must answer an empty cell"),
         ("checkbots ignores-boardsize", "positions: atoll-8/15", "rebuild the board on boardsize"),
-        ("checkbots ignores-clear-board", "positions: atoll-8/11", "honour boardsize and clear"),
+        pytest.param("checkbots ignores-clear-board", "positions: atoll-8/11",
+                     "honour boardsize and clear", marks=pytest.mark.slow),
         ("checkbots transposed", "positions: atoll-8/11", "column letter + row number"),
         ("checkbots swaps-without-pie", "positions: atoll-8/11 no-pie", "never answer swap"),
-        ("checkbots debug-stdout", "positions: atoll-8/11", "send logs to stderr"),
+        pytest.param("checkbots debug-stdout", "positions: atoll-8/11", "send logs to stderr",
+                     marks=pytest.mark.slow),
         ("checkbots overruns-time", "within its clock (1.5 s)", "budget each move"),
-        ("checkbots no-pipelining", "start-up handshake", "read stdin line by line"),
-        ("checkbots ignores-quit", "exit on quit", "exit after answering quit"),
+        pytest.param("checkbots no-pipelining", "start-up handshake", "read stdin line by line",
+                     marks=pytest.mark.slow),
+        # It waits out the quit deadline; an engine ignoring quit is also stopped in
+        # test_faults.py (test_no_process_survives_its_engine).
+        pytest.param("checkbots ignores-quit", "exit on quit", "exit after answering quit",
+                     marks=pytest.mark.slow),
     ],
 )
 def test_check_fails_each_bot_author_mistake_with_a_true_hint(
@@ -250,7 +258,7 @@ def test_check_fails_each_bot_author_mistake_with_a_true_hint(
     program, mode = engine.split()
     path = BADBOT if program == "badbot" else CHECKBOTS
     start = time.monotonic()
-    done = arbiter("check", f"{sys.executable} {path} {mode}", "--json", "--timeout", "2")
+    done = invoke("check", f"{sys.executable} {path} {mode}", "--json", "--timeout", "2")
     assert done.returncode == 1, done.stdout + done.stderr
     assert time.monotonic() - start < 15  # seconds, even against an engine ignoring quit
     results = {r["name"]: r for r in json.loads(done.stdout)}
@@ -267,7 +275,7 @@ def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
     book.write_text(f"[engines.hexer]\ncommand = {json.dumps(hexer)}\nislands = [4]\n"
                     'sizes = [7, 11]\nswap = "swap-pieces"\n'
                     'options = ["param_game allow_swap 1"]\n')  # fmt: skip
-    done = arbiter("check", "hexer", "--engines", str(book), "--json")
+    done = invoke("check", "hexer", "--engines", str(book), "--json")
     assert done.returncode == 0, done.stdout
     results = {r["name"]: r for r in json.loads(done.stdout)}
     assert {n for n in results if n.startswith("positions")} == {"positions: hex/7",
@@ -278,7 +286,7 @@ def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
 @pytest.mark.skipif(GNUGO is None, reason="gnugo is not installed")
 def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
     assert GNUGO is not None
-    done = arbiter(
+    done = invoke(
         "match", f"{GNUGO} --mode gtp", "--engines", str(ENGINES), "random",
         "--islands", "4", "--size", "5", "-q",
     )  # fmt: skip
@@ -289,7 +297,9 @@ def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
 
 @pytest.mark.parametrize(
     ("concurrency", "signum", "as_json"),
-    [("1", signal.SIGTERM, True), ("2", signal.SIGTERM, False), ("2", signal.SIGINT, True)],
+    [("1", signal.SIGTERM, True),
+     pytest.param("2", signal.SIGTERM, False, marks=pytest.mark.slow),
+     pytest.param("2", signal.SIGINT, True, marks=pytest.mark.slow)],
 )
 def test_a_signal_stops_cleanly_with_the_score_so_far(
     concurrency: str, signum: signal.Signals, as_json: bool, tmp_path: Path
@@ -343,9 +353,10 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     )  # fmt: skip
     try:
         workers: list[int] = []
-        assert wait_until(lambda: len(workers := _children(proc.pid, "arbiter.executors.worker")) == 2
-                           and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
-        workers = _children(proc.pid, "arbiter.executors.worker")
+        worker = "arbiter.executors.worker"
+        assert wait_until(lambda: len(workers := _children(proc.pid, worker)) == 2
+                          and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
+        workers = _children(proc.pid, worker)
         victim = workers[0]
         engines = _children(victim, marker)
         os.kill(victim, signal.SIGKILL)
@@ -377,8 +388,8 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
     import resource
 
     records = tmp_path / "r.jsonl"
-    first = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
-                    "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    first = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
+                   "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
     assert first.returncode == 0, first.stderr
     kept = records.read_bytes()
     limit = len(kept) + 300  # room for part of the next record, not all of it
@@ -396,8 +407,8 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
     [line] = done.stderr.strip().splitlines()
     assert "cannot append to" in line and "intact" in line and "Traceback" not in line
     assert records.read_bytes() == kept  # the torn line was cut back
-    again = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
-                    "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    again = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
+                   "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
     assert again.returncode == 0
     assert len(list(read_records(records))) == 2
 
@@ -522,7 +533,8 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
     script.write_text(script.read_text() + "\n# build 2\n")
     refused = arbiter(*args, "--games", "4")
     assert refused.returncode == 2, refused.stderr
-    assert "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite" in refused.stderr
+    changed = "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite"
+    assert changed in refused.stderr
     assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
     wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
     assert wrong.returncode == 2 and "--rebuilt names c, not an engine of this match" in wrong.stderr

@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 import trio
+from commands import invoke
 from processes import running, wait_until
+from stores import games_stored, read_store
 
-from arbiter.executors.jobs import Emit, Finished, GameJob, Preflight, Started
-from arbiter.games.referee import GameSpec
-from arbiter.results.records import GameRecord, Termination
+from arbiter.engines import sandbox
+from arbiter.executors.jobs import GameJob
+from arbiter.results.records import GameRecord
 from arbiter.results.store import Store
-from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
 from arbiter.runs.driver import Driver
 from arbiter.runs.run import Plan, Unheard, open_executor, run
 from arbiter.runs.schedule import ScheduledGame
@@ -69,79 +69,18 @@ def write_tournament(folder: Path, name: str, header: str, engines: list[str],
     return path
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as con:
-        return con.execute(sql).fetchall()
-
-
-def pairings(db: Path) -> Counter[tuple[str, str]]:
-    return Counter((str(a), str(b)) for a, b in rows(db, "SELECT seat1, seat2 FROM games"))
-
-
 def arbiter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
-# ------------------------------------------------------------------ the driver
-
-
-@dataclass
-class _Twice:
-    """An executor that reports every result twice, as a re-run task could."""
-
-    notes: list[str]
-
-    async def preflight(self, *args: Any) -> Preflight:
-        return Preflight()
-
-    async def aclose(self) -> None:
-        pass
-
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
-        async with jobs:
-            async for job in jobs:
-                record = job.spec.record("a", "b", Termination.CONNECTION, winner="a")
-                for _ in range(2):
-                    emit(Started(job.number, "a", "b"))
-                    emit(Finished(job.number, record))
-
-
-async def test_a_result_reported_twice_is_stored_and_counted_once() -> None:
-    games = [ScheduledGame(number=n, game_id=f"g{n}", round=1, pair_key=f"p{n}",
-                           engines=("a", "b"), opening=(), seed=n) for n in (1, 2, 3)]  # fmt: skip
-    stored: list[str] = []
-    finished: list[str] = []
-
-    class Sink:
-        def begin(self, names: dict[str, str]) -> None:
-            pass
-
-        def write(self, game: ScheduledGame, record: GameRecord) -> None:
-            stored.append(game.game_id)
-
-        def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
-            pass
-
-    tc = TimeControl.parse("1+0")
-
-    def spec(game: ScheduledGame) -> GameSpec:
-        return GameSpec(game.game_id, Variant(8, 7, True), (tc, tc))
-
-    class Told(Unheard):
-        def game_finished(self, game: ScheduledGame, record: GameRecord, note: str) -> None:
-            finished.append(game.game_id)
-
-    driver = Driver(iter(games), spec, _Twice([]), [Sink()], Told())
-    outcome = await driver.run()
-    assert stored == finished == ["g1", "g2", "g3"] and not outcome.aborted
-
-
 # ------------------------------------------------------------ in-process cluster
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_cluster() -> Iterator[str]:
+    """Two worker threads in this process, shared by the module's tests (each test's
+    games have their own ids and store, so nothing of one reaches another)."""
     if distributed is None:
         pytest.skip("needs the distributed package (pip install -e '.[dask]')")
     with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
@@ -167,19 +106,17 @@ def test_the_cluster_plays_the_same_games_as_the_local_executor(tmp_path: Path,
     dask_outcome, dask_left = _run(dask, dask=local_cluster)
     assert left == dask_left == 12
     assert not local_outcome.aborted and not dask_outcome.aborted, dask_outcome.aborted
-    ids = {r[0] for r in rows(tmp_path / "local.sqlite", "SELECT game_id FROM games")}
-    dask_ids = [r[0] for r in rows(tmp_path / "dask.sqlite", "SELECT game_id FROM games")]
-    assert len(ids) == 12 and set(dask_ids) == ids and len(dask_ids) == 12
-    assert pairings(tmp_path / "dask.sqlite") == pairings(tmp_path / "local.sqlite")
-    assert rows(tmp_path / "dask.sqlite", "SELECT COUNT(*) FROM voids") == [(0,)]
+    played, on_dask = read_store(tmp_path / "local.sqlite"), read_store(tmp_path / "dask.sqlite")
+    ids = set(played.ids)
+    assert len(ids) == 12 and set(on_dask.ids) == ids and len(on_dask.ids) == 12
+    assert on_dask.pairings() == played.pairings()
+    assert on_dask.voids == []
     # Every record names the machine that played it, locally as on the cluster.
-    for db in ("local.sqlite", "dask.sqlite"):
-        for (data,) in rows(tmp_path / db, "SELECT record FROM games"):
-            record = json.loads(data)
-            assert record["host"] == os.uname().nodename and record["cpu"]
+    for record in played.records + on_dask.records:
+        assert record["host"] == os.uname().nodename and record["cpu"]
     # The engines' answers reached the store from the workers.
-    names = rows(tmp_path / "dask.sqlite", "SELECT name, reply_name FROM engines")
-    assert set(names) == {(n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
+    names = {(e["name"], e["reply_name"]) for e in on_dask.engines}
+    assert names == {(n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
 
 
 def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
@@ -277,10 +214,11 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: P
 
     outcome = trio.run(main)
     assert outcome.aborted.startswith("no Dask worker can start vanishing: on inproc://")
-    voids = rows(t.output, "SELECT termination, reason FROM voids")
-    assert voids and all(term == "setup" and "on Dask worker inproc://" in reason
-                         for term, reason in voids)  # fmt: skip
-    assert rows(t.output, "SELECT COUNT(*) FROM games") == [(0,)]
+    stored = read_store(t.output)
+    assert stored.voids and all(v["termination"] == "setup"
+                                and "on Dask worker inproc://" in v["reason"]
+                                for v in stored.voids)  # fmt: skip
+    assert stored.games == []
 
 
 @needs_dask
@@ -294,7 +232,7 @@ def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
     assert outcome.aborted.count("could not be started") == 2  # both workers named
     assert "the engine's command must resolve on every worker" in outcome.aborted
     assert not outcome.config_error
-    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
+    assert games_stored(tmp_path / "t.sqlite") == 0
 
 
 @needs_dask
@@ -357,19 +295,19 @@ def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
     outcome, _ = _run(t, dask=local_cluster)
     assert outcome.aborted.startswith("6 games in a row were void; last: the game's task"
                                       " failed on the cluster: RuntimeError: the referee broke")
-    voids = rows(tmp_path / "t.sqlite", "SELECT termination, reason FROM voids")
-    assert len(voids) == 6 and {v[0] for v in voids} == {"harness"}
-    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(0,)]
+    stored = read_store(tmp_path / "t.sqlite")
+    assert len(stored.voids) == 6 and {v["termination"] for v in stored.voids} == {"harness"}
+    assert stored.games == []
 
 
 @needs_dask
 def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
-    bad = arbiter("tournament", "run", str(t), "--dask", "not an address")
+    bad = invoke("tournament", "run", str(t), "--dask", "not an address")
     assert bad.returncode == 2 and "--dask" in bad.stderr and "tcp://HOST:PORT" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
     t.write_text(t.read_text().replace("size = 7", 'size = 7\ndask = "127.0.0.1:8786"'))
-    bad = arbiter("tournament", "run", str(t))
+    bad = invoke("tournament", "run", str(t))
     assert bad.returncode == 2 and "tournament.dask" in bad.stderr
 
 
@@ -454,7 +392,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     done = arbiter("tournament", "run", str(t), "--dask", cluster.address, "-q")
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
-    assert len(rows(tmp_path / "picky.sqlite", "SELECT game_id FROM games")) == 2
+    assert games_stored(tmp_path / "picky.sqlite") == 2
     # A match on the same cluster: played on a, and its summary says so.
     script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
     fussy = shlex.join(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
@@ -481,7 +419,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
             if finished == 2:
                 break
         first.kill()
-    before = {r[0] for r in rows(db, "SELECT game_id FROM games")}
+    before = set(read_store(db).ids)
     assert 2 <= len(before) < 8
 
     # The run again, with a worker killed in the middle of a game: that game is played
@@ -505,16 +443,17 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
         assert again.wait(timeout=60) == 0, "".join(lines)
     # Its engines did not outlive it (its watchdog killed their process groups).
     assert wait_until(lambda: not any(running(pid) for pid in engines), 20)
-    ids = [r[0] for r in rows(db, "SELECT game_id FROM games")]
+    stored = read_store(db)
+    ids = stored.ids
     assert len(ids) == len(set(ids)) == 8 and before <= set(ids)
-    assert pairings(db) == Counter({("x", "y"): 4, ("y", "x"): 4})
-    voids = len(rows(db, "SELECT id FROM voids"))
+    assert stored.pairings() == Counter({("x", "y"): 4, ("y", "x"): 4})
+    voids = len(stored.voids)
     assert sum(line.startswith("Started game") for line in lines) == 8 - len(before) + voids
     assert sum(line.startswith("Finished game") for line in lines) == 8 - len(before) + voids
 
 
 @needs_dask
-@pytest.mark.skipif(__import__("arbiter.engines.sandbox").engines.sandbox.unavailable() is not None,
+@pytest.mark.skipif(sandbox.unavailable() is not None,
                     reason="no sandbox (bubblewrap) here")  # fmt: skip
 def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: str) -> None:
     target = tmp_path / "outside.txt"
@@ -527,4 +466,4 @@ def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: 
     outcome, left = _run(path, dask=local_cluster)
     assert left == 2 and not outcome.aborted, outcome.aborted
     assert target.read_text() == "original\n"  # refused inside the sandbox on the worker
-    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(2,)]
+    assert games_stored(tmp_path / "t.sqlite") == 2

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import invoke
 
 from arbiter.engines.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
 from arbiter.engines.process import EngineSpec, open_engine
@@ -66,13 +67,13 @@ def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) ->
     games = list(read_records(records))
     assert all(g.termination.value == "connection" for g in games)
     assert any(g.seat2 == "hexer" and g.moves[1] == "swap" for g in games)
-    assert arbiter("check", "hexer", "--engines", str(book)).returncode == 0
+    assert invoke("check", "hexer", "--engines", str(book)).returncode == 0
 
 
 def test_an_option_the_engine_refuses_stops_the_run_naming_it(tmp_path: Path) -> None:
     book = engines_file(tmp_path, extra='options = ["param_game no_such_thing 1"]')
-    done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                   "--size", "7", "--games", "2", "--tc", "5+0.05")  # fmt: skip
+    done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4",
+                  "--size", "7", "--games", "2", "--tc", "5+0.05")  # fmt: skip
     assert done.returncode == 2  # the operator's to fix, before any game
     [line] = done.stderr.strip().splitlines()
     assert "option 'param_game no_such_thing 1'" in line and "unknown parameter" in line
@@ -91,8 +92,8 @@ def test_a_game_the_engine_cannot_play_is_a_configuration_error(
     tmp_path: Path, flags: list[str], extra: str, size: str, message: str
 ) -> None:
     book = engines_file(tmp_path, *flags, extra=extra)
-    done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                   "--size", size, "--games", "4", "--tc", "5+0.05")  # fmt: skip
+    done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4",
+                  "--size", size, "--games", "4", "--tc", "5+0.05")  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.strip().splitlines()
     assert message in line
@@ -131,7 +132,7 @@ def test_engine_definition_keys_are_checked(tmp_path: Path) -> None:
                        ('time = "fast"', "time"), ("options = [3]", "options"),
                        ('sizes = "11"', "sizes")):  # fmt: skip
         book = engines_file(tmp_path, extra=extra)
-        done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4")
+        done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4")
         assert done.returncode == 2
         [line] = done.stderr.strip().splitlines()
         assert f"engines.hexer.{key}" in line and str(book) in line

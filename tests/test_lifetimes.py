@@ -55,9 +55,11 @@ def _descends(pid: int, ancestor: int) -> bool:
     return False
 
 
-def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str], bool]) -> None:
-    """Start a match, SIGKILL the harness once `ready` accepts a progress line, and check
-    that every engine (the processes whose command line holds `marker`) dies with it."""
+def _kill_harness_mid_match(args: list[str], marker: str,
+                            ready: Callable[[str, int], bool]) -> None:  # fmt: skip
+    """Start a match, SIGKILL the harness once `ready` accepts a progress line (given with
+    the harness's pid), and check that every engine (the processes whose command line
+    holds `marker`) dies with it."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "arbiter", "match", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -66,11 +68,12 @@ def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str],
         assert proc.stderr is not None
         for line in proc.stderr:
             assert "crash" not in line  # the engines live until the harness dies
-            if ready(line):
+            if ready(line, proc.pid):
                 break
         engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
         assert len(engines) >= 2
-        watchdogs = [pid for pid in pids_matching("arbiter.engines.reaper") if _descends(pid, proc.pid)]
+        watchdogs = [pid for pid in pids_matching("arbiter.engines.reaper")
+                     if _descends(pid, proc.pid)]  # fmt: skip
         assert watchdogs
         proc.kill()
         proc.wait()
@@ -86,7 +89,8 @@ def _kill_harness_mid_match(args: list[str], marker: str, ready: Callable[[str],
 
 @pytest.mark.parametrize(
     ("concurrency", "mode"),
-    [("1", "ignore-quit"), ("2", "ignore-quit"), ("1", "escape --after 100000")],
+    [("1", "ignore-quit"), pytest.param("2", "ignore-quit", marks=pytest.mark.slow),
+     ("1", "escape --after 100000")],
 )
 def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str, mode: str) -> None:
     # These engines ignore EOF on stdin (or left a child in a session of its own): only
@@ -95,7 +99,7 @@ def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str, mode: st
     stubborn = f"{sys.executable} {BADBOT} {mode} --name {marker}"
     _kill_harness_mid_match(
         [stubborn, stubborn, "--games", "20", "--tc", "60+0", "-c", concurrency], marker,
-        lambda line: line.startswith("Finished game"),
+        lambda line, harness: line.startswith("Finished game"),
     )  # fmt: skip
 
 
@@ -105,13 +109,15 @@ def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> No
     killed: list[int] = []
     finished = 0
 
-    def ready(line: str) -> bool:
+    def ready(line: str, harness: int) -> bool:
         nonlocal finished
         if not line.startswith("Finished game"):
             return False
         finished += 1
         if not killed:  # kill the first watchdog; the harness starts a new one
-            dogs = pids_matching("arbiter.engines.reaper")
+            # Only this harness's: other runs on the machine have watchdogs of their own.
+            dogs = [pid for pid in pids_matching("arbiter.engines.reaper")
+                    if _descends(pid, harness)]  # fmt: skip
             killed.extend(dogs)
             for pid in dogs:
                 os.kill(pid, signal.SIGKILL)
@@ -122,6 +128,7 @@ def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> No
     assert killed
 
 
+@pytest.mark.slow  # a long lifetime: 12 s and more
 def test_engines_die_with_the_harness_after_a_long_match() -> None:
     """Past the idle time of trio's process-starting threads (10 s): a death signal tied
     to the forking thread would have fired by now and killed the engines mid-match."""
@@ -131,5 +138,5 @@ def test_engines_die_with_the_harness_after_a_long_match() -> None:
     start = time.monotonic()
     _kill_harness_mid_match(
         [engine, stubborn, "--games", "400", "--tc", "600+0"], marker,
-        lambda line: line.startswith("Finished game") and time.monotonic() - start > 12,
+        lambda line, harness: line.startswith("Finished game") and time.monotonic() - start > 12,
     )  # fmt: skip

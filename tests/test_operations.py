@@ -8,13 +8,14 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from commands import invoke
 from processes import wait_until
+from stores import games_stored, meta
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -28,11 +29,6 @@ def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180,
         cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
         **kwargs,  # type: ignore[call-overload]
     )  # fmt: skip
-
-
-def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-        return con.execute(sql).fetchall()
 
 
 def two_bots(folder: Path, header: str = "rounds = 1") -> Path:
@@ -57,13 +53,13 @@ def test_a_rebuilt_engine_is_refused_on_resume_unless_accepted(tmp_path: Path) -
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     store = tmp_path / "t.sqlite"
-    assert rows(store, "SELECT COUNT(*) FROM games") == [(2,)]
+    assert games_stored(store) == 2
     # A new build at the same path, and one more round to play.
     script = tmp_path / "a_bot.py"
     script.write_text(script.read_text() + "\n# build 2\n")
     t.write_text(t.read_text().replace("rounds = 1", "rounds = 2"))
     before = store.read_bytes()
-    refused = arbiter("tournament", "run", str(t), "-q")
+    refused = invoke("tournament", "run", str(t), "-q")
     assert refused.returncode == 2, refused.stderr
     message = refused.stderr.strip()
     assert len(message.splitlines()) == 1
@@ -72,15 +68,15 @@ def test_a_rebuilt_engine_is_refused_on_resume_unless_accepted(tmp_path: Path) -
     assert store.read_bytes() == before  # refused before anything was written
     # A changed dialect is a changed engine too.
     t.write_text(t.read_text().replace('name = "b"\n', 'name = "b"\nswap = "swap-pieces"\n'))
-    changed = arbiter("tournament", "run", str(t), "-q", "--rebuilt", "a")
+    changed = invoke("tournament", "run", str(t), "-q", "--rebuilt", "a")
     assert changed.returncode == 2 and "engine 'b'.dialect" in changed.stderr, changed.stderr
     t.write_text(t.read_text().replace('swap = "swap-pieces"\n', ""))
-    wrong = arbiter("tournament", "run", str(t), "-q", "--rebuilt", "c")
+    wrong = invoke("tournament", "run", str(t), "-q", "--rebuilt", "c")
     assert wrong.returncode == 2 and "--rebuilt names c" in wrong.stderr
     accepted = arbiter("tournament", "run", str(t), "-q", "--rebuilt", "a")
     assert accepted.returncode == 0, accepted.stderr
-    assert rows(store, "SELECT COUNT(*) FROM games") == [(4,)]
-    (change,) = json.loads(str(rows(store, "SELECT value FROM meta WHERE key='rebuilds'")[0][0]))
+    assert games_stored(store) == 4
+    (change,) = json.loads(str(meta(store, "rebuilds")))
     assert change["engine"] == "a" and change["script_sha256"][0] != change["script_sha256"][1]
     # Accepted once: the next run takes the new build as the engine's own.
     t.write_text(t.read_text().replace("rounds = 2", "rounds = 3"))
@@ -137,7 +133,8 @@ def _state(pid: int) -> str:
         return ""
 
 
-@pytest.mark.parametrize("args", [["-n", "4"], ["-n", "6", "-c", "2"]],
+@pytest.mark.parametrize("args", [["-n", "4"], pytest.param(["-n", "6", "-c", "2"],
+                                                             marks=pytest.mark.slow)],
                          ids=["harness", "worker"])  # fmt: skip
 def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Path) -> None:
     games = _pause_during_a_game(args, tmp_path)
@@ -158,6 +155,9 @@ def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Pat
 # -- signals and outputs ----------------------------------------------------------------
 
 
+# Slow: engines that ignore `quit` make each shutdown last seconds. A stop by a signal is
+# checked in the default run by test_cli.py (test_a_signal_stops_cleanly_with_the_score_so_far).
+@pytest.mark.slow
 @pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGTERM, signal.SIGTERM],
                                      [signal.SIGHUP, signal.SIGTERM, signal.SIGINT]],
                          ids=["hup", "term-twice", "three"])  # fmt: skip
@@ -191,8 +191,8 @@ def test_stop_signals_always_end_with_the_final_lines(
     assert process.returncode == 128 + signals[0], err
     assert "Interrupted; engines were stopped." in err
     assert "Stopped: games in flight were not stored and are replayed on resume." in out
-    stored = rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games")[0][0]
-    assert isinstance(stored, int) and stored >= 2
+    stored = games_stored(tmp_path / "t.sqlite")
+    assert stored >= 2
     assert f"over {stored} games" in out  # the table of what was stored
 
 
@@ -211,7 +211,7 @@ def test_progress_into_a_closed_pipe_never_stops_the_run(tmp_path: Path) -> None
     reader.stdout.close()
     assert reader.wait(timeout=60) == 0 and len(shown.splitlines()) == 3
     assert harness.wait(timeout=120) == 0
-    assert rows(tmp_path / "t.sqlite", "SELECT COUNT(*) FROM games") == [(6,)]
+    assert games_stored(tmp_path / "t.sqlite") == 6
 
 
 # -- limits of the harness's own --------------------------------------------------------
@@ -253,7 +253,7 @@ def test_an_address_space_limit_is_not_an_abort(tmp_path: Path) -> None:
 def test_bad_limits_are_one_line(tmp_path: Path, limits: str, message: str) -> None:
     t = two_bots(tmp_path, f"limits = {limits}")
     for command in (["run"], ["status"]):
-        done = arbiter("tournament", *command, str(t))
+        done = invoke("tournament", *command, str(t))
         assert done.returncode == 2 and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
 
@@ -265,7 +265,7 @@ def test_show_takes_only_ascii_digits_as_numbers(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # Superscript two, Arabic-Indic three, fullwidth one: digits to str.isdigit only.
     for number in ("\u00b2", "\u0663", "\uff11"):
-        shown = arbiter("show", str(records), "--game", number)
+        shown = invoke("show", str(records), "--game", number)
         assert shown.returncode == 2 and f"no game {number!r}" in shown.stderr, shown.stderr
 
 
@@ -281,13 +281,13 @@ def test_a_rebuilt_script_without_a_suffix_is_refused_too(tmp_path: Path) -> Non
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
     bare.write_text(bare.read_text() + "\n# build 2\n")
     t.write_text(t.read_text().replace("rounds = 1", "rounds = 2"))
-    refused = arbiter("tournament", "run", str(t), "-q")
+    refused = invoke("tournament", "run", str(t), "-q")
     assert refused.returncode == 2 and "the script of engine 'a' changed" in refused.stderr
 
 
 @pytest.mark.parametrize("command", [["ratings"], ["show"], ["report", "-o", "x.html"]])
 def test_a_device_is_not_read_as_records(tmp_path: Path, command: list[str]) -> None:
-    done = arbiter(command[0], "/dev/zero", *command[1:], cwd=tmp_path, timeout=30)
+    done = invoke(command[0], "/dev/zero", *command[1:], cwd=tmp_path)
     assert done.returncode == 2 and "a device, not a records file" in done.stderr
 
 
@@ -295,9 +295,9 @@ def test_definition_files_that_are_devices_are_refused(tmp_path: Path) -> None:
     t = tmp_path / "t.toml"
     t.write_text('[tournament]\nname = "t"\nopenings = "/dev/zero"\nengines = ["random"]\n'
                  f'engines_file = {json.dumps(str(ROOT / "engines" / "engines.toml"))}\n')
-    done = arbiter("tournament", "status", str(t), timeout=30)
+    done = invoke("tournament", "status", str(t))
     assert done.returncode == 2 and "not a regular file" in done.stderr
-    done = arbiter("match", "random", "skeleton", "--engines", "/dev/zero", timeout=30)
+    done = invoke("match", "random", "skeleton", "--engines", "/dev/zero")
     assert done.returncode == 2 and "not a regular file" in done.stderr
 
 

@@ -22,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from commands import invoke
 from processes import pids_matching, running, wait_until
+from stores import read_store
 
 from arbiter.engines import sandbox
 from arbiter.results.records import GameRecord, read_records
+from arbiter.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTACKER = ROOT / "tests" / "engines" / "attacker.py"
@@ -118,6 +121,7 @@ def test_killing_the_opponent_is_contained(tmp_path: Path) -> None:
     attack_said(played, "kill-opponent", "no target found", "refused")
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
     played = play(tmp_path, "kill-opponent", sandboxed=False)
     assert played.record.winner == played.record.seat1
@@ -125,13 +129,15 @@ def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("attack", ["kill-referee", "term-referee"])
+@pytest.mark.parametrize("attack", ["kill-referee",
+                                    pytest.param("term-referee", marks=pytest.mark.slow)])
 def test_signalling_the_referee_is_contained(tmp_path: Path, attack: str) -> None:
     played = play(tmp_path, attack, sandboxed=True)
     victim_not_harmed(played)
     attack_said(played, attack, "no target found", "refused")
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 @pytest.mark.parametrize(("attack", "status"), [("kill-referee", -9), ("term-referee", 143)])
 def test_without_the_sandbox_signalling_the_referee_erases_the_game(
     tmp_path: Path, attack: str, status: int
@@ -148,6 +154,7 @@ def test_writing_into_the_opponents_pipe_is_contained(tmp_path: Path) -> None:
     attack_said(played, "inject", "no target found", "refused")
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 def test_without_the_sandbox_writing_into_the_opponents_pipe_works(tmp_path: Path) -> None:
     played = play(tmp_path, "inject", sandboxed=False)
     record = played.record
@@ -168,7 +175,7 @@ def _write_targets(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("attack", ["write", "remount"])
+@pytest.mark.parametrize("attack", ["write", pytest.param("remount", marks=pytest.mark.slow)])
 def test_writing_outside_the_scratch_folder_and_to_the_records_is_refused(
     tmp_path: Path, attack: str
 ) -> None:
@@ -180,6 +187,7 @@ def test_writing_outside_the_scratch_folder_and_to_the_records_is_refused(
     assert target.read_text() == "original\n"
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 def test_without_the_sandbox_files_outside_and_the_records_are_written(tmp_path: Path) -> None:
     target, extra = _write_targets(tmp_path)
     played = play(tmp_path, "write", sandboxed=False, extra=extra)
@@ -214,6 +222,7 @@ def test_no_network_not_even_loopback_to_the_host(tmp_path: Path) -> None:
         assert not _accepted(server)
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 def test_without_the_sandbox_the_engine_reaches_the_network(tmp_path: Path) -> None:
     with _listener() as server:
         port = str(server.getsockname()[1])
@@ -326,7 +335,7 @@ def test_bad_sandbox_settings_are_one_line_and_exit_2(
     bots = [_engine(n, [sys.executable, str(BADBOT), "ok"]) for n in "ab"]
     path = tmp_path / "t.toml"
     path.write_text(f'[tournament]\nname = "t"\n{table}\n' + "".join(bots))
-    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert where in line and what in line, line
@@ -337,7 +346,7 @@ def test_an_engine_limits_table_is_checked_where_it_is_written(tmp_path: Path) -
             _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
-    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 2
     assert "engine 'a'.limits.disk_mb" in done.stderr
 
@@ -368,25 +377,26 @@ def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path)
     path.write_text(head + "".join(bots))
     done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    status = _arbiter("tournament", "status", str(path), "--json", cwd=tmp_path)
+    status = invoke("tournament", "status", str(path), "--json", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert b"forged" not in store.read_bytes()
-    with sqlite3.connect(store) as con:
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert con.execute("SELECT count(*) FROM games").fetchone() == (4,)
-        definition = json.loads(con.execute(
-            "SELECT value FROM meta WHERE key = 'definition'").fetchone()[0])  # fmt: skip
+    with Store.open_read(store) as read:
+        assert read.integrity() == [] and read.games_stored() == 4
+        definition = json.loads(str(read.meta("definition")))
+    assert not read_store(store).damage
     assert definition["engines"]["victim"]["sandbox"] is True
     assert definition["engines"]["victim"]["limits"] == {"memory_mb": 512, "cpu_s": 60}
     # Changing a limit changes the conditions of play: refused on resume, like a tc.
     path.write_text(head.replace("cpu_s = 60", "cpu_s = 61") + "".join(bots))
-    refused = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    refused = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert refused.returncode == 2
     assert "engine 'attacker'.limits" in refused.stderr and "--fresh" in refused.stderr
 
 
 @pytest.mark.parametrize("sandboxed", [
-    pytest.param(True, marks=needs_bwrap), pytest.param(False)])  # fmt: skip
+    pytest.param(True, marks=needs_bwrap),
+    pytest.param(False, marks=pytest.mark.slow),  # the control: it survives without it
+])  # fmt: skip
 def test_an_escaped_process_with_no_environment_and_a_killed_harness(
     tmp_path: Path, sandboxed: bool
 ) -> None:
@@ -418,6 +428,7 @@ def test_an_escaped_process_with_no_environment_and_a_killed_harness(
 
 
 @needs_bwrap
+@pytest.mark.slow  # a long lifetime: a move of more than 10 s
 def test_a_sandboxed_game_longer_than_an_idle_thread_lives(tmp_path: Path) -> None:
     # trio starts processes from worker threads that exit after 10 s idle; a sandbox
     # tied to the death of the thread that started it would be killed mid-game.
@@ -578,6 +589,7 @@ def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path)
         assert said[str(event.secrets["root-only file"])] == "refused: Permission denied"
 
 
+@pytest.mark.slow  # the control: the attack works where nothing contains it
 def test_without_the_sandbox_the_snoop_reads_everything(tmp_path: Path) -> None:
     event = _event(tmp_path)
     _snoop_book(event, read=[], writes=("own-write.txt",))
@@ -619,7 +631,7 @@ def test_a_bad_read_key_is_one_line_and_exit_2(tmp_path: Path, value: str, what:
             _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
-    done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert f"{path}: engine 'a'.read" in line and what in line, line
@@ -698,6 +710,7 @@ def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: 
 
 
 @needs_bwrap
+@pytest.mark.slow  # another venv (one plays in the default run)
 def test_a_world_readable_venv_under_tmp_plays_beside_staged_folders(tmp_path: Path) -> None:
     # A CI clone's venv in /tmp that the engine's user can read, while another folder
     # the engine needs (this test's private folder, a Python under /root) is staged:
@@ -745,6 +758,7 @@ def test_a_compiled_engine_with_its_weights_in_read_plays_sandboxed(tmp_path: Pa
 
 
 @needs_bwrap
+@pytest.mark.slow  # another compiled engine (a C one plays in the default run)
 @pytest.mark.skipif(shutil.which("c++") is None or shutil.which("cc") is None,
                     reason="needs a C++ compiler (c++) and cc")  # fmt: skip
 def test_a_dynamically_linked_cxx_engine_plays_sandboxed(tmp_path: Path) -> None:

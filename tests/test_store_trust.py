@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stores import games_stored, read_store
 from test_tournament import bot, write_tournament
 
 from arbiter.cli import main
@@ -43,11 +45,6 @@ def arbiter(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str
         [sys.executable, "-m", "arbiter", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    with contextlib.closing(sqlite3.connect(db)) as con:
-        return con.execute(sql).fetchall()
 
 
 def change(db: Path, sql: str, params: tuple[object, ...] = ()) -> None:
@@ -111,7 +108,7 @@ def wait_for(proc: subprocess.Popen[str], prefix: str, count: int = 1) -> list[s
 
 def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: Path) -> None:
     engines = [bot("a", "slow", "--ms", "15"), bot("b", "slow", "--ms", "15")]
-    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 8")
+    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 3")
                          .replace("concurrency = 2", "concurrency = 1"), engines)  # fmt: skip
     store = tmp_path / "t.sqlite"
     run = slow_run(t)
@@ -129,14 +126,14 @@ def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: 
     assert "Seat 1 advantage" not in out  # no table over games nobody will find
     [saved] = tmp_path.glob("t.lost-*.sqlite")
     assert f"saved to {saved}" in line and "move that file back" in line
-    kept = rows(saved, "SELECT game_id FROM games")
-    assert len(kept) >= 2 and f"it held {len(kept)} games" in line
+    kept = games_stored(saved)
+    assert kept >= 2 and f"it held {kept} games" in line
     assert not store.exists()
     # Moved back, it resumes where it stopped: the games it held are not replayed.
     saved.rename(store)
     again = arbiter("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
-    assert len(rows(store, "SELECT game_id FROM games")) == 16
+    assert games_stored(store) == 6
 
 
 def test_deleting_the_lock_file_lets_no_second_run_in(tmp_path: Path) -> None:
@@ -147,13 +144,13 @@ def test_deleting_the_lock_file_lets_no_second_run_in(tmp_path: Path) -> None:
         wait_for(first, "Finished game")
         for lock in tmp_path.glob("t.sqlite.lock"):
             lock.unlink()
-        second = arbiter("tournament", "run", str(t), "-q")
+        second = invoke("tournament", "run", str(t), "-q")
         assert second.returncode == 2, second.stderr
         line = one_line(second.stderr)
         assert "another run is using this results store" in line
         assert f"(pid {first.pid})" in line
         # A reader during the run reads one consistent snapshot and is not refused.
-        status = arbiter("tournament", "status", str(t), "--json")
+        status = invoke("tournament", "status", str(t), "--json")
         assert status.returncode == 0, status.stderr
         data = json.loads(status.stdout)
         assert data["done"] + data["outside_schedule"] == data["games"] > 0
@@ -195,22 +192,23 @@ def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_pat
                          [bot("a"), bot("b"), bot("c")])  # fmt: skip
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])  # rounds lowered
-    status = arbiter("tournament", "status", str(t), "--json")
+    status = invoke("tournament", "status", str(t), "--json")
     assert status.returncode == 0, status.stderr
     data = json.loads(status.stdout)
     assert (data["done"], data["left"], data["games"]) == (6, 0, 12)
     assert data["outside_schedule"] == 6
-    text = arbiter("tournament", "status", str(t)).stdout
+    text = invoke("tournament", "status", str(t)).stdout
     assert "6 of 6 games played" in text and "over 12 games" in text
     assert "6 stored games are outside this schedule" in text
-    run = arbiter("tournament", "run", str(t))
+    run = invoke("tournament", "run", str(t))  # nothing left to play
     assert run.returncode == 0 and "6 stored games are outside this schedule" in run.stdout
 
 
 def test_status_reads_one_snapshot_while_a_run_writes(copy: Path, monkeypatch: pytest.MonkeyPatch
                                                       ) -> None:  # fmt: skip
     store = copy.with_name("t.sqlite")
-    later = rows(store, "SELECT * FROM games WHERE rowid > 3")
+    with contextlib.closing(sqlite3.connect(store)) as con:  # rows a run will store again
+        later = con.execute("SELECT * FROM games WHERE rowid > 3").fetchall()
     change(store, "DELETE FROM games WHERE rowid > 3")
     # A writer that holds the store as a run does, and stores games while status reads.
     lock = os.open(store, os.O_RDWR)
@@ -235,7 +233,7 @@ def test_status_reads_one_snapshot_while_a_run_writes(copy: Path, monkeypatch: p
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["done"] == 3 and data["games"] == 3 and data["outside_schedule"] == 0
-    assert len(rows(store, "SELECT * FROM games")) == 6  # the writer's games are stored
+    assert games_stored(store) == 6  # the writer's games are stored
 
 
 # ------------------------------------------------------ 3, 4: damaged rows
@@ -256,12 +254,16 @@ DAMAGE = [
     ("UPDATE engines SET definition = '{oops' WHERE name = 'b'", "engines row 2",
      "(name 'b'): definition is not JSON"),
 ]
+SLOW_DAMAGE = {"record-not-json", "record-invalid", "conditions-not-object"}
 
 
-@pytest.mark.parametrize(("sql", "row", "problem"), DAMAGE,
-                         ids=["same-seats", "record-not-json", "record-invalid",
-                              "conditions-not-json", "conditions-not-object",
-                              "definition-not-json"])  # fmt: skip
+# One damage of each table in the default run; the other kinds of damage are slow.
+@pytest.mark.parametrize(("sql", "row", "problem"), [
+    pytest.param(*damage, id=name, marks=[pytest.mark.slow] if name in SLOW_DAMAGE else [])
+    for damage, name in zip(DAMAGE, ["same-seats", "record-not-json", "record-invalid",
+                                     "conditions-not-json", "conditions-not-object",
+                                     "definition-not-json"], strict=True)
+])  # fmt: skip
 def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
     copy: Path, sql: str, row: str, problem: str
 ) -> None:
@@ -281,7 +283,7 @@ def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
         (["tournament", "export", str(copy), "--records", str(out / "e.jsonl")], "export"),
     ]
     for args, name in readers:
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 0, (args, done.stderr)
         skipped = [x for x in done.stderr.splitlines() if x.startswith("skipped")]
         assert len(skipped) == 1 and skipped[0].startswith(f"skipped {store}: {row}"), done.stderr
@@ -290,19 +292,19 @@ def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
             data = json.loads(done.stdout)
             assert data["games"] == (5 if game else 6)
             assert data["done"] + data["outside_schedule"] == data["games"]
-        strict = arbiter(*args, "--strict")
+        strict = invoke(*args, "--strict")
         assert strict.returncode == 2, (args, strict.stderr)
         line = one_line(strict.stderr)
         assert f"{store}: {row}" in line and problem in line
         for path in out.iterdir():
             path.unlink()
-    exported = arbiter("tournament", "export", str(copy), "--records", str(out / "e.jsonl"))
+    exported = invoke("tournament", "export", str(copy), "--records", str(out / "e.jsonl"))
     assert exported.returncode == 0
     # Void attempts are exported too: none here, so the sound games only.
     assert len((out / "e.jsonl").read_text().splitlines()) == (5 if game else 6)
     assert files_of(copy.parent) == before  # readers wrote nothing
     # A run does not build on it, and does not touch it.
-    run = arbiter("tournament", "run", str(copy), "-q")
+    run = invoke("tournament", "run", str(copy), "-q")
     assert run.returncode == 2, run.stderr
     line = one_line(run.stderr)
     assert f"{store}: {row}" in line and problem in line and "--fresh" in line
@@ -323,18 +325,18 @@ def test_a_store_path_that_is_a_symlink_to_itself_is_one_line(tmp_path: Path) ->
     for args in (["tournament", "run", str(t), "-q"], ["tournament", "status", str(t)],
                  ["tournament", "export", str(t), "--records", str(tmp_path / "e.jsonl")],
                  ["ratings", str(t)], ["report", str(t), "-o", str(tmp_path / "r.html")]):
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 2, (args, done.stderr)
         line = one_line(done.stderr)
         assert "tournament.output" in line and "symbolic link that leads back to itself" in line
-    done = arbiter("ratings", str(loop))
+    done = invoke("ratings", str(loop))
     assert done.returncode == 2 and "loop.sqlite" in one_line(done.stderr)
     assert loop.is_symlink() and os.readlink(loop) == "loop.sqlite"
 
 
 def test_export_to_a_name_too_long_says_so(copy: Path) -> None:
     name = copy.with_name("r" * 300 + ".jsonl")
-    done = arbiter("tournament", "export", str(copy), "--records", str(name))
+    done = invoke("tournament", "export", str(copy), "--records", str(name))
     assert done.returncode == 2, done.stderr
     assert "File name too long" in one_line(done.stderr)
     assert not [p for p in copy.parent.iterdir() if p.name.endswith(".part")]
@@ -367,7 +369,7 @@ def test_readers_leave_a_store_byte_identical(copy: Path, mode: str) -> None:
     assert header == (b"\x02\x02" if mode == "wal" else b"\x01\x01")
     before = files_of(copy.parent)
     for args in _readers(copy, copy.parent):
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert files_of(copy.parent) == before, args  # no byte changed, no -wal, no -shm
 
@@ -381,21 +383,21 @@ def test_readers_never_touch_a_foreign_database_or_an_empty_file(tmp_path: Path)
     t = write_tournament(tmp_path, BASIC + '\noutput = "notes.db"', [bot("a"), bot("b")])
     before = files_of(tmp_path)
     for args in [*_readers(t, tmp_path)[:2], ["ratings", str(foreign)], ["ratings", str(t)]]:
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 2, (args, done.stderr)
         line = one_line(done.stderr)
         assert "not a results store" in line and "another output" not in line
         assert files_of(tmp_path) == before
-    run = arbiter("tournament", "run", str(t), "-q")  # the same cause, the same status
+    run = invoke("tournament", "run", str(t), "-q")  # the same cause, the same status
     assert run.returncode == 2 and "tournament.output" in one_line(run.stderr)
     assert files_of(tmp_path) == before
     empty = write_tournament(tmp_path, BASIC + '\noutput = "empty.sqlite"', [bot("a"), bot("b")],
                              name="e")  # fmt: skip
     (tmp_path / "empty.sqlite").write_bytes(b"")
     before = files_of(tmp_path)
-    status = arbiter("tournament", "status", str(empty))
+    status = invoke("tournament", "status", str(empty))
     assert status.returncode == 0 and "0 of 2 games played" in status.stdout
-    assert arbiter("ratings", str(empty)).returncode == 2
+    assert invoke("ratings", str(empty)).returncode == 2
     assert files_of(tmp_path) == before
 
 
@@ -405,11 +407,11 @@ def test_readers_never_touch_a_foreign_database_or_an_empty_file(tmp_path: Path)
 def test_export_refuses_an_existing_file_unless_forced(copy: Path) -> None:
     out = copy.with_name("e.jsonl")
     out.write_text("precious\n")
-    done = arbiter("tournament", "export", str(copy), "--records", str(out))
+    done = invoke("tournament", "export", str(copy), "--records", str(out))
     assert done.returncode == 2 and "--force" in one_line(done.stderr)
     assert out.read_text() == "precious\n"
     out.chmod(0o640)
-    forced = arbiter("tournament", "export", str(copy), "--records", str(out), "--force")
+    forced = invoke("tournament", "export", str(copy), "--records", str(out), "--force")
     assert forced.returncode == 0, forced.stderr
     assert len(out.read_text().splitlines()) == 6
     assert stat.S_IMODE(out.stat().st_mode) == 0o640  # replaced, keeping its permissions
@@ -441,7 +443,7 @@ def test_export_to_a_character_device_writes_into_it(copy: Path) -> None:
         os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # as /dev/null
     except PermissionError as exc:
         pytest.skip(f"cannot make a device node here: {exc}")
-    done = arbiter("tournament", "export", str(copy), "--records", str(device))
+    done = invoke("tournament", "export", str(copy), "--records", str(device))
     assert done.returncode == 0, done.stderr
     assert stat.S_ISCHR(os.lstat(device).st_mode) and os.stat(device).st_rdev == os.makedev(1, 3)
 
@@ -456,7 +458,7 @@ def test_match_records_refuses_a_file_that_is_not_a_records_file(copy: Path) -> 
     engines = [f"{sys.executable} {BADBOT} ok --name x", f"{sys.executable} {BADBOT} ok --name y"]
     for target, why in ((copy, "tournament"), (store, "SQLite"), (notes, "first line")):
         before = target.read_bytes()
-        done = arbiter("match", *engines, "--games", "2", "-q", "--records", str(target))
+        done = invoke("match", *engines, "--games", "2", "-q", "--records", str(target))
         assert done.returncode == 2, done.stderr
         line = one_line(done.stderr)
         assert why in line and str(target) in line and ".jsonl" in line
@@ -474,7 +476,7 @@ def test_match_records_refuses_a_file_that_is_not_a_records_file(copy: Path) -> 
 def test_a_nested_config_error_names_its_place_once(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, "tc = 5", [bot("a"), bot("b")])
     for args in (["tournament", "run", str(t)], ["tournament", "status", str(t)]):
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 2
         line = one_line(done.stderr)
         assert line.count("tournament.tc") == 1 and line.count("t.toml") == 1, line
@@ -571,11 +573,10 @@ def pristine(played: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("t.toml", "t.sqlite"):
         shutil.copy(played / name, folder / name)
     store = folder / "t.sqlite"
-    [(game_id, seat1, seat2, record)] = rows(
-        store, "SELECT game_id, seat1, seat2, record FROM games LIMIT 1")
-    void = dataclasses.replace(GameRecord.from_json(json.loads(str(record))), void=True,
-                               termination=Termination.SETUP, winner=None, winner_color=None,
-                               reason="engine b did not start")  # fmt: skip
+    record = GameRecord.from_json(read_store(store).records[0])
+    game_id, seat1, seat2 = record.game_id, record.seat1, record.seat2
+    void = dataclasses.replace(record, void=True, termination=Termination.SETUP, winner=None,
+                               winner_color=None, reason="engine b did not start")
     with Store.open(store) as writer:
         writer.write(ScheduledGame(1, str(game_id), (str(seat1), str(seat2)), 1, "p"), void)
     return folder

@@ -5,12 +5,14 @@ faults that keep their traceback. Each through the real command line."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from commands import invoke
 
 from arbiter.cli import main
 from arbiter.results.records import read_records
@@ -62,12 +64,20 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
 # -- one reader, one meaning ------------------------------------------------------------
 
 
-def _four_games(tmp_path: Path) -> Path:
-    records = tmp_path / "r.jsonl"
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four games of a real match, played once for the module's readers."""
+    records = tmp_path_factory.mktemp("played") / "r.jsonl"
     done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "4",
                    "--tc", "5+0", "--size", "7", "--records", str(records), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     return records
+
+
+@pytest.fixture
+def four_games(played: Path, tmp_path: Path) -> Path:
+    """A copy of the four games' records file, for this test to change."""
+    return Path(shutil.copy(played, tmp_path / "r.jsonl"))
 
 
 BROKEN = [
@@ -85,8 +95,9 @@ BROKEN = [
 
 
 @pytest.mark.parametrize(("key", "value"), BROKEN, ids=[f"{k}={v}" for k, v in BROKEN])
-def test_every_command_rejects_the_same_lines(tmp_path: Path, key: str, value: object) -> None:
-    records = _four_games(tmp_path)
+def test_every_command_rejects_the_same_lines(tmp_path: Path, four_games: Path, key: str,
+                                              value: object) -> None:  # fmt: skip
+    records = four_games
     lines = records.read_text().splitlines()
     # A game won by connection: the cases below break what its moves show.
     base = next(line for line in lines if json.loads(line)["termination"] == "connection")
@@ -115,26 +126,25 @@ def test_every_command_rejects_the_same_lines(tmp_path: Path, key: str, value: o
     # stall of the harness voids a game): the broken copy is the line after them all.
     place = f"{records}:{len(lines) + 1}: not a game record"
 
-    shown = arbiter("show", str(records))
+    shown = invoke("show", str(records))
     assert shown.returncode == 0 and place in shown.stderr, shown.stderr
     assert len(shown.stdout.strip().splitlines()) == 2 + len(lines)  # two heading lines
-    rated = arbiter("ratings", str(records), "--json")
+    rated = invoke("ratings", str(records), "--json")
     assert rated.returncode == 0 and place in rated.stderr, rated.stderr
     assert json.loads(rated.stdout)["games"] == 4
     page = tmp_path / "r.html"
-    reported = arbiter("report", str(records), "-o", str(page))
+    reported = invoke("report", str(records), "-o", str(page))
     assert reported.returncode == 0 and place in reported.stderr, reported.stderr
     assert "4 rated games" in reported.stderr
     for command in (["ratings"], ["show"], ["report", "-o", str(tmp_path / "s.html")]):
-        strict = arbiter(*command, str(records), "--strict")
+        strict = invoke(*command, str(records), "--strict")
         assert strict.returncode == 2 and place in strict.stderr, (command, strict.stderr)
     assert records.read_bytes() == before
 
 
-def test_a_line_the_reader_accepts_can_be_shown_rated_and_replayed(tmp_path: Path) -> None:
-    records = _four_games(tmp_path)
+def test_a_line_the_reader_accepts_can_be_shown_rated_and_replayed(four_games: Path) -> None:
     for number in range(1, 5):
-        shown = arbiter("show", str(records), "--game", str(number))
+        shown = invoke("show", str(four_games), "--game", str(number))
         assert shown.returncode == 0, shown.stderr
         assert "Moves:" in shown.stdout
 
@@ -153,7 +163,7 @@ def test_a_line_the_reader_accepts_can_be_shown_rated_and_replayed(tmp_path: Pat
     ],
 )
 def test_non_finite_options_are_refused(args: list[str], option: str, value: str) -> None:
-    done = arbiter(*args, value)
+    done = invoke(*args, value)
     assert done.returncode == 2, done.stdout + done.stderr
     assert option in done.stderr and "Traceback" not in done.stderr
     assert "harness error" not in done.stdout + done.stderr
@@ -165,7 +175,7 @@ def test_non_finite_numbers_in_a_tournament_file_are_refused(tmp_path: Path, val
     file.write_text(f'[tournament]\nname = "t"\nengines = ["random", "skeleton"]\n'
                     f"margin = {value}\n")  # fmt: skip
     for command in (["tournament", "run"], ["tournament", "status"]):
-        done = arbiter(*command, str(file))
+        done = invoke(*command, str(file))
         assert done.returncode == 2, done.stderr
         assert "tournament.margin" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "t.sqlite").exists()
@@ -175,13 +185,13 @@ def test_non_finite_numbers_in_a_tournament_file_are_refused(tmp_path: Path, val
                                 "9" * 5000 + ":00+1", "st=1e400"],
                          ids=["base", "increment", "moves", "minutes", "per-move"])  # fmt: skip
 def test_time_controls_out_of_range_are_refused(tmp_path: Path, tc: str) -> None:
-    done = arbiter("match", "random", "skeleton", "--tc", tc, "-n", "1")
+    done = invoke("match", "random", "skeleton", "--tc", tc, "-n", "1")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "time" in done.stderr and "Started game" not in done.stderr
     book = tmp_path / "e.toml"
     book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
                     f'tc = "{tc}"\n')  # fmt: skip
-    done = arbiter("match", "--engines", str(book), "r", "r", "-n", "1")
+    done = invoke("match", "--engines", str(book), "r", "r", "-n", "1")
     assert done.returncode == 2 and "engines.r.tc" in done.stderr, done.stderr
     assert "Started game" not in done.stderr
 
@@ -194,7 +204,7 @@ def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str
     book = tmp_path / "e.toml"
     book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
                     f'name = "{bad}"\n')  # fmt: skip
-    done = arbiter("match", "--engines", str(book), "r", "random", "-n", "1", "-q")
+    done = invoke("match", "--engines", str(book), "r", "random", "-n", "1", "-q")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "engines.r.name" in done.stderr and "control character" in done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr
@@ -204,11 +214,11 @@ def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str
                     f'command = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
                     '[[engine]]\nname = "b"\n'
                     f'command = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n')  # fmt: skip
-    done = arbiter("tournament", "run", str(file))
+    done = invoke("tournament", "run", str(file))
     assert done.returncode == 2 and "control character" in done.stderr, done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr
     file.write_text(f'[tournament]\nname = "{bad}"\nengines = ["random", "skeleton"]\n')
-    done = arbiter("tournament", "status", str(file))
+    done = invoke("tournament", "status", str(file))
     assert done.returncode == 2 and "tournament.name" in done.stderr, done.stderr
 
 
@@ -258,7 +268,7 @@ def test_verbose_logs_to_stderr_and_a_log_never_overwrites_another_file(tmp_path
     assert "arbiter.runs.driver INFO game " in done.stderr
     store = tmp_path / "records.jsonl"
     store.write_text('{"schema": 1}\n')
-    done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",
-                   "--log", str(store))  # fmt: skip
+    done = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",
+                  "--log", str(store))  # fmt: skip
     assert done.returncode == 2 and "not a log" in done.stderr, done.stderr
     assert store.read_text() == '{"schema": 1}\n'

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from commands import invoke
+
 from arbiter.text import escape, name, terminal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,12 +72,12 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
     assert any("\x1b]0;pwned" in (r["evidence"]["stderr_tail"] if r.get("evidence") else "")
                for r in raw)  # fmt: skip
     for args in ([], ["--game", raw[0]["game_id"]]):
-        shown = arbiter("show", str(records), *args)
+        shown = invoke("show", str(records), *args)
         assert shown.returncode == 0, shown.stderr
         assert_safe(shown.stdout)
         assert "\\x1b]0;pwned" in shown.stdout or not args  # the listing has no evidence
     for extra in ([], ["--json"]):
-        checked = arbiter("check", hostile("crash"), *extra)
+        checked = invoke("check", hostile("crash"), *extra)
         assert checked.returncode == 1
         assert_safe(checked.stdout, human=not extra)
         assert_safe(checked.stderr)
@@ -90,6 +92,6 @@ def test_lone_surrogates_in_records_are_escaped(tmp_path: Path) -> None:
     records.write_text(json.dumps(record) + "\n")
     for args in (["show", str(records)], ["show", str(records), "--game", "m-1"],
                  ["ratings", str(records)]):  # fmt: skip
-        done = arbiter(*args)
+        done = invoke(*args)
         assert done.returncode == 0, done.stderr
         assert "a\\ud800" in done.stdout and "Traceback" not in done.stderr

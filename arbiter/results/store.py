@@ -919,6 +919,12 @@ class Store:
                             (program, script, name))  # fmt: skip
             self._set_meta("rebuilds", json.dumps(changes))
 
+    def integrity(self) -> list[str]:
+        """SQLite's own check of the whole file (pages, indexes): the problems it finds,
+        none for a sound file. What a crash (kill -9, a power loss) must never leave."""
+        found = [str(row[0]) for row in self._q("PRAGMA integrity_check")]
+        return [] if found == ["ok"] else found
+
     def engines(self) -> list[dict[str, Any]]:
         rows = self._q(
             "SELECT name, command, program_sha256, script_sha256, reply_name, reply_version"
