@@ -537,7 +537,8 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
     assert changed in refused.stderr
     assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
     wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
-    assert wrong.returncode == 2 and "--rebuilt names c, not an engine of this match" in wrong.stderr
+    assert wrong.returncode == 2
+    assert "--rebuilt names c, not an engine of this match" in wrong.stderr
     accepted = arbiter(*args, "--games", "4", "--rebuilt", "a")
     assert accepted.returncode == 0, accepted.stderr
     with Store.open_read(store) as reader:

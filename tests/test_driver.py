@@ -17,12 +17,12 @@ from fakes import FakeExecutor, Halt, Outcome, Refused, Script, Twice, Void, Win
 from arbiter.executors.jobs import GameJob
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, Stage, Termination
+from arbiter.results.score import MatchResult
 from arbiter.results.store import Store
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
 from arbiter.runs.driver import Driver, RunOutcome, VoidPolicy
 from arbiter.runs.run import Unheard
-from arbiter.results.score import MatchResult
 from arbiter.runs.schedule import ScheduledGame, match_games
 from arbiter.runs.tournament import load_tournament
 

@@ -22,11 +22,11 @@ import pytest
 import trio
 from processes import running
 
+from arbiter.engines.player import Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, open_engine
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
 from arbiter.executors.game_worker import GameWorker
 from arbiter.executors.jobs import ExecutorSettings, Finished, GameJob
-from arbiter.engines.player import Player
 from arbiter.games.referee import GameOutcome, GameSpec, Referee, RefereeConfig
 from arbiter.results.records import GameRecord, Termination
 from arbiter.rules import SWAP, Color, Game, Variant
