@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import trio
 
@@ -54,11 +54,11 @@ class Fault(Exception):
         super().__init__(detail)
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """An answer to `genmove`, as it came: `move` lower-cased (`RESIGN` for a
     resignation), or `refused` set when it is no move at all. The referee judges the
-    clock first, since a late answer loses on time whatever it says."""
+    clock first, since a late answer loses on time whatever it says. (A tuple: one is
+    made every ply.)"""
 
     move: str
     elapsed: float  # seconds from the last command written to the answer

@@ -241,6 +241,7 @@ class Referee:
                 pending[seat].append((color.letter, name))
             if move == SWAP:
                 owner = {Color.BLACK: 1, Color.WHITE: 0}
+        by_color = (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]])  # as told
         seat = 0
         while True:
             # One cancel scope serves a run of plies: entering a scope per ply was the
@@ -255,11 +256,7 @@ class Referee:
                     clock = clocks[seat]
                     budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
                     try:
-                        reply = await player.turn(
-                            pending[seat],
-                            (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]]),
-                            color, budget, scope,
-                        )  # fmt: skip
+                        reply = await player.turn(pending[seat], by_color, color, budget, scope)
                     except Fault as fault:
                         progress.started = progress.started or fault.started
                         raise _Fault(seat, fault) from fault
@@ -292,6 +289,7 @@ class Referee:
                     pending[1 - seat].append((color.letter, name))
                     if move == SWAP:
                         owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}
+                        by_color = (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]])
                     if game.winner is not None:
                         return seat, Termination.CONNECTION
             if scope.cancelled_caught:
