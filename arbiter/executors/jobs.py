@@ -112,6 +112,20 @@ def machine() -> tuple[str, str]:
             text.name(cpu or platform.processor() or platform.machine(), 100))
 
 
+WARM_ENGINES = 8  # engines a slot keeps running between games, by default
+WARM_MEMORY_MB = 8192  # their declared memory (limits.memory_mb), by default
+
+
+@dataclass(frozen=True)
+class WarmBudget:
+    """How many engines one slot keeps running between games, and how much of their
+    declared memory (`limits.memory_mb`; engines that declare none count nothing): an
+    8-engine pool stays warm on every slot of a developer machine by default."""
+
+    engines: int = WARM_ENGINES
+    memory_mb: int = WARM_MEMORY_MB
+
+
 @dataclass(frozen=True)
 class ExecutorSettings:
     """What every slot needs besides the jobs; picklable, sent once to each worker."""
@@ -119,7 +133,7 @@ class ExecutorSettings:
     engines: Mapping[str, EngineSpec]
     referee: RefereeConfig = field(default_factory=RefereeConfig)
     deadlines: Deadlines = field(default_factory=Deadlines)
-    engines_per_slot: int = 4
+    warm: WarmBudget = field(default_factory=WarmBudget)
 
 
 def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
