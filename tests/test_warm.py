@@ -35,8 +35,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_pool_starts_each_engine_at_most_once_per_slot(tmp_path: Path) -> None:
     engines = 6
-    path, log = logged_pool(tmp_path, engines,
-                            'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nseed = 3')  # fmt: skip
+    header = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nseed = 3'
+    path, log = logged_pool(tmp_path, engines, header)
     done = run("tournament", "run", str(path), "-q")
     assert done.returncode == 0, done.stderr
     starts = log.read_text().split("\n")[:-1]
