@@ -22,6 +22,7 @@ from arbiter.errors import EngineError
 from arbiter.executors.jobs import (
     Emit,
     EngineSeen,
+    EngineStarted,
     ExecutorSettings,
     Finished,
     GameJob,
@@ -73,6 +74,7 @@ class GameWorker:
         self.referee = Referee(settings.referee)
         self.engines: OrderedDict[str, Engine] = OrderedDict()  # least recently used first
         self._seen: set[str] = set()
+        self._pairing: dict[str, frozenset[str]] = {}  # kept confined engines: their pairing
 
     def names(self, keys: tuple[str, str], engines: Sequence[Engine | None] = (None, None)
               ) -> tuple[str, str]:  # fmt: skip
@@ -96,6 +98,10 @@ class GameWorker:
     async def play(self, job: GameJob, demand: Demand = _NONE) -> None:
         """Play one game. `demand` says how many pending games use an engine: when the
         budget forces one out to make room, the least wanted goes first."""
+        pairing = frozenset(job.engines)
+        for key, played in list(self._pairing.items()):
+            if played != pairing:  # a confined engine lasts one pairing's games at most
+                await self._close(key)
         engines: list[Engine | None] = [self.engines.get(k) for k in job.engines]
         for seat, key in enumerate(job.engines):
             if engines[seat] is not None:
@@ -127,13 +133,18 @@ class GameWorker:
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
             # running or wrote in its scratch folder reaches the next; an engine with
-            # limits too, so that they and the kernel's counters are per game.
+            # limits too, so that they and the kernel's counters are per game. Kept
+            # confined engines last the games of one pairing instead.
             spec = self.settings.engines[key]
-            if seat in outcome.faulty or spec.sandbox or spec.limits:
+            confined = bool(spec.sandbox or spec.limits)
+            if seat in outcome.faulty or (confined and not self.settings.keep_confined):
                 await self._close(key)
+            elif confined:
+                self._pairing[key] = pairing
 
     async def _start(self, key: str) -> Engine:
         spec = self.settings.engines[key]
+        launched = trio.current_time()
         try:
             engine = await start_engine(spec, self.nursery, self.settings.deadlines)
         except EngineError:
@@ -141,6 +152,7 @@ class GameWorker:
         except Exception as exc:
             raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
         self.engines[key] = engine
+        self.emit(EngineStarted(key, trio.current_time() - launched))
         log.debug("started engine %s (pid %d)", key, engine.process.pid)
         self.on_engine(key, engine, True)
         if key not in self._seen:
@@ -149,6 +161,7 @@ class GameWorker:
         return engine
 
     async def _close(self, key: str) -> None:
+        self._pairing.pop(key, None)
         engine = self.engines.pop(key, None)
         if engine is not None:
             self.on_engine(key, engine, False)

@@ -55,6 +55,15 @@ class EngineSeen:
 
 
 @dataclass(frozen=True)
+class EngineStarted:
+    """An engine process was started for a game, taking `seconds` from launch to a
+    finished handshake: what starting engines costs a run."""
+
+    key: str
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Unplayable:
     """The engines of this game cannot play its variant at all: a configuration error."""
 
@@ -69,7 +78,7 @@ class Abort:
     reason: str
 
 
-Event = Started | Finished | EngineSeen | Unplayable | Abort
+Event = Started | Finished | EngineSeen | EngineStarted | Unplayable | Abort
 Emit = Callable[[Event], None]
 
 
@@ -134,6 +143,9 @@ class ExecutorSettings:
     referee: RefereeConfig = field(default_factory=RefereeConfig)
     deadlines: Deadlines = field(default_factory=Deadlines)
     warm: WarmBudget = field(default_factory=WarmBudget)
+    # A confined engine (sandbox or limits) is a fresh process every game; True keeps
+    # it for the games of one pairing in a row, its limits then counting per pairing.
+    keep_confined: bool = False
 
 
 def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
