@@ -239,6 +239,7 @@ def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
 def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
                                                              local_cluster: str) -> None:
     from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.dispatch import LOOKAHEAD
     from arbiter.executors.jobs import ExecutorSettings
 
     path = write_tournament(tmp_path, "t", "rounds = 500", [bot("a"), bot("b")])
@@ -277,8 +278,9 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
     outcome = trio.run(main)
     assert stored and len(stored) == len(set(stored)) == 2 and not outcome.aborted
     # Of the 1000 games, only those in flight were ever taken from the schedule: the two
-    # stored, at most three more in flight, one waiting in the driver's hand.
-    assert pulled <= 2 + 3 + 1
+    # stored, at most three more in flight, the dispatcher's window read ahead of the
+    # workers, one waiting in the driver's hand.
+    assert pulled <= 2 + 3 + LOOKAHEAD + 1
 
 
 @needs_dask
@@ -286,7 +288,7 @@ def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
         tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from arbiter.executors import game_worker
 
-    async def broken(self: Any, job: GameJob) -> None:
+    async def broken(self: Any, job: GameJob, demand: Any = None) -> None:
         raise RuntimeError("the referee broke")
 
     # The in-process workers run this module's code: every game's task raises.
@@ -467,3 +469,19 @@ def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: 
     assert left == 2 and not outcome.aborted, outcome.aborted
     assert target.read_text() == "original\n"  # refused inside the sandbox on the worker
     assert games_stored(tmp_path / "t.sqlite") == 2
+
+
+@needs_dask
+def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: str) -> None:
+    from test_warm import logged_pool
+
+    engines = 4
+    path, log = logged_pool(tmp_path, engines, "rounds = 1\nsize = 7\nseed = 3")
+    outcome, left = _run(path, dask=local_cluster)
+    assert left == 12 and not outcome.aborted, outcome.aborted
+    starts = log.read_text().split("\n")[:-1]
+    # The preflight starts every engine once on each of the two workers; the games then
+    # start each engine at most once per worker (a task used to start both of its own).
+    assert len(starts) <= engines * 2 + engines * 2, Counter(starts)
+    # The run's end released the workers' engines: none of them outlives it.
+    assert wait_until(lambda: not _engine_children(os.getpid(), b"--name\0bot"), timeout=10)

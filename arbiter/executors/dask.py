@@ -54,7 +54,7 @@ import trio
 from arbiter import logs
 from arbiter.engines import reaper
 from arbiter.errors import ConfigError
-from arbiter.executors.game_worker import hosted
+from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.jobs import (
     Abort,
     Emit,
@@ -69,6 +69,7 @@ from arbiter.executors.jobs import (
     void_record,
 )
 from arbiter.executors.preflight import preflight
+from arbiter.executors.resident import release_all, resident
 from arbiter.results.records import Evidence, Stage, Termination
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
@@ -106,6 +107,7 @@ class TaskResult:
     events: tuple[Event, ...]
     worker: str  # the Dask worker's address
     host: str
+    warm: frozenset[str] = frozenset()  # the engines its thread holds warm afterwards
 
 
 @dataclass(frozen=True)
@@ -129,17 +131,13 @@ def _where() -> tuple[str, str]:
     return get_worker().address, machine()[0]
 
 
-def play_game(settings: ExecutorSettings, job: GameJob, driver: str) -> TaskResult:
-    """The task: play one game on this worker, in its own trio loop."""
+def play_game(settings: ExecutorSettings, job: GameJob, driver: str, run: str,
+              demand: dict[str, int]) -> TaskResult:  # fmt: skip
+    """The task: play one game on this worker's resident game worker, whose engines stay
+    warm for the next task on this thread (`arbiter.executors.resident`)."""
     _guard(driver)
     worker, host = _where()
-    events: list[Event] = []
-
-    async def play() -> None:
-        async with hosted(settings, events.append) as worker:
-            await worker.play(job)
-
-    trio.run(play)
+    events, warm = resident().play(run, settings, job, demand)
     # A set-up failure may be this worker's alone: its record says where it happened.
     said = tuple(
         Finished(e.number, replace(e.record, reason=f"{e.record.reason} (on Dask worker"
@@ -147,7 +145,12 @@ def play_game(settings: ExecutorSettings, job: GameJob, driver: str) -> TaskResu
         if isinstance(e, Finished) and e.record.termination is Termination.SETUP else e
         for e in events
     )  # fmt: skip
-    return TaskResult(said, worker, host)
+    return TaskResult(said, worker, host, warm)
+
+
+def release_engines(run: str) -> int:
+    """Run on every worker when a run ends: its residents close their engines."""
+    return release_all(run)
 
 
 def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,
@@ -205,6 +208,9 @@ class DaskExecutor:
         self._threads: dict[str, int] = {}
         self._threads_at = -math.inf
         self._inflight = 0
+        self._load: Counter[str] = Counter()  # games sent to each worker, not yet back
+        self._warm: dict[str, frozenset[str]] = {}  # engines each worker holds warm
+        self._run = os.urandom(8).hex()  # this run, as the workers' residents know it
         self._room = trio.Event()
         self._abandoned: list[Future[Any]] = []
 
@@ -273,6 +279,11 @@ class DaskExecutor:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             if abandoned:
                 await trio.to_thread.run_sync(client.cancel, abandoned, abandon_on_cancel=True)
+            if self._warm:
+                # The run is over: the workers' warm engines go now, not when idle.
+                with trio.move_on_after(CLOSE_TIMEOUT / 2), contextlib.suppress(Exception):
+                    await trio.to_thread.run_sync(
+                        lambda: client.run(release_engines, self._run), abandon_on_cancel=True)
             await trio.to_thread.run_sync(client.close, abandon_on_cancel=True)
 
     # ---------------------------------------------------------------- preflight
@@ -369,27 +380,41 @@ class DaskExecutor:
     # --------------------------------------------------------------------- run
 
     async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+        """Send games as workers have room, each to the worker whose warm engines suit
+        it best (a preference the scheduler drops when that worker leaves)."""
         client = await self._connect()
         for seen in self._preflight_seen:
             self._report(seen, emit)
         token = trio.lowlevel.current_trio_token()
-        async with jobs, trio.open_nursery() as nursery:
+        dispatcher = Dispatcher(jobs, await self._limit(client))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(dispatcher.fill)
             while True:
                 while self._inflight >= await self._limit(client):
                     await self._room.wait()
                     self._room = trio.Event()
-                try:
-                    job = await jobs.receive()
-                except trio.EndOfChannel:
-                    break
                 workers = await self._workers(client)
+                target = self._freest(workers)
+                job = await dispatcher.take(self._warm.get(target, frozenset()))
+                if job is None:
+                    break
                 allowed = self._allowed(job, workers)
                 if allowed == []:
                     bad = next(k for k in job.engines if self._bad.get(k))
                     emit(Abort(self._nowhere(bad)))
+                    nursery.cancel_scope.cancel()
                     return
+                if allowed is not None and target not in allowed:
+                    target = self._freest({w: workers[w] for w in allowed})
+                demand = {k: dispatcher.demand.get(k, 0) for k in self._warm.get(target, ())}
                 self._inflight += 1
-                nursery.start_soon(self._game, client, token, job, allowed, emit)
+                self._load[target] += 1
+                nursery.start_soon(self._game, client, token, job, allowed, target, demand,
+                                   emit)  # fmt: skip
+
+    def _freest(self, workers: Mapping[str, int]) -> str:
+        """The worker with the most threads free (by the games sent to it), "" if none."""
+        return max(workers, key=lambda w: (workers[w] - self._load[w], w), default="")
 
     def _key(self, job: GameJob) -> str:
         """The game id, its attempt (a replay after a void game is a new task) and a
@@ -401,15 +426,21 @@ class DaskExecutor:
         return f"arbiter-game-{job.spec.game_id}-{attempt}-{digest}"
 
     async def _game(self, client: Client, token: trio.lowlevel.TrioToken, job: GameJob,
-                    allowed: list[str] | None, emit: Emit) -> None:  # fmt: skip
-        future = client.submit(play_game, self.settings, job, _PROCESS, key=self._key(job),
-                               workers=allowed, allow_other_workers=False, retries=0)  # fmt: skip
+                    allowed: list[str] | None, target: str, demand: dict[str, int],
+                    emit: Emit) -> None:  # fmt: skip
+        # Restricted to the workers that can start both engines, else a preference for
+        # the one holding them warm, which the scheduler drops if it leaves.
+        where = allowed if allowed is not None else [target] if target else None
+        future = client.submit(play_game, self.settings, job, _PROCESS, self._run, demand,
+                               key=self._key(job), workers=where,
+                               allow_other_workers=allowed is None, retries=0)  # fmt: skip
         settled = False
         try:
             status, value = await _settled(future, token)
             settled = True
         finally:
             self._inflight -= 1
+            self._load[target] -= 1
             self._room.set()
             if not settled:
                 self._abandoned.append(future)  # cancelled at close
@@ -443,6 +474,7 @@ class DaskExecutor:
             emit(event)
 
     def _deliver(self, job: GameJob, result: TaskResult, emit: Emit) -> None:
+        self._warm[result.worker] = result.warm
         for event in result.events:
             if isinstance(event, EngineSeen):
                 self._report(event, emit)

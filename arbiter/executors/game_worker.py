@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import trio
@@ -22,6 +22,7 @@ from arbiter.errors import EngineError
 from arbiter.executors.jobs import (
     Emit,
     EngineSeen,
+    EngineStarted,
     ExecutorSettings,
     Finished,
     GameJob,
@@ -36,7 +37,10 @@ from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 
 log = logging.getLogger(__name__)
 
-EngineHook = Callable[[Engine, bool], None]  # up: started, else closing
+_NONE: Mapping[str, int] = {}  # no pending games known: the least recently used goes first
+
+EngineHook = Callable[[str, Engine, bool], None]  # key, engine, up: started, else closing
+Demand = Mapping[str, int]  # pending games that use an engine, by its key (absent: none)
 
 
 @asynccontextmanager
@@ -61,15 +65,16 @@ class GameWorker:
         nursery: trio.Nursery,
         emit: Emit,
         *,
-        on_engine: Callable[[Engine, bool], None] | None = None,
+        on_engine: EngineHook | None = None,
     ) -> None:
         self.settings = settings
         self.nursery = nursery
         self.emit = emit
-        self.on_engine = on_engine or (lambda engine, up: None)  # up: started, else closing
+        self.on_engine = on_engine or (lambda key, engine, up: None)
         self.referee = Referee(settings.referee)
         self.engines: OrderedDict[str, Engine] = OrderedDict()  # least recently used first
         self._seen: set[str] = set()
+        self._pairing: dict[str, frozenset[str]] = {}  # kept confined engines: their pairing
 
     def names(self, keys: tuple[str, str], engines: Sequence[Engine | None] = (None, None)
               ) -> tuple[str, str]:  # fmt: skip
@@ -85,12 +90,24 @@ class GameWorker:
         by_seat = {ordered[k]: named[k] for k in range(2)}
         return by_seat[0], by_seat[1]
 
-    async def play(self, job: GameJob) -> None:
+    @property
+    def warm(self) -> frozenset[str]:
+        """The engines this worker holds running: what the next game should use."""
+        return frozenset(self.engines)
+
+    async def play(self, job: GameJob, demand: Demand = _NONE) -> None:
+        """Play one game. `demand` says how many pending games use an engine: when the
+        budget forces one out to make room, the least wanted goes first."""
+        pairing = frozenset(job.engines)
+        for key, played in list(self._pairing.items()):
+            if played != pairing:  # a confined engine lasts one pairing's games at most
+                await self._close(key)
         engines: list[Engine | None] = [self.engines.get(k) for k in job.engines]
         for seat, key in enumerate(job.engines):
             if engines[seat] is not None:
                 self.engines.move_to_end(key)
                 continue
+            await self._make_room(key, job.engines, demand)
             try:
                 engine = await self._start(key)
             except EngineError as exc:
@@ -116,14 +133,18 @@ class GameWorker:
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
             # running or wrote in its scratch folder reaches the next; an engine with
-            # limits too, so that they and the kernel's counters are per game.
+            # limits too, so that they and the kernel's counters are per game. Kept
+            # confined engines last the games of one pairing instead.
             spec = self.settings.engines[key]
-            if seat in outcome.faulty or spec.sandbox or spec.limits:
+            confined = bool(spec.sandbox or spec.limits)
+            if seat in outcome.faulty or (confined and not self.settings.keep_confined):
                 await self._close(key)
-        await self._trim()
+            elif confined:
+                self._pairing[key] = pairing
 
     async def _start(self, key: str) -> Engine:
         spec = self.settings.engines[key]
+        launched = trio.current_time()
         try:
             engine = await start_engine(spec, self.nursery, self.settings.deadlines)
         except EngineError:
@@ -131,22 +152,40 @@ class GameWorker:
         except Exception as exc:
             raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
         self.engines[key] = engine
+        self.emit(EngineStarted(key, trio.current_time() - launched))
         log.debug("started engine %s (pid %d)", key, engine.process.pid)
-        self.on_engine(engine, True)
+        self.on_engine(key, engine, True)
         if key not in self._seen:
             self._seen.add(key)
             self.emit(EngineSeen(key, engine.info))
         return engine
 
     async def _close(self, key: str) -> None:
+        self._pairing.pop(key, None)
         engine = self.engines.pop(key, None)
         if engine is not None:
-            self.on_engine(engine, False)
+            self.on_engine(key, engine, False)
             await engine.aclose()
 
-    async def _trim(self) -> None:
-        while len(self.engines) > max(2, self.settings.engines_per_slot):
-            await self._close(next(iter(self.engines)))
+    def _memory_mb(self, key: str) -> int:
+        limits = self.settings.engines[key].limits
+        return (limits.memory_mb or 0) if limits is not None else 0
+
+    async def _make_room(self, key: str, keep: tuple[str, str], demand: Demand) -> None:
+        """Close engines until `key` fits the budget, the least wanted by the pending games
+        first (the least recently used among equals); the game's own engines stay."""
+        budget = self.settings.warm
+        need = self._memory_mb(key)
+        while True:
+            used = sum(self._memory_mb(k) for k in self.engines)
+            if len(self.engines) < max(2, budget.engines) and (
+                    not need or used + need <= budget.memory_mb):  # fmt: skip
+                return
+            spare = [k for k in self.engines if k not in keep]  # least recently used first
+            if not spare:
+                return  # a game's two engines always fit
+            order = {k: i for i, k in enumerate(spare)}
+            await self._close(min(spare, key=lambda k: (demand.get(k, 0), order[k])))
 
     async def aclose(self) -> None:
         for key in list(self.engines):

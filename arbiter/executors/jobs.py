@@ -55,6 +55,15 @@ class EngineSeen:
 
 
 @dataclass(frozen=True)
+class EngineStarted:
+    """An engine process was started for a game, taking `seconds` from launch to a
+    finished handshake: what starting engines costs a run."""
+
+    key: str
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Unplayable:
     """The engines of this game cannot play its variant at all: a configuration error."""
 
@@ -69,7 +78,7 @@ class Abort:
     reason: str
 
 
-Event = Started | Finished | EngineSeen | Unplayable | Abort
+Event = Started | Finished | EngineSeen | EngineStarted | Unplayable | Abort
 Emit = Callable[[Event], None]
 
 
@@ -115,6 +124,20 @@ def machine() -> tuple[str, str]:
             text.name(cpu or platform.processor() or platform.machine(), 100))
 
 
+WARM_ENGINES = 8  # engines a slot keeps running between games, by default
+WARM_MEMORY_MB = 8192  # their declared memory (limits.memory_mb), by default
+
+
+@dataclass(frozen=True)
+class WarmBudget:
+    """How many engines one slot keeps running between games, and how much of their
+    declared memory (`limits.memory_mb`; engines that declare none count nothing): an
+    8-engine pool stays warm on every slot of a developer machine by default."""
+
+    engines: int = WARM_ENGINES
+    memory_mb: int = WARM_MEMORY_MB
+
+
 @dataclass(frozen=True)
 class ExecutorSettings:
     """What every slot needs besides the jobs; picklable, sent once to each worker."""
@@ -122,7 +145,10 @@ class ExecutorSettings:
     engines: Mapping[str, EngineSpec]
     referee: RefereeConfig = field(default_factory=RefereeConfig)
     deadlines: Deadlines = field(default_factory=Deadlines)
-    engines_per_slot: int = 4
+    warm: WarmBudget = field(default_factory=WarmBudget)
+    # A confined engine (sandbox or limits) is a fresh process every game; True keeps
+    # it for the games of one pairing in a row, its limits then counting per pairing.
+    keep_confined: bool = False
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from arbiter.engines import reaper
+from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.game_worker import hosted
 from arbiter.executors.jobs import (
     Emit,
@@ -28,7 +29,7 @@ from arbiter.executors.jobs import (
     Unplayable,
     void_record,
 )
-from arbiter.executors.pool import EngineGroup, WorkerProcess
+from arbiter.executors.pool import Assignment, EngineGroup, WorkerProcess
 from arbiter.executors.preflight import preflight
 from arbiter.results.records import Termination
 from arbiter.rules import Variant
@@ -55,57 +56,66 @@ class LocalExecutor:
         pass
 
     async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
-        """Play jobs until the channel is closed and drained."""
+        """Play jobs until the channel is closed and drained, each slot taking the game
+        its warm engines suit best (`arbiter.executors.dispatch`)."""
         slot = self._process_slot if self.processes else self._local_slot
-        async with jobs, trio.open_nursery() as nursery:
-            for _ in range(self.concurrency):
-                nursery.start_soon(slot, jobs.clone(), emit)
+        dispatcher = Dispatcher(jobs, self.concurrency)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(dispatcher.fill)
+            async with trio.open_nursery() as slots:
+                for _ in range(self.concurrency):
+                    slots.start_soon(slot, dispatcher, emit)
+            nursery.cancel_scope.cancel()  # every slot is done: nothing more will be taken
 
-    async def _local_slot(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
-        async with jobs, hosted(self.settings, emit) as worker:
-            async for job in jobs:
-                await worker.play(job)
+    async def _local_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
+        async with hosted(self.settings, emit) as worker:
+            while (job := await dispatcher.take(worker.warm)) is not None:
+                await worker.play(job, dispatcher.demand)
 
-    async def _process_slot(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+    async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
         names: dict[str, str] = {}  # display names by engine key, as last reported
-        async with jobs:
-            while True:
-                process = await WorkerProcess.start(self.settings)
-                groups: set[int] = set()  # the worker's engines, killed here if it dies
-                try:
-                    async for job in jobs:
-                        try:
-                            await self._remote_game(process, job, emit, groups, names)
-                        except (EOFError, trio.BrokenResourceError) as exc:
-                            log.error("the worker process (pid %d) running game %s died: %r",
-                                      process.process.pid, job.spec.game_id, exc)
-                            seats = (names.get(job.engines[0], job.engines[0]),
-                                     names.get(job.engines[1], job.engines[1]))  # fmt: skip
-                            emit(Finished(job.number, void_record(
-                                job.spec, seats, Termination.HARNESS,
-                                f"the worker process running this game died ({type(exc).__name__})",
-                            )))  # fmt: skip
-                            break
-                    else:
-                        return
-                finally:
-                    await process.aclose()
-                    # A worker that exited cleanly shut its own engines down (their groups
-                    # may be reused by now); one that died left them to us.
-                    if process.process.returncode != 0:
-                        for pgid in groups:
-                            with contextlib.suppress(ProcessLookupError, PermissionError):
-                                os.killpg(pgid, signal.SIGKILL)
-                        reaper.reap_orphans()  # what its engines left behind came to us
+        while True:
+            process = await WorkerProcess.start(self.settings)
+            groups: dict[int, str] = {}  # its engines by group, killed here if it dies
+            try:
+                while (job := await dispatcher.take(groups.values())) is not None:
+                    try:
+                        await self._remote_game(process, job, dispatcher, emit, groups, names)
+                    except (EOFError, trio.BrokenResourceError) as exc:
+                        log.error("the worker process (pid %d) running game %s died: %r",
+                                  process.process.pid, job.spec.game_id, exc)
+                        seats = (names.get(job.engines[0], job.engines[0]),
+                                 names.get(job.engines[1], job.engines[1]))  # fmt: skip
+                        emit(Finished(job.number, void_record(
+                            job.spec, seats, Termination.HARNESS,
+                            f"the worker process running this game died ({type(exc).__name__})",
+                        )))  # fmt: skip
+                        break
+                else:
+                    return
+            finally:
+                await process.aclose()
+                # A worker that exited cleanly shut its own engines down (their groups
+                # may be reused by now); one that died left them to us.
+                if process.process.returncode != 0:
+                    for pgid in groups:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pgid, signal.SIGKILL)
+                    reaper.reap_orphans()  # what its engines left behind came to us
 
     @staticmethod
-    async def _remote_game(process: WorkerProcess, job: GameJob, emit: Emit, groups: set[int],
-                           names: dict[str, str]) -> None:  # fmt: skip
-        await process.channel.send(job)
+    async def _remote_game(process: WorkerProcess, job: GameJob, dispatcher: Dispatcher,
+                           emit: Emit, groups: dict[int, str], names: dict[str, str],
+                           ) -> None:  # fmt: skip
+        demand = {key: dispatcher.demand.get(key, 0) for key in set(groups.values())}
+        await process.channel.send(Assignment(job, demand))
         while True:
             message = await process.channel.receive()
             if isinstance(message, EngineGroup):
-                (groups.add if message.up else groups.discard)(message.pgid)
+                if message.up:
+                    groups[message.pgid] = message.key
+                else:
+                    groups.pop(message.pgid, None)
                 continue
             if isinstance(message, Started):
                 names[job.engines[0]], names[job.engines[1]] = message.seat1, message.seat2

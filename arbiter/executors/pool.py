@@ -26,10 +26,21 @@ from arbiter.executors.jobs import ExecutorSettings, GameJob
 
 @dataclass(frozen=True)
 class EngineGroup:
-    """Worker to driver: an engine's process group came up or is going away."""
+    """Worker to driver: an engine's process group came up or is going away (so that the
+    driver can kill a dead worker's engines, and knows which engines it holds warm)."""
 
     pgid: int
     up: bool
+    key: str
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Driver to worker: a game, and how many pending games use each engine (what
+    keeping one warm is worth when the worker must make room)."""
+
+    job: GameJob
+    demand: dict[str, int]
 
 
 async def worker_main() -> None:
@@ -41,27 +52,27 @@ async def worker_main() -> None:
     os.dup2(devnull, 1)
     reaper.guard()
     settings: ExecutorSettings = await channel.receive()
-    send, receive = trio.open_memory_channel[GameJob](math.inf)
+    send, receive = trio.open_memory_channel[Assignment](math.inf)
 
-    def on_engine(engine: Engine, up: bool) -> None:
-        channel.send_nowait(EngineGroup(engine.process.pid, up))
+    def on_engine(key: str, engine: Engine, up: bool) -> None:
+        channel.send_nowait(EngineGroup(engine.process.pid, up, key))
 
     async def play_all() -> None:
         async with hosted(settings, channel.send_nowait, on_engine=on_engine) as worker:
-            async for job in receive:
-                await worker.play(job)
+            async for assignment in receive:
+                await worker.play(assignment.job, assignment.demand)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(channel.flush_forever)
         nursery.start_soon(play_all)
         while True:
             try:
-                job = await channel.receive()
+                message = await channel.receive()
             except EOFError:
-                job = None
-            if job is None:
+                message = None
+            if message is None:
                 break
-            send.send_nowait(job)
+            send.send_nowait(message)
         nursery.cancel_scope.cancel()
 
 
