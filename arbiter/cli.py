@@ -139,11 +139,20 @@ def handle_errors(func: F) -> F:
 def log_options(func: F) -> F:
     """`--log FILE` and `-v` for the commands that play games (see arbiter.logs)."""
 
-    @click.option("--log", "log_file", type=click.Path(dir_okay=False), default=None,
-                  help="Append the harness's own log (every level, tracebacks of harness"
-                       " faults) to this file.")
-    @click.option("--verbose", "-v", count=True,
-                  help="Log to stderr: -v for what happens, -vv for every detail.")
+    @click.option(
+        "--log",
+        "log_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Append the harness's own log (every level, tracebacks of harness"
+        " faults) to this file.",
+    )
+    @click.option(
+        "--verbose",
+        "-v",
+        count=True,
+        help="Log to stderr: -v for what happens, -vv for every detail.",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, log_file: str | None, verbose: int, **kwargs: Any) -> Any:
         try:
@@ -178,48 +187,108 @@ def _engines(engines_file: str | None) -> EnginesFile | None:
 @main.command()
 @click.argument("engine1")
 @click.argument("engine2")
-@click.option("--engines", "engines_file", type=click.Path(dir_okay=False),
-              help="TOML file defining engines by name.")
-@click.option("--games", "-n", default=2, show_default=True, type=click.IntRange(1),
-              help="Games to play; consecutive games swap seats (an even number balances"
-                   " them).")
-@click.option("--tc", "tcs", multiple=True, metavar="TC",
-              help="Time control: BASE+INC seconds (10+0.1), MOVES/BASE+INC (40/60+0.5: BASE"
-                   " again every 40 moves), st=S (S seconds per move) or inf. Give it twice"
-                   " for one per engine, in ENGINE1, ENGINE2 order.  [default: 10+0.1]")
-@click.option("--size", type=int, default=None, help="Board size (Atoll: 7, 11, 15, 19, 23;"
-              " Hex: 2-26).  [default: 11]")
-@click.option("--islands", type=click.Choice(["8", "4"]), default="8", show_default=True,
-              help="8 for Atoll, 4 for Hex.")
+@click.option(
+    "--engines",
+    "engines_file",
+    type=click.Path(dir_okay=False),
+    help="TOML file defining engines by name.",
+)
+@click.option(
+    "--games",
+    "-n",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Games to play; consecutive games swap seats (an even number balances them).",
+)
+@click.option(
+    "--tc",
+    "tcs",
+    multiple=True,
+    metavar="TC",
+    help="Time control: BASE+INC seconds (10+0.1), MOVES/BASE+INC (40/60+0.5: BASE"
+    " again every 40 moves), st=S (S seconds per move) or inf. Give it twice"
+    " for one per engine, in ENGINE1, ENGINE2 order.  [default: 10+0.1]",
+)
+@click.option(
+    "--size",
+    type=int,
+    default=None,
+    help="Board size (Atoll: 7, 11, 15, 19, 23; Hex: 2-26).  [default: 11]",
+)
+@click.option(
+    "--islands",
+    type=click.Choice(["8", "4"]),
+    default="8",
+    show_default=True,
+    help="8 for Atoll, 4 for Hex.",
+)
 @click.option("--pie/--no-pie", default=True, show_default=True, help="Allow the swap on move 2.")
-@click.option("--concurrency", "-c", default=None, type=click.IntRange(1, MAX_CONCURRENCY),
-              help=f"Games played at once (at most {MAX_CONCURRENCY}; with --dask, games in"
-                   " flight, default twice the workers' threads).  [default: 1]")
-@click.option("--records", type=click.Path(dir_okay=False),
-              help="Append one JSON line per game to this file.")
-@click.option("--store", "store_file", type=click.Path(dir_okay=False), default=None,
-              help="Record the games in this results store (SQLite, as a tournament's);"
-                   " the same match run again resumes it: only the games not stored are"
-                   " played, and changed conditions are refused.")
-@click.option("--fresh", is_flag=True,
-              help="With --store: start a new store; the old one is kept under a dated name.")
-@click.option("--rebuilt", multiple=True, metavar="NAME",
-              help="With --store: accept that this engine's program changed since the store"
-                   " was started, as the same engine (the store records it). Repeatable.")
-@click.option("--dask", "dask", default=None, metavar="tcp://HOST:PORT",
-              help="Play the games on the workers of this Dask scheduler (default: this"
-                   " machine).")
-@click.option("--seed", type=int, default=None,
-              help="Recorded with each game (per-game seeds derive from it); engines do not"
-                   " receive it.")
-@click.option("--margin", type=FiniteFloat(0, 60), default=0.1, show_default=True,
-              help="Seconds an engine may overrun its clock before losing on time.")
-@click.option("--sprt", default=None, metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
-              help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
-                   " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
-                   " it plays).")
-@click.option("--sandbox", is_flag=True,
-              help="Run both engines under bubblewrap (see the README on untrusted bots).")
+@click.option(
+    "--concurrency",
+    "-c",
+    default=None,
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    help=f"Games played at once (at most {MAX_CONCURRENCY}; with --dask, games in"
+    " flight, default twice the workers' threads).  [default: 1]",
+)
+@click.option(
+    "--records", type=click.Path(dir_okay=False), help="Append one JSON line per game to this file."
+)
+@click.option(
+    "--store",
+    "store_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Record the games in this results store (SQLite, as a tournament's);"
+    " the same match run again resumes it: only the games not stored are"
+    " played, and changed conditions are refused.",
+)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="With --store: start a new store; the old one is kept under a dated name.",
+)
+@click.option(
+    "--rebuilt",
+    multiple=True,
+    metavar="NAME",
+    help="With --store: accept that this engine's program changed since the store"
+    " was started, as the same engine (the store records it). Repeatable.",
+)
+@click.option(
+    "--dask",
+    "dask",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Play the games on the workers of this Dask scheduler (default: this machine).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Recorded with each game (per-game seeds derive from it); engines do not receive it.",
+)
+@click.option(
+    "--margin",
+    type=FiniteFloat(0, 60),
+    default=0.1,
+    show_default=True,
+    help="Seconds an engine may overrun its clock before losing on time.",
+)
+@click.option(
+    "--sprt",
+    default=None,
+    metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
+    help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
+    " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
+    " it plays).",
+)
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Run both engines under bubblewrap (see the README on untrusted bots).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @log_options
@@ -257,8 +326,7 @@ def match(
         check_address(dask, "--dask")
     known = _engines(engines_file)
     here = dask is None  # on a cluster, the workers' preflight checks the engines
-    specs = (resolve_engine(engine1, known, local=here), resolve_engine(engine2, known,
-                                                                        local=here))
+    specs = (resolve_engine(engine1, known, local=here), resolve_engine(engine2, known, local=here))
     if len(tcs) > 2:
         raise ConfigError("--tc given more than twice", hint="one for both, or one per engine")
     parsed = [TimeControl.parse(t) for t in tcs]
@@ -316,7 +384,8 @@ def match(
         except KeyboardInterrupt:
             progress.close()
             runner.result.aborted = "interrupted; games in flight were not recorded" + (
-                " and are played when the match is run again" if store else "")
+                " and are played when the match is run again" if store else ""
+            )
             summary()  # the score of the games finished, as recorded
             raise
         finally:
@@ -356,13 +425,23 @@ def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
 
 @main.command()
 @click.argument("records", type=click.Path(dir_okay=False))
-@click.option("--game", "game_id", default=None,
-              help="Game id, a unique prefix of one, or a number: the game number in a file"
-                   " of one match, else the number in the listing (default: list the games).")
-@click.option("--ply", type=click.IntRange(0), default=None,
-              help="Show the position after this many plies.")
-@click.option("--svg", "svg", type=click.Path(dir_okay=False), default=None,
-              help="Write the position as a standalone SVG picture to this file.")
+@click.option(
+    "--game",
+    "game_id",
+    default=None,
+    help="Game id, a unique prefix of one, or a number: the game number in a file"
+    " of one match, else the number in the listing (default: list the games).",
+)
+@click.option(
+    "--ply", type=click.IntRange(0), default=None, help="Show the position after this many plies."
+)
+@click.option(
+    "--svg",
+    "svg",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the position as a standalone SVG picture to this file.",
+)
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
@@ -375,8 +454,11 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
     for problem in bad:
         say(f"skipped {problem}", err=True)
     if not games:
-        raise ConfigError("the file holds no games", where=records,
-                          hint="records files are written by 'arbiter match --records'")
+        raise ConfigError(
+            "the file holds no games",
+            where=records,
+            hint="records files are written by 'arbiter match --records'",
+        )
     if game_id is None and ply is None and svg is None:
         for line in list_games(games):
             say(line)
@@ -422,8 +504,9 @@ def _write_whole(path: str, text: str, kinds: tuple[bytes, ...]) -> None:
         os.replace(temporary, target)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write: {exc.strerror}", where=path,
-                          hint="choose a writable path") from exc
+        raise ConfigError(
+            f"cannot write: {exc.strerror}", where=path, hint="choose a writable path"
+        ) from exc
 
 
 def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
@@ -447,21 +530,39 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
     if prefixed:
         raise ConfigError(f"{len(prefixed)} games start with {game_id!r}", where=where,
                           hint="give more of the id")  # fmt: skip
-    raise ConfigError(f"no game {game_id!r}", where=where,
-                      hint=f"give an id, a prefix or a number; ids here: {sample}")
+    raise ConfigError(
+        f"no game {game_id!r}",
+        where=where,
+        hint=f"give an id, a prefix or a number; ids here: {sample}",
+    )
 
 
 @main.command()
 @click.argument("engine")
-@click.option("--engines", "engines_file", type=click.Path(dir_okay=False),
-              help="TOML file defining engines by name.")
+@click.option(
+    "--engines",
+    "engines_file",
+    type=click.Path(dir_okay=False),
+    help="TOML file defining engines by name.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-@click.option("--timeout", type=FiniteFloat(0, 3600, min_open=True), default=10.0,
-              show_default=True, help="Seconds allowed for each answer.")
-@click.option("--seed", type=int, default=1, show_default=True,
-              help="Chooses the test positions (the same seed, the same positions).")
-@click.option("--sandbox", is_flag=True, help="Check it under bubblewrap, as a sandboxed"
-              " tournament runs it.")
+@click.option(
+    "--timeout",
+    type=FiniteFloat(0, 3600, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds allowed for each answer.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Chooses the test positions (the same seed, the same positions).",
+)
+@click.option(
+    "--sandbox", is_flag=True, help="Check it under bubblewrap, as a sandboxed tournament runs it."
+)
 @log_options
 @handle_errors
 def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
@@ -538,20 +639,40 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
 
 @tournament.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--fresh", is_flag=True,
-              help="Start a new store; the old one is kept under a dated name.")
-@click.option("--concurrency", "-c", type=click.IntRange(1, MAX_CONCURRENCY), default=None,
-              help="Games played at once (default: the file's concurrency; with --dask,"
-                   " games in flight, default twice the workers' threads).")
-@click.option("--dask", "dask", default=None, metavar="tcp://HOST:PORT",
-              help="Play the games on the workers of this Dask scheduler (default: the"
-                   " file's dask key, else this machine).")
-@click.option("--every", type=click.IntRange(0), default=10, show_default=True,
-              help="Print the standings every N games (0: only at the end).")
+@click.option(
+    "--fresh", is_flag=True, help="Start a new store; the old one is kept under a dated name."
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    default=None,
+    help="Games played at once (default: the file's concurrency; with --dask,"
+    " games in flight, default twice the workers' threads).",
+)
+@click.option(
+    "--dask",
+    "dask",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Play the games on the workers of this Dask scheduler (default: the"
+    " file's dask key, else this machine).",
+)
+@click.option(
+    "--every",
+    type=click.IntRange(0),
+    default=10,
+    show_default=True,
+    help="Print the standings every N games (0: only at the end).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
-@click.option("--rebuilt", multiple=True, metavar="ENGINE",
-              help="Accept that this engine's program changed since the store was started,"
-                   " as the same engine (the store records it). Repeatable.")
+@click.option(
+    "--rebuilt",
+    multiple=True,
+    metavar="ENGINE",
+    help="Accept that this engine's program changed since the store was started,"
+    " as the same engine (the store records it). Repeatable.",
+)
 @log_options
 @handle_errors
 def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | None,
@@ -580,8 +701,12 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
             say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store, rebuilt)
         plan = t.plan(store)
-        executor = open_executor(plan, concurrency=concurrency, dask=dask or t.dask,
-                                 where="--dask" if dask else f"{t.path}: tournament.dask")
+        executor = open_executor(
+            plan,
+            concurrency=concurrency,
+            dask=dask or t.dask,
+            where="--dask" if dask else f"{t.path}: tournament.dask",
+        )
         progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
                                       done=t.total - plan.left, every=every,
                                       quiet=quiet)  # fmt: skip
@@ -616,8 +741,11 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 @tournament.command("status")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--by-host", is_flag=True,
-              help="Also the standings of each host's games alone (a slow node shows up).")
+@click.option(
+    "--by-host",
+    is_flag=True,
+    help="Also the standings of each host's games alone (a slow node shows up).",
+)
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
 def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> None:
@@ -696,9 +824,14 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
 
 @tournament.command("export")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--records", "out", required=True, type=click.Path(dir_okay=False),
-              help="Write every stored game to this JSON Lines file (void attempts too);"
-                   " a device or pipe (/dev/stdout, a FIFO) is streamed to.")
+@click.option(
+    "--records",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Write every stored game to this JSON Lines file (void attempts too);"
+    " a device or pipe (/dev/stdout, a FIFO) is streamed to.",
+)
 @click.option("--force", is_flag=True, help="Replace the records file if it exists.")
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
@@ -741,14 +874,28 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
 
 @main.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--prior", type=FiniteFloat(0), default=None,
-              help="Virtual games per engine, scored 50% against the pool mean, that keep"
-                   " all-win and all-loss engines finite; 0 is plain maximum likelihood."
-                   "  [default: 2]")
-@click.option("--anchor", default=None, metavar="NAME=ELO",
-              help="Give this engine this rating (default: the pool mean is 0).")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
-              default="table", show_default=True, help="Output format.")
+@click.option(
+    "--prior",
+    type=FiniteFloat(0),
+    default=None,
+    help="Virtual games per engine, scored 50% against the pool mean, that keep"
+    " all-win and all-loss engines finite; 0 is plain maximum likelihood."
+    "  [default: 2]",
+)
+@click.option(
+    "--anchor",
+    default=None,
+    metavar="NAME=ELO",
+    help="Give this engine this rating (default: the pool mean is 0).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--matrix", is_flag=True, help="Add the head-to-head table.")
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
@@ -777,13 +924,21 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 
 @main.command()
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
-              help="The HTML file to write (one self-contained page).")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The HTML file to write (one self-contained page).",
+)
 @click.option("--title", default=None, help="The page title (default: the tournament name).")
-@click.option("--prior", type=FiniteFloat(0), default=None,
-              help="As for `ratings`.  [default: 2]")
-@click.option("--anchor", default=None, metavar="NAME=ELO",
-              help="Give this engine this rating (default: the pool mean is 0).")
+@click.option("--prior", type=FiniteFloat(0), default=None, help="As for `ratings`.  [default: 2]")
+@click.option(
+    "--anchor",
+    default=None,
+    metavar="NAME=ELO",
+    help="Give this engine this rating (default: the pool mean is 0).",
+)
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def report(sources: tuple[str, ...], output: str, title: str | None, prior: float | None,
@@ -834,8 +989,10 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
                               "fix or remove the line, or leave out --strict")  # fmt: skip
         say(f"skipped {line}", err=True)
     if not tally.games:
-        raise ConfigError("no rated games in " + ", ".join(sources),
-                          hint="give records files, a store or a tournament file with games")
+        raise ConfigError(
+            "no rated games in " + ", ".join(sources),
+            hint="give records files, a store or a tournament file with games",
+        )
     if prior is not None and not 0 <= prior <= 1e6:  # also refuses nan
         raise ConfigError(f"--prior {prior} is out of range", hint="give 0 to 1000000 games")
     pinned = _anchor(anchor)

@@ -107,14 +107,20 @@ def _link_new(temporary: str, target: Path, path: str) -> None:
     try:
         os.link(temporary, target)
     except FileExistsError as exc:
-        raise ConfigError("a file appeared there while this one was written; it was left"
-                          " alone", where=path, hint="choose a new path") from exc
+        raise ConfigError(
+            "a file appeared there while this one was written; it was left alone",
+            where=path,
+            hint="choose a new path",
+        ) from exc
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
             raise
         if os.path.lexists(target):  # no hard links here: check, then rename
-            raise ConfigError("a file appeared there while this one was written; it was"
-                              " left alone", where=path, hint="choose a new path") from exc
+            raise ConfigError(
+                "a file appeared there while this one was written; it was left alone",
+                where=path,
+                hint="choose a new path",
+            ) from exc
         os.rename(temporary, target)
         return
     os.unlink(temporary)

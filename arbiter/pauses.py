@@ -40,8 +40,11 @@ class Heartbeat:
             if now - due > GAP:
                 self.spans.append((due, now))
                 self.total += now - due
-                log.warning("the harness did not run for %.2f s (paused, suspended or"
-                            " starved of CPU); no engine is charged for it", now - due)
+                log.warning(
+                    "the harness did not run for %.2f s (paused, suspended or"
+                    " starved of CPU); no engine is charged for it",
+                    now - due,
+                )
             self.last = now
 
     def stalled(self, start: float, end: float) -> float:

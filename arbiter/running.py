@@ -62,8 +62,10 @@ def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
                     async for signum in signals:
                         terminated = signum
                         _stopping = _stopping or signum
-                        log.warning("%s received: stopping, engines are shut down",
-                                    signal.Signals(signum).name)
+                        log.warning(
+                            "%s received: stopping, engines are shut down",
+                            signal.Signals(signum).name,
+                        )
                         nursery.cancel_scope.cancel()
                         return
 

@@ -62,8 +62,20 @@ def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen[
     wait_for(lambda: file.exists() and file.stat().st_size > 0, "the scheduler")
     address = str(json.loads(file.read_text())["address"])
     for n in range(workers):
-        processes.append(dask("worker", address, "--nthreads", "1", "--no-nanny",
-                              "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{n}"))
+        processes.append(
+            dask(
+                "worker",
+                address,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                "--name",
+                f"w{n}",
+            )
+        )
     with Client(address, timeout=30, set_as_default=False) as client:
         wait_for(lambda: len(client.nthreads()) == workers, f"{workers} workers")
     return address, processes

@@ -66,8 +66,10 @@ def main() -> None:
     for variant in (Variant(8, 11), Variant(8, 15), Variant(4, 11)):
         sims, root = bench_search(variant, args.seconds, args.leaves)
         bare = bench_playouts(variant, args.seconds)
-        print(f"{variant!s:10} MCTS simulations/s {sims:9,.0f}   bare batch playouts/s"
-              f" {bare:9,.0f}   ratio {sims / bare:4.2f}   root visits {root:,}")
+        print(
+            f"{variant!s:10} MCTS simulations/s {sims:9,.0f}   bare batch playouts/s"
+            f" {bare:9,.0f}   ratio {sims / bare:4.2f}   root visits {root:,}"
+        )
 
 
 if __name__ == "__main__":

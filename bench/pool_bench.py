@@ -36,9 +36,7 @@ def wrapper(folder: Path, binary: Path, delay: float, log: Path) -> Path:
     script = folder / f"slow_start_{delay:g}.sh"
     script.write_text(
         "#!/bin/sh\n"
-        f"echo \"$1\" >> '{log}'\n"
-        + (f"sleep {delay:g}\n" if delay else "")
-        + f"exec '{binary}'\n"
+        f"echo \"$1\" >> '{log}'\n" + (f"sleep {delay:g}\n" if delay else "") + f"exec '{binary}'\n"
     )
     script.chmod(0o755)
     return script

@@ -39,9 +39,7 @@ HERE = Path(__file__).resolve().parent
 
 def build_engine(workdir: Path) -> Path:
     binary = workdir / "instant_bot"
-    subprocess.run(
-        ["cc", "-O2", "-o", str(binary), str(HERE / "instant_bot.c")], check=True
-    )
+    subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "instant_bot.c")], check=True)
     return binary
 
 
@@ -221,14 +219,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--games", type=int, default=60, help="games per match")
     parser.add_argument("--round-trips", type=int, default=3000)
-    parser.add_argument("--reps", type=int, default=7,
-                        help="interleaved repetitions; medians are reported")
-    parser.add_argument("--baseline", type=Path, metavar="DIR",
-                        help="also time the checkout in DIR, interleaved, for before/after")
-    parser.add_argument("--sandbox", action="store_true",
-                        help="also time a match with both engines sandboxed")
-    parser.add_argument("--forfeit-games", type=int, default=0,
-                        help="also play this many games at 1+0.01 with a thinking engine")
+    parser.add_argument(
+        "--reps", type=int, default=7, help="interleaved repetitions; medians are reported"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also time the checkout in DIR, interleaved, for before/after",
+    )
+    parser.add_argument(
+        "--sandbox", action="store_true", help="also time a match with both engines sandboxed"
+    )
+    parser.add_argument(
+        "--forfeit-games",
+        type=int,
+        default=0,
+        help="also play this many games at 1+0.01 with a thinking engine",
+    )
     args = parser.parse_args()
     if args.baseline is not None and not (args.baseline / "arbiter").is_dir():
         parser.error(f"--baseline {args.baseline}: no arbiter package there")
@@ -290,9 +298,11 @@ def main() -> None:
               f"   ratio {med['plain ratio']:.2f}x")  # fmt: skip
         print(f"bare referee loop per ply (floor):  {med['bare'] * us:8.1f} us"
               f"   ratio {med['bare ratio']:.2f}x   (rules and clock, nothing else)")  # fmt: skip
-        print(f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
-              f"   ratio {med['ply ratio']:.2f}x"
-              f"   ({args.games} games a match, records+clocks on, engine starts included)")
+        print(
+            f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
+            f"   ratio {med['ply ratio']:.2f}x"
+            f"   ({args.games} games a match, records+clocks on, engine starts included)"
+        )
         print(f"harness CPU per ply, concurrency 1:  {med['cpu'] * us:8.1f} us"
               "   (user+system, the referee's process)")  # fmt: skip
         if args.baseline is not None:

@@ -195,8 +195,10 @@ def main() -> None:
         if done.exit_code != 0:
             sys.exit(f"report failed: {done.output}")
         size = page.stat().st_size
-        print(f"report written in {wrote:.2f} s: {size / 1e6:.2f} MB"
-              f" ({size / len(games) / 1000:.2f} kB per game; budget 5 MB for 1,000 games)")
+        print(
+            f"report written in {wrote:.2f} s: {size / 1e6:.2f} MB"
+            f" ({size / len(games) / 1000:.2f} kB per game; budget 5 MB for 1,000 games)"
+        )
         if not args.no_browser:
             for line in browser_timings(page, args.loads, folder / "chromium-profile"):
                 print(line)

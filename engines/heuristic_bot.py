@@ -115,14 +115,24 @@ class HeuristicBot(Bot):
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--depth", type=int, choices=(1, 2), default=2,
-                        help="plies searched (default 2: the best candidates against the"
-                             " opponent's replies)")
-    parser.add_argument("--width", type=int, default=10,
-                        help="candidate cells tried per ply (default 10)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed for breaking ties (default: a fresh one each run)")
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="plies searched (default 2: the best candidates against the opponent's replies)",
+    )
+    parser.add_argument(
+        "--width", type=int, default=10, help="candidate cells tried per ply (default 10)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for breaking ties (default: a fresh one each run)",
+    )
     args = parser.parse_args()
     if args.width < 1:
         parser.error("--width must be at least 1")

@@ -84,7 +84,7 @@ class Search:
         node: Node | None = self.root
         if game.moves[: len(done)] != done:
             node = None
-        for move in game.moves[len(done):]:
+        for move in game.moves[len(done) :]:
             if node is None or move == SWAP:
                 node = None
                 break
@@ -280,25 +280,59 @@ class MctsBot(Bot):
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--time", type=float, default=None, metavar="SECONDS",
-                        help="think at most this long per move (default: a share of the"
-                             " clock; 1 s when the referee sends no clock)")
-    parser.add_argument("--playouts", type=int, default=None, metavar="N",
-                        help="stop after about N playouts per move (default: no limit)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed for playouts and openings (default: a fresh one each run)")
-    parser.add_argument("--rave", type=float, default=600.0, metavar="K",
-                        help="playouts at which a move's own rate and its AMAF rate weigh"
-                             " equally, roughly (default 600)")
-    parser.add_argument("--explore", type=float, default=0.05, metavar="C",
-                        help="UCT exploration constant on top of RAVE (default 0.05)")
-    parser.add_argument("--per-leaf", type=int, default=8, metavar="N",
-                        help="random fills per new leaf (default 8)")
-    parser.add_argument("--no-reuse", dest="reuse", action="store_false",
-                        help="start a fresh tree every move instead of keeping the subtree")
-    parser.add_argument("--no-resign", dest="resign", action="store_false",
-                        help="play on even when the opponent has two winning cells")
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="think at most this long per move (default: a share of the"
+        " clock; 1 s when the referee sends no clock)",
+    )
+    parser.add_argument(
+        "--playouts",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after about N playouts per move (default: no limit)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for playouts and openings (default: a fresh one each run)",
+    )
+    parser.add_argument(
+        "--rave",
+        type=float,
+        default=600.0,
+        metavar="K",
+        help="playouts at which a move's own rate and its AMAF rate weigh"
+        " equally, roughly (default 600)",
+    )
+    parser.add_argument(
+        "--explore",
+        type=float,
+        default=0.05,
+        metavar="C",
+        help="UCT exploration constant on top of RAVE (default 0.05)",
+    )
+    parser.add_argument(
+        "--per-leaf", type=int, default=8, metavar="N", help="random fills per new leaf (default 8)"
+    )
+    parser.add_argument(
+        "--no-reuse",
+        dest="reuse",
+        action="store_false",
+        help="start a fresh tree every move instead of keeping the subtree",
+    )
+    parser.add_argument(
+        "--no-resign",
+        dest="resign",
+        action="store_false",
+        help="play on even when the opponent has two winning cells",
+    )
     args = parser.parse_args()
     if args.playouts is not None and args.playouts < 1:
         parser.error("--playouts must be at least 1")

@@ -28,9 +28,11 @@ class RandomBot(Bot):
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed for the moves (default: a fresh one each run)")
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed for the moves (default: a fresh one each run)"
+    )
     RandomBot(parser.parse_args().seed).run()
 
 

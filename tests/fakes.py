@@ -143,8 +143,12 @@ def scripted_player(bot: ScriptedBot, name: str, nursery: trio.Nursery, *,
 
 
 async def play_virtual(
-    bots: tuple[ScriptedBot, ScriptedBot], tc: str, config: RefereeConfig | None = None,
-    *, variant: Variant | None = None, opening: tuple[str, ...] = (),
+    bots: tuple[ScriptedBot, ScriptedBot],
+    tc: str,
+    config: RefereeConfig | None = None,
+    *,
+    variant: Variant | None = None,
+    opening: tuple[str, ...] = (),
     speak: tuple[tuple[frozenset[str] | None, Dialect | None], ...] = ((None, None),) * 2,
     command_timeout: float = 10.0,
 ) -> tuple[object, list[FakeHost], float]:
@@ -154,8 +158,16 @@ async def play_virtual(
     async with trio.open_nursery() as nursery:
         for i, bot in enumerate(bots):
             commands, dialect = speak[i]
-            players.append(scripted_player(bot, f"p{i + 1}", nursery, commands=commands,
-                                           dialect=dialect, command_timeout=command_timeout))
+            players.append(
+                scripted_player(
+                    bot,
+                    f"p{i + 1}",
+                    nursery,
+                    commands=commands,
+                    dialect=dialect,
+                    command_timeout=command_timeout,
+                )
+            )
         spec = GameSpec("g1", variant or Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)),
                         opening=opening)  # fmt: skip
         start = trio.current_time()
@@ -256,7 +268,8 @@ class FakeExecutor:
 
     script: Script = field(default_factory=dict)
     settings: ExecutorSettings = field(
-        default_factory=lambda: ExecutorSettings(engines=_AnyEngine()))
+        default_factory=lambda: ExecutorSettings(engines=_AnyEngine())
+    )
     checked: Preflight = field(default_factory=Preflight)
     notes: list[str] = field(default_factory=list)
     jobs: list[GameJob] = field(default_factory=list)

@@ -33,8 +33,9 @@ def test_rules_bench_runs() -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
 def test_referee_bench_runs() -> None:
-    out = run(str(BENCH / "referee_bench.py"), "--games", "4", "--round-trips", "200",
-              "--reps", "1")
+    out = run(
+        str(BENCH / "referee_bench.py"), "--games", "4", "--round-trips", "200", "--reps", "1"
+    )
     assert "referee per ply, concurrency 1" in out and "speed-up" in out
     assert "'connection': 4" in out
 

@@ -152,7 +152,7 @@ def test_help_lists_every_flag_and_the_readme_documents_them() -> None:
         for flag in FLAGS[bot]:
             assert flag in done.stdout, (bot, flag)
             assert f"`{flag}" in readme, (bot, flag)
-        assert f'[engines.{bot}]' in (ENGINES / "engines.toml").read_text()
+        assert f"[engines.{bot}]" in (ENGINES / "engines.toml").read_text()
 
 
 def talk(bot: str, lines: list[str], *flags: str) -> list[str]:

@@ -60,8 +60,7 @@ async def check_position(spec: EngineSpec, *, timeout: float, moves: int,
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             checker = Checker(spec, timeout, nursery)
-            await checker.run("position", lambda e: checker.position(e, variant, game,
-                                                                     clock=clock))
+            await checker.run("position", lambda e: checker.position(e, variant, game, clock=clock))
             await checker.aclose()
     [result] = checker.results
     return result
@@ -122,8 +121,11 @@ sys.exit(Bot().run())
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a framing error is charged to the first answer the"
-                   " turn awaited: the reader cannot say which response of a chunk was bad")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a framing error is charged to the first answer the"
+    " turn awaited: the reader cannot say which response of a chunk was bad",
+)
 async def test_debug_output_before_the_move_is_not_blamed_on_a_play() -> None:
     result = await check_position(inline_engine("chatty", BUFFERED_DEBUG), timeout=5.0,
                                   moves=1)  # fmt: skip

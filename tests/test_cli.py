@@ -190,8 +190,19 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
                       seat1="a", seat2="b", tc={"seat1": "1+0", "seat2": "1+0"}, started="s",
                       moves=["f5"], winner="a", termination=Termination.RESIGN)  # fmt: skip
     broken_variant = dict(good.to_json(), variant={"size": 12, "islands": 8, "pie": True})
-    bad.write_text("\n".join([good.dumps(), "[1, 2]", "null", json.dumps(broken_variant),
-                              "{not json", good.dumps().replace("m-1", "m-2")]) + "\n")
+    bad.write_text(
+        "\n".join(
+            [
+                good.dumps(),
+                "[1, 2]",
+                "null",
+                json.dumps(broken_variant),
+                "{not json",
+                good.dumps().replace("m-1", "m-2"),
+            ]
+        )
+        + "\n"
+    )
     done = invoke("show", str(bad))
     assert done.returncode == 0, done.stderr
     assert "m-1" in done.stdout and "m-2" in done.stdout and "Traceback" not in done.stderr
@@ -220,9 +231,21 @@ def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) 
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(done.stdout)
     variants = {r["name"] for r in results if r["name"].startswith("positions:")}
-    assert variants == {f"positions: {v}" for v in (
-        "atoll-8/11", "atoll-8/11 no-pie", "atoll-8/15", "atoll-8/15 no-pie", "atoll-8/19",
-        "atoll-8/19 no-pie", "hex/5", "hex/5 no-pie", "hex/11", "hex/11 no-pie")}
+    assert variants == {
+        f"positions: {v}"
+        for v in (
+            "atoll-8/11",
+            "atoll-8/11 no-pie",
+            "atoll-8/15",
+            "atoll-8/15 no-pie",
+            "atoll-8/19",
+            "atoll-8/19 no-pie",
+            "hex/5",
+            "hex/5 no-pie",
+            "hex/11",
+            "hex/11 no-pie",
+        )
+    }
     assert all(r["passed"] for r in results if r["required"])
 
 
@@ -233,23 +256,43 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
     ("engine", "check", "hint"),
     [
         ("badbot garbage", "positions: atoll-8/11", "send logs to stderr"),
-        pytest.param("badbot wrong-id", "positions: atoll-8/11", "followed by the command's id",
-                     marks=pytest.mark.slow),  # the positions checks: one fast case each
+        pytest.param(
+            "badbot wrong-id",
+            "positions: atoll-8/11",
+            "followed by the command's id",
+            marks=pytest.mark.slow,
+        ),  # the positions checks: one fast case each
         ("badbot illegal-offboard", "positions: atoll-8/11", "must answer an empty cell"),
         ("checkbots ignores-boardsize", "positions: atoll-8/15", "rebuild the board on boardsize"),
-        pytest.param("checkbots ignores-clear-board", "positions: atoll-8/11",
-                     "honour boardsize and clear", marks=pytest.mark.slow),
+        pytest.param(
+            "checkbots ignores-clear-board",
+            "positions: atoll-8/11",
+            "honour boardsize and clear",
+            marks=pytest.mark.slow,
+        ),
         ("checkbots transposed", "positions: atoll-8/11", "column letter + row number"),
         ("checkbots swaps-without-pie", "positions: atoll-8/11 no-pie", "never answer swap"),
-        pytest.param("checkbots debug-stdout", "positions: atoll-8/11", "send logs to stderr",
-                     marks=pytest.mark.slow),
+        pytest.param(
+            "checkbots debug-stdout",
+            "positions: atoll-8/11",
+            "send logs to stderr",
+            marks=pytest.mark.slow,
+        ),
         ("checkbots overruns-time", "within its clock (1.5 s)", "budget each move"),
-        pytest.param("checkbots no-pipelining", "start-up handshake", "read stdin line by line",
-                     marks=pytest.mark.slow),
+        pytest.param(
+            "checkbots no-pipelining",
+            "start-up handshake",
+            "read stdin line by line",
+            marks=pytest.mark.slow,
+        ),
         # It waits out the quit deadline; an engine ignoring quit is also stopped in
         # test_faults.py (test_no_process_survives_its_engine).
-        pytest.param("checkbots ignores-quit", "exit on quit", "exit after answering quit",
-                     marks=pytest.mark.slow),
+        pytest.param(
+            "checkbots ignores-quit",
+            "exit on quit",
+            "exit after answering quit",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_check_fails_each_bot_author_mistake_with_a_true_hint(
@@ -278,8 +321,10 @@ def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
     done = invoke("check", "hexer", "--engines", str(book), "--json")
     assert done.returncode == 0, done.stdout
     results = {r["name"]: r for r in json.loads(done.stdout)}
-    assert {n for n in results if n.startswith("positions")} == {"positions: hex/7",
-                                                                  "positions: hex/11"}
+    assert {n for n in results if n.startswith("positions")} == {
+        "positions: hex/7",
+        "positions: hex/11",
+    }
     assert "not told its time" in results["within its clock (1.5 s)"]["detail"]
 
 
@@ -297,9 +342,11 @@ def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
 
 @pytest.mark.parametrize(
     ("concurrency", "signum", "as_json"),
-    [("1", signal.SIGTERM, True),
-     pytest.param("2", signal.SIGTERM, False, marks=pytest.mark.slow),
-     pytest.param("2", signal.SIGINT, True, marks=pytest.mark.slow)],
+    [
+        ("1", signal.SIGTERM, True),
+        pytest.param("2", signal.SIGTERM, False, marks=pytest.mark.slow),
+        pytest.param("2", signal.SIGINT, True, marks=pytest.mark.slow),
+    ],
 )
 def test_a_signal_stops_cleanly_with_the_score_so_far(
     concurrency: str, signum: signal.Signals, as_json: bool, tmp_path: Path
@@ -453,8 +500,11 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     assert 2 <= len(before) < 8
 
     # Changed conditions are refused, naming the option and the way out; nothing changes.
-    for option, value, where in (("--tc", "5+0.1", "ENGINE1 'slow': --tc"),
-                                 ("--size", "11", "--size"), ("--seed", "5", "--seed")):
+    for option, value, where in (
+        ("--tc", "5+0.1", "ENGINE1 'slow': --tc"),
+        ("--size", "11", "--size"),
+        ("--seed", "5", "--seed"),
+    ):
         at = args.index(option) + 1
         refused = arbiter(*args[:at], value, *args[at + 1 :], "--games", "8")
         assert refused.returncode == 2, refused.stderr
@@ -524,8 +574,10 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
     from arbiter.results.store import Store
 
     script = tmp_path / "a_bot.py"  # its own script, running the test bot
-    script.write_text(f"import runpy, sys\nsys.path.insert(0, {str(BADBOT.parent)!r})\n"
-                      f"runpy.run_path({str(BADBOT)!r}, run_name='__main__')\n")
+    script.write_text(
+        f"import runpy, sys\nsys.path.insert(0, {str(BADBOT.parent)!r})\n"
+        f"runpy.run_path({str(BADBOT)!r}, run_name='__main__')\n"
+    )
     store = tmp_path / "m.sqlite"
     args = ["match", f"a={sys.executable} {script} ok", f"b={sys.executable} {BADBOT} ok",
             "--size", "7", "--store", str(store), "-q"]  # fmt: skip

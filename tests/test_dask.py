@@ -64,8 +64,10 @@ def picky_bot(name: str) -> str:
 def write_tournament(folder: Path, name: str, header: str, engines: list[str],
                      file: str = "") -> Path:  # fmt: skip
     path = folder / (file or f"{name}.toml")
-    path.write_text(f'[tournament]\nname = "{name}"\nsize = 7\ntc = "10+0.1"\n'
-                    f"random_openings = 1\nseed = 3\n{header}\n" + "\n".join(engines))
+    path.write_text(
+        f'[tournament]\nname = "{name}"\nsize = 7\ntc = "10+0.1"\n'
+        f"random_openings = 1\nseed = 3\n{header}\n" + "\n".join(engines)
+    )
     return path
 
 
@@ -96,8 +98,9 @@ def _run(path: Path, dask: str | None = None) -> Any:
 
 
 @needs_dask
-def test_the_cluster_plays_the_same_games_as_the_local_executor(tmp_path: Path,
-                                                                local_cluster: str) -> None:
+def test_the_cluster_plays_the_same_games_as_the_local_executor(
+    tmp_path: Path, local_cluster: str
+) -> None:
     engines = [bot("alpha"), bot("beta"), bot("gamma")]
     local = write_tournament(tmp_path, "t", 'rounds = 2\nconcurrency = 2\noutput = "local.sqlite"',
                              engines)  # fmt: skip
@@ -176,7 +179,9 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
     with Store.open_read(store) as stored:
         assert len(stored.done_ids()) == 4 and stored.void_count() == 0
         assert {e["name"]: e["reply_name"] for e in stored.engines()} == {
-            "a": "reply-a", "b": "reply-b"}  # answers reached the store from the workers
+            "a": "reply-a",
+            "b": "reply-b",
+        }  # answers reached the store from the workers
     # Engines are looked for on the workers, not here: each worker's failure is named.
     missing = CliRunner().invoke(main, ["match", engines[0], f"gone={tmp_path / 'no-bot'}",
                                         "--dask", local_cluster, "-q"])  # fmt: skip
@@ -185,16 +190,21 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
 
 
 @needs_dask
-def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: Path,
-                                                                    local_cluster: str) -> None:
+def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(
+    tmp_path: Path, local_cluster: str
+) -> None:
     from arbiter.executors.dask import DaskExecutor
     from arbiter.executors.jobs import ExecutorSettings
 
     script = tmp_path / "vanishing.py"
     script.symlink_to(BADBOT)
     argv = [sys.executable, str(script), "ok"]
-    path = write_tournament(tmp_path, "t", "rounds = 2", [bot("steady"),
-                            f'[[engine]]\nname = "vanishing"\ncommand = {json.dumps(argv)}\n'])
+    path = write_tournament(
+        tmp_path,
+        "t",
+        "rounds = 2",
+        [bot("steady"), f'[[engine]]\nname = "vanishing"\ncommand = {json.dumps(argv)}\n'],
+    )
     t = load_tournament(path)
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
 
@@ -207,8 +217,9 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(tmp_path: P
                 assert not checked.problem and checked.info.keys() == t.engines.keys()
                 script.unlink()  # gone after the check: no worker can start it any more
                 plan = t.plan(store)
-                return await Driver(plan.games, plan.game_spec, executor, plan.sinks,
-                                    Unheard()).run()
+                return await Driver(
+                    plan.games, plan.game_spec, executor, plan.sinks, Unheard()
+                ).run()
             finally:
                 await executor.aclose()
 
@@ -236,8 +247,9 @@ def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
 
 
 @needs_dask
-def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
-                                                             local_cluster: str) -> None:
+def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(
+    tmp_path: Path, local_cluster: str
+) -> None:
     from arbiter.executors.dask import DaskExecutor
     from arbiter.executors.dispatch import LOOKAHEAD
     from arbiter.executors.jobs import ExecutorSettings
@@ -266,8 +278,9 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(tmp_path: Path,
 
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster, window=3)
     plan = Plan(ExecutorSettings(engines=t.engines), games(), t.total, t.total, t.variant, t.tc)
-    driver = Driver(plan.games, plan.game_spec, executor, [Sink()], Unheard(),
-                    stop=lambda: len(stored) >= 2)
+    driver = Driver(
+        plan.games, plan.game_spec, executor, [Sink()], Unheard(), stop=lambda: len(stored) >= 2
+    )
 
     async def main() -> Any:
         try:
@@ -295,8 +308,10 @@ def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
     monkeypatch.setattr(game_worker.GameWorker, "play", broken)
     t = write_tournament(tmp_path, "t", "rounds = 5", [bot("a"), bot("b")])
     outcome, _ = _run(t, dask=local_cluster)
-    assert outcome.aborted.startswith("6 games in a row were void; last: the game's task"
-                                      " failed on the cluster: RuntimeError: the referee broke")
+    assert outcome.aborted.startswith(
+        "6 games in a row were void; last: the game's task"
+        " failed on the cluster: RuntimeError: the referee broke"
+    )
     stored = read_store(tmp_path / "t.sqlite")
     assert len(stored.voids) == 6 and {v["termination"] for v in stored.voids} == {"harness"}
     assert stored.games == []
@@ -386,8 +401,9 @@ def _engine_children(pid: int, needle: bytes = b"badbot") -> list[int]:
 
 @needs_dask
 @pytest.mark.slow
-def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
-                                                              cluster: Cluster) -> None:
+def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
+    tmp_path: Path, cluster: Cluster
+) -> None:
     # An engine that cannot start on worker b: its games are played on a, the run says so.
     t = write_tournament(tmp_path, "picky", "rounds = 1",
                          [picky_bot("fussy"), bot("plain")])  # fmt: skip
@@ -403,8 +419,10 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(tmp_path: Path,
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["games"] == 2 and summary["void"] == 0
-    assert summary["notes"] == [f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}:"
-                                " its games were played on the others"]
+    assert summary["notes"] == [
+        f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}:"
+        " its games were played on the others"
+    ]
 
     # The driver killed mid-run (SIGKILL: no clean-up at all), then run again.
     slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]
@@ -462,7 +480,7 @@ def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: 
     target.write_text("original\n")
     attacker = [sys.executable, str(ROOT / "tests" / "engines" / "attacker.py"), "write",
                 "--path", str(target)]  # fmt: skip
-    engines = [f"[[engine]]\nname = \"attacker\"\ncommand = {json.dumps(attacker)}\n", bot("b")]
+    engines = [f'[[engine]]\nname = "attacker"\ncommand = {json.dumps(attacker)}\n', bot("b")]
     path = write_tournament(tmp_path, "t", "rounds = 1\nsandbox = true\nlimits = { cpu_s = 30 }",
                             engines)  # fmt: skip
     outcome, left = _run(path, dask=local_cluster)

@@ -151,13 +151,20 @@ def test_time_families_and_their_commands() -> None:
     hexv = Variant(4, 11, True)
     tc = TimeControl.parse("40/60+0.5")
     assert setup_commands(Dialect(time=TimeFamily.GTP), listed.__contains__, hexv, tc) == [
-        ("boardsize", "11"), ("clear_board",), ("time_settings", "0", "60", "40")]
+        ("boardsize", "11"),
+        ("clear_board",),
+        ("time_settings", "0", "60", "40"),
+    ]
     clocks = [GameClock(tc), GameClock(TimeControl.parse("st=2"))]
     clocks[0].stop(1.0)
     # Overtime stones: moves left in the block, 1 for a fixed time per move.
     # 60.5 s at the start, 1 s used, 0.5 s back: 60 s for the 39 moves left of the block.
     assert time_updates(TimeFamily.GTP, clocks) == [
-        ("time_left", "b", "60", "39"), ("time_left", "w", "2", "1")]
+        ("time_left", "b", "60", "39"),
+        ("time_left", "w", "2", "1"),
+    ]
     assert time_updates(TimeFamily.ATOLL, clocks) == [
-        ("atoll-time_left", "b", "60000"), ("atoll-time_left", "w", "2000")]
+        ("atoll-time_left", "b", "60000"),
+        ("atoll-time_left", "w", "2000"),
+    ]
     assert time_updates(TimeFamily.NONE, clocks) == []

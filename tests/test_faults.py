@@ -348,8 +348,7 @@ async def test_hang_loses_on_time_at_clock_plus_margin_plus_grace() -> None:
     budget = 0.5 + 0.1 + 0.3
     async with two_engines(good(), badbot("hang")) as engines:
         start = trio.current_time()
-        outcome = await play(engines, tc=(ROOMY, clock), config=config,
-                             command_timeout=timeout)
+        outcome = await play(engines, tc=(ROOMY, clock), config=config, command_timeout=timeout)
         took = trio.current_time() - start
         assert await wait_exit(engines[1]) == -signal.SIGKILL
     assert_forfeit(outcome, engines, 1, Termination.TIME)
@@ -362,8 +361,9 @@ async def test_answer_after_the_clock_ran_out_loses_on_time() -> None:
     config = RefereeConfig(margin=0.1, grace=1.0)
     timeout = 1.0
     async with two_engines(good(), badbot("slow", "--ms", "400")) as engines:
-        outcome = await play(engines, tc=(ROOMY, TimeControl.parse("st=0.1")), config=config,
-                             command_timeout=timeout)
+        outcome = await play(
+            engines, tc=(ROOMY, TimeControl.parse("st=0.1")), config=config, command_timeout=timeout
+        )
     record = assert_forfeit(outcome, engines, 1, Termination.TIME)
     assert record.plies == 1
     # It answered (after 400 ms, within the 1.2 s the referee waits): judged, not killed.
@@ -670,8 +670,11 @@ async def _stderr_pids(engine: Engine, wanted: int) -> list[int]:
 
 @pytest.mark.parametrize(
     ("mode", "wanted", "ended_by"),
-    [("ignore-quit", 1, -signal.SIGTERM), ("ignore-sigterm", 1, -signal.SIGKILL),
-     ("fork-child", 2, 0)],
+    [
+        ("ignore-quit", 1, -signal.SIGTERM),
+        ("ignore-sigterm", 1, -signal.SIGKILL),
+        ("fork-child", 2, 0),
+    ],
 )
 async def test_no_process_survives_its_engine(mode: str, wanted: int, ended_by: int) -> None:
     deadlines = Deadlines(handshake=5.0, command=1.0, quit=0.3, term=0.3)

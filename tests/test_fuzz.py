@@ -53,13 +53,26 @@ _scalars = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.booleans(),
     _text,
-    st.sampled_from(["", "10+0.1", "st=0.5", "inf", "nan", "9" * 400 + "+0", "\n", "\x1b[2J",
-                     "round-robin", "gauntlet", "../x", "/dev/null"]),
+    st.sampled_from(
+        [
+            "",
+            "10+0.1",
+            "st=0.5",
+            "inf",
+            "nan",
+            "9" * 400 + "+0",
+            "\n",
+            "\x1b[2J",
+            "round-robin",
+            "gauntlet",
+            "../x",
+            "/dev/null",
+        ]
+    ),
 )
 _values = st.recursive(
     _scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(_text, inner, max_size=3)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_text, inner, max_size=3)),
     max_leaves=6,
 )
 
@@ -84,11 +97,42 @@ def toml_value(value: object) -> str:
     return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
 
 
-TOURNAMENT_KEYS = ["name", "format", "challenger", "rounds", "concurrency", "tc", "size",
-                   "islands", "pie", "seed", "openings", "random_openings", "output",
-                   "engines", "engines_file", "margin", "sandbox", "limits", "dask"]
-ENGINE_KEYS = ["command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time", "sandbox", "limits", "read"]
+TOURNAMENT_KEYS = [
+    "name",
+    "format",
+    "challenger",
+    "rounds",
+    "concurrency",
+    "tc",
+    "size",
+    "islands",
+    "pie",
+    "seed",
+    "openings",
+    "random_openings",
+    "output",
+    "engines",
+    "engines_file",
+    "margin",
+    "sandbox",
+    "limits",
+    "dask",
+]
+ENGINE_KEYS = [
+    "command",
+    "cwd",
+    "env",
+    "name",
+    "tc",
+    "options",
+    "islands",
+    "sizes",
+    "swap",
+    "time",
+    "sandbox",
+    "limits",
+    "read",
+]
 
 
 def _tournament(changes: dict[str, object], engine_changes: dict[str, object]) -> str:
@@ -96,8 +140,7 @@ def _tournament(changes: dict[str, object], engine_changes: dict[str, object]) -
     table.update(changes)
     lines = ["[tournament]"] + [f"{json.dumps(k)} = {toml_value(v)}" for k, v in table.items()]
     for name in ("a", "b"):
-        engine: dict[str, object] = {"name": name,
-                                     "command": [sys.executable, str(RANDOM_BOT)]}
+        engine: dict[str, object] = {"name": name, "command": [sys.executable, str(RANDOM_BOT)]}
         if name == "a":
             engine.update(engine_changes)
         lines.append("[[engine]]")
@@ -130,8 +173,9 @@ engine_changes = st.dictionaries(st.sampled_from(ENGINE_KEYS), _values, max_size
 @example({}, {"name": "\x1b[31m"})
 @example({"limits": {"cpu_s": 2**63 - 1}}, {})
 @example({"output": "9" * 400}, {"cwd": "9" * 400})
-def test_fuzz_tournament_files(tmp_path_factory: pytest.TempPathFactory,
-                               changes: dict[str, object], engine: dict[str, object]) -> None:
+def test_fuzz_tournament_files(
+    tmp_path_factory: pytest.TempPathFactory, changes: dict[str, object], engine: dict[str, object]
+) -> None:
     _check_tournament(tmp_path_factory.mktemp("t"), _tournament(changes, engine))
 
 
@@ -220,12 +264,18 @@ def _mutated_record() -> st.SearchStrategy[str]:
             record.pop(key, None)
         return json.dumps(record, allow_nan=True)
 
-    return st.builds(mutate, st.dictionaries(st.sampled_from(sorted(GOOD)), _values, max_size=2),
-                     st.lists(st.sampled_from(sorted(GOOD)), max_size=2))
+    return st.builds(
+        mutate,
+        st.dictionaries(st.sampled_from(sorted(GOOD)), _values, max_size=2),
+        st.lists(st.sampled_from(sorted(GOOD)), max_size=2),
+    )
 
 
-record_lines = st.lists(st.one_of(_mutated_record(), st.just(json.dumps(GOOD)),
-                                  st.text(max_size=40)), min_size=1, max_size=4)
+record_lines = st.lists(
+    st.one_of(_mutated_record(), st.just(json.dumps(GOOD)), st.text(max_size=40)),
+    min_size=1,
+    max_size=4,
+)
 
 
 @fuzz_settings(DEFAULT_EXAMPLES)
@@ -248,8 +298,25 @@ def test_fuzz_records_many(tmp_path_factory: pytest.TempPathFactory, lines: list
 # -- option values --------------------------------------------------------------------------
 
 _option_text = st.one_of(
-    st.sampled_from(["nan", "inf", "-inf", "-1", "0", "1e400", "9" * 400, "²", "1_0", "",
-                     " ", "0x10", "NaN", "1e-400", "-0"]),
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-inf",
+            "-1",
+            "0",
+            "1e400",
+            "9" * 400,
+            "²",
+            "1_0",
+            "",
+            " ",
+            "0x10",
+            "NaN",
+            "1e-400",
+            "-0",
+        ]
+    ),
     st.text(max_size=10),
     st.integers().map(str),
     st.floats().map(str),

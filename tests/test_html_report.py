@@ -214,8 +214,9 @@ def test_report_makes_no_request_elsewhere(played: Played) -> None:
             assert value is None or value.startswith("#"), (element.tag, attr, value)
         assert element.tag not in ("link", "iframe", "object", "embed", "img", "base")
     assert "url(" not in played.html and "@import" not in played.html
-    assert not re.search(r"\b(https?:)?//[a-z]", played.html.replace(
-        'xmlns="http://www.w3.org/2000/svg"', ""))  # no absolute or scheme-relative URL
+    assert not re.search(
+        r"\b(https?:)?//[a-z]", played.html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )  # no absolute or scheme-relative URL
     scripts = list(doc.find_all("script"))
     assert [s.attrs.get("type") for s in scripts] == ["application/json", None]
 
@@ -235,8 +236,10 @@ def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
     evidence = [g["ev"] for g in data["games"] if g["ev"]]
     assert len(evidence) == 4 and all(ev["engine"] == "crashy" for ev in evidence)
     assert all(any(HOSTILE_STDERR in line for line in ev["stderr"]) for ev in evidence)
-    assert all(any(line.startswith(">") and "genmove" in line for line in ev["transcript"])
-               for ev in evidence)
+    assert all(
+        any(line.startswith(">") and "genmove" in line for line in ev["transcript"])
+        for ev in evidence
+    )
     for g in data["games"]:
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", json.dumps(
             g, ensure_ascii=False))  # fmt: skip
@@ -429,7 +432,8 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
     # The list: a row per game, each linking to the game in the viewer.
     links = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr a")
     assert [a.get_attribute("href").split("#", 1)[1] for a in links] == [
-        f"game={r.game_id}" for r in played.records]
+        f"game={r.game_id}" for r in played.records
+    ]
     keys = ActionChains(browser)
     for ply in range(1, swapped.plies + 1):
         keys.send_keys(Keys.ARROW_RIGHT).perform()
@@ -456,7 +460,8 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
             assert "colours after the swap" in state["players"]
     chain = browser.execute_script(
         "return Array.from(document.querySelectorAll('.board-wrap:not([hidden]) g.cell.chain'))"
-        ".map(function (g) { return g.dataset.name; });")
+        ".map(function (g) { return g.dataset.name; });"
+    )
     assert set(chain) == {game.geometry.names[i] for i in game.winning_chain()} != set()
     # Home and End, and the buttons.
     keys.send_keys(Keys.HOME).perform()
@@ -490,6 +495,7 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     assert browser.find_element(By.ID, "ev-verdict").text == "crash"
     assert HOSTILE_STDERR in browser.find_element(By.ID, "ev-stderr").text
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+
     # Filters: by engine and termination, by result.
     def listed() -> list[str]:
         return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#gametable tbody a")]

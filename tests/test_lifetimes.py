@@ -89,8 +89,11 @@ def _kill_harness_mid_match(args: list[str], marker: str,
 
 @pytest.mark.parametrize(
     ("concurrency", "mode"),
-    [("1", "ignore-quit"), pytest.param("2", "ignore-quit", marks=pytest.mark.slow),
-     ("1", "escape --after 100000")],
+    [
+        ("1", "ignore-quit"),
+        pytest.param("2", "ignore-quit", marks=pytest.mark.slow),
+        ("1", "escape --after 100000"),
+    ],
 )
 def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str, mode: str) -> None:
     # These engines ignore EOF on stdin (or left a child in a session of its own): only

@@ -140,7 +140,8 @@ def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Pat
     games = _pause_during_a_game(args, tmp_path)
     rated = [g for g in games if not g.void]  # type: ignore[attr-defined]
     assert rated and all(g.termination.value == "connection" for g in rated), [
-        (g.termination, g.reason) for g in games]  # type: ignore[attr-defined]
+        (g.termination, g.reason) for g in games
+    ]  # type: ignore[attr-defined]
     # The stall shows: a game it fell in is void and replayed, or its time not charged.
     stalled = [g for g in games if g.stalled_ms >= 2500]  # type: ignore[attr-defined]
     voids = [g for g in games if g.void]  # type: ignore[attr-defined]
@@ -169,9 +170,11 @@ def test_stop_signals_always_end_with_the_final_lines(
     stubborn = f"{sys.executable} {BADBOT} ignore-sigterm"
     log = tmp_path / "log"
     t = tmp_path / "t.toml"
-    t.write_text('[tournament]\nname = "t"\nsize = 7\ntc = "60+0"\nrounds = 1000\n'
-                 f'[[engine]]\nname = "a"\ncommand = {json.dumps(stubborn.split())}\n'
-                 f'[[engine]]\nname = "b"\ncommand = {json.dumps(stubborn.split())}\n')
+    t.write_text(
+        '[tournament]\nname = "t"\nsize = 7\ntc = "60+0"\nrounds = 1000\n'
+        f'[[engine]]\nname = "a"\ncommand = {json.dumps(stubborn.split())}\n'
+        f'[[engine]]\nname = "b"\ncommand = {json.dumps(stubborn.split())}\n'
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "0",
          "--log", str(log)],
@@ -233,7 +236,8 @@ def test_too_few_file_descriptors_names_the_harness_not_the_engine(tmp_path: Pat
                    preexec_fn=_limited("RLIMIT_NOFILE", 16))  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "the harness itself has too many open files (its limit, ulimit -n, is 16)" in (
-        done.stdout + done.stderr)
+        done.stdout + done.stderr
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -293,8 +297,10 @@ def test_a_device_is_not_read_as_records(tmp_path: Path, command: list[str]) -> 
 
 def test_definition_files_that_are_devices_are_refused(tmp_path: Path) -> None:
     t = tmp_path / "t.toml"
-    t.write_text('[tournament]\nname = "t"\nopenings = "/dev/zero"\nengines = ["random"]\n'
-                 f'engines_file = {json.dumps(str(ROOT / "engines" / "engines.toml"))}\n')
+    t.write_text(
+        '[tournament]\nname = "t"\nopenings = "/dev/zero"\nengines = ["random"]\n'
+        f"engines_file = {json.dumps(str(ROOT / 'engines' / 'engines.toml'))}\n"
+    )
     done = invoke("tournament", "status", str(t))
     assert done.returncode == 2 and "not a regular file" in done.stderr
     done = invoke("match", "random", "skeleton", "--engines", "/dev/zero")

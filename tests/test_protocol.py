@@ -47,9 +47,11 @@ def test_command_round_trip(cmd_id: int | None, name: str, args: list[str]) -> N
     assert parse_command(line) == Command(cmd_id, name, tuple(args))
 
 
-response_line = st.text(
-    alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=40
-).map(str.strip).filter(bool)
+response_line = (
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=40)
+    .map(str.strip)
+    .filter(bool)
+)
 
 
 @given(
@@ -291,8 +293,18 @@ def test_a_line_of_control_characters_is_content_not_the_end() -> None:
 def _answer_to(cmd_id: int) -> st.SearchStrategy[str]:
     """Mostly the usual answer to command `cmd_id`, sometimes anything else."""
     usual = st.sampled_from([f"={cmd_id}"] * 3 + [f"={cmd_id} e5", f"={cmd_id}  e5 "])
-    odd = st.sampled_from([f"={cmd_id} \x01", f"={cmd_id} a\nb", f"?{cmd_id} no",
-                           f"={cmd_id}x", f"={cmd_id + 1}", "", "\r", f"={cmd_id} é"])
+    odd = st.sampled_from(
+        [
+            f"={cmd_id} \x01",
+            f"={cmd_id} a\nb",
+            f"?{cmd_id} no",
+            f"={cmd_id}x",
+            f"={cmd_id + 1}",
+            "",
+            "\r",
+            f"={cmd_id} é",
+        ]
+    )
     return st.one_of(usual, usual, usual, odd)
 
 
@@ -301,8 +313,9 @@ batch_answer = st.tuples(
 ).map(lambda b: "".join(x + "\n\n" for x in [*b[:3], *b[3]]).encode())
 
 
-@given(data=batch_answer, cut=st.one_of(st.just(0), st.integers(1, 40)),
-       blank=st.integers(190, 205))
+@given(
+    data=batch_answer, cut=st.one_of(st.just(0), st.integers(1, 40)), blank=st.integers(190, 205)
+)
 @example(data=b"=1\n\n=2\n\n=3  e5 \n\n", cut=0, blank=190)
 @example(data=b"=1\n\n=2\n\n=3 e5\n\n=4\n\n", cut=0, blank=190)
 @example(data=b"=1\n\n=2\n\n=3 a\nb\n\n", cut=0, blank=190)

@@ -64,8 +64,9 @@ def test_a_field_of_the_wrong_type_is_a_bad_line_not_a_crash(key: str, value: ob
         GameRecord.from_json(data)
 
 
-@pytest.mark.parametrize("variant", [{"size": 11, "islands": 8, "pie": "no"},
-                                     {"size": 11.0, "islands": 8, "pie": True}])
+@pytest.mark.parametrize(
+    "variant", [{"size": 11, "islands": 8, "pie": "no"}, {"size": 11.0, "islands": 8, "pie": True}]
+)
 def test_a_variant_of_the_wrong_type_is_refused(variant: dict[str, object]) -> None:
     data = sample().to_json()
     data["variant"] = variant

@@ -364,7 +364,7 @@ def test_playouts_from_a_position_respect_turn_and_stones() -> None:
         black = [i for i in np.flatnonzero(board)]
         white = [i for i in range(judge.geometry.n_cells) if not board[i]]
         order = [c for pair in zip(black, white, strict=False) for c in pair]
-        order += black[len(white):] + white[len(black):]
+        order += black[len(white) :] + white[len(black) :]
         black_won, white_won = full_board_winners(judge, order)
         assert black_won != white_won
         black_wins += black_won

@@ -72,13 +72,33 @@ def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int]
     lines = ["[engines.attacker]", f"command = {_toml(attacker)}"]
     if limits:
         lines.append(f"limits = {_toml(limits)}")
-    lines += ["[engines.victim]",
-              f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', f'victim-{token}'])}"]
+    lines += [
+        "[engines.victim]",
+        f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', f'victim-{token}'])}",
+    ]
     book.write_text("\n".join(lines) + "\n")
     log = tmp_path / f"{token}.log"
-    args = [sys.executable, "-m", "arbiter", "match", "attacker", "victim", "--engines",
-            str(book), "-n", "1", "--tc", tc, "--size", "7", "--records", str(records), "-q",
-            "--log", str(log)]
+    args = [
+        sys.executable,
+        "-m",
+        "arbiter",
+        "match",
+        "attacker",
+        "victim",
+        "--engines",
+        str(book),
+        "-n",
+        "1",
+        "--tc",
+        tc,
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+        "--log",
+        str(log),
+    ]
     if sandboxed:
         args.append("--sandbox")
     done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=90,
@@ -129,8 +149,9 @@ def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("attack", ["kill-referee",
-                                    pytest.param("term-referee", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "attack", ["kill-referee", pytest.param("term-referee", marks=pytest.mark.slow)]
+)
 def test_signalling_the_referee_is_contained(tmp_path: Path, attack: str) -> None:
     played = play(tmp_path, attack, sandboxed=True)
     victim_not_harmed(played)
@@ -554,7 +575,7 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
     for line in record.evidence.stderr_tail.splitlines():
         for verdict in ("read", "refused", "wrote", "unwritten"):
             if line.startswith(f"snoop {verdict} "):
-                path, _, rest = line[len(f"snoop {verdict} "):].partition(": ")
+                path, _, rest = line[len(f"snoop {verdict} ") :].partition(": ")
                 key = path if verdict in ("read", "refused") else f"write {path}"
                 said[key] = f"{verdict}: {rest}"
         if line.startswith("snoop uid "):

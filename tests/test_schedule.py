@@ -153,8 +153,12 @@ def test_the_store_keeps_a_game_once_and_aggregates_in_sql(tmp_path: Path) -> No
         store.write(g1, _record(g1.game_id, "a", "b", "a"))
         store.write(g1, _record(g1.game_id, "a", "b", "b"))  # the same game again: ignored
         store.write(g2, _record(g2.game_id, "b", "a", "a", "time"))
-        void = dataclasses.replace(_record(g3.game_id, "a", "b", "a"), void=True, winner=None,
-                                   termination=Termination.SETUP)
+        void = dataclasses.replace(
+            _record(g3.game_id, "a", "b", "a"),
+            void=True,
+            winner=None,
+            termination=Termination.SETUP,
+        )
         store.write(g3, void)
     with Store.open(path, create=False) as store:
         assert store.done_ids() == {g1.game_id, g2.game_id}

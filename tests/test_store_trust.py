@@ -240,19 +240,37 @@ def test_status_reads_one_snapshot_while_a_run_writes(copy: Path, monkeypatch: p
 
 
 DAMAGE = [
-    ("UPDATE games SET seat2 = seat1, winner = seat1, winner_seat = 1,"
-     " record = json_set(record, '$.seat2', seat1, '$.winner', seat1) WHERE rowid = 2",
-     "games row 2", "both seats have the same name"),
-    ("UPDATE games SET record = '{\"schema\": 1, \"seat1\"' WHERE rowid = 2", "games row 2",
-     "record is not JSON"),
-    ("UPDATE games SET record = json_remove(record, '$.variant') WHERE rowid = 2",
-     "games row 2", "record is not a game record (variant must be an object"),
-    ("UPDATE meta SET value = 'not json' WHERE key = 'conditions'", "meta row",
-     "(key 'conditions'): value is not JSON"),
-    ("UPDATE meta SET value = '[1, 2]' WHERE key = 'conditions'", "meta row",
-     "value is not a JSON object"),
-    ("UPDATE engines SET definition = '{oops' WHERE name = 'b'", "engines row 2",
-     "(name 'b'): definition is not JSON"),
+    (
+        "UPDATE games SET seat2 = seat1, winner = seat1, winner_seat = 1,"
+        " record = json_set(record, '$.seat2', seat1, '$.winner', seat1) WHERE rowid = 2",
+        "games row 2",
+        "both seats have the same name",
+    ),
+    (
+        'UPDATE games SET record = \'{"schema": 1, "seat1"\' WHERE rowid = 2',
+        "games row 2",
+        "record is not JSON",
+    ),
+    (
+        "UPDATE games SET record = json_remove(record, '$.variant') WHERE rowid = 2",
+        "games row 2",
+        "record is not a game record (variant must be an object",
+    ),
+    (
+        "UPDATE meta SET value = 'not json' WHERE key = 'conditions'",
+        "meta row",
+        "(key 'conditions'): value is not JSON",
+    ),
+    (
+        "UPDATE meta SET value = '[1, 2]' WHERE key = 'conditions'",
+        "meta row",
+        "value is not a JSON object",
+    ),
+    (
+        "UPDATE engines SET definition = '{oops' WHERE name = 'b'",
+        "engines row 2",
+        "(name 'b'): definition is not JSON",
+    ),
 ]
 SLOW_DAMAGE = {"record-not-json", "record-invalid", "conditions-not-object"}
 
@@ -322,9 +340,13 @@ def test_a_store_path_that_is_a_symlink_to_itself_is_one_line(tmp_path: Path) ->
     t = write_tournament(tmp_path, BASIC + '\noutput = "loop.sqlite"', [bot("a"), bot("b")])
     loop = tmp_path / "loop.sqlite"
     loop.symlink_to("loop.sqlite")
-    for args in (["tournament", "run", str(t), "-q"], ["tournament", "status", str(t)],
-                 ["tournament", "export", str(t), "--records", str(tmp_path / "e.jsonl")],
-                 ["ratings", str(t)], ["report", str(t), "-o", str(tmp_path / "r.html")]):
+    for args in (
+        ["tournament", "run", str(t), "-q"],
+        ["tournament", "status", str(t)],
+        ["tournament", "export", str(t), "--records", str(tmp_path / "e.jsonl")],
+        ["ratings", str(t)],
+        ["report", str(t), "-o", str(tmp_path / "r.html")],
+    ):
         done = invoke(*args)
         assert done.returncode == 2, (args, done.stderr)
         line = one_line(done.stderr)
@@ -530,8 +552,18 @@ def test_a_full_disk_before_the_first_run_is_named_as_such(tmp_path: Path, small
 
 
 COLUMNS = {
-    "games": ["game_id", "seat1", "seat2", "winner", "winner_seat", "termination", "started",
-              "pair_key", "number", "record"],
+    "games": [
+        "game_id",
+        "seat1",
+        "seat2",
+        "winner",
+        "winner_seat",
+        "termination",
+        "started",
+        "pair_key",
+        "number",
+        "record",
+    ],
     "voids": ["game_id", "seat1", "seat2", "termination", "reason", "record"],
     "meta": ["value"],
     "engines": ["name", "definition", "command"],
@@ -575,8 +607,14 @@ def pristine(played: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = folder / "t.sqlite"
     record = GameRecord.from_json(read_store(store).records[0])
     game_id, seat1, seat2 = record.game_id, record.seat1, record.seat2
-    void = dataclasses.replace(record, void=True, termination=Termination.SETUP, winner=None,
-                               winner_color=None, reason="engine b did not start")
+    void = dataclasses.replace(
+        record,
+        void=True,
+        termination=Termination.SETUP,
+        winner=None,
+        winner_color=None,
+        reason="engine b did not start",
+    )
     with Store.open(store) as writer:
         writer.write(ScheduledGame(1, str(game_id), (str(seat1), str(seat2)), 1, "p"), void)
     return folder
@@ -589,8 +627,10 @@ def damage(store: Path, edits: list[tuple[str, str, int, object, object]]) -> No
             data[row % len(data)] ^= int(str(what))
             store.write_bytes(bytes(data))
             continue
-        with contextlib.suppress(sqlite3.Error, UnicodeDecodeError), \
-                contextlib.closing(sqlite3.connect(store, isolation_level=None)) as con:
+        with (
+            contextlib.suppress(sqlite3.Error, UnicodeDecodeError),
+            contextlib.closing(sqlite3.connect(store, isolation_level=None)) as con,
+        ):
             if kind == "set":
                 column = COLUMNS[table][int(str(what)) % len(COLUMNS[table])]
                 con.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (value, row))
@@ -642,7 +682,9 @@ def check_damaged_store(pristine: Path, edits: list[tuple[str, str, int, object,
             result = runner.invoke(main, args)
             assert result.exit_code in (0, 1, 2), (args, result.output)
             assert result.exception is None or isinstance(result.exception, SystemExit), (
-                args, repr(result.exception))
+                args,
+                repr(result.exception),
+            )
             assert "Traceback" not in result.output
             if result.exit_code:  # one line says why (after any "skipped ..." lines)
                 said = [x for x in result.stderr.splitlines() if not x.startswith("skipped ")]
@@ -656,8 +698,9 @@ def check_damaged_store(pristine: Path, edits: list[tuple[str, str, int, object,
                 leftover.unlink()
         result = runner.invoke(main, ["tournament", "run", str(t), "-q"])
         assert result.exit_code in (0, 1, 2), result.output
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            repr(result.exception))
+        assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+            result.exception
+        )
         if result.exit_code == 2:
             assert files_of(folder) == before
         elif result.exit_code == 0 and counted is not None:
@@ -665,8 +708,11 @@ def check_damaged_store(pristine: Path, edits: list[tuple[str, str, int, object,
                 assert after.games_stored() >= counted
 
 
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(edits=st.lists(EDITS, min_size=1, max_size=3), delete_mode=st.booleans())
 def test_damaged_stores_never_crash_a_command_or_change_a_byte(
     pristine: Path, edits: list[tuple[str, str, int, object, object]], delete_mode: bool
@@ -676,10 +722,15 @@ def test_damaged_stores_never_crash_a_command_or_change_a_byte(
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@settings(max_examples=1000, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(edits=st.lists(EDITS, min_size=1, max_size=4), delete_mode=st.booleans())
 def test_damaged_stores_many_more(
-    pristine: Path, edits: list[tuple[str, str, int, object, object]], delete_mode: bool,
+    pristine: Path,
+    edits: list[tuple[str, str, int, object, object]],
+    delete_mode: bool,
 ) -> None:
     check_damaged_store(pristine, edits, delete_mode)

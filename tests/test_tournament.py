@@ -67,7 +67,8 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
     # The engines table keeps the identity, the engine's own answer and hashes.
     engines = stored.engines
     assert {(e["name"], e["reply_name"]) for e in engines} == {
-        (n, f"reply-{n}") for n in ("alpha", "beta", "gamma")}
+        (n, f"reply-{n}") for n in ("alpha", "beta", "gamma")
+    }
     assert all(e["program_sha256"] and len(str(e["script_sha256"])) == 64 for e in engines)
     for n in range(1, 7):
         assert f"Started game {n} of 6" in done.stderr
@@ -125,10 +126,14 @@ def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) ->
     [
         (lambda h, e: (h.replace('tc = "10+0.1"', 'tc = "20+0.1"'), e), "tournament.tc"),
         # The other conditions of play are compared the same way as tc: slow.
-        pytest.param(lambda h, e: (h.replace("size = 7", "size = 11"), e), "tournament.size",
-                     marks=pytest.mark.slow),
-        pytest.param(lambda h, e: (h + "\npie = false", e), "tournament.pie",
-                     marks=pytest.mark.slow),
+        pytest.param(
+            lambda h, e: (h.replace("size = 7", "size = 11"), e),
+            "tournament.size",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            lambda h, e: (h + "\npie = false", e), "tournament.pie", marks=pytest.mark.slow
+        ),
         (lambda h, e: (h, [bot("a", "ok", "--ms", "1"), e[1]]), "engine 'a'.command"),
     ],
     ids=["tc", "size", "pie", "command"],
@@ -205,14 +210,20 @@ BAD_FILES = [
     ('[tournament]\nrounds = "two"', "tournament.rounds", "integer"),
     ("[tournament]\nround = 2", "unknown key(s) round", "allowed keys"),
     ('[tournament]\ntc = "fast"', "tournament.tc", "BASE+INC"),
-    ('[tournament]\nsize = 12', "tournament.size", "Atoll sizes"),
+    ("[tournament]\nsize = 12", "tournament.size", "Atoll sizes"),
     ('[tournament]\nformat = "swiss"', "tournament.format", "round-robin"),
-    ('[tournament]\n[[engine]]\nname = "a"\ncommand = ["./nope.py"]', "engine 'a'",
-     "does not exist"),
+    (
+        '[tournament]\n[[engine]]\nname = "a"\ncommand = ["./nope.py"]',
+        "engine 'a'",
+        "does not exist",
+    ),
     ('[tournament]\n[[engine]]\ncommand = ["python3", "x.py"]', "engine #1", "name"),
     ('[tournament]\nopenings = "open.txt"', "open.txt", "line 2"),
-    ('[tournament]\n[[engine]]\nname = "a"\ncommand = "python3"\ncolour = 1', "engine 'a'",
-     "colour"),
+    (
+        '[tournament]\n[[engine]]\nname = "a"\ncommand = "python3"\ncolour = 1',
+        "engine 'a'",
+        "colour",
+    ),
 ]
 
 
@@ -406,8 +417,11 @@ def test_a_damaged_or_foreign_store_is_one_line(tmp_path: Path) -> None:
     data = bytearray(store.read_bytes())
     data[4096:8192] = b"\xff" * 4096
     store.write_bytes(bytes(data))
-    for args in (["tournament", "status", str(t)], ["ratings", str(store)],
-                 ["tournament", "export", str(t), "--records", str(tmp_path / "o.jsonl")]):
+    for args in (
+        ["tournament", "status", str(t)],
+        ["ratings", str(store)],
+        ["tournament", "export", str(t), "--records", str(tmp_path / "o.jsonl")],
+    ):
         done = invoke(*args)
         assert done.returncode in (1, 2) and "Traceback" not in done.stderr, args
         assert len(done.stderr.strip().splitlines()) == 1

@@ -66,8 +66,9 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
     assert sum(summary["wins"].values()) == 2
     # Records keep the raw text.
     raw = [json.loads(line) for line in records.read_text().splitlines()]
-    assert any("forged line" in r["answers"].get("seat1", "") + r["answers"].get("seat2", "")
-               for r in raw)  # the whole answer, not the shortened display name
+    assert any(
+        "forged line" in r["answers"].get("seat1", "") + r["answers"].get("seat2", "") for r in raw
+    )  # the whole answer, not the shortened display name
     assert all(len(a) <= 256 for r in raw for a in r["answers"].values())
     assert any("\x1b]0;pwned" in (r["evidence"]["stderr_tail"] if r.get("evidence") else "")
                for r in raw)  # fmt: skip

@@ -22,7 +22,7 @@ def logged_pool(folder: Path, engines: int, header: str) -> tuple[Path, Path]:
     tables = []
     for i in range(engines):
         argv = [str(wrapper), f"e{i}", sys.executable, str(BADBOT), "ok", "--name", f"bot{i}"]
-        tables.append(f"[[engine]]\nname = \"e{i}\"\ncommand = {json.dumps(argv)}\n")
+        tables.append(f'[[engine]]\nname = "e{i}"\ncommand = {json.dumps(argv)}\n')
     path = folder / "pool.toml"
     path.write_text(f'[tournament]\nname = "pool"\n{header}\n\n' + "\n".join(tables))
     return path, log

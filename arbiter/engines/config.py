@@ -163,8 +163,9 @@ def engine_definition(
         folder = cwd.is_dir()
     except (OSError, RuntimeError) as exc:  # a name too long, a link loop
         why = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(f"cwd {cwd_value[:80]!r} cannot be used: {why}",
-                          where=f"{where}.cwd") from exc
+        raise ConfigError(
+            f"cwd {cwd_value[:80]!r} cannot be used: {why}", where=f"{where}.cwd"
+        ) from exc
     if local and not folder:
         raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=f"{where}.cwd")
     env = table.get("env", {})
@@ -217,8 +218,11 @@ def check_name(name: Any, where: str) -> None:
         raise ConfigError("name must be a non-empty string", where=where)
     if not name.isprintable():
         bad = next(ch for ch in name if not ch.isprintable())
-        raise ConfigError(f"name {name!r} holds the control character {bad!r}", where=where,
-                          hint="use visible characters only (no newline, tab or escape)")
+        raise ConfigError(
+            f"name {name!r} holds the control character {bad!r}",
+            where=where,
+            hint="use visible characters only (no newline, tab or escape)",
+        )
     if len(name) > NAME_MAX:
         raise ConfigError(f"name is {len(name)} characters long", where=where,
                           hint=f"use at most {NAME_MAX}")  # fmt: skip
@@ -231,8 +235,10 @@ def check_confinement(spec: EngineSpec, where: str) -> None:
         sandbox.require(where)
         view = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given, read=spec.read)
         for bind in sandbox.unreadable(view):
-            raise ConfigError(sandbox.unreadable_message(bind),
-                              where=f"{where}.{bind.why}" if bind.why != "program" else where)
+            raise ConfigError(
+                sandbox.unreadable_message(bind),
+                where=f"{where}.{bind.why}" if bind.why != "program" else where,
+            )
     sandbox.check_limits(spec.limits, f"{where}.limits")
 
 
@@ -390,8 +396,7 @@ def resolve_engine(text: str, engines: EnginesFile | None, *, local: bool = True
         known = ", ".join(sorted(engines)) if engines else "none: no --engines file given"
         raise ConfigError(
             f"unknown engine {text!r}",
-            hint=f"known engine names: {known}; or give a command line such as"
-            " 'python3 my_bot.py'",
+            hint=f"known engine names: {known}; or give a command line such as 'python3 my_bot.py'",
         )
     spec = EngineSpec(argv=tuple(argv), name=name)
     if local:

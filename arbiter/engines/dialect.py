@@ -53,8 +53,10 @@ def unsupported(dialect: Dialect, supports: Callable[[str], bool], name: str,
     if not supports("atoll-islands"):
         allowed = dialect.islands or (8,)
         if len(allowed) > 1:
-            return (f"{name} declares islands = {list(allowed)} but does not list"
-                    " atoll-islands, so it can never be told which one a game is; declare one")
+            return (
+                f"{name} declares islands = {list(allowed)} but does not list"
+                " atoll-islands, so it can never be told which one a game is; declare one"
+            )
         if variant.islands not in allowed:
             kinds = " or ".join(f"{k}-island" for k in allowed)
             if dialect.islands:

@@ -393,8 +393,8 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
         raise EngineStartError(spec.label, f"cannot start {spec.argv[0]!r}: {exc}") from exc
     except subprocess.SubprocessError as exc:  # the set-up between fork and exec failed
         raise EngineStartError(
-            spec.label, "cannot apply its resource limits, enter its cgroup or set up its"
-            f" sandbox: {exc}",
+            spec.label,
+            f"cannot apply its resource limits, enter its cgroup or set up its sandbox: {exc}",
         ) from exc
     return process
 
@@ -415,8 +415,13 @@ async def start_engine(
     deadlines = deadlines or Deadlines()
     try:
         confinement = sandbox.confine(
-            spec.argv, sandbox=spec.sandbox, limits=spec.limits, hidden=spec.hidden,
-            cwd=spec.cwd, cwd_given=spec.cwd_given, read=spec.read,
+            spec.argv,
+            sandbox=spec.sandbox,
+            limits=spec.limits,
+            hidden=spec.hidden,
+            cwd=spec.cwd,
+            cwd_given=spec.cwd_given,
+            read=spec.read,
         )
     except OSError as exc:
         raise EngineStartError(spec.label, f"cannot be confined here: {exc}") from exc

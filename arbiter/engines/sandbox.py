@@ -839,7 +839,7 @@ def _sweep(base: Path) -> None:
     """Remove cgroups left by harness processes that died without cleaning up."""
     with contextlib.suppress(OSError):
         for folder in base.glob(f"{_PREFIX}*-*"):
-            owner = folder.name[len(_PREFIX):].split("-")[0]
+            owner = folder.name[len(_PREFIX) :].split("-")[0]
             if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
                 _clear(folder)
 
@@ -883,8 +883,7 @@ class Confinement:
     def preexec(self) -> Callable[[], None] | None:
         """What the child does between fork and exec: set rlimits, enter its cgroups,
         and for a sandbox started by root, stage its folders and drop to its user."""
-        rlimits = _rlimits(self.limits, memory_by_cgroup=bool(self.cgroups and
-                                                              self.cgroups.memory))
+        rlimits = _rlimits(self.limits, memory_by_cgroup=bool(self.cgroups and self.cgroups.memory))
         groups = self.cgroups
         apply: Callable[[], None] | None = None
         if rlimits or groups is not None:
@@ -1026,9 +1025,11 @@ def unreadable_message(bind: Bind) -> str:
     uid, _ = engine_ids()
     what = {"program": "its program folder", "cwd": "its cwd",
             "read": "its read path"}.get(bind.why, "its path")  # fmt: skip
-    return (f"{what} {bind.path!r} cannot be read by uid {uid}, the unprivileged user a"
-            " sandboxed engine runs as when the harness runs as root; make it readable by"
-            f" others (chmod o+rX {bind.path}) or run the harness as an ordinary user")
+    return (
+        f"{what} {bind.path!r} cannot be read by uid {uid}, the unprivileged user a"
+        " sandboxed engine runs as when the harness runs as root; make it readable by"
+        f" others (chmod o+rX {bind.path}) or run the harness as an ordinary user"
+    )
 
 
 def shared_folders(views: dict[str, View]) -> list[str]:
@@ -1038,7 +1039,7 @@ def shared_folders(views: dict[str, View]) -> list[str]:
     found: list[str] = []
     names = list(views)
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             shared = [
                 outer for a, b in ((first, second), (second, first))
                 for outer in views[a].paths(own_only=True)

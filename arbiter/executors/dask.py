@@ -95,8 +95,11 @@ _guard_lock = threading.Lock()
 def check_address(value: str, where: str) -> str:
     """A scheduler address as Dask takes it (`tcp://HOST:PORT`); ConfigError otherwise."""
     if not _ADDRESS.match(value):
-        raise ConfigError(f"{value!r} is not a Dask scheduler address", where=where,
-                          hint='give it as tcp://HOST:PORT, e.g. "tcp://10.0.0.5:8786"')
+        raise ConfigError(
+            f"{value!r} is not a Dask scheduler address",
+            where=where,
+            hint='give it as tcp://HOST:PORT, e.g. "tcp://10.0.0.5:8786"',
+        )
     return value
 
 
@@ -283,7 +286,8 @@ class DaskExecutor:
                 # The run is over: the workers' warm engines go now, not when idle.
                 with trio.move_on_after(CLOSE_TIMEOUT / 2), contextlib.suppress(Exception):
                     await trio.to_thread.run_sync(
-                        lambda: client.run(release_engines, self._run), abandon_on_cancel=True)
+                        lambda: client.run(release_engines, self._run), abandon_on_cancel=True
+                    )
             await trio.to_thread.run_sync(client.close, abandon_on_cancel=True)
 
     # ---------------------------------------------------------------- preflight
@@ -295,9 +299,17 @@ class DaskExecutor:
         workers = await self._workers(client, wait=True)
         run = os.urandom(4).hex()
         futures = [
-            client.submit(check_worker, self.settings, list(dict.fromkeys(keys)), variant,
-                          dict(tcs), _PROCESS, key=f"arbiter-preflight-{run}-{address}",
-                          workers=[address], allow_other_workers=False)
+            client.submit(
+                check_worker,
+                self.settings,
+                list(dict.fromkeys(keys)),
+                variant,
+                dict(tcs),
+                _PROCESS,
+                key=f"arbiter-preflight-{run}-{address}",
+                workers=[address],
+                allow_other_workers=False,
+            )
             for address in workers
         ]
         checks: list[WorkerCheck] = []
@@ -456,14 +468,15 @@ class DaskExecutor:
                 first = first.exceptions[0]
             detail = f"{type(first).__name__}: {str(first)[:500]}"
             evidence = Evidence.of_harness(detail, value)
-            log.error("game %s failed on the cluster:\n%s", job.spec.game_id,
-                      evidence.traceback)
+            log.error("game %s failed on the cluster:\n%s", job.spec.game_id, evidence.traceback)
             reason = (f"the game's task failed on the cluster: {detail}; the traceback is in"
                       f" the record's evidence and in {logs.where()}")  # fmt: skip
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
-        seats = (self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
-                 self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label))
+        seats = (
+            self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
+            self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label),
+        )
         self._voids[job.spec.game_id] += 1
         emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
                                               reason[:1000], evidence)))  # fmt: skip
@@ -480,8 +493,10 @@ class DaskExecutor:
                 self._report(event, emit)
                 continue
             if isinstance(event, Started):
-                self._names[job.engines[0]], self._names[job.engines[1]] = (event.seat1,
-                                                                            event.seat2)
+                self._names[job.engines[0]], self._names[job.engines[1]] = (
+                    event.seat1,
+                    event.seat2,
+                )
             if isinstance(event, Finished):
                 if event.record.void:
                     self._voids[job.spec.game_id] += 1

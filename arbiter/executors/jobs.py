@@ -120,8 +120,10 @@ def machine() -> tuple[str, str]:
             if key.strip() in ("model name", "Model", "Processor", "cpu model"):
                 cpu = value.strip()
                 break
-    return (text.name(socket.gethostname(), 100),
-            text.name(cpu or platform.processor() or platform.machine(), 100))
+    return (
+        text.name(socket.gethostname(), 100),
+        text.name(cpu or platform.processor() or platform.machine(), 100),
+    )
 
 
 WARM_ENGINES = 8  # engines a slot keeps running between games, by default

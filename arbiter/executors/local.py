@@ -82,8 +82,12 @@ class LocalExecutor:
                     try:
                         await self._remote_game(process, job, dispatcher, emit, groups, names)
                     except (EOFError, trio.BrokenResourceError) as exc:
-                        log.error("the worker process (pid %d) running game %s died: %r",
-                                  process.process.pid, job.spec.game_id, exc)
+                        log.error(
+                            "the worker process (pid %d) running game %s died: %r",
+                            process.process.pid,
+                            job.spec.game_id,
+                            exc,
+                        )
                         seats = (names.get(job.engines[0], job.engines[0]),
                                  names.get(job.engines[1], job.engines[1]))  # fmt: skip
                         emit(Finished(job.number, void_record(

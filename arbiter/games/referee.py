@@ -49,7 +49,6 @@ class GameSpec:
     pair: str = ""  # the seat-swapped pair this game belongs to
     commands: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # seat 1's and seat 2's argv
 
-
     def record(
         self, seat1: str, seat2: str, termination: Termination, **outcome: Any
     ) -> GameRecord:
@@ -153,8 +152,10 @@ class Referee:
         except _HarnessStalled as stall:
             faulty.add(stall.seat)
             name = players[stall.seat].name
-            detail = (f"the harness itself did not run for {stall.stalled:.2f} s (paused,"
-                      f" suspended or starved of CPU) while {name} was to answer; {stall.detail}")
+            detail = (
+                f"the harness itself did not run for {stall.stalled:.2f} s (paused,"
+                f" suspended or starved of CPU) while {name} was to answer; {stall.detail}"
+            )
             log.warning("game %s is void: %s", spec.game_id, detail)
             verdict = _Verdict(
                 Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",

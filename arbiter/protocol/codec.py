@@ -44,9 +44,7 @@ class Command:
         return format_command(self.id, self.name, *self.args)
 
     def __str__(self) -> str:
-        return " ".join(
-            ([str(self.id)] if self.id is not None else []) + [self.name, *self.args]
-        )
+        return " ".join(([str(self.id)] if self.id is not None else []) + [self.name, *self.args])
 
 
 _TOKEN = re.compile(r"[!-\"$-~]+")  # printable ASCII except space and '#'
@@ -136,9 +134,7 @@ class ResponseReader:
             nl = self._buffer.find(b"\n")
             if nl < 0:
                 if len(self._buffer) > self.max_line:
-                    raise FramingError(
-                        f"a line of over {self.max_line} bytes without a newline"
-                    )
+                    raise FramingError(f"a line of over {self.max_line} bytes without a newline")
                 return out
             raw = bytes(self._buffer[:nl])
             del self._buffer[: nl + 1]

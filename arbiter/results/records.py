@@ -221,8 +221,9 @@ class GameRecord:
             if not isinstance(evidence, dict):
                 raise ValueError("evidence must be an object")
             _check_fields(evidence, _EVIDENCE_FIELDS, "evidence")
-            fields["evidence"] = Evidence(**{**evidence,
-                                             "stage": Stage(evidence.get("stage", "game"))})
+            fields["evidence"] = Evidence(
+                **{**evidence, "stage": Stage(evidence.get("stage", "game"))}
+            )
         return cls(**fields)
 
 

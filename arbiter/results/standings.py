@@ -171,8 +171,11 @@ def source_kind(path: str) -> str:
         with open(path, "rb") as handle:
             head = handle.read(16)
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", where=path,
-                          hint="give a tournament file, a store or a records file") from exc
+        raise ConfigError(
+            f"cannot read: {exc.strerror}",
+            where=path,
+            hint="give a tournament file, a store or a records file",
+        ) from exc
     return "store" if head == b"SQLite format 3\x00" else "records"
 
 
@@ -314,8 +317,13 @@ def table(s: Standings, fmt: str = "table") -> str:
         writer.writerow(headers)
         writer.writerows(rows)
         return out.getvalue().rstrip("\n")
-    text = tabulate(rows, headers, tablefmt="github" if fmt == "markdown" else "simple",
-                    disable_numparse=True, colalign=("right", "left") + ("right",) * 7)
+    text = tabulate(
+        rows,
+        headers,
+        tablefmt="github" if fmt == "markdown" else "simple",
+        disable_numparse=True,
+        colalign=("right", "left") + ("right",) * 7,
+    )
     return text + "\n" + "\n".join(footer(s))
 
 
@@ -383,8 +391,12 @@ def matrix(s: Standings) -> str:
          "" if h.pairs is None else "/".join(map(str, h.pairs))]
         for h in head_to_head(s)
     ]  # fmt: skip
-    return tabulate(body, ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
-                    tablefmt="simple", disable_numparse=True)
+    return tabulate(
+        body,
+        ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
+        tablefmt="simple",
+        disable_numparse=True,
+    )
 
 
 @dataclass(frozen=True)

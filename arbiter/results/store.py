@@ -301,8 +301,10 @@ def _no_space(path: Path) -> bool:
 
 def _foreign_hint(run: bool, origin: str) -> str:
     if run:
-        return (f"move it away or set {origin or 'the output'} to a new file; if it is a"
-                " damaged store, restore it from a copy or start over with --fresh")
+        return (
+            f"move it away or set {origin or 'the output'} to a new file; if it is a"
+            " damaged store, restore it from a copy or start over with --fresh"
+        )
     return "give a store written by 'arbiter tournament run'; if it is damaged, restore it" \
            " from a copy"  # fmt: skip
 
@@ -522,8 +524,9 @@ class Store:
         name = str(self.path)
         found: list[Damage] = []
         # JSON columns are read as bytes: `_json` says when they are not UTF-8 text.
-        for rowid, key, value, kind in self._q("SELECT rowid, key, CAST(value AS BLOB),"
-                                               " typeof(value) FROM meta ORDER BY rowid"):
+        for rowid, key, value, kind in self._q(
+            "SELECT rowid, key, CAST(value AS BLOB), typeof(value) FROM meta ORDER BY rowid"
+        ):
             if key in ("conditions", "definition"):
                 data, problem = _json(value, "value")
                 if not problem and not isinstance(data, dict):
@@ -535,15 +538,17 @@ class Store:
                 found.append(Damage(name, "meta", int(rowid), _label("key", key),
                                     "value is not text"))  # fmt: skip
         for rowid, engine, definition, command in self._q(
-                "SELECT rowid, name, CAST(definition AS BLOB), CAST(command AS BLOB)"
-                " FROM engines ORDER BY rowid"):
+            "SELECT rowid, name, CAST(definition AS BLOB), CAST(command AS BLOB)"
+            " FROM engines ORDER BY rowid"
+        ):
             data, problem = _json(definition, "definition")
             if not problem and not isinstance(data, dict):
                 problem = "definition is not a JSON object"
             if not problem:
                 data, problem = _json(command, "command")
-                if not problem and not (isinstance(data, list)
-                                        and all(isinstance(w, str) for w in data)):
+                if not problem and not (
+                    isinstance(data, list) and all(isinstance(w, str) for w in data)
+                ):
                     problem = "command is not a JSON list of strings"
             if not problem and not isinstance(engine, str):
                 problem = "name is not text"
@@ -797,8 +802,7 @@ class Store:
 
     def game_rows(self) -> Iterator[GameRow]:
         rows = self._games(
-            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key"
-            " FROM {games}"
+            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM {games}"
         )
         for row in rows:
             yield GameRow(*row)
@@ -954,8 +958,11 @@ def _lock(path: Path) -> tuple[int, bool]:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise ConfigError("cannot be the results store (not a regular file)",
-                                  where=str(path), hint="name a new file as the output")
+                raise ConfigError(
+                    "cannot be the results store (not a regular file)",
+                    where=str(path),
+                    hint="name a new file as the output",
+                )
             _flock_exclusive(fd, path)
             try:
                 now = os.stat(path)
@@ -1041,9 +1048,11 @@ def resolved(path: str | os.PathLike[str], where: str | None = None) -> Path:
         return Path(path).resolve()
     except (RuntimeError, OSError) as exc:
         what = f"{path} is" if where else "is"
-        raise ConfigError(f"{what} a symbolic link that leads back to itself (or a loop of"
-                          " links)", where=where or str(path),
-                          hint="remove the link or name another file") from exc
+        raise ConfigError(
+            f"{what} a symbolic link that leads back to itself (or a loop of links)",
+            where=where or str(path),
+            hint="remove the link or name another file",
+        ) from exc
 
 
 def _remove_unused(path: Path, identity: tuple[int, int]) -> None:

@@ -38,8 +38,7 @@ class PlayoutEngine:
         self._cell_bits = np.array([bit(q, r) for q, r in geometry.cells], dtype=np.int64)
         self._shifts = sorted({abs(dq * self._height + dr) for dq, dr in geometry.directions})
         self._island_bits = [
-            np.array([bit(q, r) for q, r in isl.stones], dtype=np.int64)
-            for isl in geometry.islands
+            np.array([bit(q, r) for q, r in isl.stones], dtype=np.int64) for isl in geometry.islands
         ]
         own = [k for k, isl in enumerate(geometry.islands) if isl.owner is Color.BLACK]
         # Flooding from all but one of Black's islands finds every group that joins two
@@ -98,9 +97,7 @@ class PlayoutEngine:
                 return reach
             reach = grown
 
-    def random_fills(
-        self, game: Game, n: int, rng: np.random.Generator
-    ) -> npt.NDArray[np.bool_]:
+    def random_fills(self, game: Game, n: int, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
         """`n` random completions of `game`'s position, as black-stone arrays."""
         colors = np.array(game.colors, dtype=np.int8)
         empty = np.flatnonzero(colors == 0)

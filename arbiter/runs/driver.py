@@ -206,8 +206,12 @@ class Driver:
         for sink in self.sinks:
             sink.write(game, record)  # stored before anyone is told
         self._changed.set()
-        log.info("game %s: %s, %s", record.game_id, record.termination,
-                 "void" if record.void else f"won by {record.winner}")
+        log.info(
+            "game %s: %s, %s",
+            record.game_id,
+            record.termination,
+            "void" if record.void else f"won by {record.winner}",
+        )
         if not record.void:
             self.reporter.game_finished(game, record, "")
             self._consecutive_voids = 0
@@ -224,8 +228,12 @@ class Driver:
             record, attempts, self._consecutive_voids, at_fault in self._up, self.policy
         )
         if action is not Action.RETRY:
-            log.warning("game %s: %s after a void game: %s", record.game_id, action.value,
-                        why or record.reason)
+            log.warning(
+                "game %s: %s after a void game: %s",
+                record.game_id,
+                action.value,
+                why or record.reason,
+            )
         self.reporter.game_finished(game, record, {
             Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
                           f" {self.policy.max_attempts})",

@@ -179,16 +179,20 @@ class Match:
         stored = store.conditions()
         if stored is None:
             if self.rebuilt:
-                raise ConfigError("--rebuilt is given for a new store", where="--rebuilt",
-                                  hint="leave it out: there is no earlier build to accept")
+                raise ConfigError(
+                    "--rebuilt is given for a new store",
+                    where="--rebuilt",
+                    hint="leave it out: there is no earlier build to accept",
+                )
             return None
         where = str(store.path)
         if stored.get("kind") != "match":
             raise ConfigError(f"the store holds tournament {store.meta('tournament')!r}, not"
                               " a match", where=where, hint="give a new --store file, or"
                               " run that tournament with 'arbiter tournament run'")  # fmt: skip
-        refuse_changes(stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name,
-                       FRESH_HINT)
+        refuse_changes(
+            stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name, FRESH_HINT
+        )
         by_position = {d.get("engine"): (name, d)
                        for name, d in store.engine_definitions().items()}  # fmt: skip
         names: dict[str, str] = {}

@@ -53,9 +53,7 @@ class Openings:
     random_plies: int = 0
     seed: int = 0
 
-    def for_pair(
-        self, variant: Variant, offset: int, round_: int, key: str
-    ) -> tuple[str, ...]:
+    def for_pair(self, variant: Variant, offset: int, round_: int, key: str) -> tuple[str, ...]:
         if self.lines:
             return self.lines[(offset + round_ - 1) % len(self.lines)]
         if self.random_plies:

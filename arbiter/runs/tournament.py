@@ -243,8 +243,11 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     try:
         variant = Variant(islands, size, pie)
     except ValueError as exc:
-        raise ConfigError(str(exc), where=f"{where}.size",
-                          hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26") from exc
+        raise ConfigError(
+            str(exc),
+            where=f"{where}.size",
+            hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
+        ) from exc
     seed = _get(table, "seed", where, 1)
     openings, openings_file = _openings(table, where, here, variant, seed)
     file_dask = _get(table, "dask", where, None)
@@ -275,8 +278,10 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     try:
         unusable = output.is_dir() or output == file.resolve() or not output_value.strip()
     except OSError as exc:  # a name too long
-        raise ConfigError(f"{output_value[:80]!r} cannot be the results store:"
-                          f" {exc.strerror}", where=f"{where}.output") from exc
+        raise ConfigError(
+            f"{output_value[:80]!r} cannot be the results store: {exc.strerror}",
+            where=f"{where}.output",
+        ) from exc
     if unusable:
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
@@ -310,22 +315,29 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
     try:
         text = read_small(path, "openings file")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read openings file {str(path)!r}: {exc}",
-                          where=f"{where}.openings",
-                          hint="the path is relative to the tournament file") from exc
+        raise ConfigError(
+            f"cannot read openings file {str(path)!r}: {exc}",
+            where=f"{where}.openings",
+            hint="the path is relative to the tournament file",
+        ) from exc
     try:
         lines = parse_openings(text, variant)
     except ValueError as exc:
-        raise ConfigError(f"{exc}", where=str(path),
-                          hint=f"each line is a legal opening for {variant}") from exc
+        raise ConfigError(
+            f"{exc}", where=str(path), hint=f"each line is a legal opening for {variant}"
+        ) from exc
     if not lines:
-        raise ConfigError("the openings file holds no openings", where=str(path),
-                          hint="one opening a line: cell names and swap, # comments")
+        raise ConfigError(
+            "the openings file holds no openings",
+            where=str(path),
+            hint="one opening a line: cell names and swap, # comments",
+        )
     return Openings(lines=tuple(lines)), file_value
 
 
-def _engines(file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str,
-             local: bool = True) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
+def _engines(
+    file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str, local: bool = True
+) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
     engines: dict[str, EngineSpec] = {}
     conditions: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
@@ -390,23 +402,25 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
     new build the operator accepts as the same engine (the store records it).
     """
     stored = store.conditions()
-    fix = "use --fresh to start a new store (the old one is kept under a dated name)," \
-          " or restore the old value"
+    fix = (
+        "use --fresh to start a new store (the old one is kept under a dated name),"
+        " or restore the old value"
+    )
     if stored is not None:
         if store.meta("tournament") != t.name:
             raise ConfigError(
                 f"the store {t.output} holds tournament {store.meta('tournament')!r},"
                 f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
             )  # fmt: skip
-        refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__,
-                       t.output.name, fix)
+        refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__, t.output.name, fix)
     known = store.engine_definitions()
     for name, conditions in t.engine_conditions.items():
         if name in known:
             prefix = f"{t.path}: engine {name!r}."
             refuse_changes(known[name], conditions, prefix.__add__, t.output.name, fix)
-    refuse_rebuilds(store, t.engines, rebuilt, lambda name: f"{t.path}: engine {name!r}",
-                    "tournament")
+    refuse_rebuilds(
+        store, t.engines, rebuilt, lambda name: f"{t.path}: engine {name!r}", "tournament"
+    )
 
 
 __all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament"]

@@ -225,9 +225,7 @@ def summary_lines(result: MatchResult) -> list[str]:
     ]
     terms = result.terminations()
     if terms:
-        lines.append(
-            "Terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terms.items()))
-        )
+        lines.append("Terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terms.items())))
     if result.void_count:
         lines.append(f"Void games (replayed, not rated): {result.void_count}")
     if result.resumed:

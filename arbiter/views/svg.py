@@ -116,9 +116,7 @@ def picture(geom: Geometry) -> BoardPicture:
         f"{RADIUS * math.sin(start + k * math.pi / 3):.2f}"
         for k in range(6)
     )
-    cells = tuple(
-        Cell(i, geom.names[i], *at(q, r)) for i, (q, r) in enumerate(geom.cells)
-    )
+    cells = tuple(Cell(i, geom.names[i], *at(q, r)) for i, (q, r) in enumerate(geom.cells))
     stones = tuple(
         IslandStone(k, str(isl.owner), *at(q, r))
         for k, isl in enumerate(geom.islands)

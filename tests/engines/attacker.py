@@ -121,10 +121,12 @@ def attack(opts: argparse.Namespace) -> None:
     elif name in ("write", "remount"):
         if name == "remount":
             for path in opts.path:
-                for command in (["umount", path],
-                                ["mount", "-o", "remount,bind,rw", os.path.dirname(path)],
-                                ["mount", "-o", "remount,bind,rw", "/"],
-                                ["unshare", "-Urm", "mount", "-o", "remount,bind,rw", "/"]):
+                for command in (
+                    ["umount", path],
+                    ["mount", "-o", "remount,bind,rw", os.path.dirname(path)],
+                    ["mount", "-o", "remount,bind,rw", "/"],
+                    ["unshare", "-Urm", "mount", "-o", "remount,bind,rw", "/"],
+                ):
                     done = subprocess.run(command, capture_output=True, text=True)
                     log(f"attack remount: {' '.join(command)} -> {done.returncode}")
         outcomes = []
@@ -146,8 +148,11 @@ def attack(opts: argparse.Namespace) -> None:
     elif name == "escape":
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(600)", opts.token],
-            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={},
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={},
         )
         result = f"child {child.pid} started"
     elif name == "memory":

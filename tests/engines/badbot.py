@@ -63,27 +63,63 @@ import sys
 import time
 from pathlib import Path
 
-sys.dont_write_bytecode = True        # keep the source tree free of __pycache__
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
 
 import bot_skeleton as skeleton  # noqa: E402, RUF100
 
 MODES = [
-    "ok", "crash-start", "crash", "hang", "hang-handshake", "slow", "garbage",
-    "huge-line", "stderr-flood", "wrong-id", "question", "illegal-occupied",
-    "illegal-offboard", "illegal-island", "unparseable", "swap-late", "swapper",
-    "resign", "reject-play", "ignore-quit", "ignore-sigterm", "fork-child",
-    "no-newline-eof", "crlf", "slow-start", "escape", "stop-parent",
+    "ok",
+    "crash-start",
+    "crash",
+    "hang",
+    "hang-handshake",
+    "slow",
+    "garbage",
+    "huge-line",
+    "stderr-flood",
+    "wrong-id",
+    "question",
+    "illegal-occupied",
+    "illegal-offboard",
+    "illegal-island",
+    "unparseable",
+    "swap-late",
+    "swapper",
+    "resign",
+    "reject-play",
+    "ignore-quit",
+    "ignore-sigterm",
+    "fork-child",
+    "no-newline-eof",
+    "crlf",
+    "slow-start",
+    "escape",
+    "stop-parent",
 ]
 # Modes whose fault is a wrong answer (or no answer) to genmove.
 GENMOVE_FAULTS = {
-    "crash", "escape", "hang", "garbage", "huge-line", "wrong-id", "question", "illegal-occupied",
-    "illegal-offboard", "illegal-island", "unparseable", "swap-late", "resign",
+    "crash",
+    "escape",
+    "hang",
+    "garbage",
+    "huge-line",
+    "wrong-id",
+    "question",
+    "illegal-occupied",
+    "illegal-offboard",
+    "illegal-island",
+    "unparseable",
+    "swap-late",
+    "resign",
     "no-newline-eof",
 }
 FIXED_ANSWERS = {
-    "illegal-offboard": "z99", "illegal-island": "b11", "unparseable": "@@",
-    "swap-late": "swap", "resign": "resign",
+    "illegal-offboard": "z99",
+    "illegal-island": "b11",
+    "unparseable": "@@",
+    "swap-late": "swap",
+    "resign": "resign",
 }
 NEVER_QUIT = {"ignore-quit", "ignore-sigterm"}
 
@@ -95,7 +131,7 @@ def sleep_forever():
 
 def flood_stderr(total=1 << 20, chunk=1 << 14):
     """Write about ``total`` bytes on stderr in lines of ``chunk`` bytes."""
-    line = ("stderr flood " * (chunk // 13 + 1))[:chunk - 1] + "\n"
+    line = ("stderr flood " * (chunk // 13 + 1))[: chunk - 1] + "\n"
     for _ in range(total // chunk):
         sys.stderr.write(line)
         sys.stderr.flush()
@@ -109,7 +145,7 @@ class BadBot(skeleton.Bot):
         self.mode = mode
         self.after = after
         self.ms = ms
-        self.normal_genmoves = 0       # genmove commands answered normally so far
+        self.normal_genmoves = 0  # genmove commands answered normally so far
         self.name = name
 
     def claim(self):
@@ -128,8 +164,13 @@ class BadBot(skeleton.Bot):
             flood_stderr()
         if name == "genmove":
             self.genmove(cmd_id, args)
-        elif (name == "play" and self.mode == "reject-play" and self.fault_due()
-              and len(args) == 2 and args[1].lower() not in skeleton.SWAP_ALIASES):
+        elif (
+            name == "play"
+            and self.mode == "reject-play"
+            and self.fault_due()
+            and len(args) == 2
+            and args[1].lower() not in skeleton.SWAP_ALIASES
+        ):
             self.respond(cmd_id, False, "illegal move")
         elif name == "quit" and self.mode in NEVER_QUIT:
             self.respond(cmd_id, True, "")
@@ -141,11 +182,11 @@ class BadBot(skeleton.Bot):
         if self.mode == "slow":
             time.sleep(self.ms / 1000)
         if self.mode == "stop-parent" and self.fault_due() and self.claim():
-            time.sleep(self.ms / 1000)              # the harness is waiting for the answer
+            time.sleep(self.ms / 1000)  # the harness is waiting for the answer
             os.kill(os.getppid(), signal.SIGSTOP)
         if self.mode == "swapper" and self.swap_wanted(args):
             colour = skeleton.COLOURS[args[0].lower()]
-            self.game.history.append((colour, "swap"))   # recorded even if pie is off
+            self.game.history.append((colour, "swap"))  # recorded even if pie is off
             self.game.to_move = colour
             self.respond(cmd_id, True, "swap")
             return
@@ -157,9 +198,12 @@ class BadBot(skeleton.Bot):
     def swap_wanted(self, args):
         """Swapper: one stone on the board, no swap yet and a valid colour argument."""
         game = self.game
-        return (len(args) == 1 and args[0].lower() in skeleton.COLOURS
-                and len(game.stones) == 1
-                and all(move != "swap" for _, move in game.history))
+        return (
+            len(args) == 1
+            and args[0].lower() in skeleton.COLOURS
+            and len(game.stones) == 1
+            and all(move != "swap" for _, move in game.history)
+        )
 
     def fault(self, cmd_id, args):
         """Misbehave on a genmove; return False to answer normally this time."""
@@ -215,18 +259,24 @@ class BadBot(skeleton.Bot):
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Misbehaving GTP engine for tests.")
     parser.add_argument("mode", choices=MODES)
-    parser.add_argument("--after", type=int, default=0,
-                        help="genmove commands answered normally before the fault")
-    parser.add_argument("--ms", type=int, default=500,
-                        help="delay in milliseconds for slow and slow-start")
-    parser.add_argument("--name", default="badbot",
-                        help="answer to the name command ({pid} becomes the process id)")
-    parser.add_argument("--flag", default="",
-                        help="stop-parent: the file whose creation claims the one stop")
-    parser.add_argument("--say", default="",
-                        help="written on stderr at startup, after decoding backslash escapes")
-    parser.add_argument("--hostile", action="store_true",
-                        help="decode backslash escapes in --name too")
+    parser.add_argument(
+        "--after", type=int, default=0, help="genmove commands answered normally before the fault"
+    )
+    parser.add_argument(
+        "--ms", type=int, default=500, help="delay in milliseconds for slow and slow-start"
+    )
+    parser.add_argument(
+        "--name", default="badbot", help="answer to the name command ({pid} becomes the process id)"
+    )
+    parser.add_argument(
+        "--flag", default="", help="stop-parent: the file whose creation claims the one stop"
+    )
+    parser.add_argument(
+        "--say", default="", help="written on stderr at startup, after decoding backslash escapes"
+    )
+    parser.add_argument(
+        "--hostile", action="store_true", help="decode backslash escapes in --name too"
+    )
     opts = parser.parse_args(argv)
     if opts.hostile:
         opts.name = codecs.decode(opts.name, "unicode_escape")
@@ -249,7 +299,7 @@ def main(argv=None):
         sys.stdout.flush()
         sys.stderr.flush()
         child = os.fork()
-        if child == 0:                 # the child: keep the inherited pipes open
+        if child == 0:  # the child: keep the inherited pipes open
             try:
                 if opts.mode == "escape":
                     os.setsid()

@@ -64,8 +64,11 @@ class GtpError(Exception):
 
 def preprocess(line):
     """Clean one input line: drop control characters, tabs to spaces, cut comments."""
-    kept = [" " if ch == "\t" else ch for ch in line
-            if ch in "\t\n" or (ord(ch) >= 32 and ord(ch) != 127)]
+    kept = [
+        " " if ch == "\t" else ch
+        for ch in line
+        if ch in "\t\n" or (ord(ch) >= 32 and ord(ch) != 127)
+    ]
     return "".join(kept).split("#", 1)[0].strip()
 
 
@@ -105,6 +108,7 @@ def expect_args(args, count, usage):
 
 # ---------------------------------------------------------------- the board
 
+
 def size_is_valid(islands, size):
     """Atoll (8 islands): 7..23 with size % 4 == 3.  Hex (4 islands): 2..26."""
     if islands == 8:
@@ -129,9 +133,9 @@ class Game:
     """Everything the bot knows about the current game."""
 
     def __init__(self):
-        self.islands = 8               # 8 = Atoll, 4 = Hex
+        self.islands = 8  # 8 = Atoll, 4 = Hex
         self.size = 11
-        self.pie = True                # pie rule: "swap" allowed as the second move
+        self.pie = True  # pie rule: "swap" allowed as the second move
         self.time_settings = ("none",)
         self.time_left = {}
         self.clear()
@@ -140,8 +144,8 @@ class Game:
         """Empty the board (and rebuild the cell list for the current geometry)."""
         self.cells = all_cells(self.islands, self.size)
         self.cell_set = set(self.cells)
-        self.stones = {}               # cell name -> "b" or "w"
-        self.history = []              # (colour, move) in order; move may be "swap"
+        self.stones = {}  # cell name -> "b" or "w"
+        self.history = []  # (colour, move) in order; move may be "swap"
         self.to_move = "b"
 
     def empty_cells(self):
@@ -165,7 +169,7 @@ class Game:
             match = re.fullmatch(r"([a-zA-Z])([0-9]{1,4})", text)
             if match is None:
                 raise GtpError(f"syntax error: invalid move '{text}'")
-            move = match.group(1).lower() + str(int(match.group(2)))   # "A01" -> "a1"
+            move = match.group(1).lower() + str(int(match.group(2)))  # "A01" -> "a1"
             if move not in self.cell_set:
                 raise GtpError(f"illegal move: {move} is not a playable cell")
             if move in self.stones:
@@ -181,7 +185,7 @@ class Game:
     def drawing(self):
         """Text picture of the board: X = black stone, O = white stone, . = empty."""
         mark = {"b": "X", "w": "O"}
-        letters = FILE_LETTERS[:self.size]
+        letters = FILE_LETTERS[: self.size]
         variant, pie = ("Hex" if self.islands == 4 else "Atoll"), ("on" if self.pie else "off")
         lines = [f"{variant} size {self.size}, {len(self.history)} moves, pie {pie}"]
         if self.islands == 4:
@@ -198,8 +202,9 @@ class Game:
         for cell in self.cells:
             x, rank = FILE_LETTERS.index(cell[0]), int(cell[1:])
             h = 2 * self.size + x + 1 - 2 * (rank + x // 2) - 2
-            rows.setdefault(h, [" "] * (3 * self.size))[3 * x] = \
-                mark.get(self.stones.get(cell), ".")
+            rows.setdefault(h, [" "] * (3 * self.size))[3 * x] = mark.get(
+                self.stones.get(cell), "."
+            )
         header = "  ".join(letters)
         lines.append(header)
         lines += ["".join(rows[h]).rstrip() for h in sorted(rows)]
@@ -210,17 +215,31 @@ class Game:
 # ---------------------------------------------------------------- the protocol
 
 COMMAND_NAMES = [
-    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
-    "boardsize", "clear_board", "play", "genmove", "showboard", "final_score",
-    "atoll-islands", "atoll-pie", "atoll-time_settings", "atoll-time_left",
-    "time_settings", "time_left",
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "play",
+    "genmove",
+    "showboard",
+    "final_score",
+    "atoll-islands",
+    "atoll-pie",
+    "atoll-time_settings",
+    "atoll-time_left",
+    "time_settings",
+    "time_left",
 ]
 
 
 class Bot:
     """Reads commands, keeps a Game up to date and answers on stdout."""
 
-    name = "skeleton"         # change this: match results and tables show it
+    name = "skeleton"  # change this: match results and tables show it
     version = "1.0"
 
     def __init__(self, chooser=choose_move, stdin=None, stdout=None):
@@ -229,15 +248,16 @@ class Bot:
         self.stdin = stdin if stdin is not None else sys.stdin.buffer
         self.stdout = stdout if stdout is not None else sys.stdout.buffer
         self.quit_requested = False
-        self.commands = {name: getattr(self, "cmd_" + name.replace("-", "_"))
-                         for name in COMMAND_NAMES}
+        self.commands = {
+            name: getattr(self, "cmd_" + name.replace("-", "_")) for name in COMMAND_NAMES
+        }
 
     def run(self):
         """Answer commands until "quit" or the end of input; return the exit status."""
         while not self.quit_requested:
             raw = self.stdin.readline()
             if not raw:
-                break                  # end of input: the referee has gone away
+                break  # end of input: the referee has gone away
             line = preprocess(raw.decode("utf-8", errors="replace"))
             if line:
                 self.handle_command(*split_command(line))
@@ -266,7 +286,7 @@ class Bot:
 
     def send(self, text):
         self.stdout.write(text.encode("utf-8"))
-        self.stdout.flush()           # the referee is waiting: never keep output buffered
+        self.stdout.flush()  # the referee is waiting: never keep output buffered
 
     # ---- standard GTP commands (each returns the result text) -------------
     def cmd_protocol_version(self, args):
@@ -317,7 +337,7 @@ class Bot:
         if move == "resign":
             return move
         try:
-            return game.play(game.to_move, move)   # record our own move
+            return game.play(game.to_move, move)  # record our own move
         except GtpError as error:
             raise GtpError(f"choose_move returned '{move}': {error}") from None
 
@@ -338,7 +358,9 @@ class Bot:
     def cmd_time_left(self, args):
         expect_args(args, 3, "time_left COLOR SECONDS STONES")
         self.game.time_left[parse_colour(args[0])] = (
-            parse_int(args[1], "time") * 1000, parse_int(args[2], "stones"))
+            parse_int(args[1], "time") * 1000,
+            parse_int(args[2], "stones"),
+        )
         return ""
 
     # ---- Atoll extensions -------------------------------------------------
@@ -361,8 +383,10 @@ class Bot:
         return ""
 
     def cmd_atoll_time_settings(self, args):
-        usage = ("atoll-time_settings none | fischer BASE_MS INC_MS | movetime MS"
-                 " | moves MOVES BASE_MS INC_MS")
+        usage = (
+            "atoll-time_settings none | fischer BASE_MS INC_MS | movetime MS"
+            " | moves MOVES BASE_MS INC_MS"
+        )
         counts = {"none": 0, "fischer": 2, "movetime": 1, "moves": 3}
         if not args or args[0].lower() not in counts:
             raise GtpError(f"syntax error: usage: {usage}")

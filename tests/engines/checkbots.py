@@ -44,14 +44,21 @@ import sys
 import time
 from pathlib import Path
 
-sys.dont_write_bytecode = True        # keep the source tree free of __pycache__
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
 
 import bot_skeleton as skeleton  # noqa: E402, RUF100
 
 MODES = [
-    "ok", "ignores-boardsize", "ignores-clear-board", "transposed", "swaps-without-pie",
-    "debug-stdout", "overruns-time", "no-pipelining", "ignores-quit",
+    "ok",
+    "ignores-boardsize",
+    "ignores-clear-board",
+    "transposed",
+    "swaps-without-pie",
+    "debug-stdout",
+    "overruns-time",
+    "no-pipelining",
+    "ignores-quit",
 ]
 CHUNK = 65536
 
@@ -98,7 +105,7 @@ class CheckBot(skeleton.Bot):
         self.rng = random.Random(seed)
         super().__init__(chooser=self.choose)
         self.name = f"checkbot-{mode}"
-        self.fresh_time = set()        # colours told their clock since their last genmove
+        self.fresh_time = set()  # colours told their clock since their last genmove
 
     # ---- strategy ------------------------------------------------------------
     def choose(self, game):
@@ -133,7 +140,7 @@ class CheckBot(skeleton.Bot):
                 line = skeleton.preprocess(raw)
                 if line:
                     self.handle_command(*skeleton.split_command(line))
-                    break              # the rest of the chunk is lost
+                    break  # the rest of the chunk is lost
         return 0
 
     def cmd_quit(self, args):
@@ -151,7 +158,7 @@ class CheckBot(skeleton.Bot):
         if not skeleton.size_is_valid(game.islands, size):
             raise skeleton.GtpError("unacceptable size")
         if self.mode == "ignores-clear-board" and size != game.size:
-            game.size = size           # a new size needs a new board, even for this bot
+            game.size = size  # a new size needs a new board, even for this bot
             game.clear()
         return ""
 
@@ -179,7 +186,7 @@ class CheckBot(skeleton.Bot):
     def cmd_atoll_pie(self, args):
         result = super().cmd_atoll_pie(args)
         if self.mode == "swaps-without-pie":
-            self.game.pie = True       # "off" acknowledged, then forgotten
+            self.game.pie = True  # "off" acknowledged, then forgotten
         return result
 
     def cmd_atoll_time_left(self, args):

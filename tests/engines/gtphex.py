@@ -41,15 +41,26 @@ import re
 import sys
 from pathlib import Path
 
-sys.dont_write_bytecode = True        # keep the source tree free of __pycache__
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
 
 import bot_skeleton as skeleton  # noqa: E402, RUF100
 from bot_skeleton import GtpError  # noqa: E402, RUF100
 
 COMMAND_NAMES = [
-    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
-    "boardsize", "clear_board", "play", "genmove", "showboard", "param_game", "time_left",
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "play",
+    "genmove",
+    "showboard",
+    "param_game",
+    "time_left",
 ]
 SWAP = "swap-pieces"
 PARAMS = ("allow_swap",)
@@ -119,7 +130,7 @@ class GtpHex(skeleton.Bot):
             return SWAP
         empty = game.empty_cells()
         if not empty:
-            return "resign"            # what Benzene answers once nothing is left to play
+            return "resign"  # what Benzene answers once nothing is left to play
         return game.play(colour, self.rng.choice(empty))
 
     def wants_swap(self):
@@ -183,16 +194,25 @@ class GtpHex(skeleton.Bot):
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Plain-GTP Hex engine (Benzene dialect).")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--always-swap", action="store_true",
-                        help="swap as move 2 whenever allow_swap is 1")
-    parser.add_argument("--max-size", type=int, default=19,
-                        help="largest accepted board size (default 19)")
-    parser.add_argument("--protocol-version", default="2",
-                        help="answer to protocol_version (default 2)")
-    parser.add_argument("--islands", type=int, choices=(4, 8), default=4,
-                        help="4: Hex (default); 8: plays Atoll without saying so")
-    parser.add_argument("--banner", default=None,
-                        help="written on stdout, with a newline, before reading commands")
+    parser.add_argument(
+        "--always-swap", action="store_true", help="swap as move 2 whenever allow_swap is 1"
+    )
+    parser.add_argument(
+        "--max-size", type=int, default=19, help="largest accepted board size (default 19)"
+    )
+    parser.add_argument(
+        "--protocol-version", default="2", help="answer to protocol_version (default 2)"
+    )
+    parser.add_argument(
+        "--islands",
+        type=int,
+        choices=(4, 8),
+        default=4,
+        help="4: Hex (default); 8: plays Atoll without saying so",
+    )
+    parser.add_argument(
+        "--banner", default=None, help="written on stdout, with a newline, before reading commands"
+    )
     return parser.parse_args(argv)
 
 

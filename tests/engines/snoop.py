@@ -45,8 +45,11 @@ def snoop():
         except OSError as exc:
             skeleton.log(f"snoop unwritten {path}: {exc.strerror}")
     with open("/proc/self/status") as status:
-        ids = {line.split(":")[0]: line.split()[1] for line in status
-               if line.startswith(("Uid:", "Gid:"))}
+        ids = {
+            line.split(":")[0]: line.split()[1]
+            for line in status
+            if line.startswith(("Uid:", "Gid:"))
+        }
     skeleton.log(f"snoop uid {ids['Uid']} gid {ids['Gid']} cwd {os.getcwd()}")
     skeleton.log(f"snoop environ {' '.join(sorted(os.environ))}")
 
