@@ -781,6 +781,7 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
     kind = "Match" if isinstance(t, StoredMatch) else "Tournament"
     hosts = []
     outside = 0
+    starts, start_seconds, attempts = 0, 0.0, 0
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
@@ -792,6 +793,8 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
             notes = _tournament_notes(store, outside)
+            starts, start_seconds = store.engine_starts()
+            attempts = store.games_stored() + store.void_count()
             if by_host:
                 hosts = split_by_host(store)
     if as_json:
@@ -800,6 +803,10 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
             "scheduled": t.total, "done": done,
             "left": t.total - done, "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
+            "engine_starts": {
+                "count": starts, "seconds": start_seconds,
+                "per_game": round(starts / attempts, 3) if attempts else None,
+            },
         }  # fmt: skip
         data.update(to_json(board) if board is not None else {
             "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
@@ -814,6 +821,10 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
     from arbiter.results.standings import table
 
     say(table(board) if board is not None else "No rated games yet.")
+    if starts:
+        per_game = f", {starts / attempts:.2f} per game played" if attempts else ""
+        say(f"Engines were started {starts} times{per_game}, taking {start_seconds:.1f} s in"
+            " all.")  # fmt: skip
     for line in notes:
         say(line)
     for h in hosts:

@@ -48,4 +48,12 @@ def test_a_pool_starts_each_engine_at_most_once_per_slot(tmp_path: Path) -> None
     assert len(by_process) == 3  # the harness (preflight) and two worker processes
     assert len(starts) <= engines * 3
     status = json.loads(run("tournament", "status", str(path), "--json").stdout)
-    assert status["done"] == engines * (engines - 1) and status["voids"] == [], status
+    games = engines * (engines - 1)
+    assert status["done"] == games and status["voids"] == [], status
+    # The store counts the starts for games (the preflight's are not the games' cost),
+    # and `status` shows them to the organiser.
+    counted = status["engine_starts"]
+    assert counted["count"] == len(starts) - engines and counted["seconds"] > 0
+    assert counted["per_game"] == round(counted["count"] / games, 3)
+    shown = run("tournament", "status", str(path)).stdout
+    assert f"Engines were started {counted['count']} times" in shown

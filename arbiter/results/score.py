@@ -80,6 +80,9 @@ class MatchResult:
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         pass  # labels only: the score counts by identity
 
+    def engine_started(self, name: str, seconds: float) -> None:
+        pass  # the store counts engine starts; the score counts games
+
     def add(self, engines: tuple[str, str], record: GameRecord) -> None:
         """Count a finished game; `engines` are its seats' engine keys ("0", "1")."""
         if record.void:

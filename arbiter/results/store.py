@@ -901,6 +901,24 @@ class Store:
             for (data,) in self._rows(cursor):
                 yield json.loads(data), True
 
+    def engine_started(self, seconds: float) -> None:
+        """Count an engine start and its cost (launch to handshake) over the store's life,
+        so that an organiser sees what restarting engines costs (`status`)."""
+        count, total = self.engine_starts()
+        with self._transaction():
+            self._set_meta(
+                "engine_starts",
+                json.dumps({"count": count + 1, "seconds": round(total + seconds, 3)}),
+            )
+
+    def engine_starts(self) -> tuple[int, float]:
+        """Engine starts so far and the seconds they took (0, 0.0 if none were counted)."""
+        try:
+            data = json.loads(self.meta("engine_starts") or "{}")
+            return int(data.get("count", 0)), float(data.get("seconds", 0.0))
+        except (ValueError, TypeError, AttributeError):
+            return 0, 0.0  # a damaged counter starts again: it is a cost, not a result
+
     def accept_rebuild(self, name: str, program: str | None, script: str | None) -> None:
         """Take an engine's new build (its program's and script's hashes) as the same
         engine from now on, and say so in the store: `meta.rebuilds` lists every accepted

@@ -20,6 +20,7 @@ import trio
 from arbiter.executors.jobs import (
     Abort,
     EngineSeen,
+    EngineStarted,
     Event,
     Executor,
     Finished,
@@ -47,6 +48,11 @@ class Sink(Protocol):
 
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         """What an engine answered to `name` and `version` (labels only)."""
+        ...
+
+    def engine_started(self, name: str, seconds: float) -> None:
+        """An engine process was started, taking `seconds` to come up: what starting
+        engines costs the run."""
         ...
 
 
@@ -196,6 +202,10 @@ class Driver:
             for sink in self.sinks:
                 sink.engine_seen(name, event.info.name, event.info.version)
             self.reporter.engine_seen(name, event.info.name, event.info.version)
+        elif isinstance(event, EngineStarted):
+            name = self.executor.settings.engines[event.key].name or event.key
+            for sink in self.sinks:
+                sink.engine_started(name, event.seconds)
         elif isinstance(event, Unplayable):
             self._by_number.pop(event.number, None)
             self._halt(event.problem, config_error=True)

@@ -225,6 +225,9 @@ class Stored:
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         self.store.engine_seen(name, reply_name, reply_version)
 
+    def engine_started(self, name: str, seconds: float) -> None:
+        self.store.engine_started(seconds)
+
 
 class Records:
     """A JSON Lines records file as a run's sink: one line per finished attempt."""
@@ -240,3 +243,6 @@ class Records:
 
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         pass  # labels only, and a records file keeps none
+
+    def engine_started(self, name: str, seconds: float) -> None:
+        pass  # a records file keeps games only
