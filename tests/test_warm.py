@@ -8,6 +8,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from arbiter.engines import sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 
@@ -57,3 +61,37 @@ def test_a_pool_starts_each_engine_at_most_once_per_slot(tmp_path: Path) -> None
     assert counted["per_game"] == round(counted["count"] / games, 3)
     shown = run("tournament", "status", str(path)).stdout
     assert f"Engines were started {counted['count']} times" in shown
+
+
+def _starts(path: Path) -> int:
+    status = json.loads(run("tournament", "status", str(path), "--json").stdout)
+    assert status["voids"] == [], status
+    return int(status["engine_starts"]["count"])
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason="no sandbox (bubblewrap) here")
+def test_a_sandboxed_engine_is_fresh_every_game_unless_kept_for_its_pairing(
+    tmp_path: Path,
+) -> None:
+    engines = "\n".join(
+        f'[[engine]]\nname = "{n}"\ncommand = {json.dumps([sys.executable, str(BADBOT), "ok"])}\n'
+        for n in ("a", "b", "c")
+    )
+    header = 'rounds = 2\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nseed = 3\nsandbox = true'
+    per_game = tmp_path / "per_game.toml"
+    per_game.write_text(f'[tournament]\nname = "g"\n{header}\n\n{engines}')
+    per_pairing = tmp_path / "per_pairing.toml"
+    kept = 'confine_per = "pairing"'
+    per_pairing.write_text(f'[tournament]\nname = "p"\n{header}\n{kept}\n\n{engines}')
+    for path in (per_game, per_pairing):
+        done = run("tournament", "run", str(path), "-q")
+        assert done.returncode == 0, done.stderr
+    # 3 pairings x 2 rounds x 2 seats = 12 games. By default each game starts both of its
+    # engines; kept for a pairing, an engine starts once for that pairing's 4 games in a
+    # row (the slot takes them one after the other), so twice per pairing.
+    assert _starts(per_game) == 24
+    assert _starts(per_pairing) == 6
+    # Changing how limits count is a change of conditions: refused on resume.
+    per_pairing.write_text(per_pairing.read_text().replace(kept, ""))
+    refused = run("tournament", "run", str(per_pairing), "-q")
+    assert refused.returncode == 2 and "confine_per" in refused.stderr, refused.stderr

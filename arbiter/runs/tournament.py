@@ -33,7 +33,7 @@ from arbiter.engines.config import (
 from arbiter.engines.process import EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
-from arbiter.executors.jobs import ExecutorSettings
+from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, ExecutorSettings, WarmBudget
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.rules import Variant
@@ -53,8 +53,10 @@ _TOURNAMENT_KEYS = {
     "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
     "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
+    "warm_engines": int, "warm_memory_mb": int, "confine_per": str,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
+MAX_WARM = 1024  # engines one slot may keep running
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
 MAX_ROUNDS = 1_000_000
 MAX_GAMES = 10_000_000  # per tournament file: resuming counts its schedule once
@@ -79,6 +81,8 @@ class Tournament:
     engines: dict[str, EngineSpec]  # by name (identity), in file order
     engine_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
     dask: str | None = None  # a Dask scheduler's address: play the games on its workers
+    warm: WarmBudget = field(default_factory=WarmBudget)
+    confine_per: str = "game"  # a confined engine is a fresh process per game or pairing
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -93,6 +97,9 @@ class Tournament:
             "openings": _digest(o.lines) if o.lines else None,
             "random_openings": o.random_plies,
             "seed": self.seed,
+            # Limits count per game or per pairing: games played one way are not
+            # comparable with games played the other.
+            "confine_per": self.confine_per,
         }
 
     def definition(self) -> dict[str, Any]:
@@ -139,7 +146,10 @@ class Tournament:
         specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
         sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
         return Plan(
-            settings=ExecutorSettings(engines=specs, referee=RefereeConfig(margin=self.margin)),
+            settings=ExecutorSettings(
+                engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
+                keep_confined=self.confine_per == "pairing",
+            ),
             games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
             variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
         )  # fmt: skip
@@ -229,6 +239,19 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
     margin = float(_get(table, "margin", where, 0.1))
     if not 0 <= margin <= 60:
         raise ConfigError("must be between 0 and 60 seconds", where=f"{where}.margin")
+    warm = WarmBudget(_get(table, "warm_engines", where, WARM_ENGINES),
+                      _get(table, "warm_memory_mb", where, WARM_MEMORY_MB))  # fmt: skip
+    if not 2 <= warm.engines <= MAX_WARM:
+        raise ConfigError(f"must be between 2 and {MAX_WARM}", where=f"{where}.warm_engines",
+                          hint="a slot keeps at least the two engines of its game")  # fmt: skip
+    if not 1 <= warm.memory_mb <= 1 << 24:
+        raise ConfigError("must be between 1 and 16777216 (16 TB)",
+                          where=f"{where}.warm_memory_mb")  # fmt: skip
+    confine_per = _get(table, "confine_per", where, "game")
+    if confine_per not in ("game", "pairing"):
+        raise ConfigError(f"unknown value {confine_per!r}", where=f"{where}.confine_per",
+                          hint='use "game" (a fresh process every game, the default) or'
+                          ' "pairing" (kept for a pairing\'s games in a row)')  # fmt: skip
     tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
@@ -294,6 +317,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
         openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
+        warm=warm, confine_per=confine_per,
     )  # fmt: skip
 
 
