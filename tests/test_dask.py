@@ -276,6 +276,9 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(
         def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
             pass
 
+        def engine_started(self, name: str, seconds: float) -> None:
+            pass
+
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster, window=3)
     plan = Plan(ExecutorSettings(engines=t.engines), games(), t.total, t.total, t.variant, t.tc)
     driver = Driver(

@@ -59,6 +59,9 @@ class Run:
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         pass
 
+    def engine_started(self, name: str, seconds: float) -> None:
+        pass
+
     def game_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
         self.started.append(game.game_id)
 

@@ -103,17 +103,27 @@ class GameWorker:
             if played != pairing:  # a confined engine lasts one pairing's games at most
                 await self._close(key)
         engines: list[Engine | None] = [self.engines.get(k) for k in job.engines]
-        for seat, key in enumerate(job.engines):
+        missing = [seat for seat in (0, 1) if engines[seat] is None]
+        for seat in (0, 1):
             if engines[seat] is not None:
-                self.engines.move_to_end(key)
-                continue
-            await self._make_room(key, job.engines, demand)
+                self.engines.move_to_end(job.engines[seat])
+        await self._make_room([job.engines[seat] for seat in missing], job.engines, demand)
+        failed: dict[int, EngineError] = {}
+
+        async def start(seat: int) -> None:
             try:
-                engine = await self._start(key)
+                engines[seat] = await self._start(job.engines[seat])
             except EngineError as exc:
-                self.emit(Finished(job.number, self._start_failure(job, seat, exc)))
-                return
-            engines[seat] = engine
+                failed[seat] = exc
+
+        # Both engines new: started side by side, since a slow start is the cost to cut.
+        async with trio.open_nursery() as starting:
+            for seat in missing:
+                starting.start_soon(start, seat)
+        if failed:
+            seat = min(failed)
+            self.emit(Finished(job.number, self._start_failure(job, seat, failed[seat])))
+            return
         a, b = engines
         assert a is not None and b is not None
         names = self.names(job.engines, engines)
@@ -171,15 +181,16 @@ class GameWorker:
         limits = self.settings.engines[key].limits
         return (limits.memory_mb or 0) if limits is not None else 0
 
-    async def _make_room(self, key: str, keep: tuple[str, str], demand: Demand) -> None:
-        """Close engines until `key` fits the budget, the least wanted by the pending games
+    async def _make_room(self, keys: list[str], keep: tuple[str, str], demand: Demand) -> None:
+        """Close engines until `keys` fit the budget, the least wanted by the pending games
         first (the least recently used among equals); the game's own engines stay."""
         budget = self.settings.warm
-        need = self._memory_mb(key)
+        need = sum(self._memory_mb(k) for k in keys)
         while True:
             used = sum(self._memory_mb(k) for k in self.engines)
-            if len(self.engines) < max(2, budget.engines) and (
-                    not need or used + need <= budget.memory_mb):  # fmt: skip
+            if len(self.engines) + len(keys) <= max(2, budget.engines) and (
+                not need or used + need <= budget.memory_mb
+            ):
                 return
             spare = [k for k in self.engines if k not in keep]  # least recently used first
             if not spare:
