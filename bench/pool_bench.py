@@ -11,8 +11,12 @@ real CLI (`arbiter tournament run`) by a round-robin of N engines and by a two-e
 tournament, interleaved over --reps repetitions; the medians are compared, with engine
 starts per engine per slot (a slot is one of the games played at once).
 
+With --dask K, the pool is also played on a cluster of K `dask worker --nthreads 1`
+processes on this machine (started here, as bench/dask_bench.py does), against the same
+pool played locally at concurrency K: engine starts and time.
+
 Run: python bench/pool_bench.py [--engines N] [--rounds R] [--delays 0,0.2]
-                                [--concurrency 1,2] [--reps N]
+                                [--concurrency 1,2] [--reps N] [--dask K]
 """
 
 from __future__ import annotations
@@ -60,12 +64,12 @@ def tournament(folder: Path, name: str, engines: list[str], rounds: int, concurr
     return path
 
 
-def run(path: Path, log: Path) -> tuple[float, int]:
+def run(path: Path, log: Path, *extra: str) -> tuple[float, int]:
     """Seconds for the whole run, and engine starts (the preflight's included)."""
     log.write_text("")
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "arbiter", "tournament", "run", str(path), "-q",
-                    "--fresh"], check=True, capture_output=True)  # fmt: skip
+                    "--fresh", *extra], check=True, capture_output=True)  # fmt: skip
     elapsed = time.perf_counter() - start
     return elapsed, len(log.read_text().splitlines())
 
@@ -77,6 +81,8 @@ def main() -> None:
     parser.add_argument("--delays", default="0,0.2", help="start delays in seconds")
     parser.add_argument("--concurrency", default="1,2", help="games at once")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--dask", type=int, default=0, metavar="K",
+                        help="also play the pool on K local Dask workers")  # fmt: skip
     args = parser.parse_args()
     n = args.engines
     games = n * (n - 1) * args.rounds  # every pairing's seat-swapped pair, each round
@@ -111,6 +117,40 @@ def main() -> None:
                 print(f"{delay:>5g}s {concurrency:>4} | {t_pool:>7.2f} {t_pair:>7.2f}"
                       f" {t_pool / t_pair:>5.2f}x | {s_pool:>11g} {s_pool / n / slots:>15.2f} |"
                       f" {s_pair:>11g}")  # fmt: skip
+        if args.dask:
+            on_dask(folder, binary, log, args)
+
+
+def on_dask(folder: Path, binary: Path, log: Path, args: argparse.Namespace) -> None:
+    """The pool on K local Dask workers against the pool locally at concurrency K."""
+    from dask_bench import start_cluster, stop
+
+    n, k = args.engines, args.dask
+    names = [f"e{i}" for i in range(n)]
+    address, processes = start_cluster(folder, k)
+    try:
+        print(f"\n{n}-engine pool on {k} Dask workers (--nthreads 1) against locally at"
+              f" concurrency {k}")  # fmt: skip
+        print(f"{'start':>6} | {'dask s':>7} {'local s':>7} {'ratio':>6} |"
+              f" {'dask starts':>11} {'local starts':>12}")  # fmt: skip
+        for delay in (float(d) for d in args.delays.split(",")):
+            command = wrapper(folder, binary, delay, log)
+            pool = tournament(folder, f"pool{n}", names, args.rounds, k, command)
+            times: dict[str, list[float]] = {"dask": [], "local": []}
+            starts: dict[str, list[int]] = {"dask": [], "local": []}
+            for rep in range(args.reps):
+                order = ["dask", "local"][:: 1 if rep % 2 == 0 else -1]
+                for label in order:
+                    extra = ("--dask", address) if label == "dask" else ()
+                    seconds, count = run(pool, log, *extra)
+                    times[label].append(seconds)
+                    starts[label].append(count)
+            t_dask, t_local = (statistics.median(times[key]) for key in ("dask", "local"))
+            s_dask, s_local = (statistics.median(starts[key]) for key in ("dask", "local"))
+            print(f"{delay:>5g}s | {t_dask:>7.2f} {t_local:>7.2f} {t_dask / t_local:>5.2f}x |"
+                  f" {s_dask:>11g} {s_local:>12g}")  # fmt: skip
+    finally:
+        stop(processes)
 
 
 if __name__ == "__main__":
