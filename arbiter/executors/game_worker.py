@@ -26,14 +26,18 @@ from arbiter.executors.jobs import (
     ExecutorSettings,
     Finished,
     GameJob,
+    Preflight,
     Started,
     Unplayable,
     display_names,
     machine,
     void_record,
 )
+from arbiter.executors.preflight import preflight
 from arbiter.games.referee import Referee
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +180,21 @@ class GameWorker:
         if engine is not None:
             self.on_engine(key, engine, False)
             await engine.aclose()
+
+    async def check(self, keys: Sequence[str], variant: Variant,
+                    tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        """The preflight (`arbiter.executors.preflight`) on engines this worker starts and
+        keeps: an engine that passes is already warm for its first game here."""
+
+        @asynccontextmanager
+        async def kept(key: str) -> AsyncIterator[Engine]:
+            yield await self._start(key)
+
+        checked = await preflight(self.settings, keys, variant, tcs, opener=kept)
+        for key in [k for k in self.engines if k in checked.failures or checked.problem]:
+            await self._close(key)  # the run stops, or this engine will not play here
+        await self._make_room([], ("", ""), _NONE)  # within the budget, however many
+        return checked
 
     def _memory_mb(self, key: str) -> int:
         limits = self.settings.engines[key].limits

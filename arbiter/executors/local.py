@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
@@ -21,6 +21,7 @@ from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.game_worker import hosted
 from arbiter.executors.jobs import (
     Emit,
+    Event,
     ExecutorSettings,
     Finished,
     GameJob,
@@ -29,7 +30,7 @@ from arbiter.executors.jobs import (
     Unplayable,
     void_record,
 )
-from arbiter.executors.pool import Assignment, EngineGroup, WorkerProcess
+from arbiter.executors.pool import Assignment, Check, Checked, EngineGroup, WorkerProcess
 from arbiter.executors.preflight import preflight
 from arbiter.results.records import Termination
 from arbiter.rules import Variant
@@ -47,19 +48,56 @@ class LocalExecutor:
         self.concurrency = max(1, concurrency)
         self.processes = processes and self.concurrency > 1
         self.notes: list[str] = []
+        self._ready: list[_Worker] = []  # worker processes started by the preflight
+        self._early: list[Event] = []  # what they reported before the run
 
     async def preflight(self, keys: Sequence[str], variant: Variant,
                         tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
-        return await preflight(self.settings, keys, variant, tcs, max(2, self.concurrency))
+        """With worker processes, the workers that will play the games check the engines
+        (a share each) and keep them warm for their first games; else a check here."""
+        if not self.processes:
+            return await preflight(self.settings, keys, variant, tcs, max(2, self.concurrency))
+        unique = list(dict.fromkeys(keys))
+        checks: list[Preflight] = []
+
+        async def check(share: list[str]) -> None:
+            worker = _Worker(await WorkerProcess.start(self.settings))
+            self._ready.append(worker)
+            if share:
+                checks.append(await worker.check(share, variant, tcs, self._early.append))
+
+        died: list[BaseException] = []
+        try:
+            async with trio.open_nursery() as nursery:
+                for i in range(self.concurrency):
+                    nursery.start_soon(check, unique[i :: self.concurrency])
+        except* (EOFError, trio.BrokenResourceError) as group:
+            died.extend(group.exceptions)
+        if died:
+            return Preflight(problem="a worker process died while checking the engines"
+                             f" ({died[0]!r})")  # fmt: skip
+        result = Preflight()
+        for checked in checks:
+            result.info.update(checked.info)
+            result.failures.update(checked.failures)
+            if checked.problem and not result.problem:
+                result.problem, result.config_error = checked.problem, checked.config_error
+        return result
 
     async def aclose(self) -> None:
-        pass
+        """Shut down the worker processes the run did not take over."""
+        ready, self._ready = self._ready, []
+        for worker in ready:
+            await worker.close()
 
     async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
         """Play jobs until the channel is closed and drained, each slot taking the game
         its warm engines suit best (`arbiter.executors.dispatch`)."""
         slot = self._process_slot if self.processes else self._local_slot
         dispatcher = Dispatcher(jobs, self.concurrency)
+        early, self._early = self._early, []
+        for event in early:
+            emit(event)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(dispatcher.fill)
             async with trio.open_nursery() as slots:
@@ -75,16 +113,19 @@ class LocalExecutor:
     async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
         names: dict[str, str] = {}  # display names by engine key, as last reported
         while True:
-            process = await WorkerProcess.start(self.settings)
-            groups: dict[int, str] = {}  # its engines by group, killed here if it dies
+            if self._ready:  # started by the preflight, with engines warm: named since
+                worker = self._ready.pop()
+                await worker.process.channel.send(self.settings)
+            else:
+                worker = _Worker(await WorkerProcess.start(self.settings))
             try:
-                while (job := await dispatcher.take(groups.values())) is not None:
+                while (job := await dispatcher.take(worker.groups.values())) is not None:
                     try:
-                        await self._remote_game(process, job, dispatcher, emit, groups, names)
+                        await self._remote_game(worker, job, dispatcher, emit, names)
                     except (EOFError, trio.BrokenResourceError) as exc:
                         log.error(
                             "the worker process (pid %d) running game %s died: %r",
-                            process.process.pid,
+                            worker.process.process.pid,
                             job.spec.game_id,
                             exc,
                         )
@@ -98,31 +139,59 @@ class LocalExecutor:
                 else:
                     return
             finally:
-                await process.aclose()
-                # A worker that exited cleanly shut its own engines down (their groups
-                # may be reused by now); one that died left them to us.
-                if process.process.returncode != 0:
-                    for pgid in groups:
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            os.killpg(pgid, signal.SIGKILL)
-                    reaper.reap_orphans()  # what its engines left behind came to us
+                await worker.close()
 
     @staticmethod
-    async def _remote_game(process: WorkerProcess, job: GameJob, dispatcher: Dispatcher,
-                           emit: Emit, groups: dict[int, str], names: dict[str, str],
-                           ) -> None:  # fmt: skip
-        demand = {key: dispatcher.demand.get(key, 0) for key in set(groups.values())}
-        await process.channel.send(Assignment(job, demand))
+    async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit,
+                           names: dict[str, str]) -> None:  # fmt: skip
+        channel = worker.process.channel
+        demand = {key: dispatcher.demand.get(key, 0) for key in set(worker.groups.values())}
+        await channel.send(Assignment(job, demand))
         while True:
-            message = await process.channel.receive()
+            message = await channel.receive()
             if isinstance(message, EngineGroup):
-                if message.up:
-                    groups[message.pgid] = message.key
-                else:
-                    groups.pop(message.pgid, None)
+                worker.note(message)
                 continue
             if isinstance(message, Started):
                 names[job.engines[0]], names[job.engines[1]] = message.seat1, message.seat2
             emit(message)
             if isinstance(message, Finished | Unplayable):
                 return
+
+
+class _Worker:
+    """A worker process and the engine groups it reported (killed here if it dies)."""
+
+    def __init__(self, process: WorkerProcess) -> None:
+        self.process = process
+        self.groups: dict[int, str] = {}  # its engines' process groups, by engine key
+
+    async def check(self, keys: list[str], variant: Variant, tcs: Mapping[str, TimeControl],
+                    early: Callable[[Event], None]) -> Preflight:  # fmt: skip
+        """The preflight of `keys` in this worker, its engines kept warm there."""
+        channel = self.process.channel
+        await channel.send(Check(tuple(keys), variant, {k: tcs[k] for k in keys}))
+        while True:
+            message = await channel.receive()
+            if isinstance(message, Checked):
+                return message.preflight
+            if isinstance(message, EngineGroup):
+                self.note(message)
+            else:
+                early(message)  # an engine seen or started: told when the run begins
+
+    def note(self, message: EngineGroup) -> None:
+        if message.up:
+            self.groups[message.pgid] = message.key
+        else:
+            self.groups.pop(message.pgid, None)
+
+    async def close(self) -> None:
+        await self.process.aclose()
+        # A worker that exited cleanly shut its own engines down (their groups may be
+        # reused by now); one that died left them to us.
+        if self.process.process.returncode != 0:
+            for pgid in self.groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+            reaper.reap_orphans()  # what its engines left behind came to us

@@ -21,7 +21,9 @@ from arbiter import logs
 from arbiter.engines import reaper
 from arbiter.engines.process import Engine
 from arbiter.executors.game_worker import hosted
-from arbiter.executors.jobs import ExecutorSettings, GameJob
+from arbiter.executors.jobs import ExecutorSettings, GameJob, Preflight
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,26 @@ class Assignment:
     demand: dict[str, int]
 
 
+@dataclass(frozen=True)
+class Check:
+    """Driver to worker: the preflight for these engines, which the worker then keeps
+    warm for its games."""
+
+    keys: tuple[str, ...]
+    variant: Variant
+    tcs: dict[str, TimeControl]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Worker to driver: what the engines of a `Check` said."""
+
+    preflight: Preflight
+
+
+Request = Assignment | Check | ExecutorSettings  # a new ExecutorSettings: the engines renamed
+
+
 async def worker_main() -> None:
     """A worker process's life (`python -m arbiter.executors.worker`): frames on stdin/stdout."""
     logs.configure_from_environment()
@@ -52,15 +74,21 @@ async def worker_main() -> None:
     os.dup2(devnull, 1)
     reaper.guard()
     settings: ExecutorSettings = await channel.receive()
-    send, receive = trio.open_memory_channel[Assignment](math.inf)
+    send, receive = trio.open_memory_channel[Request](math.inf)
 
     def on_engine(key: str, engine: Engine, up: bool) -> None:
         channel.send_nowait(EngineGroup(engine.process.pid, up, key))
 
     async def play_all() -> None:
         async with hosted(settings, channel.send_nowait, on_engine=on_engine) as worker:
-            async for assignment in receive:
-                await worker.play(assignment.job, assignment.demand)
+            async for request in receive:
+                if isinstance(request, Assignment):
+                    await worker.play(request.job, request.demand)
+                elif isinstance(request, Check):
+                    checked = await worker.check(request.keys, request.variant, request.tcs)
+                    channel.send_nowait(Checked(checked))
+                else:
+                    worker.settings = request
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(channel.flush_forever)

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 import trio
 
 from arbiter.engines.player import Fault, Player
-from arbiter.engines.process import open_engine
+from arbiter.engines.process import Engine, open_engine
 from arbiter.errors import EngineError, EngineFailure
 from arbiter.executors.jobs import ExecutorSettings, Preflight, start_failure
 from arbiter.results.records import Termination
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
 
+Opener = Callable[[str], AbstractAsyncContextManager[Engine]]  # an engine by its key
+
 
 async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
-                    tcs: Mapping[str, TimeControl], limit: int = 2) -> Preflight:  # fmt: skip
+                    tcs: Mapping[str, TimeControl], limit: int = 2, *,
+                    opener: Opener | None = None) -> Preflight:  # fmt: skip
     """Before any game: can each engine start and play this variant at all?
 
     Each engine is started once (at most `limit` at a time) and given a game's whole
@@ -25,11 +29,18 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
     or a `?` to any of it, is a configuration error for the operator, never a string of
     void games; an engine that cannot start stops the run with its evidence. Its answer
     to `name` is kept, so that every worker names it the same way.
+
+    `opener` brings an engine up for its check: by default a process started and shut
+    down again; a game worker's keeps it warm for the games that follow.
     """
     result = Preflight()
     gate = trio.CapacityLimiter(max(1, limit))
     # Short goodbyes: an engine that ignores quit should not hold up the first game.
     deadlines = replace(settings.deadlines, quit=0.3, term=0.5)
+    if opener is None:
+
+        def opener(key: str) -> AbstractAsyncContextManager[Engine]:
+            return open_engine(settings.engines[key], deadlines)
 
     def fail(problem: str, config_error: bool) -> None:
         if not result.problem:
@@ -39,7 +50,7 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
         spec = settings.engines[key]
         async with gate:
             try:
-                async with open_engine(spec, deadlines) as engine:
+                async with opener(key) as engine:
                     result.info[key] = engine.info
                     player = Player.of(engine)
                     try:
