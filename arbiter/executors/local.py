@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import trio
 
 from arbiter.engines import reaper
+from arbiter.engines.process import harness_limit
 from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.game_worker import hosted
 from arbiter.executors.jobs import (
@@ -59,14 +60,18 @@ class LocalExecutor:
             return await preflight(self.settings, keys, variant, tcs, max(2, self.concurrency))
         unique = list(dict.fromkeys(keys))
         checks: list[Preflight] = []
+        died: list[BaseException] = []
 
         async def check(share: list[str]) -> None:
-            worker = _Worker(await WorkerProcess.start(self.settings))
+            try:
+                worker = _Worker(await WorkerProcess.start(self.settings))
+            except OSError as exc:  # a limit of the harness's own, such as open files
+                died.append(exc)
+                return
             self._ready.append(worker)
             if share:
                 checks.append(await worker.check(share, variant, tcs, self._early.append))
 
-        died: list[BaseException] = []
         try:
             async with trio.open_nursery() as nursery:
                 for i in range(self.concurrency):
@@ -74,8 +79,11 @@ class LocalExecutor:
         except* (EOFError, trio.BrokenResourceError) as group:
             died.extend(group.exceptions)
         if died:
-            return Preflight(problem="a worker process died while checking the engines"
-                             f" ({died[0]!r})")  # fmt: skip
+            first = died[0]
+            if isinstance(first, OSError) and (own := harness_limit(first)) is not None:
+                return Preflight(problem=f"cannot start a worker process: {own}")
+            return Preflight(problem="a worker process could not start or died while checking"
+                             f" the engines ({first!r})")  # fmt: skip
         result = Preflight()
         for checked in checks:
             result.info.update(checked.info)
