@@ -59,6 +59,7 @@ from arbiter.executors.jobs import (
     Abort,
     Emit,
     EngineSeen,
+    EngineStarted,
     Event,
     ExecutorSettings,
     Finished,
@@ -68,7 +69,6 @@ from arbiter.executors.jobs import (
     machine,
     void_record,
 )
-from arbiter.executors.preflight import preflight
 from arbiter.executors.resident import release_all, resident
 from arbiter.results.records import Evidence, Stage, Termination
 from arbiter.rules import Variant
@@ -118,6 +118,8 @@ class WorkerCheck:
     worker: str
     host: str
     preflight: Preflight
+    events: tuple[Event, ...] = ()  # its engines' starts, for the run's count
+    warm: frozenset[str] = frozenset()  # the engines it keeps warm for its games
 
 
 def _guard(driver: str) -> None:
@@ -157,12 +159,14 @@ def release_engines(run: str) -> int:
 
 
 def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,
-                 tcs: dict[str, TimeControl], driver: str) -> WorkerCheck:  # fmt: skip
-    """The preflight task: this worker starts each engine once and sets up a game."""
+                 tcs: dict[str, TimeControl], driver: str, run: str) -> WorkerCheck:  # fmt: skip
+    """The preflight task: this worker starts each engine once and sets up a game, on the
+    resident of its thread, which keeps them warm for the games that follow."""
     _guard(driver)
     worker, host = _where()
-    checked = trio.run(preflight, settings, keys, variant, tcs, 2)
-    return WorkerCheck(worker, host, checked)
+    checked, events = resident().check(run, settings, keys, variant, tcs)
+    warm = frozenset(k for k in checked.info if k not in checked.failures)
+    return WorkerCheck(worker, host, checked, tuple(events), warm)
 
 
 async def _settled(future: Future[Any], token: trio.lowlevel.TrioToken) -> tuple[str, Any]:
@@ -206,6 +210,7 @@ class DaskExecutor:
         self._bad: dict[str, dict[str, str]] = {}  # engine key -> worker -> why it failed
         self._seen: set[str] = set()
         self._preflight_seen: list[EngineSeen] = []
+        self._preflight_started: list[EngineStarted] = []
         self._names: dict[str, str] = {}  # display names by engine key, as last reported
         self._voids: Counter[str] = Counter()  # void plays of games not yet settled
         self._threads: dict[str, int] = {}
@@ -306,6 +311,7 @@ class DaskExecutor:
                 variant,
                 dict(tcs),
                 _PROCESS,
+                self._run,
                 key=f"arbiter-preflight-{run}-{address}",
                 workers=[address],
                 allow_other_workers=False,
@@ -350,6 +356,8 @@ class DaskExecutor:
             return result
         for check in checks:
             checked = check.preflight
+            self._warm[check.worker] = check.warm
+            self._preflight_started += [e for e in check.events if isinstance(e, EngineStarted)]
             if checked.config_error:
                 result.problem = f"{checked.problem} (on Dask worker {check.worker})"
                 result.config_error = True
@@ -397,6 +405,8 @@ class DaskExecutor:
         client = await self._connect()
         for seen in self._preflight_seen:
             self._report(seen, emit)
+        for started in self._preflight_started:
+            emit(started)
         token = trio.lowlevel.current_trio_token()
         dispatcher = Dispatcher(jobs, await self._limit(client))
         async with trio.open_nursery() as nursery:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import trio
 
 from arbiter.executors.game_worker import hosted
-from arbiter.executors.jobs import Event, ExecutorSettings, GameJob
+from arbiter.executors.jobs import Event, ExecutorSettings, GameJob, Preflight
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ class Resident:
         while True:
             request = pending or await receive.receive()
             pending = None
-            if request.job is None:
+            if request.released:
                 request.done([])  # a release, with no engines held
                 continue
             try:
@@ -73,21 +75,27 @@ class Resident:
         events: list[Event] = []
         request: _Request | None = first
         async with hosted(settings, events.append) as worker:
-            while request is not None and request.job is not None and request.run == run:
+            while request is not None and not request.released and request.run == run:
+                assert request.settings is not None
+                worker.settings = request.settings  # the run names its engines after its check
                 events.clear()
+                checked = None
                 try:
-                    await worker.play(request.job, request.demand)
+                    if request.job is not None:
+                        await worker.play(request.job, request.demand)
+                    elif request.check is not None:
+                        checked = await worker.check(*request.check)
                 except Exception as exc:
                     request.failed(exc)
                     raise
-                request.done(list(events), worker.warm)
+                request.done(list(events), worker.warm, checked)
                 with _lock:
                     if run in _ended:
                         return None
                 with trio.move_on_after(IDLE):
                     request = None
                     request = await receive.receive()
-        if request is not None and request.job is None:
+        if request is not None and request.released:
             request.done([])  # released: answered once the engines are closed
             return None
         return request
@@ -98,7 +106,18 @@ class Resident:
         a slot would have reported, and the engines the resident holds warm afterwards."""
         request = _Request(run, settings, job, demand)
         self._submit(request)
-        return request.wait()
+        events, warm, _ = request.wait()
+        return events, warm
+
+    def check(self, run: str, settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
+              tcs: Mapping[str, TimeControl]) -> tuple[Preflight, list[Event]]:  # fmt: skip
+        """The preflight of `run` on this resident, whose engines stay warm for its games:
+        what the engines said, and the events of their starts."""
+        request = _Request(run, settings, None, {}, check=(keys, variant, tcs))
+        self._submit(request)
+        events, _, checked = request.wait()
+        assert checked is not None
+        return checked, events
 
     def release(self) -> None:
         """Close the resident's engines now (blocking until they are closed)."""
@@ -116,30 +135,37 @@ class _Request:
     """A game (or a release) for a resident, and the answer its caller waits for."""
 
     def __init__(self, run: str, settings: ExecutorSettings | None, job: GameJob | None,
-                 demand: Mapping[str, int]) -> None:  # fmt: skip
+                 demand: Mapping[str, int], *,
+                 check: tuple[Sequence[str], Variant, Mapping[str, TimeControl]] | None = None,
+                 ) -> None:  # fmt: skip
         self.run = run
         self.settings = settings
         self.job = job
         self.demand = demand
+        self.check = check
+        self.released = job is None and check is None
         self._finished = threading.Event()
         self._events: list[Event] = []
         self._warm: frozenset[str] = frozenset()
+        self._checked: Preflight | None = None
         self._error: BaseException | None = None
 
-    def done(self, events: list[Event], warm: frozenset[str] = frozenset()) -> None:
+    def done(self, events: list[Event], warm: frozenset[str] = frozenset(),
+             checked: Preflight | None = None) -> None:  # fmt: skip
         self._events = events
         self._warm = warm
+        self._checked = checked
         self._finished.set()
 
     def failed(self, exc: BaseException) -> None:
         self._error = exc
         self._finished.set()
 
-    def wait(self) -> tuple[list[Event], frozenset[str]]:
+    def wait(self) -> tuple[list[Event], frozenset[str], Preflight | None]:
         self._finished.wait()
         if self._error is not None:
             raise self._error
-        return self._events, self._warm
+        return self._events, self._warm, self._checked
 
 
 def resident() -> Resident:
