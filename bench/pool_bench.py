@@ -74,6 +74,21 @@ def run(path: Path, log: Path, *extra: str) -> tuple[float, int]:
     return elapsed, len(log.read_text().splitlines())
 
 
+def interleaved(runs: dict[str, tuple[Path, tuple[str, ...]]], log: Path, reps: int,
+                ) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """Each labelled run `reps` times, their order alternating; the median seconds and
+    engine starts of each."""
+    times: dict[str, list[float]] = {label: [] for label in runs}
+    starts: dict[str, list[int]] = {label: [] for label in runs}
+    for rep in range(reps):
+        for label in list(runs)[:: 1 if rep % 2 == 0 else -1]:
+            path, extra = runs[label]
+            seconds, count = run(path, log, *extra)
+            times[label].append(seconds)
+            starts[label].append(count)
+    return {k: (statistics.median(times[k]), statistics.median(starts[k])) for k in runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engines", type=int, default=8, help="engines in the pool")
@@ -103,16 +118,8 @@ def main() -> None:
                                   command)  # fmt: skip
                 pair = tournament(folder, "pair", names[:2], pair_rounds, concurrency,
                                   command)  # fmt: skip
-                times: dict[str, list[float]] = {"pool": [], "pair": []}
-                starts: dict[str, list[int]] = {"pool": [], "pair": []}
-                for rep in range(args.reps):
-                    order = [("pool", pool), ("pair", pair)][:: 1 if rep % 2 == 0 else -1]
-                    for label, path in order:
-                        seconds, count = run(path, log)
-                        times[label].append(seconds)
-                        starts[label].append(count)
-                t_pool, t_pair = (statistics.median(times[k]) for k in ("pool", "pair"))
-                s_pool, s_pair = (statistics.median(starts[k]) for k in ("pool", "pair"))
+                medians = interleaved({"pool": (pool, ()), "pair": (pair, ())}, log, args.reps)
+                (t_pool, s_pool), (t_pair, s_pair) = medians["pool"], medians["pair"]
                 slots = min(concurrency, games)
                 print(f"{delay:>5g}s {concurrency:>4} | {t_pool:>7.2f} {t_pair:>7.2f}"
                       f" {t_pool / t_pair:>5.2f}x | {s_pool:>11g} {s_pool / n / slots:>15.2f} |"
@@ -136,17 +143,9 @@ def on_dask(folder: Path, binary: Path, log: Path, args: argparse.Namespace) -> 
         for delay in (float(d) for d in args.delays.split(",")):
             command = wrapper(folder, binary, delay, log)
             pool = tournament(folder, f"pool{n}", names, args.rounds, k, command)
-            times: dict[str, list[float]] = {"dask": [], "local": []}
-            starts: dict[str, list[int]] = {"dask": [], "local": []}
-            for rep in range(args.reps):
-                order = ["dask", "local"][:: 1 if rep % 2 == 0 else -1]
-                for label in order:
-                    extra = ("--dask", address) if label == "dask" else ()
-                    seconds, count = run(pool, log, *extra)
-                    times[label].append(seconds)
-                    starts[label].append(count)
-            t_dask, t_local = (statistics.median(times[key]) for key in ("dask", "local"))
-            s_dask, s_local = (statistics.median(starts[key]) for key in ("dask", "local"))
+            medians = interleaved({"dask": (pool, ("--dask", address)), "local": (pool, ())},
+                                  log, args.reps)  # fmt: skip
+            (t_dask, s_dask), (t_local, s_local) = medians["dask"], medians["local"]
             print(f"{delay:>5g}s | {t_dask:>7.2f} {t_local:>7.2f} {t_dask / t_local:>5.2f}x |"
                   f" {s_dask:>11g} {s_local:>12g}")  # fmt: skip
     finally:
