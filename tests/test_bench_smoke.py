@@ -74,3 +74,10 @@ def test_dask_bench_runs() -> None:
     pytest.importorskip("distributed", reason="needs the distributed package")
     out = run(str(BENCH / "dask_bench.py"), "--quick")
     assert out.startswith("local:") and "\ndask :" in out and "dask overhead per game" in out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
+def test_pool_bench_runs() -> None:
+    out = run(str(BENCH / "pool_bench.py"), "--engines", "3", "--rounds", "1", "--delays", "0",
+              "--concurrency", "2", "--reps", "1")  # fmt: skip
+    assert "3-engine round-robin of 6 games" in out and "per engine/slot" in out
