@@ -11,9 +11,10 @@ real faults become those events.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import trio
@@ -283,6 +284,13 @@ class FakeExecutor:
 
     async def aclose(self) -> None:
         self.closed = True
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.aclose()
 
     def outcome(self, job: GameJob) -> Outcome:
         attempt = self._attempts[job.spec.game_id]

@@ -45,7 +45,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -278,6 +278,14 @@ class DaskExecutor:
             return self.window
         threads = sum((await self._workers(client)).values())
         return max(2, min(MAX_WINDOW, 2 * threads))
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """A run on the cluster: its workers' engines are released when it ends."""
+        try:
+            yield
+        finally:
+            await self.aclose()
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -191,8 +191,13 @@ class GameWorker:
             yield await self._start(key)
 
         checked = await preflight(self.settings, keys, variant, tcs, opener=kept)
-        for key in [k for k in self.engines if k in checked.failures or checked.problem]:
-            await self._close(key)  # the run stops, or this engine will not play here
+        for key in list(self.engines):
+            spec = self.settings.engines[key]
+            fresh = bool(spec.sandbox or spec.limits) and not self.settings.keep_confined
+            if key in checked.failures or checked.problem or fresh:
+                # The run stops, this engine will not play here, or it is confined and
+                # plays every game in a fresh process.
+                await self._close(key)
         await self._make_room([], ("", ""), _NONE)  # within the budget, however many
         return checked
 

@@ -11,6 +11,7 @@ import functools
 import platform
 import socket
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -106,6 +107,11 @@ class Executor(Protocol):
 
     async def aclose(self) -> None:
         """Let go of whatever the executor holds (a cluster connection)."""
+        ...
+
+    def session(self) -> AbstractAsyncContextManager[None]:
+        """The executor's life around one run, from its preflight to its last game: what
+        it starts for the preflight can serve the games; `aclose` on the way out."""
         ...
 
 

@@ -12,14 +12,14 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
 import trio
 
 from arbiter.engines import reaper
 from arbiter.engines.process import harness_limit
 from arbiter.executors.dispatch import Dispatcher
-from arbiter.executors.game_worker import hosted
+from arbiter.executors.game_worker import GameWorker, hosted
 from arbiter.executors.jobs import (
     Emit,
     Event,
@@ -51,12 +51,31 @@ class LocalExecutor:
         self.notes: list[str] = []
         self._ready: list[_Worker] = []  # worker processes started by the preflight
         self._early: list[Event] = []  # what they reported before the run
+        self._hosted: GameWorker | None = None  # this process's slot, from the preflight on
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """A run's life: a slot in this process is hosted from the engine check on, so the
+        engines it checks are warm for its games; worker processes outlive the check by
+        themselves (`preflight`). Everything is shut down on the way out."""
+        try:
+            if self.processes:
+                yield
+            else:
+                async with hosted(self.settings, self._early.append) as worker:
+                    self._hosted = worker
+                    yield
+        finally:
+            self._hosted = None
+            await self.aclose()
 
     async def preflight(self, keys: Sequence[str], variant: Variant,
                         tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
         """With worker processes, the workers that will play the games check the engines
         (a share each) and keep them warm for their first games; else a check here."""
         if not self.processes:
+            if self._hosted is not None:  # checked by the slot that will play the games
+                return await self._hosted.check(keys, variant, tcs)
             return await preflight(self.settings, keys, variant, tcs, max(2, self.concurrency))
         unique = list(dict.fromkeys(keys))
         checks: list[Preflight] = []
@@ -114,9 +133,18 @@ class LocalExecutor:
             nursery.cancel_scope.cancel()  # every slot is done: nothing more will be taken
 
     async def _local_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
+        worker, self._hosted = self._hosted, None
+        if worker is not None:  # the session's, with the checked engines warm
+            worker.settings, worker.emit = self.settings, emit  # named since the check
+            await self._take(worker, dispatcher)
+            return
         async with hosted(self.settings, emit) as worker:
-            while (job := await dispatcher.take(worker.warm)) is not None:
-                await worker.play(job, dispatcher.demand)
+            await self._take(worker, dispatcher)
+
+    @staticmethod
+    async def _take(worker: GameWorker, dispatcher: Dispatcher) -> None:
+        while (job := await dispatcher.take(worker.warm)) is not None:
+            await worker.play(job, dispatcher.demand)
 
     async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
         names: dict[str, str] = {}  # display names by engine key, as last reported

@@ -78,9 +78,10 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
     starts and can play the variant; an engine that cannot stops the run with its
     evidence (`config_error` when the operator must change the engines or the variant).
     The engines' names are then fixed from their answers, once: every slot, worker and
-    restart names an engine the same way, as the sinks were told.
+    restart names an engine the same way, as the sinks were told. The executor's session
+    spans it all, so that engines started for the check can stay for the games.
     """
-    try:
+    async with executor.session():
         replies = {key: "" for key in plan.settings.engines}
         if plan.left and not plan.stop():
             checked = await executor.preflight(list(plan.settings.engines), plan.variant,
@@ -108,8 +109,6 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         outcome.notes.extend(executor.notes)
         reporter.run_finished(outcome)
         return outcome
-    finally:
-        await executor.aclose()
 
 
 def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,
