@@ -847,18 +847,25 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
 def tournament_export(file: str, out: str, force: bool, strict: bool) -> None:
-    """Write every stored game as a records line, void attempts flagged."""
+    """Write every stored game as a records line, void attempts flagged.
+
+    FILE is a tournament file, or the store of a match (`arbiter match --store`)."""
     from arbiter.outfile import write_lines
+    from arbiter.results.standings import source_kind
     from arbiter.results.store import Store, store_files
     from arbiter.runs.tournament import load_tournament
 
-    t = load_tournament(file, engines_here=False)  # its engines are not started here
+    if not file.endswith(".toml") and source_kind(file) == "store":
+        store_path, own = Path(file), [Path(file)]  # a match's store holds its own schedule
+    else:
+        t = load_tournament(file, engines_here=False)  # its engines are not started here
+        store_path, own = t.output, [t.path]
     target = resolved(out, "--records")
-    protected = {resolved(t.path), *store_files(t.output)}
+    protected = {*(resolved(p) for p in own), *store_files(store_path)}
     if target in protected:
         raise ConfigError("the records file would overwrite the tournament's own files",
                           where=out, hint="choose a new .jsonl path")  # fmt: skip
-    with Store.open_read(t.output) as store:
+    with Store.open_read(store_path) as store:
         _damaged(store, strict)
         lines = (json.dumps(data, separators=(",", ":")) + "\n" for data, _ in store.records())
         n = write_lines(out, lines, force=force, hint="choose a new .jsonl path")

@@ -538,6 +538,12 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     page = tmp_path / "m.html"
     report = arbiter("report", str(store), "-o", str(page))
     assert report.returncode == 0 and "8 rated games" in report.stderr and page.exists()
+    records = tmp_path / "m.jsonl"
+    export = arbiter("tournament", "export", str(store), "--records", str(records))
+    assert export.returncode == 0, export.stderr
+    assert len([r for r in read_records(records) if not r.void]) == 8
+    refused = arbiter("tournament", "export", str(store), "--records", str(store))
+    assert refused.returncode == 2 and "own files" in refused.stderr
 
 
 def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) -> None:
