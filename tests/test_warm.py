@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+import trio
+from processes import running, wait_until
+from stores import read_store
 
 from arbiter.engines import sandbox
+from arbiter.executors.jobs import Preflight
+from arbiter.executors.local import LocalExecutor
+from arbiter.results.store import Store
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.run import Unheard
+from arbiter.runs.run import run as run_plan
+from arbiter.runs.tournament import load_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -96,3 +110,30 @@ def test_a_sandboxed_engine_is_fresh_every_game_unless_kept_for_its_pairing(
     per_pairing.write_text(per_pairing.read_text().replace(kept, ""))
     refused = run("tournament", "run", str(per_pairing), "-q")
     assert refused.returncode == 2 and "confine_per" in refused.stderr, refused.stderr
+
+
+def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
+    tmp_path: Path,
+) -> None:
+    # Two worker processes check the engines and keep them; one then dies (killed, as
+    # by the OOM killer) before the run sends it anything. Its slot starts a new worker
+    # and the run plays every game, instead of failing on the dead worker's pipe.
+    path, log = logged_pool(tmp_path, 4, 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7')
+    t = load_tournament(path)
+
+    class KilledAfterCheck(LocalExecutor):
+        async def preflight(self, keys: Sequence[str], variant: Variant,
+                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+            checked = await super().preflight(keys, variant, tcs)
+            worker = int(log.read_text().split()[1])  # the process that started an engine
+            os.kill(worker, signal.SIGKILL)
+            assert wait_until(lambda: not running(worker), timeout=10)
+            return checked
+
+    with Store.open(t.output) as store:
+        plan = t.plan(store)
+        executor = KilledAfterCheck(plan.settings, 2)
+        outcome = trio.run(run_plan, plan, executor, Unheard())
+    assert not outcome.aborted, outcome.aborted
+    stored = read_store(t.output)
+    assert len(stored.games) == 12 and not stored.voids

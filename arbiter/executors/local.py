@@ -149,10 +149,8 @@ class LocalExecutor:
     async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
         names: dict[str, str] = {}  # display names by engine key, as last reported
         while True:
-            if self._ready:  # started by the preflight, with engines warm: named since
-                worker = self._ready.pop()
-                await worker.process.channel.send(self.settings)
-            else:
+            worker = await self._ready_worker()
+            if worker is None:
                 worker = _Worker(await WorkerProcess.start(self.settings))
             try:
                 while (job := await dispatcher.take(worker.groups.values())) is not None:
@@ -176,6 +174,24 @@ class LocalExecutor:
                     return
             finally:
                 await worker.close()
+
+    async def _ready_worker(self) -> _Worker | None:
+        """A worker process the preflight started, its engines warm and now named; None
+        if there is none left, or it died since the check (it played nothing yet, so
+        no game is charged with its death)."""
+        if not self._ready:
+            return None
+        worker = self._ready.pop()
+        if worker.process.process.poll() is None:
+            try:
+                await worker.process.channel.send(self.settings)
+                return worker
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        log.warning("a worker process (pid %d) died after the engine check; starting another",
+                    worker.process.process.pid)  # fmt: skip
+        await worker.close()
+        return None
 
     @staticmethod
     async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit,
