@@ -137,3 +137,34 @@ def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
     assert not outcome.aborted, outcome.aborted
     stored = read_store(t.output)
     assert len(stored.games) == 12 and not stored.voids
+
+
+def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
+    tmp_path: Path,
+) -> None:
+    # Each engine, as it starts, notes how many of the pool's engines are running
+    # beside it. The slot (in this process, at concurrency 1) checks 8 engines at most 2 at
+    # a time; with a budget of 2 warm engines it may keep 2, so no start ever sees more
+    # than 3 others running: not all 8 at once, as if the budget did not hold in the check.
+    alive = tmp_path / "alive"
+    alive.mkdir()
+    seen = tmp_path / "seen.log"
+    wrapper = tmp_path / "counted.sh"
+    wrapper.write_text(
+        "#!/bin/sh\nn=0\n"
+        f'for f in "{alive}"/*; do [ -e "$f" ] || continue\n'
+        '  grep -qs "^State:[[:space:]]*[RSD]" "/proc/${f##*/}/status" && n=$((n+1))\n'
+        f'done\necho "$n" >> "{seen}"\ntouch "{alive}/$$"\nexec "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    tables = []
+    for i in range(8):
+        argv = [str(wrapper), sys.executable, str(BADBOT), "ok", "--name", f"bot{i}"]
+        tables.append(f'[[engine]]\nname = "e{i}"\ncommand = {json.dumps(argv)}\n')
+    header = 'rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_engines = 2'
+    path = tmp_path / "pool.toml"
+    path.write_text(f'[tournament]\nname = "pool"\n{header}\n\n' + "\n".join(tables))
+    done = run("tournament", "run", str(path), "-q")
+    assert done.returncode == 0, done.stderr
+    counts = [int(n) for n in seen.read_text().split()]
+    assert max(counts) <= 3, counts
