@@ -139,17 +139,14 @@ def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
     assert len(stored.games) == 12 and not stored.voids
 
 
-def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
-    tmp_path: Path,
-) -> None:
-    # Each engine, as it starts, notes how many of the pool's engines are running
-    # beside it. The slot (in this process, at concurrency 1) checks 8 engines at most 2 at
-    # a time; with a budget of 2 warm engines it may keep 2, so no start ever sees more
-    # than 3 others running: not all 8 at once, as if the budget did not hold in the check.
-    alive = tmp_path / "alive"
+def counted_pool(folder: Path, engines: int, header: str, extra: str = "") -> tuple[Path, Path]:
+    """A round-robin of `engines` test bots (each with `extra` in its table), each noting
+    as it starts how many of the pool's engines are running beside it; the folder of
+    their pids is `folder / "alive"`."""
+    alive = folder / "alive"
     alive.mkdir()
-    seen = tmp_path / "seen.log"
-    wrapper = tmp_path / "counted.sh"
+    seen = folder / "seen.log"
+    wrapper = folder / "counted.sh"
     wrapper.write_text(
         "#!/bin/sh\nn=0\n"
         f'for f in "{alive}"/*; do [ -e "$f" ] || continue\n'
@@ -158,13 +155,51 @@ def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
     )
     wrapper.chmod(0o755)
     tables = []
-    for i in range(8):
+    for i in range(engines):
         argv = [str(wrapper), sys.executable, str(BADBOT), "ok", "--name", f"bot{i}"]
-        tables.append(f'[[engine]]\nname = "e{i}"\ncommand = {json.dumps(argv)}\n')
-    header = 'rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_engines = 2'
-    path = tmp_path / "pool.toml"
+        tables.append(f'[[engine]]\nname = "e{i}"\ncommand = {json.dumps(argv)}\n{extra}')
+    path = folder / "pool.toml"
     path.write_text(f'[tournament]\nname = "pool"\n{header}\n\n' + "\n".join(tables))
+    return path, seen
+
+
+def alive_engines(folder: Path) -> int:
+    return sum(running(int(f.name)) for f in (folder / "alive").iterdir())
+
+
+def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
+    tmp_path: Path,
+) -> None:
+    # The slot (in this process, at concurrency 1) checks 8 engines at most 2 at a time;
+    # with a budget of 2 warm engines it may keep 2, so no start ever sees more than 3
+    # others running: not all 8 at once, as if the budget did not hold in the check.
+    header = 'rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_engines = 2'
+    path, seen = counted_pool(tmp_path, 8, header)
     done = run("tournament", "run", str(path), "-q")
     assert done.returncode == 0, done.stderr
     counts = [int(n) for n in seen.read_text().split()]
     assert max(counts) <= 3, counts
+
+
+def test_the_engines_kept_after_the_check_fit_the_memory_budget(tmp_path: Path) -> None:
+    # Limited engines kept per pairing, each declaring 1000 MB, on a slot whose warm
+    # engines may declare 2000 MB: the check may keep two of the three, not all three.
+    header = ('rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_memory_mb = 2000\n'
+              'confine_per = "pairing"')  # fmt: skip
+    path, _ = counted_pool(tmp_path, 3, header, "limits = { memory_mb = 1000 }\n")
+    t = load_tournament(path)
+    after_check: list[int] = []
+
+    class Counted(LocalExecutor):
+        async def preflight(self, keys: Sequence[str], variant: Variant,
+                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+            checked = await super().preflight(keys, variant, tcs)
+            after_check.append(alive_engines(tmp_path))
+            return checked
+
+    with Store.open(t.output) as store:
+        plan = t.plan(store)
+        outcome = trio.run(run_plan, plan, Counted(plan.settings, 1), Unheard())
+    assert not outcome.aborted, outcome.aborted
+    assert after_check == [2]
+    assert len(read_store(t.output).games) == 6

@@ -225,9 +225,10 @@ class GameWorker:
         need = sum(self._memory_mb(k) for k in keys)
         while True:
             used = sum(self._memory_mb(k) for k in self.engines)
-            if len(self.engines) + len(keys) <= max(2, budget.engines) and (
-                not need or used + need <= budget.memory_mb
-            ):
+            # Memory is held too when nothing new is started (after the check, which
+            # keeps what it started): what runs must fit, not only what starts.
+            if (len(self.engines) + len(keys) <= max(2, budget.engines)
+                    and used + need <= budget.memory_mb):  # fmt: skip
                 return
             spare = [k for k in self.engines if k not in keep]  # least recently used first
             if not spare:
