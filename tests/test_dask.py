@@ -515,3 +515,32 @@ def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: 
     assert len(starts) == engines * 2, Counter(starts)
     # The run's end released the workers' engines: none of them outlives it.
     assert wait_until(lambda: not _engine_children(os.getpid(), b"--name\0bot"), timeout=10)
+
+
+@needs_dask
+def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
+    tmp_path: Path, local_cluster: str
+) -> None:
+    # Engines slow to start; the run is stopped (Ctrl-C) while the workers check them.
+    # The workers finish their checks, but the run has ended: they keep nothing.
+    from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.jobs import ExecutorSettings
+
+    log = tmp_path / "starts.log"
+    slow = ["sh", "-c", f'sleep 1; echo up >> "{log}"; exec "$0" "$@"', sys.executable,
+            str(BADBOT), "ok", "--name", "slowbot"]  # fmt: skip
+    engines = [f'[[engine]]\nname = "s{i}"\ncommand = {json.dumps(slow)}\n' for i in range(2)]
+    t = load_tournament(write_tournament(tmp_path, "t", "rounds = 1", engines))
+    executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
+
+    async def main() -> None:
+        async with executor.session():
+            with trio.move_on_after(0.5):
+                await executor.preflight(list(t.engines), t.variant,
+                                         {n: t.tc for n in t.engines})  # fmt: skip
+                raise AssertionError("the check was not stopped")
+
+    trio.run(main)
+    # Their starts are under way still: let them come up before looking.
+    assert wait_until(log.exists, timeout=10)
+    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=10)
