@@ -163,10 +163,12 @@ class LocalExecutor:
                             job.spec.game_id,
                             exc,
                         )
-                        seats = (names.get(job.engines[0], job.engines[0]),
-                                 names.get(job.engines[1], job.engines[1]))  # fmt: skip
+                        # Named as the run named them (since the check), whether or not
+                        # this slot has seen them start.
+                        seats = tuple(names.get(k) or self.settings.engines[k].label
+                                      for k in job.engines)  # fmt: skip
                         emit(Finished(job.number, void_record(
-                            job.spec, seats, Termination.HARNESS,
+                            job.spec, (seats[0], seats[1]), Termination.HARNESS,
                             f"the worker process running this game died ({type(exc).__name__})",
                         )))  # fmt: skip
                         break
