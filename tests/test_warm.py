@@ -127,7 +127,11 @@ def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
             checked = await super().preflight(keys, variant, tcs)
             worker = int(log.read_text().split()[1])  # the process that started an engine
             os.kill(worker, signal.SIGKILL)
-            assert wait_until(lambda: not running(worker), timeout=10)
+            # Dead, all its threads too (until then its exit cannot be collected).
+            tasks = Path(f"/proc/{worker}/task")
+            assert wait_until(lambda: not running(worker)
+                              and (not tasks.exists() or len(list(tasks.iterdir())) <= 1),
+                              timeout=10)  # fmt: skip
             return checked
 
     with Store.open(t.output) as store:
