@@ -18,6 +18,7 @@ from commands import invoke
 from processes import running, wait_until
 
 from arbiter.cli import main
+from arbiter.engines import sandbox
 from arbiter.results.records import GameRecord, Termination, read_records
 from arbiter.rules import Game, Variant
 
@@ -417,6 +418,44 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     voids = [r for r in read_records(records) if r.void]
     assert voids and all(r.termination.value == "harness" for r in voids)
     assert "worker process" in voids[0].reason
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason="no sandbox (bubblewrap) here")
+def test_a_worker_that_dies_starting_a_games_engines_names_them_as_the_match_does(
+    tmp_path: Path,
+) -> None:
+    # A match's engines are named from their answers. Sandboxed, each game starts both
+    # afresh (slowly); the worker is killed while it starts its first game's two (the
+    # check started one there). The void record names the seats as every other record.
+    marker = f"wn-{uuid.uuid4().hex[:8]}"
+    bot = f"{sys.executable} {BADBOT} slow-start --ms 1500 --name {marker}"
+    records = tmp_path / "r.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "match", bot, bot, "--games", "2", "--sandbox",
+         "--tc", "60+0", "-c", "2", "--records", str(records), "--json", "-q"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        worker = "arbiter.executors.worker"
+        victims: list[int] = []
+
+        def starting_a_game() -> bool:
+            victims[:] = [w for w in _children(proc.pid, worker) if len(_children(w, marker)) == 2]
+            return bool(victims)
+
+        assert wait_until(starting_a_game, timeout=60)
+        os.kill(victims[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    played = list(read_records(records))
+    voids = [r for r in played if r.void]
+    assert voids and "worker process" in voids[0].reason
+    named = {r.seat1 for r in played if not r.void} | {r.seat2 for r in played if not r.void}
+    assert named == {marker, f"{marker}#2"}
+    assert all({v.seat1, v.seat2} == named for v in voids), [(v.seat1, v.seat2) for v in voids]
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

@@ -515,3 +515,108 @@ def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: 
     assert len(starts) == engines * 2, Counter(starts)
     # The run's end released the workers' engines: none of them outlives it.
     assert wait_until(lambda: not _engine_children(os.getpid(), b"--name\0bot"), timeout=10)
+
+
+@needs_dask
+def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
+    tmp_path: Path, local_cluster: str
+) -> None:
+    # Engines slow to start; the run is stopped (Ctrl-C) while the workers check them.
+    # The workers finish their checks, but the run has ended: they keep nothing.
+    from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.jobs import ExecutorSettings
+
+    log = tmp_path / "starts.log"
+    slow = ["sh", "-c", f'sleep 1; echo up >> "{log}"; exec "$0" "$@"', sys.executable,
+            str(BADBOT), "ok", "--name", "slowbot"]  # fmt: skip
+    engines = [f'[[engine]]\nname = "s{i}"\ncommand = {json.dumps(slow)}\n' for i in range(2)]
+    t = load_tournament(write_tournament(tmp_path, "t", "rounds = 1", engines))
+    executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
+
+    async def main() -> None:
+        async with executor.session():
+            with trio.move_on_after(0.5):
+                await executor.preflight(list(t.engines), t.variant,
+                                         {n: t.tc for n in t.engines})  # fmt: skip
+                raise AssertionError("the check was not stopped")
+
+    trio.run(main)
+    # Their starts are under way still: let them come up before looking.
+    assert wait_until(log.exists, timeout=10)
+    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=10)
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_run_that_ends_does_not_wait_for_another_runs_game(tmp_path: Path) -> None:
+    # Two runs share a worker of two threads: B plays a slow game on one while A plays a
+    # quick one on the other and ends. A's end releases its own engines; it does not hold
+    # up the worker (nor itself) until B's game is over, nor close B's engines.
+    from arbiter.executors.dask import DaskExecutor
+    from arbiter.executors.jobs import ExecutorSettings
+
+    folders = {"a": tmp_path / "a", "b": tmp_path / "b"}
+    for folder in folders.values():
+        folder.mkdir()
+    quick = write_tournament(folders["a"], "a", "rounds = 1", [bot("x"), bot("y")])
+    log = tmp_path / "b-engines.log"
+    slow_bots = []
+    for name in ("s", "t"):
+        argv = ["sh", "-c", f'echo up >> "{log}"; exec "$0" "$@"', sys.executable,
+                str(BADBOT), "slow", "--ms", "600", "--name", name]  # fmt: skip
+        slow_bots.append(f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n")
+    slow = write_tournament(folders["b"], "b", "rounds = 1", slow_bots)
+    slow.write_text(slow.read_text().replace('tc = "10+0.1"', 'tc = "300+1"'))
+    stored: dict[str, list[str]] = {"a": [], "b": []}
+    a_closed_before_b: list[bool] = []
+    closing: dict[str, float] = {}
+
+    def sink(name: str) -> Any:
+        class Sink:
+            def begin(self, names: dict[str, str]) -> None:
+                pass
+
+            def write(self, game: ScheduledGame, record: GameRecord) -> None:
+                assert not record.void, record.reason
+                stored[name].append(game.game_id)
+
+            def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+                pass
+
+            def engine_started(self, name: str, seconds: float) -> None:
+                pass
+
+        return Sink()
+
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                  dashboard_address=":0") as cluster:  # fmt: skip
+        address = str(cluster.scheduler_address)
+
+        async def play(name: str, path: Path, reporter: Unheard) -> None:
+            t = load_tournament(path)
+            executor = DaskExecutor(ExecutorSettings(engines=t.engines), address, window=1)
+            plan = Plan(ExecutorSettings(engines=t.engines), t.games(), 1, 1, t.variant, t.tc)
+            try:
+                await Driver(plan.games, plan.game_spec, executor, [sink(name)], reporter,
+                             stop=lambda: len(stored[name]) >= 1).run()  # fmt: skip
+            finally:
+                began = trio.current_time()
+                await executor.aclose()
+                closing[name] = trio.current_time() - began
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(play, "b", slow, Unheard())
+                # B's game is under way once both its engines have started.
+                up = await trio.to_thread.run_sync(
+                    wait_until, lambda: len(log.read_text().split()) == 2 if log.exists() else False
+                )
+                assert up and not stored["b"]
+                await play("a", quick, Unheard())
+                a_closed_before_b.append(not stored["b"])
+
+        trio.run(main)
+    assert len(stored["a"]) == 1 and len(stored["b"]) == 1
+    assert a_closed_before_b == [True]
+    # Its end took no longer than a look at the cluster (the release waits for no game).
+    assert closing["a"] < 2.5, closing

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+import trio
+from processes import running, wait_until
+from stores import read_store
 
 from arbiter.engines import sandbox
+from arbiter.executors.jobs import Preflight
+from arbiter.executors.local import LocalExecutor
+from arbiter.results.store import Store
+from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.run import Unheard
+from arbiter.runs.run import run as run_plan
+from arbiter.runs.tournament import load_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -96,3 +110,100 @@ def test_a_sandboxed_engine_is_fresh_every_game_unless_kept_for_its_pairing(
     per_pairing.write_text(per_pairing.read_text().replace(kept, ""))
     refused = run("tournament", "run", str(per_pairing), "-q")
     assert refused.returncode == 2 and "confine_per" in refused.stderr, refused.stderr
+
+
+def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
+    tmp_path: Path,
+) -> None:
+    # Two worker processes check the engines and keep them; one then dies (killed, as
+    # by the OOM killer) before the run sends it anything. Its slot starts a new worker
+    # and the run plays every game, instead of failing on the dead worker's pipe.
+    path, log = logged_pool(tmp_path, 4, 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7')
+    t = load_tournament(path)
+
+    class KilledAfterCheck(LocalExecutor):
+        async def preflight(self, keys: Sequence[str], variant: Variant,
+                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+            checked = await super().preflight(keys, variant, tcs)
+            worker = int(log.read_text().split()[1])  # the process that started an engine
+            os.kill(worker, signal.SIGKILL)
+            # Dead, all its threads too (until then its exit cannot be collected).
+            tasks = Path(f"/proc/{worker}/task")
+            assert wait_until(lambda: not running(worker)
+                              and (not tasks.exists() or len(list(tasks.iterdir())) <= 1),
+                              timeout=10)  # fmt: skip
+            return checked
+
+    with Store.open(t.output) as store:
+        plan = t.plan(store)
+        executor = KilledAfterCheck(plan.settings, 2)
+        outcome = trio.run(run_plan, plan, executor, Unheard())
+    assert not outcome.aborted, outcome.aborted
+    stored = read_store(t.output)
+    assert len(stored.games) == 12 and not stored.voids
+
+
+def counted_pool(folder: Path, engines: int, header: str, extra: str = "") -> tuple[Path, Path]:
+    """A round-robin of `engines` test bots (each with `extra` in its table), each noting
+    as it starts how many of the pool's engines are running beside it; the folder of
+    their pids is `folder / "alive"`."""
+    alive = folder / "alive"
+    alive.mkdir()
+    seen = folder / "seen.log"
+    wrapper = folder / "counted.sh"
+    wrapper.write_text(
+        "#!/bin/sh\nn=0\n"
+        f'for f in "{alive}"/*; do [ -e "$f" ] || continue\n'
+        '  grep -qs "^State:[[:space:]]*[RSD]" "/proc/${f##*/}/status" && n=$((n+1))\n'
+        f'done\necho "$n" >> "{seen}"\ntouch "{alive}/$$"\nexec "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    tables = []
+    for i in range(engines):
+        argv = [str(wrapper), sys.executable, str(BADBOT), "ok", "--name", f"bot{i}"]
+        tables.append(f'[[engine]]\nname = "e{i}"\ncommand = {json.dumps(argv)}\n{extra}')
+    path = folder / "pool.toml"
+    path.write_text(f'[tournament]\nname = "pool"\n{header}\n\n' + "\n".join(tables))
+    return path, seen
+
+
+def alive_engines(folder: Path) -> int:
+    return sum(running(int(f.name)) for f in (folder / "alive").iterdir())
+
+
+def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
+    tmp_path: Path,
+) -> None:
+    # The slot (in this process, at concurrency 1) checks 8 engines at most 2 at a time;
+    # with a budget of 2 warm engines it may keep 2, so no start ever sees more than 3
+    # others running: not all 8 at once, as if the budget did not hold in the check.
+    header = 'rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_engines = 2'
+    path, seen = counted_pool(tmp_path, 8, header)
+    done = run("tournament", "run", str(path), "-q")
+    assert done.returncode == 0, done.stderr
+    counts = [int(n) for n in seen.read_text().split()]
+    assert max(counts) <= 3, counts
+
+
+def test_the_engines_kept_after_the_check_fit_the_memory_budget(tmp_path: Path) -> None:
+    # Limited engines kept per pairing, each declaring 1000 MB, on a slot whose warm
+    # engines may declare 2000 MB: the check may keep two of the three, not all three.
+    header = ('rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_memory_mb = 2000\n'
+              'confine_per = "pairing"')  # fmt: skip
+    path, _ = counted_pool(tmp_path, 3, header, "limits = { memory_mb = 1000 }\n")
+    t = load_tournament(path)
+    after_check: list[int] = []
+
+    class Counted(LocalExecutor):
+        async def preflight(self, keys: Sequence[str], variant: Variant,
+                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+            checked = await super().preflight(keys, variant, tcs)
+            after_check.append(alive_engines(tmp_path))
+            return checked
+
+    with Store.open(t.output) as store:
+        plan = t.plan(store)
+        outcome = trio.run(run_plan, plan, Counted(plan.settings, 1), Unheard())
+    assert not outcome.aborted, outcome.aborted
+    assert after_check == [2]
+    assert len(read_store(t.output).games) == 6

@@ -218,6 +218,9 @@ class DaskExecutor:
         self._inflight = 0
         self._load: Counter[str] = Counter()  # games sent to each worker, not yet back
         self._warm: dict[str, frozenset[str]] = {}  # engines each worker holds warm
+        # A task was sent (a check or a game): its worker may hold engines for this run,
+        # even if the run ended before any task came back.
+        self._engaged = False
         self._run = os.urandom(8).hex()  # this run, as the workers' residents know it
         self._room = trio.Event()
         self._abandoned: list[Future[Any]] = []
@@ -295,7 +298,7 @@ class DaskExecutor:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             if abandoned:
                 await trio.to_thread.run_sync(client.cancel, abandoned, abandon_on_cancel=True)
-            if self._warm:
+            if self._engaged:
                 # The run is over: the workers' warm engines go now, not when idle.
                 with trio.move_on_after(CLOSE_TIMEOUT / 2), contextlib.suppress(Exception):
                     await trio.to_thread.run_sync(
@@ -311,6 +314,7 @@ class DaskExecutor:
         client = await self._connect()
         workers = await self._workers(client, wait=True)
         run = os.urandom(4).hex()
+        self._engaged = True
         futures = [
             client.submit(
                 check_worker,
@@ -461,6 +465,7 @@ class DaskExecutor:
         # Restricted to the workers that can start both engines, else a preference for
         # the one holding them warm, which the scheduler drops if it leaves.
         where = allowed if allowed is not None else [target] if target else None
+        self._engaged = True
         future = client.submit(play_game, self.settings, job, _PROCESS, self._run, demand,
                                key=self._key(job), workers=where,
                                allow_other_workers=allowed is None, retries=0)  # fmt: skip

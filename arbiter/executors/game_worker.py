@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import trio
@@ -186,35 +186,49 @@ class GameWorker:
         """The preflight (`arbiter.executors.preflight`) on engines this worker starts and
         keeps: an engine that passes is already warm for its first game here."""
 
+        probing: set[str] = set()
+
+        def fresh(key: str) -> bool:  # confined: a fresh process every game
+            spec = self.settings.engines[key]
+            return bool(spec.sandbox or spec.limits) and not self.settings.keep_confined
+
         @asynccontextmanager
         async def kept(key: str) -> AsyncIterator[Engine]:
-            yield await self._start(key)
+            engine = await self._start(key)
+            probing.add(key)
+            try:
+                yield engine
+            finally:
+                probing.discard(key)
+                if fresh(key):
+                    await self._close(key)
+                # Within the budget as the check goes, not only at its end: a pool of
+                # many engines never runs all at once here.
+                await self._make_room([], probing, _NONE)
 
         checked = await preflight(self.settings, keys, variant, tcs, opener=kept)
         for key in list(self.engines):
-            spec = self.settings.engines[key]
-            fresh = bool(spec.sandbox or spec.limits) and not self.settings.keep_confined
-            if key in checked.failures or checked.problem or fresh:
+            if key in checked.failures or checked.problem or fresh(key):
                 # The run stops, this engine will not play here, or it is confined and
                 # plays every game in a fresh process.
                 await self._close(key)
-        await self._make_room([], ("", ""), _NONE)  # within the budget, however many
         return checked
 
     def _memory_mb(self, key: str) -> int:
         limits = self.settings.engines[key].limits
         return (limits.memory_mb or 0) if limits is not None else 0
 
-    async def _make_room(self, keys: list[str], keep: tuple[str, str], demand: Demand) -> None:
+    async def _make_room(self, keys: list[str], keep: Collection[str], demand: Demand) -> None:
         """Close engines until `keys` fit the budget, the least wanted by the pending games
         first (the least recently used among equals); the game's own engines stay."""
         budget = self.settings.warm
         need = sum(self._memory_mb(k) for k in keys)
         while True:
             used = sum(self._memory_mb(k) for k in self.engines)
-            if len(self.engines) + len(keys) <= max(2, budget.engines) and (
-                not need or used + need <= budget.memory_mb
-            ):
+            # Memory is held too when nothing new is started (after the check, which
+            # keeps what it started): what runs must fit, not only what starts.
+            if (len(self.engines) + len(keys) <= max(2, budget.engines)
+                    and used + need <= budget.memory_mb):  # fmt: skip
                 return
             spare = [k for k in self.engines if k not in keep]  # least recently used first
             if not spare:

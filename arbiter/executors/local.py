@@ -149,10 +149,8 @@ class LocalExecutor:
     async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
         names: dict[str, str] = {}  # display names by engine key, as last reported
         while True:
-            if self._ready:  # started by the preflight, with engines warm: named since
-                worker = self._ready.pop()
-                await worker.process.channel.send(self.settings)
-            else:
+            worker = await self._ready_worker()
+            if worker is None:
                 worker = _Worker(await WorkerProcess.start(self.settings))
             try:
                 while (job := await dispatcher.take(worker.groups.values())) is not None:
@@ -165,10 +163,12 @@ class LocalExecutor:
                             job.spec.game_id,
                             exc,
                         )
-                        seats = (names.get(job.engines[0], job.engines[0]),
-                                 names.get(job.engines[1], job.engines[1]))  # fmt: skip
+                        # Named as the run named them (since the check), whether or not
+                        # this slot has seen them start.
+                        seats = tuple(names.get(k) or self.settings.engines[k].label
+                                      for k in job.engines)  # fmt: skip
                         emit(Finished(job.number, void_record(
-                            job.spec, seats, Termination.HARNESS,
+                            job.spec, (seats[0], seats[1]), Termination.HARNESS,
                             f"the worker process running this game died ({type(exc).__name__})",
                         )))  # fmt: skip
                         break
@@ -176,6 +176,24 @@ class LocalExecutor:
                     return
             finally:
                 await worker.close()
+
+    async def _ready_worker(self) -> _Worker | None:
+        """A worker process the preflight started, its engines warm and now named; None
+        if there is none left, or it died since the check (it played nothing yet, so
+        no game is charged with its death)."""
+        if not self._ready:
+            return None
+        worker = self._ready.pop()
+        if worker.process.process.poll() is None:
+            try:
+                await worker.process.channel.send(self.settings)
+                return worker
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        log.warning("a worker process (pid %d) died after the engine check; starting another",
+                    worker.process.process.pid)  # fmt: skip
+        await worker.close()
+        return None
 
     @staticmethod
     async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit,

@@ -75,7 +75,9 @@ class Resident:
         events: list[Event] = []
         request: _Request | None = first
         async with hosted(settings, events.append) as worker:
-            while request is not None and not request.released and request.run == run:
+            while request is not None and request.run == run:
+                if request.released:  # its run ended: answered once the engines are closed
+                    break
                 assert request.settings is not None
                 worker.settings = request.settings  # the run names its engines after its check
                 events.clear()
@@ -95,8 +97,11 @@ class Resident:
                 with trio.move_on_after(IDLE):
                     request = None
                     request = await receive.receive()
+                    while request.released and request.run != run:
+                        request.done([])  # another run ended: none of its engines are here
+                        request = await receive.receive()
         if request is not None and request.released:
-            request.done([])  # released: answered once the engines are closed
+            request.done([])
             return None
         return request
 
@@ -119,11 +124,11 @@ class Resident:
         assert checked is not None
         return checked, events
 
-    def release(self) -> None:
-        """Close the resident's engines now (blocking until they are closed)."""
-        request = _Request("", None, None, {})
-        self._submit(request)
-        request.wait()
+    def release(self, run: str) -> None:
+        """Close the resident's engines if they are `run`'s: at once if idle, else after
+        its game. The caller does not wait (it may be a Dask worker's event loop, which
+        must not stop for a game to end)."""
+        self._submit(_Request(run, None, None, {}))
 
     def _submit(self, request: _Request) -> None:
         assert self._token is not None and self._requests is not None
@@ -179,11 +184,12 @@ def resident() -> Resident:
 
 
 def release_all(run: str) -> int:
-    """The run has ended: every resident in this process closes its engines, now if idle,
-    else after its game; how many residents there were."""
+    """The run has ended: every resident in this process holding its engines closes them,
+    now if idle, else after its game (without waiting for it); how many residents there
+    were."""
     with _lock:
         _ended.add(run)
         residents = [r for r in _residents.values() if r.thread.is_alive()]
     for r in residents:
-        r.release()
+        r.release(run)
     return len(residents)
