@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from processes import running, wait_until
 from stores import read_store
 
@@ -207,3 +208,33 @@ def test_the_engines_kept_after_the_check_fit_the_memory_budget(tmp_path: Path) 
     assert not outcome.aborted, outcome.aborted
     assert after_check == [2]
     assert len(read_store(t.output).games) == 6
+
+
+async def test_a_game_no_slot_suits_is_not_passed_over_for_ever() -> None:
+    from arbiter.executors.dispatch import Dispatcher
+    from arbiter.executors.jobs import GameJob
+    from arbiter.games.referee import GameSpec
+    from arbiter.rules import Variant
+    from arbiter.rules.clock import TimeControl
+
+    tc = TimeControl.parse("1+0")
+
+    def job(number: int, engines: tuple[str, str]) -> GameJob:
+        return GameJob(number, GameSpec(f"g{number}", Variant(), (tc, tc)), engines)
+
+    send, receive = trio.open_memory_channel[GameJob](1000)
+    send.send_nowait(job(0, ("x", "y")))  # first in the schedule, fits nobody's engines
+    for number in range(1, 301):
+        send.send_nowait(job(number, ("a", "b")))  # each fits the slot perfectly
+    send.close()
+    dispatcher = Dispatcher(receive, slots=1)
+    order = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(dispatcher.fill)
+        await trio.testing.wait_all_tasks_blocked()  # the window has been read full
+        while (taken := await dispatcher.take({"a", "b"})) is not None:
+            order.append(taken.number)
+            await trio.testing.wait_all_tasks_blocked()  # the slot plays; the window refills
+    assert sorted(order) == list(range(301))  # every game, once
+    # Passed over while better-fitting games kept coming, but only for a window's worth.
+    assert order.index(0) == dispatcher.lookahead

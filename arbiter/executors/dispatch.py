@@ -5,9 +5,10 @@ engines almost every game. The dispatcher reads a bounded window of jobs ahead o
 slots (the schedule is still read lazily) and gives a slot that asks for work the pending
 game that uses the most of the engines it already holds: the other game of its pair, or
 another pairing of the same engines, then one that needs a single new engine. Among
-equals the schedule's order decides, so nothing waits longer than the window allows. The
-games themselves (ids, pairs, openings) are the schedule's, whatever order they are
-played in.
+equals the schedule's order decides; and a game passed over for as many games as the
+window holds goes to the next slot that asks, whatever it holds, so no game waits for
+ever behind better-fitting ones. The games themselves (ids, pairs, openings) are the
+schedule's, whatever order they are played in.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class Dispatcher:
     def __init__(self, jobs: trio.MemoryReceiveChannel[GameJob], slots: int) -> None:
         self._jobs = jobs
         self.lookahead = max(LOOKAHEAD, 4 * slots)
-        self._pending: list[GameJob] = []
+        self._pending: list[tuple[int, GameJob]] = []  # with when it came, in jobs handed out
+        self._taken = 0  # jobs handed out so far
         self._demand: Counter[str] = Counter()  # pending games per engine key
         self._closed = False
         self._changed = trio.Event()
@@ -48,7 +50,7 @@ class Dispatcher:
                         job = await self._jobs.receive()
                     except trio.EndOfChannel:
                         return
-                    self._pending.append(job)
+                    self._pending.append((self._taken, job))
                     self._demand.update(job.engines)
                     self._notify()
         finally:
@@ -63,16 +65,18 @@ class Dispatcher:
             await self._changed.wait()
         pending = self._pending
         best = 0
-        if warm:
+        overdue = self._taken - pending[0][0] >= self.lookahead
+        if warm and not overdue:
             score = -1
-            for index, job in enumerate(pending):
+            for index, (_, job) in enumerate(pending):
                 a, b = job.engines
                 fit = (a in warm) + (b in warm)
                 if fit > score:
                     best, score = index, fit
                     if fit == 2:
                         break
-        job = pending.pop(best)
+        _, job = pending.pop(best)
+        self._taken += 1
         self._demand.subtract(job.engines)
         self._notify()
         return job
