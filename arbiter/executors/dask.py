@@ -65,7 +65,6 @@ from arbiter.executors.jobs import (
     Finished,
     GameJob,
     Preflight,
-    Started,
     machine,
     void_record,
 )
@@ -211,7 +210,6 @@ class DaskExecutor:
         self._seen: set[str] = set()
         self._preflight_seen: list[EngineSeen] = []
         self._preflight_started: list[EngineStarted] = []
-        self._names: dict[str, str] = {}  # display names by engine key, as last reported
         self._voids: Counter[str] = Counter()  # void plays of games not yet settled
         self._threads: dict[str, int] = {}
         self._threads_at = -math.inf
@@ -496,10 +494,7 @@ class DaskExecutor:
                       f" the record's evidence and in {logs.where()}")  # fmt: skip
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
-        seats = (
-            self._names.get(job.engines[0], self.settings.engines[job.engines[0]].label),
-            self._names.get(job.engines[1], self.settings.engines[job.engines[1]].label),
-        )
+        seats = self.settings.seat_names(job.engines)  # as the run named them
         self._voids[job.spec.game_id] += 1
         emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
                                               reason[:1000], evidence)))  # fmt: skip
@@ -515,11 +510,6 @@ class DaskExecutor:
             if isinstance(event, EngineSeen):
                 self._report(event, emit)
                 continue
-            if isinstance(event, Started):
-                self._names[job.engines[0]], self._names[job.engines[1]] = (
-                    event.seat1,
-                    event.seat2,
-                )
             if isinstance(event, Finished):
                 if event.record.void:
                     self._voids[job.spec.game_id] += 1

@@ -29,7 +29,6 @@ from arbiter.executors.jobs import (
     Preflight,
     Started,
     Unplayable,
-    display_names,
     machine,
     void_record,
 )
@@ -80,20 +79,6 @@ class GameWorker:
         self._seen: set[str] = set()
         self._pairing: dict[str, frozenset[str]] = {}  # kept confined engines: their pairing
 
-    def names(self, keys: tuple[str, str], engines: Sequence[Engine | None] = (None, None)
-              ) -> tuple[str, str]:  # fmt: skip
-        """Display names of a job's seats, computed in key order so they never depend on
-        which engine sits first."""
-        ordered = sorted(range(2), key=lambda i: keys[i])
-        specs = [self.settings.engines[keys[i]] for i in ordered]
-        replies = []
-        for i in ordered:
-            engine = engines[i]
-            replies.append(engine.info.name if engine is not None else "")
-        named = display_names(specs, replies)
-        by_seat = {ordered[k]: named[k] for k in range(2)}
-        return by_seat[0], by_seat[1]
-
     @property
     def warm(self) -> frozenset[str]:
         """The engines this worker holds running: what the next game should use."""
@@ -130,7 +115,7 @@ class GameWorker:
             return
         a, b = engines
         assert a is not None and b is not None
-        names = self.names(job.engines, engines)
+        names = self.settings.seat_names(job.engines, [a.info.name, b.info.name])
         players = [Player.of(a), Player.of(b)]
         for player, name in zip(players, names, strict=True):
             player.name = name
@@ -241,7 +226,7 @@ class GameWorker:
             await self._close(key)
 
     def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
-        names = self.names(job.engines)
+        names = self.settings.seat_names(job.engines)
         label = names[seat]
         evidence = Evidence(
             engine=label,

@@ -164,6 +164,18 @@ class ExecutorSettings:
         engines = {key: replace(spec, name=names[key]) for key, spec in self.engines.items()}
         return replace(self, engines=engines)
 
+    def seat_names(self, keys: tuple[str, str], replies: Sequence[str] = ("", "")
+                   ) -> tuple[str, str]:  # fmt: skip
+        """The names a game's seats go by (seat 1 first), from these settings and the
+        engines' `name` answers if known; computed in key order, so that they never depend
+        on which engine sits first. Once the run has named the engines (`named`), these
+        are the names every record and row uses."""
+        ordered = sorted(range(2), key=lambda i: keys[i])
+        named = display_names([self.engines[keys[i]] for i in ordered],
+                              [replies[i] for i in ordered])  # fmt: skip
+        by_seat = {ordered[k]: named[k] for k in range(2)}
+        return by_seat[0], by_seat[1]
+
 
 def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[str]:
     """Names for people: given names win, else the engines' own (escaped and shortened);

@@ -27,7 +27,6 @@ from arbiter.executors.jobs import (
     Finished,
     GameJob,
     Preflight,
-    Started,
     Unplayable,
     void_record,
 )
@@ -147,7 +146,6 @@ class LocalExecutor:
             await worker.play(job, dispatcher.demand)
 
     async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
-        names: dict[str, str] = {}  # display names by engine key, as last reported
         while True:
             worker = await self._ready_worker()
             if worker is None:
@@ -155,7 +153,7 @@ class LocalExecutor:
             try:
                 while (job := await dispatcher.take(worker.groups.values())) is not None:
                     try:
-                        await self._remote_game(worker, job, dispatcher, emit, names)
+                        await self._remote_game(worker, job, dispatcher, emit)
                     except (EOFError, trio.BrokenResourceError) as exc:
                         log.error(
                             "the worker process (pid %d) running game %s died: %r",
@@ -165,10 +163,8 @@ class LocalExecutor:
                         )
                         # Named as the run named them (since the check), whether or not
                         # this slot has seen them start.
-                        seats = tuple(names.get(k) or self.settings.engines[k].label
-                                      for k in job.engines)  # fmt: skip
                         emit(Finished(job.number, void_record(
-                            job.spec, (seats[0], seats[1]), Termination.HARNESS,
+                            job.spec, self.settings.seat_names(job.engines), Termination.HARNESS,
                             f"the worker process running this game died ({type(exc).__name__})",
                         )))  # fmt: skip
                         break
@@ -196,8 +192,8 @@ class LocalExecutor:
         return None
 
     @staticmethod
-    async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit,
-                           names: dict[str, str]) -> None:  # fmt: skip
+    async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit
+                           ) -> None:  # fmt: skip
         channel = worker.process.channel
         demand = {key: dispatcher.demand.get(key, 0) for key in set(worker.groups.values())}
         await channel.send(Assignment(job, demand))
@@ -206,8 +202,6 @@ class LocalExecutor:
             if isinstance(message, EngineGroup):
                 worker.note(message)
                 continue
-            if isinstance(message, Started):
-                names[job.engines[0]], names[job.engines[1]] = message.seat1, message.seat2
             emit(message)
             if isinstance(message, Finished | Unplayable):
                 return
