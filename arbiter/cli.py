@@ -12,6 +12,7 @@ import functools
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ import click
 from arbiter import logs
 from arbiter.engines.config import (
     EnginesFile,
+    KnownEngines,
     default_engines_file,
     resolve_engine,
     shared_folder_warnings,
@@ -177,11 +179,11 @@ def _variant(islands: int, size: int | None, pie: bool) -> Variant:
         raise ConfigError(str(exc), where="--size/--islands") from exc
 
 
-def _engines(engines_file: str | None) -> EnginesFile | None:
-    if engines_file:
-        return EnginesFile(engines_file)
-    found = default_engines_file()
-    return EnginesFile(found) if found else None
+def _engines(engines_file: str | None) -> KnownEngines:
+    """The names an ENGINE argument may use: --engines FILE (or `engines/engines.toml`
+    here), then the bundled bots."""
+    found = engines_file or default_engines_file()
+    return KnownEngines(EnginesFile(found) if found else None)
 
 
 @main.command()
@@ -415,10 +417,10 @@ def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: s
     return dataclasses.replace(spec, hidden=hidden) if spec.sandbox else spec
 
 
-def _given(text: str, known: EnginesFile | None, spec: EngineSpec) -> str:
+def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
     """How results name an engine given on the command line: its engines-file key, the
     NAME of NAME=COMMAND, or the command line itself."""
-    if known is not None and text in known:
+    if text in known:
         return text
     return spec.name or text
 
@@ -585,7 +587,140 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
         sys.exit(1)
 
 
+@main.command("engines")
+@click.option(
+    "--engines",
+    "engines_file",
+    type=click.Path(dir_okay=False),
+    help="TOML file defining engines by name (default: engines/engines.toml here, if any).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+@handle_errors
+def engines_command(engines_file: str | None, as_json: bool) -> None:
+    """List the engines known by name here: the engines file's, then the bundled bots.
+
+    A name in the engines file wins over a bundled bot of the same name; such a bundled
+    bot is listed as overridden. The command is the one a match runs (in the folder
+    shown), so it can be tried by hand.
+    """
+    from arbiter.text import terminal
+
+    known = _engines(engines_file)
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for book in known.books:
+        for key in book:
+            entry: dict[str, Any] = {"name": key, "from": "bundled" if book.bundled
+                                     else str(book.path)}  # fmt: skip
+            if book.bundled and known.user is not None and key in known.user:
+                entry["from"] = f"bundled, overridden by {known.user.path}"
+            try:
+                spec = book.spec(key, local=False)
+            except ConfigError as exc:
+                entry.update(command=None, cwd=None, problem=one_line(str(exc)))
+                problems.append(one_line(str(exc)))
+            else:
+                entry.update(command=list(spec.argv), cwd=spec.cwd)
+            rows.append(entry)
+    if as_json:
+        emit(json.dumps(rows, indent=2))
+    else:
+        from tabulate import tabulate
+
+        table = [
+            [terminal(r["name"]), terminal(r["from"]),
+             terminal(shlex.join(r["command"])) if r["command"] else "(broken: see below)"]
+            for r in rows
+        ]  # fmt: skip
+        say(tabulate(table, headers=["engine", "from", "command"], tablefmt="simple"))
+        say()
+        say("Bundled bots run in the installed package's bots folder; an engines file's run in"
+            " its folder unless it sets cwd. Use a name as ENGINE in `match` and `check`, or in"
+            " a tournament's engines list.")  # fmt: skip
+    for problem in problems:
+        say(f"error: {terminal(problem)}", err=True)
+    if problems:
+        sys.exit(2)
+
+
+@main.group()
+def new() -> None:
+    """Starting points to edit: a bot of your own, a tournament file."""
+
+
+@new.command("bot")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--name", default=None, help="The name it answers and results show.  [default: FILE's stem]"
+)
+@handle_errors
+def new_bot(file: str, name: str | None) -> None:
+    """Write a bot to start from: the protocol skeleton, standalone (Python's standard
+    library only), with its name filled in. Replace its choose_move with your strategy.
+
+    Never replaces an existing file.
+    """
+    from arbiter.scaffold import new_bot as write_bot
+
+    label = write_bot(file, name)
+    say(f"Wrote {file}: a bot named {label!r} that plays a random legal move.", err=True)
+    command = shlex.join(["python3", file])
+    say("Next:", err=True)
+    say(f"  arbiter check {shlex.quote(f'{label}={command}')}", err=True)
+    say(f"  arbiter match {shlex.quote(f'{label}={command}')} random --games 10", err=True)
+
+
+@new.command("tournament")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--bot",
+    "bots",
+    multiple=True,
+    metavar="PATH",
+    help="A bot program to add as an [[engine]] entry (repeatable).",
+)
+@handle_errors
+def new_tournament(file: str, bots: tuple[str, ...]) -> None:
+    """Write a commented tournament file: a round-robin of the bundled bots and yours.
+
+    Never replaces an existing file.
+    """
+    from arbiter.scaffold import new_tournament as write_tournament
+
+    write_tournament(file, bots)
+    say(f"Wrote {file}. Play it with: arbiter tournament run {shlex.quote(file)}", err=True)
+
+
 # ------------------------------------------------------------------ tournaments
+
+
+def example_option(func: F) -> F:
+    """FILE, or --example NAME: a tournament file installed with arbiter, run from any
+    folder, its store in the current folder."""
+    from arbiter.scaffold import examples
+
+    func = click.argument("file", required=False, type=click.Path(dir_okay=False))(func)
+    return click.option(
+        "--example",
+        type=click.Choice(examples()),
+        default=None,
+        help="Instead of FILE, a tournament installed with arbiter; its store goes in the"
+        " current folder (NAME.sqlite).",
+    )(func)
+
+
+def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path | None]:
+    """The tournament file a command reads, and where its store is when not beside it."""
+    from arbiter.scaffold import EXAMPLES
+
+    if (file is None) == (example is None):
+        raise ConfigError("give a tournament FILE or --example NAME" if file is None else
+                          "give either FILE or --example, not both", where="FILE",
+                          hint="e.g. arbiter tournament run --example demo")  # fmt: skip
+    if example is not None:
+        return str(EXAMPLES / f"{example}.toml"), Path.cwd()
+    assert file is not None
+    return file, None
 
 
 @main.group()
@@ -638,7 +773,7 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
 
 
 @tournament.command("run")
-@click.argument("file", type=click.Path(dir_okay=False))
+@example_option
 @click.option(
     "--fresh", is_flag=True, help="Start a new store; the old one is kept under a dated name."
 )
@@ -675,8 +810,9 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
 )
 @log_options
 @handle_errors
-def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | None,
-                   every: int, quiet: bool, rebuilt: tuple[str, ...]) -> None:  # fmt: skip
+def tournament_run(file: str | None, example: str | None, fresh: bool, concurrency: int | None,
+                   dask: str | None, every: int, quiet: bool,
+                   rebuilt: tuple[str, ...]) -> None:  # fmt: skip
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -691,7 +827,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
         from arbiter.executors.dask import check_address
 
         check_address(dask, "--dask")
-    t = load_tournament(file, engines_here=dask is None)
+    file, store_folder = _tournament_file(file, example)
+    t = load_tournament(file, engines_here=dask is None, store_folder=store_folder)
     for line in shared_folder_warnings(t.engines):
         say(line, err=True)
     store, kept = Store.open_for_run(t.output, fresh=fresh,
@@ -739,7 +876,7 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 
 
 @tournament.command("status")
-@click.argument("file", type=click.Path(dir_okay=False))
+@example_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--by-host",
@@ -748,7 +885,8 @@ def tournament_run(file: str, fresh: bool, concurrency: int | None, dask: str | 
 )
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> None:
+def tournament_status(file: str | None, example: str | None, as_json: bool, by_host: bool,
+                      strict: bool) -> None:  # fmt: skip
     """Games done and left, current standings, void games and why.
 
     FILE is a tournament file, or the store of a match (`arbiter match --store`).
@@ -773,11 +911,12 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
     from arbiter.runs.tournament import load_tournament
 
     t: Any
+    file, store_folder = _tournament_file(file, example)
     if not file.endswith(".toml") and source_kind(file) == "store":
         with Store.open_read(file) as store:
             t = StoredMatch.read(store)  # a match's store: it holds its own schedule
-    else:
-        t = load_tournament(file, engines_here=False)  # its engines are not started here
+    else:  # its engines are not started here
+        t = load_tournament(file, engines_here=False, store_folder=store_folder)
     kind = "Match" if isinstance(t, StoredMatch) else "Tournament"
     hosts = []
     outside = 0
@@ -834,7 +973,7 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
 
 
 @tournament.command("export")
-@click.argument("file", type=click.Path(dir_okay=False))
+@example_option
 @click.option(
     "--records",
     "out",
@@ -846,7 +985,8 @@ def tournament_status(file: str, as_json: bool, by_host: bool, strict: bool) -> 
 @click.option("--force", is_flag=True, help="Replace the records file if it exists.")
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_export(file: str, out: str, force: bool, strict: bool) -> None:
+def tournament_export(file: str | None, example: str | None, out: str, force: bool,
+                      strict: bool) -> None:  # fmt: skip
     """Write every stored game as a records line, void attempts flagged.
 
     FILE is a tournament file, or the store of a match (`arbiter match --store`)."""
@@ -855,10 +995,11 @@ def tournament_export(file: str, out: str, force: bool, strict: bool) -> None:
     from arbiter.results.store import Store, store_files
     from arbiter.runs.tournament import load_tournament
 
+    file, store_folder = _tournament_file(file, example)
     if not file.endswith(".toml") and source_kind(file) == "store":
         store_path, own = Path(file), [Path(file)]  # a match's store holds its own schedule
-    else:
-        t = load_tournament(file, engines_here=False)  # its engines are not started here
+    else:  # its engines are not started here
+        t = load_tournament(file, engines_here=False, store_folder=store_folder)
         store_path, own = t.output, [t.path]
     target = resolved(out, "--records")
     protected = {*(resolved(p) for p in own), *store_files(store_path)}

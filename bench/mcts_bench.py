@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """MCTS engine throughput: simulations per second (tree descent, batched fill, back-up).
 
-Runs the bundled `engines/mcts_bot.py` search in process on a few opening positions of
+Runs the bundled `arbiter/bots/mcts_bot.py` search in process on a few opening positions of
 each board and, in the same run, the rules core's bare batch playouts, so the ratio says
 what the tree costs on top of the playouts. Run: python bench/mcts_bench.py [--seconds S].
 Compare runs made on the same machine in the same session only.
@@ -10,16 +10,11 @@ Compare runs made on the same machine in the same session only.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engines"))
-
-from mcts_bot import Search
-
+from arbiter.bots.mcts_bot import Search
 from arbiter.rules import Game, Variant
 from arbiter.rules.playout import PlayoutEngine
 

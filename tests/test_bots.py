@@ -17,7 +17,7 @@ from arbiter.results.store import Store
 from arbiter.rules import SWAP, Color, Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINES = ROOT / "engines"
+ENGINES = ROOT / "arbiter" / "bots"
 BOTS = {"random": "random_bot.py", "heuristic": "heuristic_bot.py", "mcts": "mcts_bot.py"}
 FLAGS = {
     "random": ["--seed"],

@@ -23,7 +23,7 @@ from arbiter.results.records import GameRecord, Termination, read_records
 from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINES = ROOT / "engines" / "engines.toml"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
 
@@ -99,7 +99,7 @@ def test_match_json_summary_and_hex(tmp_path: Path) -> None:
 
 
 def test_equal_engine_names_get_suffixes() -> None:
-    cmd = f"{sys.executable} {ROOT / 'engines' / 'random_bot.py'}"
+    cmd = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"
     done = arbiter("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

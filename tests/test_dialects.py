@@ -18,7 +18,7 @@ from arbiter.rules.clock import GameClock, TimeControl
 
 ROOT = Path(__file__).resolve().parent.parent
 GTPHEX = ROOT / "tests" / "engines" / "gtphex.py"
-RANDOM = ROOT / "engines" / "random_bot.py"
+RANDOM = ROOT / "arbiter" / "bots" / "random_bot.py"
 
 
 def arbiter(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from arbiter.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINES = ROOT / "engines" / "engines.toml"
-RANDOM_BOT = ROOT / "engines" / "random_bot.py"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
+RANDOM_BOT = ROOT / "arbiter" / "bots" / "random_bot.py"
 
 DEFAULT_EXAMPLES = 30
 SLOW_EXAMPLES = 1500

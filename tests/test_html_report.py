@@ -27,7 +27,7 @@ from arbiter.views.svg import RADIUS, picture
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
-ENGINES = ROOT / "engines" / "engines.toml"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 HOSTILE_ANSWER = r"ev\x1b[31mil</script><img src=x onerror=alert(1)>\u202e"
 HOSTILE_STDERR = "<script>alert(1)</script>"
 HTML_NAME = "<b>bold</b>"  # a tournament-file name that is markup

@@ -19,7 +19,7 @@ from stores import games_stored, meta
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
-RANDOM_BOT = ROOT / "engines" / "random_bot.py"
+RANDOM_BOT = ROOT / "arbiter" / "bots" / "random_bot.py"
 
 
 def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180,
@@ -299,7 +299,7 @@ def test_definition_files_that_are_devices_are_refused(tmp_path: Path) -> None:
     t = tmp_path / "t.toml"
     t.write_text(
         '[tournament]\nname = "t"\nopenings = "/dev/zero"\nengines = ["random"]\n'
-        f"engines_file = {json.dumps(str(ROOT / 'engines' / 'engines.toml'))}\n"
+        f"engines_file = {json.dumps(str(ROOT / 'arbiter' / 'bots' / 'engines.toml'))}\n"
     )
     done = invoke("tournament", "status", str(t))
     assert done.returncode == 2 and "not a regular file" in done.stderr

@@ -36,7 +36,7 @@ from arbiter.results.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
-ENGINES = ROOT / "engines" / "engines.toml"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings = 1\nseed = 5'
 
 

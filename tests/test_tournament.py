@@ -19,7 +19,7 @@ from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
-ENGINES = ROOT / "engines" / "engines.toml"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 
 
 def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from arbiter.rules import Game, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
-ENGINES = ROOT / "engines" / "engines.toml"
+ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 
 
 def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -189,7 +189,7 @@ def test_time_controls_out_of_range_are_refused(tmp_path: Path, tc: str) -> None
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "time" in done.stderr and "Started game" not in done.stderr
     book = tmp_path / "e.toml"
-    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
+    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
                     f'tc = "{tc}"\n')  # fmt: skip
     done = invoke("match", "--engines", str(book), "r", "r", "-n", "1")
     assert done.returncode == 2 and "engines.r.tc" in done.stderr, done.stderr
@@ -202,7 +202,7 @@ def test_time_controls_out_of_range_are_refused(tmp_path: Path, tc: str) -> None
 @pytest.mark.parametrize("bad", ["two\\nlines", "\\u001b[31mred", "tab\\there", "bidi\\u202e"])
 def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str) -> None:
     book = tmp_path / "e.toml"
-    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
+    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
                     f'name = "{bad}"\n')  # fmt: skip
     done = invoke("match", "--engines", str(book), "r", "random", "-n", "1", "-q")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -211,9 +211,9 @@ def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str
     assert len(done.stderr.strip().splitlines()) == 1
     file = tmp_path / "t.toml"
     file.write_text(f'[tournament]\nname = "t"\n[[engine]]\nname = "{bad}"\n'
-                    f'command = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n'
+                    f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
                     '[[engine]]\nname = "b"\n'
-                    f'command = ["{{python}}", "{ROOT}/engines/random_bot.py"]\n')  # fmt: skip
+                    f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n')  # fmt: skip
     done = invoke("tournament", "run", str(file))
     assert done.returncode == 2 and "control character" in done.stderr, done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr

@@ -54,7 +54,7 @@ def test_escaping_rules() -> None:
 
 def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    random_bot = f"{sys.executable} {ROOT / 'engines' / 'random_bot.py'}"
+    random_bot = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"
     for extra in ([], ["--json"]):
         done = arbiter("match", hostile("crash"), random_bot, "--games", "2", "--tc", "5+0",
                        "--records", str(records), *extra)  # fmt: skip

@@ -15,6 +15,7 @@ An engines file names engines so that commands stay short:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shlex
@@ -23,13 +24,13 @@ import stat
 import sys
 import tomllib
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import arbiter
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
-from arbiter.engines.process import EngineSpec
+from arbiter.engines.process import BOTS_FOLDER, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.rules import Variant
@@ -77,8 +78,9 @@ class EnginesFile:
     """The engines of an engines file, each checked when it is used: one broken entry
     does not keep the others from playing."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, bundled: bool = False) -> None:
         self.path = Path(path)
+        self.bundled = bundled
         data = read_toml(self.path, "engines file", "check the path given with --engines")
         tables = data.get("engines")
         if not isinstance(tables, dict) or not tables:
@@ -96,18 +98,55 @@ class EnginesFile:
         return iter(self.tables)
 
     def spec(self, key: str, *, local: bool = True) -> EngineSpec:
-        return engine_definition(self.tables[key], where=f"{self.path}: engines.{key}",
+        spec = engine_definition(self.tables[key], where=self.where(key),
                                  here=self.here, default_name=key, local=local)  # fmt: skip
+        return replace(spec, bundled=True) if self.bundled else spec
+
+    def where(self, key: str) -> str:
+        """Where a definition comes from, for messages and `arbiter engines`."""
+        return f"bundled bot {key!r}" if self.bundled else f"{self.path}: engines.{key}"
+
+
+BUNDLED_FILE = BOTS_FOLDER / "engines.toml"
+
+
+@functools.cache
+def bundled() -> EnginesFile:
+    """The bots installed with arbiter, known by name from any folder and on any worker."""
+    return EnginesFile(BUNDLED_FILE, bundled=True)
+
+
+class KnownEngines:
+    """The engines known by name here: the user's engines file, then the bundled bots.
+
+    The user's file comes first, so a user's definition of a bundled name (`mcts`, say)
+    is the one that plays; `arbiter engines` shows which.
+    """
+
+    def __init__(self, user: EnginesFile | None) -> None:
+        self.user = user
+        self.books = [book for book in (user, bundled()) if book is not None]
+
+    def book(self, key: str) -> EnginesFile | None:
+        return next((book for book in self.books if key in book), None)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.book(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(key for book in self.books for key in book))
+
+    def spec(self, key: str, *, local: bool = True) -> EngineSpec:
+        book = self.book(key)
+        if book is None:
+            raise KeyError(key)
+        return book.spec(key, local=local)
 
 
 def default_engines_file() -> Path | None:
-    """The bundled engines, found without --engines: in this folder's `engines/`, or beside
-    the installed package's source tree."""
-    for root in (Path.cwd(), Path(arbiter.__file__).resolve().parent.parent):
-        candidate = root / "engines" / "engines.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    """An engines file found without --engines: `engines/engines.toml` in this folder."""
+    candidate = Path.cwd() / "engines" / "engines.toml"
+    return candidate if candidate.is_file() else None
 
 
 def load_engines(path: str | os.PathLike[str]) -> dict[str, EngineSpec]:
@@ -375,12 +414,12 @@ def _check_executable(spec: EngineSpec, where: str) -> None:
         )  # fmt: skip
 
 
-def resolve_engine(text: str, engines: EnginesFile | None, *, local: bool = True
-                   ) -> EngineSpec:  # fmt: skip
-    """An ENGINE argument: a key of the engines file, a command line, or NAME=COMMAND (a
-    command line with the name its results go under). Its program is looked for here
-    only when it runs here (`local`): on a cluster the workers' preflight checks it."""
-    if engines is not None and text in engines:
+def resolve_engine(text: str, engines: KnownEngines, *, local: bool = True) -> EngineSpec:
+    """An ENGINE argument: a name known here (the engines file's, then a bundled bot's),
+    a command line, or NAME=COMMAND (a command line with the name its results go under).
+    Its program is looked for here only when it runs here (`local`): on a cluster the
+    workers' preflight checks it."""
+    if text in engines:
         return engines.spec(text, local=local)
     name = None
     head, sep, rest = text.partition("=")
@@ -393,10 +432,10 @@ def resolve_engine(text: str, engines: EnginesFile | None, *, local: bool = True
     if not argv:
         raise ConfigError("empty engine command", hint="give a command line or an engine name")
     if len(argv) == 1 and os.sep not in text and shutil.which(text) is None and name is None:
-        known = ", ".join(sorted(engines)) if engines else "none: no --engines file given"
         raise ConfigError(
             f"unknown engine {text!r}",
-            hint=f"known engine names: {known}; or give a command line such as 'python3 my_bot.py'",
+            hint=f"known engine names: {', '.join(sorted(engines))} (`arbiter engines` lists"
+            " them); or give a command line such as 'python3 my_bot.py'",
         )
     spec = EngineSpec(argv=tuple(argv), name=name)
     if local:

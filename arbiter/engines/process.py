@@ -14,9 +14,11 @@ import resource
 import shlex
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import trio
 
@@ -66,6 +68,7 @@ class EngineSpec:
     hidden: tuple[str, ...] = ()  # host files a sandboxed engine must not read
     read: tuple[str, ...] = ()  # host paths a sandboxed engine may read besides its own
     cwd_given: bool = False  # cwd is the definition's choice (a sandboxed engine starts there)
+    bundled: bool = False  # one of the bots installed with arbiter (see `localized`)
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -399,6 +402,17 @@ async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
     return process
 
 
+BOTS_FOLDER = Path(__file__).resolve().parent.parent / "bots"
+
+
+def localized(spec: EngineSpec) -> EngineSpec:
+    """A bundled bot as this machine has it: its interpreter and the installed bots'
+    folder. A Dask worker's may differ from the paths the client resolved the bot to."""
+    if not spec.bundled:
+        return spec
+    return replace(spec, argv=(sys.executable, *spec.argv[1:]), cwd=str(BOTS_FOLDER))
+
+
 async def start_engine(
     spec: EngineSpec,
     nursery: trio.Nursery,
@@ -413,6 +427,7 @@ async def start_engine(
     errors when the handshake fails (the process is gone by then).
     """
     deadlines = deadlines or Deadlines()
+    spec = localized(spec)
     try:
         confinement = sandbox.confine(
             spec.argv,

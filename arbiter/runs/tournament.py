@@ -23,6 +23,7 @@ from typing import Any
 
 from arbiter.engines.config import (
     EnginesFile,
+    KnownEngines,
     check_confinement,
     check_name,
     engine_definition,
@@ -197,12 +198,15 @@ def _type_name(t: type) -> str:
             float: "number", dict: "table"}[t]  # fmt: skip
 
 
-def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) -> Tournament:
+def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
+                    store_folder: Path | None = None) -> Tournament:  # fmt: skip
     """Read and check a tournament file; raises ConfigError naming the file and key.
 
     The engines' programs and folders are looked for on this machine only when they run
     here (`engines_here`) and the file names no Dask scheduler: on a cluster they run on
     the workers, where the preflight checks them; status and export start none.
+    `store_folder` puts the store there instead of beside the file: an installed
+    example's folder is the package's, not the user's.
     """
     file = Path(path)
     data = read_toml(file, "tournament file", "give the path of a tournament .toml file")
@@ -297,7 +301,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True) 
         raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
     output_value = _get(table, "output", where, f"{name}.sqlite")
-    output = resolved(here / output_value, f"{where}.output")
+    output = resolved((store_folder or here) / output_value, f"{where}.output")
     try:
         unusable = output.is_dir() or output == file.resolve() or not output_value.strip()
     except OSError as exc:  # a name too long
@@ -396,17 +400,25 @@ def _engines(
     keys = _get(table, "engines", where, None)
     engines_file = _get(table, "engines_file", where, None)
     if keys is not None:
-        if engines_file is None:
-            raise ConfigError("engines are listed but there is no engines_file", where=where,
-                              hint='add engines_file = "../engines/engines.toml"')  # fmt: skip
-        if not all(isinstance(k, str) for k in keys):
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise ConfigError("must be a list of engine keys (strings)", where=f"{where}.engines")
-        book = EnginesFile(here / engines_file)
+        # A listed name is the engines file's, then an [[engine]] entry's, then a bundled
+        # bot's: what the user defined wins over what comes with arbiter.
+        user = EnginesFile(here / engines_file) if engines_file is not None else None
+        known = KnownEngines(user)
+        own = {e.get("name") for e in listed if isinstance(e, dict)} if isinstance(listed, list) \
+            else set()  # fmt: skip
         for key in keys:
-            if key not in book:
-                raise ConfigError(f"no engine {key!r} in {engines_file}", where=f"{where}.engines",
-                                  hint=f"known: {', '.join(book)}")  # fmt: skip
-            add(book.spec(key, local=local), book.tables[key], f"{book.path}: engines.{key}")
+            if key in own and (user is None or key not in user):
+                continue  # its [[engine]] entry, below
+            book = known.book(key)
+            if book is None:
+                where_from = f"{engines_file} or the bundled bots" if engines_file else \
+                    "the bundled bots (there is no engines_file)"  # fmt: skip
+                raise ConfigError(f"no engine {key!r} in {where_from}", where=f"{where}.engines",
+                                  hint=f"known: {', '.join(known)}; or define it in an"
+                                  " [[engine]] table")  # fmt: skip
+            add(book.spec(key, local=local), book.tables[key], book.where(key))
     if not isinstance(listed, list):
         raise ConfigError("engine must be an array of tables", where=str(file),
                           hint="write each engine as [[engine]]")  # fmt: skip

@@ -25,9 +25,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-from connection import Tables, modest_openings, wants_swap  # noqa: E402
 
 from arbiter.bot import Bot, moves_left  # noqa: E402
+from arbiter.bots.connection import Tables, modest_openings, wants_swap  # noqa: E402
 from arbiter.rules import SWAP, Color, Game  # noqa: E402
 from arbiter.rules.playout import PlayoutEngine  # noqa: E402
 

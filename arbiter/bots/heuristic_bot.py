@@ -17,9 +17,8 @@ import argparse
 import random
 import time
 
-from connection import INF, Tables, distance, modest_openings, through, wants_swap
-
 from arbiter.bot import Bot, moves_left
+from arbiter.bots.connection import INF, Tables, distance, modest_openings, through, wants_swap
 from arbiter.rules import SWAP, Color, Game
 
 

@@ -1,0 +1,1 @@
+../../protocol/bot_skeleton.py

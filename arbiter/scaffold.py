@@ -1,0 +1,130 @@
+"""Starting points a user edits: a new bot from the skeleton, a new tournament file.
+
+They are written only where nothing exists yet: a starting point never replaces work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from arbiter.engines.config import bundled, check_name
+from arbiter.engines.process import BOTS_FOLDER
+from arbiter.errors import ArbiterInternalError, ConfigError
+from arbiter.outfile import write_lines
+
+SKELETON = BOTS_FOLDER / "skeleton.py"
+# The one line of the skeleton that names the bot; `bot_source` fills it in.
+NAME_LINE = '    name = "skeleton"  # change this: match results and tables show it\n'
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+def examples() -> list[str]:
+    """The tournament files installed with arbiter (`--example NAME`)."""
+    return sorted(p.stem for p in EXAMPLES.glob("*.toml"))
+
+
+def _label(path: str, name: str | None, where: str) -> str:
+    label = name if name is not None else Path(path).stem
+    check_name(label, where)
+    return label
+
+
+def bot_source(name: str) -> str:
+    text = SKELETON.read_text(encoding="utf-8")
+    if text.count(NAME_LINE) != 1:
+        raise ArbiterInternalError("the bot skeleton's name line has changed")
+    literal = json.dumps(name, ensure_ascii=False)  # also a Python string literal
+    return text.replace(NAME_LINE, f"    name = {literal}  # match results and tables show it\n")
+
+
+def _refuse_existing(path: str) -> None:
+    if os.path.lexists(path):
+        raise ConfigError("the file exists and was left alone", where=path,
+                          hint="choose a new file name: `new` never replaces a file")  # fmt: skip
+
+
+def new_bot(path: str, name: str | None) -> str:
+    """Write the skeleton, named, as a program of its own; returns the name."""
+    _refuse_existing(path)
+    label = _label(path, name, "--name" if name is not None else path)
+    write_lines(path, bot_source(label).splitlines(keepends=True),
+                hint="choose a new file name, or remove the file first")  # fmt: skip
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):  # runnable as ./my_bot.py, as its first line says
+            os.chmod(path, mode | ((mode & 0o444) >> 2))
+    except OSError:
+        pass  # written; only not executable, and `python3 my_bot.py` still runs it
+    return label
+
+
+def _engine_entry(bot: str, folder: Path) -> list[str]:
+    program = Path(bot)
+    if not program.is_file():
+        raise ConfigError(
+            f"there is no bot program {bot!r}", where="--bot",
+            hint="write one with `arbiter new bot FILE`, or fix the path",
+        )  # fmt: skip
+    relative = os.path.relpath(program.resolve(), folder)
+    command = ["{python}", relative] if program.suffix == ".py" else [relative]
+    name = _label(bot, None, f"--bot {bot}")
+    return [
+        "",
+        "[[engine]]",
+        f"name = {json.dumps(name)}",
+        f"command = {json.dumps(command)}  # run in this file's folder",
+        "# sandbox = true                  # untrusted code: run it under bubblewrap",
+    ]
+
+
+def tournament_text(path: str, bots: Sequence[str]) -> str:
+    folder = Path(path).resolve().parent
+    name = _label(path, None, path)
+    cores = os.cpu_count() or 2
+    entries = [line for bot in bots for line in _engine_entry(bot, folder)]
+    if not entries:
+        entries = [
+            "",
+            "# Your bot (any program that speaks the protocol; `arbiter new bot` writes one):",
+            "# [[engine]]",
+            '# name = "my_bot"',
+            '# command = ["{python}", "my_bot.py"]  # run in this file\'s folder',
+        ]
+    lines = [
+        f"# A round-robin of the bundled bots{' and yours' if bots else ''}. Play it (run it",
+        "# again to resume after a stop; raise `rounds` and run again to play more):",
+        f"#   arbiter tournament run {path}",
+        f"#   arbiter tournament status {path}",
+        "# `arbiter tournament run --help` and the documentation's reference explain every key.",
+        "",
+        "[tournament]",
+        f"name = {json.dumps(name)}",
+        'format = "round-robin"            # or "gauntlet": challenger = "NAME" plays the rest',
+        "rounds = 10                       # seat-swapped game pairs per pairing",
+        f"concurrency = {max(1, cores // 2)}"
+        + " " * (34 - len(f"concurrency = {max(1, cores // 2)}"))
+        + "# games at once: two engines each, so at most half the cores",
+        'tc = "5+0.05"                     # base+increment seconds, as `arbiter match --tc`',
+        "size = 11                         # Atoll: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
+        "islands = 8                       # 8 for Atoll, 4 for Hex",
+        "pie = true                        # the second player may swap on move 2",
+        "random_openings = 1               # each pair starts from its own random first stone",
+        "seed = 1",
+        f"output = {json.dumps(name + '.sqlite')}"
+        + " " * max(1, 34 - len(f"output = {json.dumps(name + '.sqlite')}"))
+        + "# the results store, beside this file",
+        f"engines = {json.dumps([k for k in ('random', 'heuristic', 'mcts') if k in bundled()])}"
+        "  # bundled bots: `arbiter engines`",
+        *entries,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def new_tournament(path: str, bots: Sequence[str]) -> None:
+    _refuse_existing(path)
+    write_lines(path, tournament_text(path, bots).splitlines(keepends=True),
+                hint="choose a new file name, or remove the file first")  # fmt: skip
