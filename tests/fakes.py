@@ -37,7 +37,8 @@ from arbiter.executors.jobs import (
     void_record,
 )
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
-from arbiter.protocol import EngineSession, parse_command
+from arbiter.protocol import parse_command
+from arbiter.protocol.session import EngineSession
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.rules import Color, Game, Variant
 from arbiter.rules.clock import TimeControl

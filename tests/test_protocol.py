@@ -16,7 +16,6 @@ from arbiter.engines.process import EngineSpec, open_engine
 from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, ProtocolError
 from arbiter.protocol import (
     Command,
-    EngineSession,
     FramingError,
     ResponseReader,
     format_command,
@@ -24,6 +23,7 @@ from arbiter.protocol import (
     parse_command,
     preprocess,
 )
+from arbiter.protocol.session import EngineSession
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = sorted((ROOT / "protocol" / "transcripts").glob("*.txt"))

@@ -1,4 +1,9 @@
-"""The Atoll engine protocol (GTP v2 framing): codec, referee-side session, bot helper."""
+"""The Atoll engine protocol (GTP v2 framing): the codec here, the referee's side of a
+session in `arbiter.protocol.session`.
+
+The session (and trio with it) is not imported here: a bot that only needs the codec
+starts without the cost of the harness's event loop library.
+"""
 
 from arbiter.protocol.codec import (
     Command,
@@ -10,15 +15,12 @@ from arbiter.protocol.codec import (
     parse_command,
     preprocess,
 )
-from arbiter.protocol.session import EngineSession, Transcript
 
 __all__ = [
     "Command",
-    "EngineSession",
     "FramingError",
     "Response",
     "ResponseReader",
-    "Transcript",
     "format_command",
     "format_response",
     "parse_command",
