@@ -166,7 +166,19 @@ def log_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def examples(*lines: str) -> str:
+    """A command's help ends with examples, kept as written (click rewraps text)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=examples(
+        "arbiter match random mcts --games 10",
+        "arbiter tournament run --example demo",
+        "arbiter new bot my_bot.py && arbiter check 'python3 my_bot.py'",
+    ),
+)
 @click.version_option(package_name="atoll-arbiter")
 def main() -> None:
     """Atoll Arbiter: referee and tournament harness for Atoll and Hex engines."""
@@ -186,14 +198,19 @@ def _engines(engines_file: str | None) -> KnownEngines:
     return KnownEngines(EnginesFile(found) if found else None)
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "arbiter match random mcts --games 20 --tc 5+0.05",
+        "arbiter match 'mine=python3 my_bot.py' mcts --sprt elo0=0,elo1=20 --games 400",
+    )
+)
 @click.argument("engine1")
 @click.argument("engine2")
 @click.option(
     "--engines",
     "engines_file",
     type=click.Path(dir_okay=False),
-    help="TOML file defining engines by name.",
+    help="TOML file defining engines by name; its names win over the bundled bots'.",
 )
 @click.option(
     "--games",
@@ -289,7 +306,7 @@ def _engines(engines_file: str | None) -> KnownEngines:
 @click.option(
     "--sandbox",
     is_flag=True,
-    help="Run both engines under bubblewrap (see the README on untrusted bots).",
+    help="Run both engines under bubblewrap (see the guide on untrusted bots).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
@@ -425,7 +442,12 @@ def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
     return spec.name or text
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "arbiter show games.jsonl",
+        "arbiter show games.jsonl --game 3 --ply 20 --svg position.svg",
+    )
+)
 @click.argument("records", type=click.Path(dir_okay=False))
 @click.option(
     "--game",
@@ -539,13 +561,18 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
     )
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "arbiter check heuristic",
+        "arbiter check --sandbox 'mine=python3 my_bot.py' --json",
+    )
+)
 @click.argument("engine")
 @click.option(
     "--engines",
     "engines_file",
     type=click.Path(dir_okay=False),
-    help="TOML file defining engines by name.",
+    help="TOML file defining engines by name; its names win over the bundled bots'.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option(
@@ -587,7 +614,10 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
         sys.exit(1)
 
 
-@main.command("engines")
+@main.command(
+    "engines",
+    epilog=examples("arbiter engines", "arbiter engines --engines my_engines.toml --json"),
+)
 @click.option(
     "--engines",
     "engines_file",
@@ -643,12 +673,19 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
         sys.exit(2)
 
 
-@main.group()
+@main.group(
+    epilog=examples(
+        "arbiter new bot my_bot.py", "arbiter new tournament league.toml --bot my_bot.py"
+    )
+)
 def new() -> None:
     """Starting points to edit: a bot of your own, a tournament file."""
 
 
-@new.command("bot")
+@new.command(
+    "bot",
+    epilog=examples("arbiter new bot my_bot.py", "arbiter new bot bots/fox.py --name fox"),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--name", default=None, help="The name it answers and results show.  [default: FILE's stem]"
@@ -670,7 +707,13 @@ def new_bot(file: str, name: str | None) -> None:
     say(f"  arbiter match {shlex.quote(f'{label}={command}')} random --games 10", err=True)
 
 
-@new.command("tournament")
+@new.command(
+    "tournament",
+    epilog=examples(
+        "arbiter new tournament league.toml",
+        "arbiter new tournament league.toml --bot bots/fox.py --bot bots/owl.py",
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--bot",
@@ -723,7 +766,12 @@ def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path |
     return file, None
 
 
-@main.group()
+@main.group(
+    epilog=examples(
+        "arbiter tournament run tournaments/demo.toml",
+        "arbiter tournament status tournaments/demo.toml --json",
+    )
+)
 def tournament() -> None:
     """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
 
@@ -772,7 +820,14 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
     return done, len(stored) - done
 
 
-@tournament.command("run")
+@tournament.command(
+    "run",
+    epilog=examples(
+        "arbiter tournament run league.toml",
+        "arbiter tournament run --example demo",
+        "arbiter tournament run league.toml --dask tcp://scheduler:8786",
+    ),
+)
 @example_option
 @click.option(
     "--fresh", is_flag=True, help="Start a new store; the old one is kept under a dated name."
@@ -875,7 +930,13 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             sys.exit(1)
 
 
-@tournament.command("status")
+@tournament.command(
+    "status",
+    epilog=examples(
+        "arbiter tournament status league.toml",
+        "arbiter tournament status match.sqlite --json --by-host",
+    ),
+)
 @example_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
@@ -972,7 +1033,13 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         say(table(h.board))
 
 
-@tournament.command("export")
+@tournament.command(
+    "export",
+    epilog=examples(
+        "arbiter tournament export league.toml --records league.jsonl",
+        "arbiter tournament export league.toml --records /dev/stdout | head",
+    ),
+)
 @example_option
 @click.option(
     "--records",
@@ -1031,7 +1098,12 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
     return name, elo
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "arbiter ratings tournaments/demo.toml --matrix",
+        "arbiter ratings a.sqlite b.jsonl --anchor random=0 --format markdown",
+    )
+)
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--prior",
@@ -1081,7 +1153,12 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
         say(matrix_table(board))
 
 
-@main.command()
+@main.command(
+    epilog=examples(
+        "arbiter report tournaments/demo.toml -o demo.html",
+        "arbiter report a.sqlite b.sqlite -o both.html --title 'Spring league'",
+    )
+)
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--output",

@@ -6,13 +6,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import stat
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import trio
 
+from arbiter.cli import main
 from arbiter.engines.config import EnginesFile, KnownEngines, bundled, resolve_engine
 from arbiter.engines.process import BOTS_FOLDER, EngineSpec, localized, open_engine
 from arbiter.errors import ConfigError
@@ -45,8 +48,8 @@ def test_every_bundled_name_is_known_from_an_empty_folder(tmp_path: Path) -> Non
 def test_a_user_definition_wins_over_a_bundled_name(tmp_path: Path) -> None:
     mine = tmp_path / "my_random.py"
     mine.write_text("")
-    book = _user_file(tmp_path, '[engines.random]\ncommand = ["{python}", "my_random.py"]\n'
-                                '[engines.mine]\ncommand = ["{python}", "my_random.py"]\n')  # fmt: skip
+    line = 'command = ["{python}", "my_random.py"]\n'
+    book = _user_file(tmp_path, f"[engines.random]\n{line}[engines.mine]\n{line}")
     known = KnownEngines(EnginesFile(book))
     spec = resolve_engine("random", known)
     assert spec.argv[1:] == ("my_random.py",) and not spec.bundled
@@ -64,7 +67,7 @@ def test_a_user_definition_wins_over_a_bundled_name(tmp_path: Path) -> None:
 
 
 def test_a_broken_entry_is_listed_with_its_problem_and_exit_status_2(tmp_path: Path) -> None:
-    book = _user_file(tmp_path, '[engines.bad]\ncommand = 3\n')
+    book = _user_file(tmp_path, "[engines.bad]\ncommand = 3\n")
     done = invoke("engines", "--engines", str(book))
     assert done.returncode == 2
     assert "bad" in done.stdout and "mcts" in done.stdout  # the rest is still listed
@@ -106,8 +109,11 @@ def test_a_tournament_resolves_names_file_then_own_entries_then_bundled(tmp_path
 
 async def test_a_bundled_bot_runs_with_this_machines_interpreter_and_bots() -> None:
     """A Dask worker gets the spec the client resolved: paths that may not exist on it."""
-    spec = dataclasses.replace(bundled().spec("random"), argv=("/nowhere/bin/python3",
-                               "random_bot.py"), cwd="/nowhere/site-packages/arbiter/bots")  # fmt: skip
+    spec = dataclasses.replace(
+        bundled().spec("random"),
+        argv=("/nowhere/bin/python3", "random_bot.py"),
+        cwd="/nowhere/site-packages/arbiter/bots",
+    )
     here = localized(spec)
     assert here.argv == (sys.executable, "random_bot.py") and here.cwd == str(BOTS_FOLDER)
     assert localized(EngineSpec(argv=("/x",))) == EngineSpec(argv=("/x",))  # others as given
@@ -178,3 +184,38 @@ def test_an_example_runs_from_any_folder_with_its_store_there(tmp_path: Path) ->
     unknown = invoke("tournament", "run", "--example", "nosuch", cwd=tmp_path)
     assert unknown.returncode == 2 and "demo" in unknown.stderr
     assert not any(tmp_path.iterdir())  # nothing written by reading
+
+
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], click.Command]]:
+    found: list[tuple[tuple[str, ...], click.Command]] = [(path, group)]
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += _commands(command, (*path, name))
+        else:
+            found.append(((*path, name), command))
+    return found
+
+
+def test_every_help_ends_with_examples_that_parse() -> None:
+    commands = _commands(main)
+    assert len(commands) >= 13
+    for path, _ in commands:
+        done = invoke(*path, "--help")
+        assert done.returncode == 0, done.stderr
+        head, _, tail = done.stdout.rpartition("Examples:\n")
+        assert head, (path, "no examples")
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        assert 1 <= len(lines) <= 3, (path, lines)
+        for line in lines:
+            words = shlex.split(line)
+            for stop in ("&&", "|"):
+                words = words[: words.index(stop)] if stop in words else words
+            assert words[0] == "arbiter", line
+            command: click.Command = main
+            args = words[1:]
+            while isinstance(command, click.Group) and args and args[0] in command.commands:
+                command = command.commands[args.pop(0)]
+            assert not isinstance(command, click.Group) or not args, line
+            command.make_context(words[0], args)  # unknown options or bad values raise

@@ -8,7 +8,7 @@ An engines file names engines so that commands stay short:
     name = "mc-1k"          # display name; defaults to the table key
     env = { OMP_NUM_THREADS = "1" }
     tc = "10+0.1"           # this engine's own time control (a match's --tc overrides it)
-    sandbox = true          # run it under bubblewrap (see the README on untrusted bots)
+    sandbox = true          # run it under bubblewrap (see docs/guide/sandbox.md)
     read = ["/data/mc-weights.bin"]  # what a sandboxed engine may read besides its own
                                      # program folder (relative paths: from this file)
 """

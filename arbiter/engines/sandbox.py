@@ -63,7 +63,7 @@ class Limits:
 
     memory_mb: resident memory of the whole engine where a cgroup is available (the OOM
     killer ends it at the limit), else the address space of each process (RLIMIT_AS, which
-    counts reservations too: see the README for JVM and Go engines).
+    counts reservations too: see docs/guide/sandbox.md for JVM and Go engines).
     cpu_s: CPU seconds of each process over its life, which is one game when sandboxed.
     processes: processes and threads at once, through a cgroup's pids.max.
     disk_mb: the size of the sandbox's writable tmpfs, and the largest file any process
