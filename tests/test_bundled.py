@@ -14,13 +14,13 @@ from pathlib import Path
 import click
 import pytest
 import trio
+from commands import invoke
 
 from arbiter.cli import main
 from arbiter.engines.config import EnginesFile, KnownEngines, bundled, resolve_engine
 from arbiter.engines.process import BOTS_FOLDER, EngineSpec, localized, open_engine
 from arbiter.errors import ConfigError
 from arbiter.runs.tournament import load_tournament
-from tests.commands import invoke
 
 BUNDLED_NAMES = ["random", "mc", "mc-fast", "skeleton", "heuristic", "mcts"]
 

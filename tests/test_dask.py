@@ -190,6 +190,30 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
 
 
 @needs_dask
+def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
+        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The client resolves a bundled name to its own interpreter and package; a worker
+    installed elsewhere starts the bot from its own."""
+    import dataclasses
+
+    from arbiter.engines import config
+
+    class Elsewhere(config.EnginesFile):
+        def spec(self, key: str, *, local: bool = True) -> Any:
+            spec = super().spec(key, local=False)
+            return dataclasses.replace(spec, argv=("/client/bin/python", *spec.argv[1:]),
+                                       cwd="/client/site-packages/arbiter/bots")  # fmt: skip
+
+    monkeypatch.setattr(config, "bundled", lambda: Elsewhere(config.BUNDLED_FILE, bundled=True))
+    done = invoke("match", "random", "skeleton", "--dask", local_cluster, "--games", "2",
+                  "--size", "7", "--tc", "5+0", "--json", "-q", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["games"] == 2 and summary["void"] == 0, summary
+    assert summary["engines"] == ["random", "skeleton"]
+
+
+@needs_dask
 def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(
     tmp_path: Path, local_cluster: str
 ) -> None:
