@@ -32,8 +32,9 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.games.referee import RefereeConfig, clock_left
+from arbiter.probes import MISREADINGS, Probe, centre_cell, mappings, mirror_probes, plain_probes
 from arbiter.results.records import Termination
-from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
+from arbiter.rules import VALID_ATOLL_SIZES, Color, Game, IllegalMove, IllegalReason, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
 
@@ -122,7 +123,7 @@ class Checker:
                     ' (e.g. swap = "swap-pieces")')  # fmt: skip
         if fault.kind is Termination.DESYNC:
             size = "" if variant.size == 11 else f"rebuild the board on boardsize {variant.size}; "
-            return size + _BOARD_HINT
+            return size + _board_hint(variant)
         if command[0] in ("time_left", "atoll-time_left"):
             return "accept the clock commands the referee sends"
         if command[0] == "genmove":
@@ -176,21 +177,27 @@ class Checker:
             if exc.reason is IllegalReason.SWAP_NOT_ALLOWED and not variant.pie:
                 hint = "after atoll-pie off, never answer swap"
             elif exc.reason in (IllegalReason.OCCUPIED, IllegalReason.ISLAND):
-                hint = _BOARD_HINT
+                hint = _board_hint(variant)
+            elif exc.reason is IllegalReason.OFF_BOARD:
+                hint = ("genmove must answer an empty cell of the board it was given: "
+                        + _board_hint(variant))  # fmt: skip
             else:
                 hint = ("genmove must answer an empty cell (or the pie move as move 2) for the"
                         " given colour")  # fmt: skip
             raise CheckFailed(f"genmove {color.letter} answered {word!r}: {exc}", hint) from exc
         return word
 
-    async def no_swap_without_pie(self, engine: Engine, variant: Variant, seed: int) -> str:
+    async def no_swap_without_pie(self, engine: Engine, variant: Variant) -> str:
+        """Move 2 after a first stone on the centre, the one a swap rule likes best: a
+        bot whose swap logic forgets the pie setting swaps here, whatever the seed."""
         game = Game(variant)
-        first = game.move_name(random.Random(seed).choice(game.legal_cells()))
+        first = game.move_name(centre_cell(variant))
         answer = await self.position(engine, variant, game, moves=[first])
         if answer in SWAP_ALIASES or answer == self.spec.dialect.swap:
-            raise CheckFailed("answered the pie move as move 2 with the pie rule off",
-                              "after atoll-pie off, never answer swap")  # fmt: skip
-        return f"{answer} (no swap, pie off)"
+            raise CheckFailed(f"answered the pie move after {first} (the centre) with the pie"
+                              " rule off", "after atoll-pie off, never answer swap, whatever"
+                              " the first stone")  # fmt: skip
+        return f"{answer} after {first} (no swap, pie off)"
 
     async def run(self, name: str, body: Callable[[Engine], Awaitable[str]], *,
                   required: bool = True, fresh: bool = False) -> None:  # fmt: skip
@@ -204,11 +211,13 @@ class Checker:
             self.results.append(CheckResult(name, True, required, detail))
         except CheckFailed as exc:
             detail = text.escape(exc.detail) + await self._last_stderr()
-            self.results.append(CheckResult(name, False, required, detail, exc.hint))
+            hint = _UNENDED_HINT if _UNENDED in exc.detail else exc.hint
+            self.results.append(CheckResult(name, False, required, detail, hint))
             await self._close()
         except EngineError as exc:
             detail = text.escape(str(exc)) + await self._last_stderr(exc.stderr_tail)
-            self.results.append(CheckResult(name, False, required, detail, _hint_for(exc)))
+            hint = _UNENDED_HINT if _UNENDED in str(exc) else _hint_for(exc)
+            self.results.append(CheckResult(name, False, required, detail, hint))
             await self._close()
         if fresh:
             await self._close()
@@ -276,22 +285,49 @@ def _near_full_position(variant: Variant, seed: int) -> Game:
     return game
 
 
+HEX_SIZES = (2, 5, 11, 19, 26)  # the smallest and largest, and sizes people play
+MAIN_SIZE = 11
+
+
 def variants_to_check(spec: EngineSpec, supports: Callable[[str], bool]) -> list[Variant]:
-    """Every variant the engine lists or declares: its sizes (default 11, 15 and 19 for
-    Atoll, 5 and 11 for Hex), Hex when it plays 4 islands, the pie rule on and off."""
+    """Every variant the engine lists or declares: its declared sizes, else every Atoll
+    size and the smallest, largest and usual Hex sizes; Hex when it plays 4 islands; the
+    pie rule on and off. The standard board comes first."""
     d = spec.dialect
     islands = [8, 4] if supports("atoll-islands") else list(d.islands or (8,))
     pies = [True, False] if supports("atoll-pie") else [True]
     out = []
     for k in islands:
-        sizes = d.sizes or ((11, 15, 19) if k == 8 else (5, 11))
-        for size in sizes:
+        sizes = d.sizes or (VALID_ATOLL_SIZES if k == 8 else HEX_SIZES)
+        for size in sorted(sizes, key=lambda n: (n != MAIN_SIZE, n)):
             for pie in pies:
                 try:
                     out.append(Variant(k, size, pie))
                 except ValueError:
                     continue  # a declared size this variant does not have
     return out
+
+
+def tried(variants: list[Variant]) -> str:
+    """The variants and sizes a check played, in words, for its summary."""
+    parts = []
+    for islands, label in ((8, "Atoll"), (4, "Hex")):
+        mine = [v for v in variants if v.islands == islands]
+        if not mine:
+            continue
+        sizes = sorted({v.size for v in mine})
+        pies = {v.pie for v in mine}
+        pie = "pie rule on and off" if len(pies) == 2 else \
+            f"pie rule {'on' if True in pies else 'off'}"  # fmt: skip
+        parts.append(f"{label} {', '.join(map(str, sizes))} ({pie})")
+    return "; ".join(parts)
+
+
+def probe_variant(variants: list[Variant], islands: int) -> Variant | None:
+    """The board the coordinate probes use: the standard size, or the engine's size
+    nearest to it (big enough for a position with one winning cell)."""
+    mine = [v for v in variants if v.islands == islands and v.size >= 5]
+    return min(mine, key=lambda v: (abs(v.size - MAIN_SIZE), not v.pie), default=None)
 
 
 def _positions(variant: Variant, seed: int, count: int) -> list[Game]:
@@ -318,14 +354,28 @@ _SILENT_HINT = (
     "answer every command, in order, and flush stdout after each response (ending it with"
     " an empty line); " + _PIPELINE_HINT
 )
+_UNENDED = "never ended the answer with an empty line"  # the session's words
+_UNENDED_HINT = (
+    "end every answer with an empty line: '=ID result', then a newline, then another"
+    " newline (PROTOCOL.md section 2.2), and flush stdout"
+)
 _BUDGET_HINT = (
     "budget each move from the time the referee sends right before genmove"
     " (atoll-time_left or time_left): an answer over the clock loses the game"
 )
-_BOARD_HINT = (
-    "its board disagrees with the referee's: honour boardsize and clear_board, and read"
-    " cells as column letter + row number (PROTOCOL.md section 3)"
-)
+
+
+def _board_hint(variant: Variant) -> str:
+    """Where cell names are defined, with the convention of this variant: Atoll and Hex
+    number their rows from opposite ends, the mistake code shared by both makes."""
+    if variant.islands == 4:
+        names = ("column letter + row number, rows counted from the top: a1 is the top-left"
+                 " corner (PROTOCOL.md section 4.2)")  # fmt: skip
+    else:
+        names = ("file letter + rank, rank 1 the bottom cell of its file (PROTOCOL.md"
+                 " section 4.1)")  # fmt: skip
+    return ("its board disagrees with the referee's: honour boardsize and clear_board, and"
+            f" read cells as {names}")  # fmt: skip
 
 
 async def run_checks(
@@ -390,11 +440,47 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
     def variant_check(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
         async def body(engine: Engine) -> str:
             answers = []
-            for game in _positions(variant, seed, 3):
+            count = 3 if variant.size == MAIN_SIZE else 1
+            for game in _positions(variant, seed, count if variant.pie else count - 1):
                 answers.append(await c.position(engine, variant, game))
             if not variant.pie:
-                answers.append(await c.no_swap_without_pie(engine, variant, seed))
+                answers.append(await c.no_swap_without_pie(engine, variant))
             return "answered " + ", ".join(answers)
+
+        return body
+
+    def coordinates(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
+        """Does it read cell names right? Legal moves cannot tell (module probes): an
+        engine that takes wins shows it in positions with one winning cell."""
+        names = variant.geometry.names
+
+        async def took(engine: Engine, probe: Probe) -> bool:
+            moves = [names[m] for m in probe.moves]
+            answer = await c.position(engine, variant, Game(variant), moves=moves)
+            return answer == names[probe.win]
+
+        async def body(engine: Engine) -> str:
+            probes = plain_probes(variant, seed, 3)
+            if not probes:
+                return "no position with one winning cell on this board"
+            taken = sum([await took(engine, probe) for probe in probes])
+            if taken:
+                return (f"took the one winning cell in {taken} of {len(probes)} positions: it"
+                        " reads cell names right")  # fmt: skip
+            for mistake in MISREADINGS:
+                if mistake.key not in mappings(variant):
+                    continue
+                mirrored = mirror_probes(variant, mistake.key, seed, 4, tries=2000)
+                if len(mirrored) >= 3 and all([await took(engine, p) for p in mirrored]):
+                    raise CheckFailed(
+                        f"took no winning cell in {len(probes)} positions, but took it in all"
+                        f" {len(mirrored)} positions that read the same with {mistake.words}:"
+                        f" it reads cell names with {mistake.words}",
+                        mistake.hint(variant),
+                    )
+            return (f"took no winning cell in {len(probes)} positions, nor where a misread"
+                    " board wins too (it does not look for wins?): its reading of cell names"
+                    " is not confirmed by play")  # fmt: skip
 
         return body
 
@@ -457,6 +543,10 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         await c.run("errors for bad commands", errors)
         for variant in variants:
             await c.run(f"positions: {variant}", variant_check(variant))
+        for islands in (8, 4):
+            board = probe_variant(variants, islands)
+            if board is not None:
+                await c.run(f"coordinates: {board}", coordinates(board))
         await c.run("genmove after a swap", after_swap)
         await c.run("genmove on a nearly full board", near_full)
         await c.run("within its clock (1.5 s)", clock)
@@ -464,6 +554,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         await c.run("exit on end of input", eof_exits, fresh=True)
     finally:
         await c.aclose()
+    c.results.append(CheckResult("variants and sizes tried", True, True, tried(variants)))
     for label, samples in (("command latency", c.latencies), ("genmove time", c.move_times)):
         if samples:
             worst = max(samples) * 1000

@@ -232,20 +232,9 @@ def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) 
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(done.stdout)
     variants = {r["name"] for r in results if r["name"].startswith("positions:")}
+    sizes = [("atoll-8", n) for n in (7, 11, 15, 19, 23)] + [("hex", n) for n in (2, 5, 11, 19, 26)]
     assert variants == {
-        f"positions: {v}"
-        for v in (
-            "atoll-8/11",
-            "atoll-8/11 no-pie",
-            "atoll-8/15",
-            "atoll-8/15 no-pie",
-            "atoll-8/19",
-            "atoll-8/19 no-pie",
-            "hex/5",
-            "hex/5 no-pie",
-            "hex/11",
-            "hex/11 no-pie",
-        )
+        f"positions: {kind}/{n}{pie}" for kind, n in sizes for pie in ("", " no-pie")
     }
     assert all(r["passed"] for r in results if r["required"])
 
@@ -271,7 +260,7 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
             "honour boardsize and clear",
             marks=pytest.mark.slow,
         ),
-        ("checkbots transposed", "positions: atoll-8/11", "column letter + row number"),
+        ("checkbots transposed", "positions: atoll-8/11", "rank 1 the bottom cell of its file"),
         ("checkbots swaps-without-pie", "positions: atoll-8/11 no-pie", "never answer swap"),
         pytest.param(
             "checkbots debug-stdout",

@@ -252,11 +252,13 @@ class Player:
         # The answer awaited is named even when the move deadline passed: an engine stuck
         # on a `play` never got as far as thinking, and its author must know which.
         awaited = wait.commands[wait.index]
+        begun = self.session.unfinished()
         if wait.move_limited:
             return Fault(Termination.TIME, f"no answer to {' '.join(awaited)!r} after"
-                         f" {waited:.2f} s", started=True, command=awaited)  # fmt: skip
+                         f" {waited:.2f} s{begun}", started=True, command=awaited)  # fmt: skip
         return Fault(Termination.STALL, f"no answer to {' '.join(awaited)!r} within"
-                     f" {self.command_timeout:g} s", started=True, command=awaited)  # fmt: skip
+                     f" {self.command_timeout:g} s{begun}", started=True,
+                     command=awaited)  # fmt: skip
 
     @property
     def waited_since(self) -> float:

@@ -191,6 +191,19 @@ class ResponseReader:
         self._idle = idle
         return out
 
+    def unfinished(self) -> str | None:
+        """What the engine has written of an answer it has not finished, in words, for
+        the message of a deadline: an answer ended by one newline instead of an empty
+        line (the classic GTP mistake) would otherwise read as no answer at all."""
+        if self._lines is not None:
+            shown = "\n".join(self._lines)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return f"answered {shown!r} but never ended the answer with an empty line"
+        if self._buffer:
+            head = bytes(self._buffer[:60]).decode("utf-8", errors="replace")
+            return f"wrote {head!r} but never ended the line"
+        return None
+
     @property
     def pending(self) -> bool:
         """True while a response has started but not ended, or a line is incomplete."""

@@ -290,4 +290,11 @@ class EngineSession:
         assert scope.cancelled_caught
         self.broken = EngineTimeout(self.name, "deadline")
         what = " ".join(commands[-1]) if len(commands) == 1 else f"{len(commands)} commands"
-        raise EngineTimeout(self.name, f"no answer to {what!r} within {timeout:g} s")
+        raise EngineTimeout(self.name, f"no answer to {what!r} within {timeout:g} s"
+                            + self.unfinished())  # fmt: skip
+
+    def unfinished(self) -> str:
+        """`: it answered '=1' but never ended ...` when an answer was begun and not
+        finished, for a deadline's message; else nothing."""
+        words = self._reader.unfinished()
+        return f": it {words}" if words else ""

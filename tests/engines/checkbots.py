@@ -34,6 +34,18 @@ Modes:
                        are never answered
   ignores-quit         answers quit but does not exit, and at the end of input sleeps
                        forever instead of exiting
+  wins                 behaves correctly and takes a winning cell when it has one (the
+                       correct bot the reading mistakes below are copies of)
+  hex-rows-from-bottom   "wins", but numbers Hex rows from the bottom (as Atoll ranks),
+                       reading and writing: every move it makes is legal
+  files-from-right     "wins", but counts file letters from the right, on both boards
+  letter-number-swapped  "wins", but reads and writes the letter as the row and the
+                       number as the column (on Atoll, names off the board)
+  atoll-ranks-from-top   "wins", but counts Atoll ranks from the top of each file
+  swaps-central-without-pie  forgets the pie setting when the first stone is within
+                       one cell of the centre, and swaps there
+  refuses-7-and-23     refuses boardsize 7 and 23 without saying so in any declaration
+  one-newline          ends every answer with one newline instead of an empty line
 """
 
 import argparse
@@ -59,7 +71,17 @@ MODES = [
     "overruns-time",
     "no-pipelining",
     "ignores-quit",
+    "wins",
+    "hex-rows-from-bottom",
+    "files-from-right",
+    "letter-number-swapped",
+    "atoll-ranks-from-top",
+    "swaps-central-without-pie",
+    "refuses-7-and-23",
+    "one-newline",
 ]
+MISREAD = ("hex-rows-from-bottom", "files-from-right", "letter-number-swapped",
+           "atoll-ranks-from-top")  # fmt: skip
 CHUNK = 65536
 
 
@@ -95,6 +117,39 @@ def centre_distances(game):
     return {cell: math.hypot(px - cx, py - cy) for cell, (px, py) in points.items()}
 
 
+def misread(mode, game, cell):
+    """A name read (or written: each mistake is its own inverse) through a mode's
+    mistake; the name itself where the mistake does not apply."""
+    x, k = skeleton.FILE_LETTERS.index(cell[0]), int(cell[1:])
+    height = game.size if game.islands == 4 else game.size - 2 + x % 2
+    if (mode == "hex-rows-from-bottom" and game.islands == 4) or (
+        mode == "atoll-ranks-from-top" and game.islands == 8
+    ):
+        k = height + 1 - k
+    elif mode == "files-from-right":
+        x = game.size - 1 - x
+    elif mode == "letter-number-swapped":
+        x, k = k - 1, x + 1
+    if not 0 <= x < len(skeleton.FILE_LETTERS):
+        return "z99"  # a name off every board: the referee refuses it
+    return f"{skeleton.FILE_LETTERS[x]}{k}"
+
+
+def winning_cell(game):
+    """A cell that wins at once for the side to move, on this bot's own board."""
+    from arbiter.rules import Color, Game, Variant
+
+    board = Game(Variant(game.islands, game.size, pie=False))
+    try:
+        for cell, colour in game.stones.items():
+            board.to_move = Color.BLACK if colour == "b" else Color.WHITE
+            board.play(cell)
+    except ValueError:
+        return None  # a board the rules do not accept: no opinion
+    wins = board.winning_cells(Color.BLACK if game.to_move == "b" else Color.WHITE)
+    return board.move_name(wins[0]) if wins else None
+
+
 class CheckBot(skeleton.Bot):
     """The skeleton bot with the bug of one mode."""
 
@@ -111,6 +166,10 @@ class CheckBot(skeleton.Bot):
     def choose(self, game):
         if self.mode == "swaps-without-pie" and len(game.history) == 1:
             return "swap"
+        if self.mode == "wins" or self.mode in MISREAD:
+            win = winning_cell(game)
+            if win is not None:
+                return win
         empty = game.empty_cells()
         if self.mode == "transposed":
             # A "play near the centre" bot: it lands on the cells the opponent really
@@ -150,6 +209,8 @@ class CheckBot(skeleton.Bot):
 
     def cmd_boardsize(self, args):
         game = self.game
+        if self.mode == "refuses-7-and-23" and args in (["7"], ["23"]) and game.islands == 8:
+            raise skeleton.GtpError("unacceptable size")
         if self.mode not in ("ignores-boardsize", "ignores-clear-board"):
             return super().cmd_boardsize(args)
         skeleton.expect_args(args, 1, "boardsize SIZE")
@@ -178,7 +239,14 @@ class CheckBot(skeleton.Bot):
     def cmd_play(self, args):
         if self.mode == "transposed" and len(args) == 2 and self.is_cell(args[1]):
             args = [args[0], mirrored(self.game, args[1].lower())]
+        if self.mode in MISREAD and len(args) == 2 and args[1].lower() not in skeleton.SWAP_ALIASES:
+            args = [args[0], misread(self.mode, self.game, args[1].lower())]
         return super().cmd_play(args)
+
+    def respond(self, cmd_id, ok, text):
+        if self.mode != "one-newline":
+            return super().respond(cmd_id, ok, text)
+        self.send(skeleton.format_response(cmd_id, ok, text)[:-1])
 
     def is_cell(self, text):
         return text.lower() in self.game.cell_set
@@ -200,6 +268,19 @@ class CheckBot(skeleton.Bot):
         return result
 
     def cmd_genmove(self, args):
+        game = self.game
+        if self.mode == "swaps-central-without-pie" and len(game.history) == 1:
+            first = game.history[0][1]
+            distance = centre_distances(game)
+            if first != "swap" and distance[first] <= min(distance.values()) + 1.01:
+                game.history.append((skeleton.parse_colour(args[0]), "swap"))
+                return "swap"  # its swap logic never asks whether the pie rule is on
+        if self.mode in MISREAD:
+            move = self.genmove(args)
+            return move if move in ("resign", "swap") else misread(self.mode, self.game, move)
+        return self.genmove(args)
+
+    def genmove(self, args):
         if self.mode == "overruns-time" and len(args) == 1:
             colour = skeleton.parse_colour(args[0])
             if colour in self.fresh_time:

@@ -1,0 +1,107 @@
+"""`arbiter check` against the mistakes that keep every move legal: a consistent misreading
+of cell names, a swap only after a central stone, an untried size, an answer ended by one
+newline. Each is a copy of one correct bot (tests/engines/checkbots.py, mode `wins`)
+with one realistic bug, checked with the default seed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from commands import invoke
+
+from arbiter.probes import MISREADINGS, mappings, mirror_probes, plain_probes
+from arbiter.rules import Color, Game, Variant
+
+CHECKBOTS = Path(__file__).resolve().parent / "engines" / "checkbots.py"
+
+
+def check(mode: str) -> tuple[int, dict[str, dict[str, object]]]:
+    done = invoke("check", f"{sys.executable} {CHECKBOTS} {mode}", "--json", "--timeout", "3")
+    return done.returncode, {r["name"]: r for r in json.loads(done.stdout)}
+
+
+def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
+    code, results = check("wins")
+    assert code == 0, [r for r in results.values() if not r["passed"]]
+    for board in ("atoll-8/11", "hex/11"):
+        assert "reads cell names right" in str(results[f"coordinates: {board}"]["detail"])
+    assert results["variants and sizes tried"]["detail"] == (
+        "Atoll 7, 11, 15, 19, 23 (pie rule on and off); Hex 2, 5, 11, 19, 26 (pie rule on and off)"
+    )
+    for size in (7, 11, 15, 19, 23):
+        assert f"positions: atoll-8/{size}" in results
+    for size in (2, 5, 11, 19, 26):
+        assert f"positions: hex/{size} no-pie" in results
+
+
+@pytest.mark.parametrize(
+    ("mode", "failed", "detail", "hint"),
+    [
+        ("hex-rows-from-bottom", "coordinates: hex/11", "rows counted from the other end",
+         "a1 is the top-left corner"),
+        ("atoll-ranks-from-top", "coordinates: atoll-8/11", "rows counted from the other end",
+         "rank 1 is the bottom cell of each file"),
+        ("files-from-right", "coordinates: hex/11", "letters from the right",
+         "letter counted from the left"),
+        ("files-from-right", "coordinates: atoll-8/11", "letters from the right",
+         "letter counted from the left"),
+        ("letter-number-swapped", "coordinates: hex/11", "letter and number swapped",
+         "the letter is the column"),
+        ("letter-number-swapped", "positions: atoll-8/11", "not a playable cell",
+         "rank 1 the bottom cell of its file (PROTOCOL.md section 4.1)"),
+        ("swaps-central-without-pie", "positions: hex/11 no-pie", "swap",
+         "never answer swap"),
+        ("swaps-central-without-pie", "positions: atoll-8/11 no-pie", "swap",
+         "never answer swap"),
+        ("refuses-7-and-23", "positions: atoll-8/23", "boardsize 23", "declare the sizes"),
+        ("one-newline", "start-up handshake",
+         "answered '=1 2\\n=2 checkbot-one-newline", "end every answer with an empty line"),
+    ],
+)  # fmt: skip
+def test_each_mistake_fails_check_with_a_hint_that_names_it(
+    mode: str, failed: str, detail: str, hint: str
+) -> None:
+    code, results = check(mode)
+    assert code == 1
+    result = results[failed]
+    assert not result["passed"], result
+    assert detail in str(result["detail"]), result
+    assert hint in str(result["hint"]), result
+    if failed != "start-up handshake":
+        assert results["known_command"]["passed"]  # only the mistake fails
+
+
+def test_a_misreading_is_named_only_for_an_engine_that_takes_wins() -> None:
+    """An engine that plays at random takes no winning cell and is not blamed."""
+    code, results = check("ok")
+    assert code == 0
+    assert "not confirmed" in str(results["coordinates: hex/11"]["detail"])
+
+
+@pytest.mark.parametrize("variant", [Variant(4, 11, False), Variant(8, 11, False)])
+def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
+    """Tests: one winning cell for Black, none for White, and no misread board wins
+    there. Controls: misread, the board is the same and so is the winning cell."""
+    for probe in plain_probes(variant, 1, 3):
+        game = Game(variant)
+        for cell in probe.moves:
+            assert game.play(cell) is None
+        assert game.winning_cells(Color.BLACK) == [probe.win]
+        assert game.winning_cells(Color.WHITE) == []
+        assert len(game.legal_cells()) >= variant.geometry.n_cells // 4
+        assert set(probe.confused) == set(mappings(variant))
+        assert probe.win not in probe.confused.values()
+    for mistake in MISREADINGS:
+        mapping = mappings(variant).get(mistake.key)
+        if mapping is None:
+            assert variant.islands == 8 and mistake.key == "transposed"  # names off the board
+            continue
+        found = mirror_probes(variant, mistake.key, 1, 4, tries=2000)
+        assert len(found) >= 3
+        for probe in found:
+            stones = {cell: i % 2 for i, cell in enumerate(probe.moves)}
+            assert {mapping[c]: color for c, color in stones.items()} == stones
+            assert mapping[probe.win] == probe.win
