@@ -68,13 +68,17 @@ class Checker:
     that ignores `quit` costs one slow shutdown, not one per check) and restarted after a
     failure, since its state is unknown then."""
 
-    def __init__(self, spec: EngineSpec, timeout: float, nursery: trio.Nursery) -> None:
+    def __init__(self, spec: EngineSpec, timeout: float | None, nursery: trio.Nursery) -> None:
+        referee = Deadlines()
         self.spec = spec
-        self.timeout = timeout
+        self.timeout = referee.command if timeout is None else timeout
         self.nursery = nursery
         # Short shutdown waits: "exit on quit" and "exit on end of input" measure exits
         # themselves, and an engine that ignores quit should not slow the run.
-        self.deadlines = Deadlines(handshake=timeout, command=timeout, quit=0.5, term=0.5)
+        self.deadlines = Deadlines(
+            handshake=referee.handshake if timeout is None else timeout,
+            command=self.timeout, quit=0.5, term=0.5,
+        )  # fmt: skip
         self.latencies: list[float] = []  # per command, non-thinking commands only
         self.move_times: list[float] = []
         self.stderr_bytes = 0
@@ -285,6 +289,8 @@ def _near_full_position(variant: Variant, seed: int) -> Game:
     return game
 
 
+# As long as the referee waits after `quit` before it signals the group (PROTOCOL.md 7.3).
+EXIT_WAIT = Deadlines().quit
 HEX_SIZES = (2, 5, 11, 19, 26)  # the smallest and largest, and sizes people play
 MAIN_SIZE = 11
 
@@ -379,8 +385,10 @@ def _board_hint(variant: Variant) -> str:
 
 
 async def run_checks(
-    spec: EngineSpec, *, timeout: float = 10.0, seed: int = 1
+    spec: EngineSpec, *, timeout: float | None = None, seed: int = 1
 ) -> list[CheckResult]:
+    """`timeout`: seconds for each answer, the handshake's included; by default the
+    referee's own deadlines, so that what passes here starts in a match too."""
     async with trio.open_nursery() as nursery:
         return await _run_checks(Checker(spec, timeout, nursery), seed)
 
@@ -512,19 +520,21 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
 
     async def quit_exits(engine: Engine) -> str:
         await c.ok(engine, "quit")
-        with trio.move_on_after(1.0):
+        with trio.move_on_after(EXIT_WAIT):
             await engine.process.wait()
             return "exited after quit"
-        raise CheckFailed("still running 1 s after answering quit", "exit after answering quit")
+        raise CheckFailed(f"still running {EXIT_WAIT:g} s after answering quit",
+                          "exit after answering quit")  # fmt: skip
 
     async def eof_exits(engine: Engine) -> str:
         assert engine.process.stdin is not None
         await engine.process.stdin.aclose()
-        with trio.move_on_after(1.0):
+        with trio.move_on_after(EXIT_WAIT):
             await engine.process.wait()
             return "exited when stdin closed"
         raise CheckFailed(
-            "still running 1 s after its stdin was closed", "exit when reading stdin hits EOF"
+            f"still running {EXIT_WAIT:g} s after its stdin was closed",
+            "exit when reading stdin hits EOF",
         )
 
     try:

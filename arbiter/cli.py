@@ -578,9 +578,9 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
 @click.option(
     "--timeout",
     type=FiniteFloat(0, 3600, min_open=True),
-    default=10.0,
-    show_default=True,
-    help="Seconds allowed for each answer.",
+    default=None,
+    help="Seconds allowed for each answer, the start-up handshake included.  [default: as"
+    " the referee allows: 10, and 30 for the handshake]",
 )
 @click.option(
     "--seed",
@@ -594,7 +594,7 @@ def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
 )
 @log_options
 @handle_errors
-def check(engine: str, engines_file: str | None, as_json: bool, timeout: float,
+def check(engine: str, engines_file: str | None, as_json: bool, timeout: float | None,
           seed: int, sandbox: bool) -> None:  # fmt: skip
     """Check that an engine plays by the protocol, the way matches will run it.
 

@@ -143,6 +143,10 @@ def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     shown = invoke("show", str(records), "--game", games[0].game_id)
     assert "Evidence against badbot (exit status 1):" in shown.stdout
     assert "stderr: boom" in shown.stdout and "> " in shown.stdout
+    # The list shows every result whole: the evidence is for `--game`.
+    listed = invoke("show", str(records)).stdout.splitlines()
+    assert len(listed) == 4
+    assert all("random wins: badbot forfeits (crash)  " in line for line in listed[2:])
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from arbiter.engines.process import exit_status
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.score import MatchResult
-from arbiter.text import terminal
+from arbiter.text import shorten, terminal
 
 if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
     from arbiter.runs.driver import RunOutcome
@@ -90,20 +90,25 @@ def list_games(records: list[GameRecord]) -> list[str]:
     from tabulate import tabulate
 
     rows = [
-        [n, r.game_id, f"{r.seat1} vs {r.seat2}", describe_result(r)[:70], r.plies]
+        [n, r.game_id, f"{r.seat1} vs {r.seat2}", describe_result(r, brief=True), r.plies]
         for n, r in enumerate(records, 1)
     ]
     return tabulate(rows, ["#", "id", "seats", "result", "plies"], tablefmt="simple",
                     disable_numparse=True).splitlines()  # fmt: skip
 
 
-def describe_result(record: GameRecord) -> str:
+def describe_result(record: GameRecord, *, brief: bool = False) -> str:
+    """The result in words; `brief` leaves a fault's evidence to `show --game`, so that a
+    list's result column says who won and how, whole, on every line."""
     if record.void:
-        return f"void, not rated ({record.reason})"
+        reason = shorten(record.reason, 40) if brief else record.reason
+        return f"void, not rated ({reason})"
     if record.termination is Termination.CONNECTION:
         return f"{record.winner} wins by connection"
     if record.termination is Termination.RESIGN:
         return f"{record.winner} wins: {record.loser} resigns"
+    if brief:
+        return f"{record.winner} wins: {record.loser} forfeits ({record.termination})"
     detail = record.evidence.detail if record.evidence else record.reason
     return f"{record.winner} wins: {record.loser} forfeits ({record.termination}: {detail})"
 
