@@ -5,6 +5,7 @@ with one realistic bug, checked with the default seed."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -18,8 +19,12 @@ from arbiter.rules import Color, Game, Variant
 CHECKBOTS = Path(__file__).resolve().parent / "engines" / "checkbots.py"
 
 
+@functools.cache
 def check(mode: str) -> tuple[int, dict[str, dict[str, object]]]:
-    done = invoke("check", f"{sys.executable} {CHECKBOTS} {mode}", "--json", "--timeout", "3")
+    """One check of a mode, shared by the cases that look at it (a test process runs it
+    once). An answer never ended needs no long wait to show."""
+    timeout = "1.5" if mode == "one-newline" else "3"
+    done = invoke("check", f"{sys.executable} {CHECKBOTS} {mode}", "--json", "--timeout", timeout)
     return done.returncode, {r["name"]: r for r in json.loads(done.stdout)}
 
 
