@@ -174,7 +174,6 @@ def examples(*lines: str) -> str:
 @click.group(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=examples(
-        "arbiter match random mcts --games 10",
         "arbiter tournament run --example demo",
         "arbiter new bot my_bot.py && arbiter check 'python3 my_bot.py'",
     ),

@@ -207,7 +207,7 @@ def test_every_help_ends_with_examples_that_parse() -> None:
         head, _, tail = done.stdout.rpartition("Examples:\n")
         assert head, (path, "no examples")
         lines = [line.strip() for line in tail.splitlines() if line.strip()]
-        assert 1 <= len(lines) <= 3, (path, lines)
+        assert 1 <= len(lines) <= 2, (path, lines)
         for line in lines:
             words = shlex.split(line)
             for stop in ("&&", "|"):
