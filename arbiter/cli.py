@@ -822,7 +822,6 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
 @tournament.command(
     "run",
     epilog=examples(
-        "arbiter tournament run league.toml",
         "arbiter tournament run --example demo",
         "arbiter tournament run league.toml --dask tcp://scheduler:8786",
     ),
