@@ -58,6 +58,9 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+# With --sprt and no --games: the test decides long before (a 5 Elo difference takes
+# some thousands of games); the cap only keeps a test between two equal engines finite.
+SPRT_GAMES = 20_000
 MAX_ELO = 100_000  # bounds for the Elo values people give (--sprt, --anchor)
 
 
@@ -214,10 +217,10 @@ def _engines(engines_file: str | None) -> KnownEngines:
 @click.option(
     "--games",
     "-n",
-    default=2,
-    show_default=True,
+    default=None,
     type=click.IntRange(1),
-    help="Games to play; consecutive games swap seats (an even number balances them).",
+    help="Games to play; consecutive games swap seats (an even number balances them)."
+    f"  [default: 2; with --sprt, until the test decides, at most {SPRT_GAMES:,}]",
 )
 @click.option(
     "--tc",
@@ -300,7 +303,7 @@ def _engines(engines_file: str | None) -> KnownEngines:
     metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
     help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
     " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
-    " it plays).",
+    f" it plays, {SPRT_GAMES:,} if not given).",
 )
 @click.option(
     "--sandbox",
@@ -312,7 +315,8 @@ def _engines(engines_file: str | None) -> KnownEngines:
 @log_options
 @handle_errors
 def match(
-    engine1: str, engine2: str, engines_file: str | None, games: int, tcs: tuple[str, ...],
+    engine1: str, engine2: str, engines_file: str | None, games: int | None,
+    tcs: tuple[str, ...],
     size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
     store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
     seed: int | None, margin: float,
@@ -359,6 +363,8 @@ def match(
         if not all(abs(elo) <= 2000 for elo in test[:2]):
             raise ConfigError("elo0 and elo1 must be within ±2000", where="--sprt",
                               hint="e.g. elo0=0,elo1=10")  # fmt: skip
+    if games is None:
+        games = SPRT_GAMES if test is not None else 2
     # --tc wins; otherwise each engine's own tc from the engines file, else the default.
     config = MatchConfig(
         games=games, variant=_variant(int(islands), size, pie),

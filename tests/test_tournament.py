@@ -268,9 +268,12 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     assert test["result"] == verdict
     assert test["games"] == data["games"] < 200
     assert (test["llr"] >= test["upper"]) if verdict == "H1" else (test["llr"] <= test["lower"])
-    text = arbiter("match", first, second, "--games", "200", "--tc", "10+0.1", "-q",
+    # Without --games the match plays until the test decides (not 2 games, the default
+    # without --sprt).
+    text = arbiter("match", first, second, "--tc", "10+0.1", "-q",
                    "--sprt", "elo0=0,elo1=100")  # fmt: skip
     assert "SPRT: LLR" in text.stdout and f"{verdict} accepted" in text.stdout
+    assert f"over {data['games']} games" in text.stdout
     games = list(read_records(records))
     assert games and all(not g.void and g.termination.value == "resign" for g in games)
     assert all(g.winner == "winner" and g.plies <= 1 for g in games)
