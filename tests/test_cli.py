@@ -382,6 +382,8 @@ def _children(pid: int, pattern: str) -> list[int]:
     return [int(p) for p in found.stdout.split()]
 
 
+# Slow: kill -9 of a worker mid-game; the fast run's dead-worker case is in test_warm.py.
+@pytest.mark.slow
 def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: Path) -> None:
     marker = f"wk-{uuid.uuid4().hex[:8]}"
     slow = f"{sys.executable} {BADBOT} slow --ms 20 --name {marker}"
@@ -506,6 +508,8 @@ def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Pa
     assert "Finished game" not in done.stdout + done.stderr
 
 
+# Slow: repeated kill -9 of a whole match; tournaments' kill -9 case runs in the fast run.
+@pytest.mark.slow
 def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path: Path) -> None:
     from arbiter.results.store import Store
 
