@@ -36,7 +36,8 @@ from arbiter.results.store import resolved
 from arbiter.rules import IllegalMove, Variant
 from arbiter.rules.clock import TimeControl
 from arbiter.running import Interrupted, run_trio
-from arbiter.runs.tournament import MAX_CONCURRENCY
+from arbiter.runs.schedule import Openings
+from arbiter.runs.tournament import MAX_CONCURRENCY, read_openings
 from arbiter.text import one_line, terminal
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -288,7 +289,25 @@ def _engines(engines_file: str | None) -> KnownEngines:
     "--seed",
     type=int,
     default=None,
-    help="Recorded with each game (per-game seeds derive from it); engines do not receive it.",
+    help="Recorded with each game (per-game seeds derive from it); engines do not receive"
+    " it. Random openings are drawn from it: the same seed, the same openings.",
+)
+@click.option(
+    "--openings",
+    "openings_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file of openings, one a line (cell names and swap); each pair of games plays"
+    " the next line, once from each seat.",
+)
+@click.option(
+    "--random-openings",
+    type=click.IntRange(0, 25),
+    default=None,
+    metavar="N",
+    help="Each pair of games starts from its own N random plies (under the pie rule at"
+    " most one stone: move 2 is the engine's swap decision); 0 for the empty board."
+    "  [default: 1]",
 )
 @click.option(
     "--margin",
@@ -319,7 +338,7 @@ def match(
     tcs: tuple[str, ...],
     size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
     store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
-    seed: int | None, margin: float,
+    seed: int | None, openings_file: str | None, random_openings: int | None, margin: float,
     sprt: str | None, sandbox: bool, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
@@ -365,11 +384,13 @@ def match(
                               hint="e.g. elo0=0,elo1=10")  # fmt: skip
     if games is None:
         games = SPRT_GAMES if test is not None else 2
+    variant = _variant(int(islands), size, pie)
     # --tc wins; otherwise each engine's own tc from the engines file, else the default.
     config = MatchConfig(
-        games=games, variant=_variant(int(islands), size, pie),
+        games=games, variant=variant,
         tc=(parsed[0], parsed[-1]) if parsed else None, concurrency=concurrency or 1,
-        seed=seed, referee=RefereeConfig(margin=margin),
+        seed=seed, openings=_match_openings(openings_file, random_openings, variant),
+        referee=RefereeConfig(margin=margin),
     )  # fmt: skip
     specs = (_confined(specs[0], sandbox, (), f"engine {engine1!r}", here),
              _confined(specs[1], sandbox, (), f"engine {engine2!r}", here))  # fmt: skip
@@ -394,6 +415,8 @@ def match(
             say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"
                 f" {plan.left} to play ({store_file})", err=True)  # fmt: skip
         executor = open_executor(plan, concurrency=concurrency, dask=dask)
+        if dask is None:
+            _warn_oversubscribed(plan.concurrency, "--concurrency")
         progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet)
 
         def summary() -> None:
@@ -425,6 +448,30 @@ def match(
         say(f"{len(result.unplayed)} of {games} games could not be played"
             + (" (run again to retry them)." if store_file else "."), err=True)  # fmt: skip
         sys.exit(1)
+
+
+def _warn_oversubscribed(concurrency: int, option: str) -> None:
+    """Once per command, on stderr: more engines than cores. Engines that think at the
+    same moment then share a core, and a move slowed by the host loses on time."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cores and concurrency * 2 > cores:
+        say(f"warning: {option} {concurrency} plays {concurrency} games of two engines each"
+            f" on {cores} core{'s' if cores > 1 else ''}: engines thinking at once (pondering"
+            " ones too) share the cores and may lose on time for the host's sake; at most"
+            f" {max(1, cores // 2)} game{'s' if cores // 2 > 1 else ''} at once gives every"
+            " engine a core", err=True)  # fmt: skip
+
+
+def _match_openings(file: str | None, plies: int | None, variant: Variant) -> Openings:
+    from arbiter.runs.match import MATCH_OPENINGS
+
+    if file is None:
+        return MATCH_OPENINGS if plies is None else Openings(random_plies=plies)
+    if plies is not None:
+        raise ConfigError("--openings and --random-openings are both given",
+                          hint="choose one")  # fmt: skip
+    return read_openings(Path(file), variant, "--openings", "one opening a line: cell names"
+                         " and swap, # comments")  # fmt: skip
 
 
 def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str,
@@ -903,6 +950,9 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             dask=dask or t.dask,
             where="--dask" if dask else f"{t.path}: tournament.dask",
         )
+        if not (dask or t.dask):
+            _warn_oversubscribed(concurrency or t.concurrency, "--concurrency" if concurrency
+                                 else f"{t.path}: tournament.concurrency =")  # fmt: skip
         progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
                                       done=t.total - plan.left, every=every,
                                       quiet=quiet)  # fmt: skip

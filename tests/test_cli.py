@@ -638,3 +638,73 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
     with Store.open_read(store) as reader:
         assert len(reader.done_ids()) == 4
         assert json.loads(reader.meta("rebuilds") or "[]")[0]["engine"] == "a"
+
+
+FIRSTCELL = ROOT / "tests" / "engines" / "firstcell.py"
+
+
+def test_a_match_varies_its_pairs_with_openings_as_a_tournament_does(tmp_path: Path) -> None:
+    first = f"{sys.executable} {FIRSTCELL}"
+    pair = ("--games", "6", "--size", "7", "--tc", "5+0.05", "-q")
+
+    def openings(records: Path) -> list[tuple[str, ...]]:
+        games = list(read_records(records))
+        assert len(games) == 6 and not any(g.void for g in games)
+        assert games[0].moves[: games[0].opening] == games[1].moves[: games[1].opening]
+        return [tuple(g.moves[: g.opening]) for g in games[::2]]
+
+    # By default each pair starts from its own random stone: two deterministic
+    # engines no longer replay one pair of games; the same seed draws the same stones.
+    for name in ("a", "b"):
+        done = invoke("match", first, first, *pair, "--seed", "7",
+                      "--records", str(tmp_path / f"{name}.jsonl"))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    drawn = openings(tmp_path / "a.jsonl")
+    assert drawn == openings(tmp_path / "b.jsonl")
+    assert all(len(o) == 1 for o in drawn) and len(set(drawn)) > 1
+    # --random-openings 0 plays from the empty board; without the pie rule, N plies.
+    done = invoke("match", first, first, *pair, "--random-openings", "0",
+                  "--records", str(tmp_path / "empty.jsonl"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert all(g.opening == 0 for g in read_records(tmp_path / "empty.jsonl"))
+    done = invoke("match", first, first, *pair, "--random-openings", "3", "--no-pie",
+                  "--records", str(tmp_path / "three.jsonl"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert all(len(o) == 3 for o in openings(tmp_path / "three.jsonl"))
+    # An openings file: one line a pair, in order, cycling.
+    book = tmp_path / "book.txt"
+    book.write_text("d4  # the centre\nb2 swap\n")
+    done = invoke("match", first, first, *pair, "--openings", str(book),
+                  "--records", str(tmp_path / "book.jsonl"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert openings(tmp_path / "book.jsonl") == [("d4",), ("b2", "swap"), ("d4",)]
+    # Mistakes are one line, exit 2, naming the file and line.
+    book.write_text("d4 e5\n")
+    done = invoke("match", first, first, *pair, "--openings", str(book))
+    assert done.returncode == 2 and f"{book}" in done.stderr and "line 1" in done.stderr
+    done = invoke("match", first, first, *pair, "--openings", str(book),
+                  "--random-openings", "2")  # fmt: skip
+    assert done.returncode == 2 and "choose one" in done.stderr
+
+
+def test_a_match_store_refuses_other_openings_on_resume(tmp_path: Path) -> None:
+    first = f"{sys.executable} {FIRSTCELL}"
+    store = tmp_path / "m.sqlite"
+    args = ("match", first, first, "--games", "2", "--size", "7", "--store", str(store), "-q")
+    assert invoke(*args).returncode == 0
+    done = invoke(*args[:4], "4", *args[5:], "--random-openings", "2")
+    assert done.returncode == 2 and "--random-openings" in done.stderr
+    assert "--fresh" in done.stderr
+    assert invoke(*args[:4], "4", *args[5:]).returncode == 0  # the same openings: resumed
+
+
+def test_more_engines_than_cores_is_warned_about_once(tmp_path: Path) -> None:
+    cores = len(os.sched_getaffinity(0))
+    first = f"{sys.executable} {FIRSTCELL}"
+    done = invoke("match", first, first, "--games", "2", "--size", "7", "-q",
+                  "-c", str(cores))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("warning: --concurrency") == 1, done.stderr
+    assert "share the cores" in done.stderr
+    done = invoke("match", first, first, "--games", "2", "--size", "7", "-q", "-c", "1")
+    assert "warning" not in done.stderr or cores < 2

@@ -28,6 +28,7 @@ from arbiter.runs.schedule import (
 )
 
 ATOLL = Variant()
+NO_PIE = Variant(8, 11, False)
 
 
 def test_round_robin_pairs_everyone_once_per_round_with_seats_swapped() -> None:
@@ -80,8 +81,8 @@ def test_the_schedule_is_lazy() -> None:
 
 
 def test_opening_lists_cycle_per_pairing_and_are_checked() -> None:
-    lines = parse_openings("# comment\nc3 d4\n\nE5 swap  # a swap\n", ATOLL)
-    assert lines == [("c3", "d4"), ("e5", "swap")]
+    lines = parse_openings("# comment\nc3\n\nE5 swap  # a swap\n", ATOLL)
+    assert lines == [("c3",), ("e5", "swap")]
     openings = Openings(lines=tuple(lines))
     by_round = [g.opening for g in tournament_games("t", ["a", "b"], Format.ROUND_ROBIN, 3,
                                                     ATOLL, openings)][::2]  # fmt: skip
@@ -93,7 +94,25 @@ def test_opening_lists_cycle_per_pairing_and_are_checked() -> None:
     assert swapped == by_round
     for bad, line in (("c3\nc3 c3\n", 2), ("zz9\n", 1), ("c3 d4 swap\n", 1)):
         with pytest.raises(ValueError, match=f"line {line}"):
-            parse_openings(bad, ATOLL)
+            parse_openings(bad, NO_PIE)
+
+
+def test_under_the_pie_rule_an_opening_leaves_the_swap_decision_to_the_engine() -> None:
+    # A line may stop after its first stone or take the decision itself, never skip it.
+    assert parse_openings("c3\nc3 swap d4\n", ATOLL) == [("c3",), ("c3", "swap", "d4")]
+    with pytest.raises(ValueError, match="line 2: under the pie rule move 2 is the swap"):
+        parse_openings("c3\nc3 d4\n", ATOLL)
+    # Random openings stop after one stone, whatever their length without the pie rule.
+    for plies in (1, 2, 5):
+        games = list(tournament_games("t", ["a", "b", "c"], Format.ROUND_ROBIN, 2, ATOLL,
+                                      Openings(random_plies=plies, seed=3)))  # fmt: skip
+        assert {len(g.opening) for g in games} == {1}
+        assert len({g.opening for g in games}) > 1  # pairs still differ
+    free = list(tournament_games("t", ["a", "b"], Format.ROUND_ROBIN, 1, NO_PIE,
+                                 Openings(random_plies=3, seed=3)))  # fmt: skip
+    assert {len(g.opening) for g in free} == {3}
+    assert Openings(random_plies=2).conditions(ATOLL)["swap_decision"] == "engine"
+    assert Openings(random_plies=2).conditions(NO_PIE)["swap_decision"] is None
 
 
 def test_random_openings_are_legal_and_reproducible() -> None:

@@ -156,7 +156,7 @@ def test_a_changed_condition_is_refused_unless_fresh(tmp_path: Path, change, key
 
 
 def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) -> None:
-    (tmp_path / "open.txt").write_text("# two openings\nc3 d4\n\ne5   # one ply\n")
+    (tmp_path / "open.txt").write_text("# two openings\nc3 swap d4\n\ne5   # one ply\n")
     header = BASIC.replace("random_openings = 1", 'openings = "open.txt"').replace(
         "rounds = 1", "rounds = 2"
     )
@@ -166,16 +166,74 @@ def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) 
     records = read_store(tmp_path / "t.sqlite").records  # in play order
 
     def opening(moves: list[str]) -> str:
-        return next(o for o in ("c3 d4", "e5") if moves[: len(o.split())] == o.split())
+        return next(o for o in ("c3 swap d4", "e5") if moves[: len(o.split())] == o.split())
 
     openings = [opening(r["moves"]) for r in records]
     assert len(openings) == 4
     assert openings[0] == openings[1] and openings[2] == openings[3]  # shared within pairs
-    assert {openings[0], openings[2]} == {"c3 d4", "e5"}  # in order, one per round
+    assert {openings[0], openings[2]} == {"c3 swap d4", "e5"}  # in order, one per round
+    # The records say which plies the opening played.
+    assert [r["opening"] for r in records] == [len(o.split()) for o in openings]
+    assert all(r["swapped"] == (o == "c3 swap d4") for r, o in zip(records, openings, strict=True))
+
+
+def test_an_opening_line_that_skips_the_swap_decision_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "open.txt").write_text("e5\nc3 d4\n")
+    t = write_tournament(tmp_path, BASIC.replace("random_openings = 1", 'openings = "open.txt"'),
+                         [bot("a"), bot("b")])  # fmt: skip
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "open.txt" in done.stderr and "line 2" in done.stderr
+    assert "move 2 is the swap decision" in done.stderr and "first stone" in done.stderr
+    assert not (tmp_path / "t.sqlite").exists()
+
+
+def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_path: Path) -> None:
+    from arbiter.bots.connection import Tables, wants_swap
+
+    # random_openings = 3 plays one stone under the pie rule: move 2 is the engine's.
+    header = BASIC.replace("random_openings = 1", "random_openings = 3").replace(
+        "rounds = 1", "rounds = 6").replace("size = 7", "size = 11")  # fmt: skip
+    t = write_tournament(tmp_path, f"{header}\nengines_file = {json.dumps(str(ENGINES))}"
+                         '\nengines = ["heuristic", "random"]', [])  # fmt: skip
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    records = read_store(tmp_path / "t.sqlite").records
+    assert len(records) == 12 and all(r["opening"] == 1 for r in records)
+    tables = Tables(Game(Variant(8, 11, True)).geometry)
+    decided = 0
+    for r in records:
+        if r["seat2"] != "heuristic":
+            continue  # the random bot swaps at a coin toss
+        game = Game(Variant(8, 11, True))
+        game.play(r["moves"][0])
+        assert r["swapped"] == wants_swap(tables, game) == (r["moves"][1] == "swap")
+        decided += r["swapped"]
+    assert decided, "no opening stone in the central zone: choose another seed"
+
+
+def test_a_store_whose_random_openings_took_the_swap_decision_is_not_resumed(
+    tmp_path: Path,
+) -> None:
+    from arbiter.runs.tournament import load_tournament
+
+    header = BASIC.replace("random_openings = 1", "random_openings = 2")
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
+    loaded = load_tournament(t)
+    old = {k: v for k, v in loaded.conditions().items() if k != "swap_decision"}
+    with Store.open(loaded.output) as store:  # as a store started before the pie fix
+        store.begin("t", old, loaded.definition(), loaded.entries())
+    before = loaded.output.read_bytes()
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "random_openings" in done.stderr and "swap decision" in done.stderr
+    assert "--fresh" in done.stderr
+    assert loaded.output.read_bytes() == before
+    assert arbiter("tournament", "run", str(t), "-q", "--fresh").returncode == 0
 
 
 def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -> None:
-    header = BASIC.replace("random_openings = 1", "random_openings = 3").replace(
+    header = BASIC.replace("random_openings = 1", "random_openings = 3\npie = false").replace(
         "rounds = 1", "rounds = 3"
     )
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
@@ -276,7 +334,7 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     assert f"over {data['games']} games" in text.stdout
     games = list(read_records(records))
     assert games and all(not g.void and g.termination.value == "resign" for g in games)
-    assert all(g.winner == "winner" and g.plies <= 1 for g in games)
+    assert all(g.winner == "winner" and g.plies - g.opening <= 1 for g in games)
 
 
 def test_bad_sprt_is_a_usage_error() -> None:

@@ -182,6 +182,7 @@ class Referee:
             white=names[1 - black_seat],
             moves=progress.moves,
             move_ms=progress.move_ms,
+            opening=min(len(spec.opening), len(progress.moves)),
             winner=None if seat is None else names[seat],
             winner_color=None if seat is None else (
                 StoneColor.BLACK if seat == black_seat else StoneColor.WHITE),

@@ -124,6 +124,9 @@ class GameRecord:
     white: str = ""
     moves: list[str] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
+    # How many of the first moves came from the opening, not from the engines (written
+    # only when not 0; records written before it was kept say nothing of their openings).
+    opening: int = 0
     winner: str | None = None
     winner_color: StoneColor | None = None
     void: bool = False
@@ -176,6 +179,8 @@ class GameRecord:
         data["plies"] = self.plies
         if not self.stalled_ms:
             del data["stalled_ms"]
+        if not self.opening:
+            del data["opening"]
         if self.evidence is None:
             del data["evidence"]
         else:
@@ -187,8 +192,8 @@ class GameRecord:
         order = [
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
-            "move_ms", "tc", "started", "finished", "versions", "seed", "pair", "commands",
-            "answers", "host", "cpu", "stalled_ms", "evidence",
+            "move_ms", "opening", "tc", "started", "finished", "versions", "seed", "pair",
+            "commands", "answers", "host", "cpu", "stalled_ms", "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 
@@ -246,6 +251,8 @@ def _check_meaning(data: dict[str, Any], variant: Variant) -> None:
     moves = data.get("moves", ())
     if "plies" in data and data["plies"] != len(moves):
         raise ValueError(f"plies is {data['plies']} but there are {len(moves)} moves")
+    if data.get("opening", 0) > len(moves):
+        raise ValueError(f"opening is {data['opening']} plies but there are {len(moves)} moves")
     game = Game(variant)
     for ply, move in enumerate(moves, 1):
         try:
@@ -288,6 +295,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     "seed": lambda v: v is None or type(v) is int,
     "moves": lambda v: isinstance(v, list) and all(isinstance(m, str) for m in v),
     "move_ms": lambda v: isinstance(v, list) and all(_is_number(x) for x in v),
+    "opening": lambda v: type(v) is int and v >= 0,
     "tc": lambda v: _is_text_map(v) and {"seat1", "seat2"} <= set(v),
     "versions": _is_text_map, "answers": _is_text_map,
     "commands": lambda v: isinstance(v, dict) and all(

@@ -10,6 +10,7 @@ the store was started with is refused.
 from __future__ import annotations
 
 import functools
+import hashlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -39,13 +40,17 @@ from arbiter.runs.run import (
     run,
     time_controls,
 )
-from arbiter.runs.schedule import match_game_number, match_games
+from arbiter.runs.schedule import Openings, match_game_number, match_games
 
 __all__ = ["Match", "MatchConfig", "MatchResult", "StoredMatch"]
 
 # Where a match's conditions come from on the command line, for the refusal's message.
 _OPTIONS = {"size": "--size", "islands": "--islands", "pie": "--pie/--no-pie",
-            "seed": "--seed"}  # fmt: skip
+            "seed": "--seed", "openings": "--openings", "random_openings": "--random-openings",
+            "swap_decision": "--pie/--no-pie"}  # fmt: skip
+# A match varies its games unless told otherwise: two deterministic engines would
+# otherwise replay one pair of games. One random stone leaves the swap to the engine.
+MATCH_OPENINGS = Openings(random_plies=1)
 
 
 def _engine_option(number: int, given: str, key: str) -> str:
@@ -65,6 +70,7 @@ class MatchConfig:
     tc: tuple[TimeControl, TimeControl] | None = None
     concurrency: int = 1
     seed: int | None = None
+    openings: Openings = MATCH_OPENINGS
     referee: RefereeConfig = field(default_factory=RefereeConfig)
     deadlines: Deadlines = field(default_factory=Deadlines)
     max_attempts: int = 3  # per game, counting the first
@@ -109,7 +115,7 @@ class Match:
         """What makes the games of a match comparable; a started store refuses changes."""
         v = self.config.variant
         return {"kind": "match", "size": v.size, "islands": v.islands, "pie": v.pie,
-                "seed": self.config.seed}  # fmt: skip
+                "seed": self.config.seed, **self.config.openings.conditions(v)}  # fmt: skip
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
@@ -157,7 +163,9 @@ class Match:
         # Sandboxed engines must not read the results they are judged by.
         specs = {k: replace(s, hidden=tuple(hidden)) if s.sandbox else s
                  for k, s in specs.items()}  # fmt: skip
-        games = match_games(self.match_id, config.games, config.variant, seed=config.seed)
+        games = match_games(
+            self.match_id, config.games, config.variant, self.openings(), seed=config.seed
+        )
         left = config.games - sum(1 for game_id in done if self.scheduled(game_id))
         return Plan(
             settings=ExecutorSettings(engines=specs, referee=config.referee,
@@ -167,6 +175,15 @@ class Match:
             concurrency=config.concurrency, stop=self.result.decided,
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
         )  # fmt: skip
+
+    def openings(self) -> Openings:
+        """The openings as drawn: from --seed where given (the same seed, the same
+        openings), otherwise from the match's id, which its store keeps for a resume."""
+        openings = self.config.openings
+        if self.config.seed is not None:
+            return replace(openings, seed=self.config.seed)
+        digest = hashlib.sha256(self.match_id.encode()).digest()
+        return replace(openings, seed=int.from_bytes(digest[:8], "big"))
 
     def scheduled(self, game_id: str) -> bool:
         """Whether a stored game is one of this match's `games` (ids carry the number)."""
@@ -190,6 +207,8 @@ class Match:
             raise ConfigError(f"the store holds tournament {store.meta('tournament')!r}, not"
                               " a match", where=where, hint="give a new --store file, or"
                               " run that tournament with 'arbiter tournament run'")  # fmt: skip
+        # A match stored before openings were kept played from the empty board.
+        stored = {"openings": None, "random_openings": 0, **stored}
         refuse_changes(
             stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name, FRESH_HINT
         )

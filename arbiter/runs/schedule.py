@@ -13,6 +13,10 @@ staggered points, whatever the order of the engines in the file); with
 `random_openings = N`, each pair gets its own N random legal plies from the seed. Both
 choices depend only on the round and the pairing, so adding, removing or reordering
 engines, or adding rounds, never changes the opening of a game already scheduled.
+
+Under the pie rule the second move is the swap decision, and it belongs to the engine on
+move: a random opening then ends after its first stone (whatever N), and a line of an
+openings file may go past move 1 only if its second move is the decision itself (`swap`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import random
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from arbiter.rules import SWAP, Game, IllegalMove, Variant
 
@@ -56,9 +61,30 @@ class Openings:
     def for_pair(self, variant: Variant, offset: int, round_: int, key: str) -> tuple[str, ...]:
         if self.lines:
             return self.lines[(offset + round_ - 1) % len(self.lines)]
-        if self.random_plies:
-            return random_opening(variant, self.random_plies, _derive(self.seed, key))
+        plies = self.random_stones(variant)
+        if plies:
+            return random_opening(variant, plies, _derive(self.seed, key))
         return ()
+
+    def conditions(self, variant: Variant) -> dict[str, Any]:
+        """The openings as conditions of play: a started store refuses a change."""
+        digest = None
+        if self.lines:
+            text = "\n".join(" ".join(line) for line in self.lines)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return {
+            "openings": digest,
+            "random_openings": self.random_plies,
+            # Under the pie rule the engine on move decides the swap: an opening stops
+            # before move 2 (stores started before said nothing, and their random
+            # openings of 2 or more plies decided it at random).
+            "swap_decision": "engine" if variant.pie else None,
+        }
+
+    def random_stones(self, variant: Variant) -> int:
+        """The random plies a pair's opening places: under the pie rule never the second,
+        which is the swap decision of the engine on move, not the opening's."""
+        return min(self.random_plies, 1) if variant.pie else self.random_plies
 
 
 def _derive(seed: int, key: str) -> int:
@@ -142,7 +168,10 @@ def match_games(
     *,
     seed: int | None = None,
 ) -> Iterator[ScheduledGame]:
-    """A match: engine keys "0" and "1"; odd games seat engine 0 first, even ones engine 1."""
+    """A match: engine keys "0" and "1"; odd games seat engine 0 first, even ones engine 1.
+
+    A pair's opening depends on its number and the openings' seed only, so that a match
+    given a seed plays the same openings whatever its id."""
     for number in range(1, games + 1):
         pair = (number + 1) // 2
         order = ("0", "1") if number % 2 == 1 else ("1", "0")
@@ -153,7 +182,7 @@ def match_games(
             engines=order,
             round=pair,
             pair_key=key,
-            opening=openings.for_pair(variant, 0, pair, key),
+            opening=openings.for_pair(variant, 0, pair, f"pair{pair}"),
             seed=None if seed is None else seed * 1_000_003 + number,
         )
 
@@ -191,8 +220,9 @@ def random_opening(variant: Variant, plies: int, seed: int) -> tuple[str, ...]:
 def parse_openings(text: str, variant: Variant) -> list[tuple[str, ...]]:
     """Openings, one a line (cell names and `swap`; `#` starts a comment).
 
-    Raises ValueError naming the 1-based line of the first opening the rules refuse or
-    that already ends the game.
+    Raises ValueError naming the 1-based line of the first opening the rules refuse, that
+    already ends the game, or (under the pie rule) that places a second stone: move 2 is
+    the swap decision, which an opening may take only by saying `swap`.
     """
     result: list[tuple[str, ...]] = []
     for number, raw in enumerate(text.splitlines(), 1):
@@ -208,6 +238,12 @@ def parse_openings(text: str, variant: Variant) -> list[tuple[str, ...]]:
             except (IllegalMove, ValueError) as exc:
                 raise ValueError(f"line {number}: {exc}") from exc
             moves.append(SWAP if move == SWAP else game.move_name(move))
+        if variant.pie and len(moves) > 1 and moves[1] != SWAP:
+            raise ValueError(
+                f"line {number}: under the pie rule move 2 is the swap decision of the engine"
+                f" on move, but this opening plays {moves[1]} there; end the line after its"
+                " first stone, make swap its second move, or play without the pie rule"
+            )
         if game.over:
             raise ValueError(f"line {number}: the opening already ends the game")
         result.append(tuple(moves))

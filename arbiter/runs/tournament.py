@@ -14,7 +14,6 @@ change of conditions: only the new games are played.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -87,7 +86,6 @@ class Tournament:
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
-        o = self.openings
         return {
             "format": self.format.value,
             "challenger": self.challenger,
@@ -95,8 +93,7 @@ class Tournament:
             "size": self.variant.size,
             "islands": self.variant.islands,
             "pie": self.variant.pie,
-            "openings": _digest(o.lines) if o.lines else None,
-            "random_openings": o.random_plies,
+            **self.openings.conditions(self.variant),
             "seed": self.seed,
             # Limits count per game or per pairing: games played one way are not
             # comparable with games played the other.
@@ -169,11 +166,6 @@ def _no_nul(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _no_nul(item, f"{where}[{index}]")
-
-
-def _digest(lines: tuple[tuple[str, ...], ...]) -> str:
-    text = "\n".join(" ".join(line) for line in lines)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
@@ -335,19 +327,26 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
         raise ConfigError("openings and random_openings are both set", where=where,
                           hint="choose one")  # fmt: skip
     if file_value is None:
-        if plies and plies >= variant.size:
+        if plies and Openings(random_plies=plies).random_stones(variant) >= variant.size:
             raise ConfigError(f"{plies} random plies is too many for size {variant.size}",
                               where=f"{where}.random_openings")  # fmt: skip
         return Openings(random_plies=plies, seed=seed), None
-    path = here / file_value
+    return read_openings(
+        here / file_value,
+        variant,
+        f"{where}.openings",
+        "the path is relative to the tournament file",
+    ), file_value
+
+
+def read_openings(path: Path, variant: Variant, where: str, hint: str) -> Openings:
+    """An openings file's lines for this variant, or a ConfigError naming the file (or
+    its line) and saying how to write one."""
     try:
         text = read_small(path, "openings file")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"cannot read openings file {str(path)!r}: {exc}",
-            where=f"{where}.openings",
-            hint="the path is relative to the tournament file",
-        ) from exc
+        raise ConfigError(f"cannot read openings file {str(path)!r}: {exc}", where=where,
+                          hint=hint) from exc  # fmt: skip
     try:
         lines = parse_openings(text, variant)
     except ValueError as exc:
@@ -360,7 +359,7 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
             where=str(path),
             hint="one opening a line: cell names and swap, # comments",
         )
-    return Openings(lines=tuple(lines)), file_value
+    return Openings(lines=tuple(lines))
 
 
 def _engines(
@@ -443,6 +442,16 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
         " or restore the old value"
     )
     if stored is not None:
+        if (stored.get("pie") and "swap_decision" not in stored
+                and (stored.get("random_openings") or 0) > 1):  # fmt: skip
+            raise ConfigError(
+                f"the store {t.output} was started when a random opening of"
+                f" {stored['random_openings']} plies played move 2 at random; under the pie"
+                " rule that move is now the swap decision of the engine on move, and games"
+                " of the two kinds are not comparable",
+                where=f"{t.path}: tournament.random_openings", hint="use --fresh to start a"
+                " new store (the old one is kept under a dated name)",
+            )  # fmt: skip
         if store.meta("tournament") != t.name:
             raise ConfigError(
                 f"the store {t.output} holds tournament {store.meta('tournament')!r},"
@@ -459,4 +468,4 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
     )
 
 
-__all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament"]
+__all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament", "read_openings"]
