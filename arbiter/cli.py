@@ -980,7 +980,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
                 " (run again to retry them).")  # fmt: skip
         if outcome.aborted:
             say(f"Tournament stopped: {outcome.aborted}")
-        if outcome.aborted or outcome.unplayed:
+        if outcome.aborted or outcome.unplayed or outcome.left_out:
             sys.exit(1)
 
 

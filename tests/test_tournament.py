@@ -536,6 +536,43 @@ def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None
     assert done.returncode == 2 and "NUL" in done.stderr and "name" in done.stderr
 
 
+def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path: Path) -> None:
+    fixed = tmp_path / "fixed"  # the engine starts once this file exists
+    script = f'[ -e {fixed} ] || {{ echo "no weights" >&2; exit 3; }}; exec "$0" "$@"'
+    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
+        ["sh", "-c", script, sys.executable, str(BADBOT), "ok"]) + "\n"  # fmt: skip
+    header = f'{BASIC}\non_start_failure = "leave-out"'
+    t = write_tournament(tmp_path, header, [bot("a"), broken, bot("b")])
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 1, done.stderr  # not every game was played
+    assert "broken was left out (broken could not be started" in done.stdout
+    assert "its 4 game(s) are stored as void" in done.stdout
+    stored = read_store(tmp_path / "t.sqlite")
+    assert [sorted((r["seat1"], r["seat2"])) for r in stored.records] == [["a", "b"]] * 2
+    assert len(stored.voids) == 4
+    for void in stored.voids:
+        assert "broken" in (void["seat1"], void["seat2"]) and void["termination"] == "setup"
+        assert void["reason"].startswith("not played: broken could not be started")
+        assert void["evidence"]["engine"] == "broken" and void["evidence"]["stage"] == "start"
+    status = arbiter("tournament", "status", str(t))
+    assert status.returncode == 0 and "broken could not be started" in status.stdout
+    # Once it starts, a run plays its games and only those.
+    fixed.touch()
+    again = arbiter("tournament", "run", str(t), "-q")
+    assert again.returncode == 0, again.stderr
+    assert games_stored(tmp_path / "t.sqlite") == 6
+    # Two engines must be left to play: otherwise the run stops as by default.
+    fixed.unlink()
+    lone = write_tournament(tmp_path, header, [bot("a"), broken], name="lone")
+    done = arbiter("tournament", "run", str(lone), "-q")
+    assert done.returncode == 1 and "broken could not be started" in done.stdout
+    assert not read_store(tmp_path / "lone.sqlite").voids
+    bad = write_tournament(tmp_path, f'{BASIC}\non_start_failure = "skip"', [bot("a")], "bad")
+    done = arbiter("tournament", "run", str(bad), "-q")
+    assert done.returncode == 2 and "on_start_failure" in done.stderr
+    assert '"leave-out"' in done.stderr
+
+
 def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_scheduled(
     tmp_path: Path,
 ) -> None:

@@ -379,11 +379,13 @@ class DaskExecutor:
             if checked.problem and not checked.failures:
                 result.problem = f"{checked.problem} (on Dask worker {check.worker})"
                 return result
-        for key in dict.fromkeys(keys):
+        for key in dict.fromkeys(keys):  # the run may leave out what starts nowhere
             if key not in result.info:
-                result.problem = self._nowhere(key)
-                return result
+                result.failures[key] = self._nowhere(key)
+                result.problem = result.problem or result.failures[key]
         for key, bad in self._bad.items():
+            if key in result.failures:
+                continue
             self.notes.append(f"{self.settings.engines[key].label} cannot start on Dask"
                               f" worker(s) {', '.join(sorted(bad))}: its games were played"
                               " on the others")  # fmt: skip

@@ -106,7 +106,9 @@ class LocalExecutor:
         for checked in checks:
             result.info.update(checked.info)
             result.failures.update(checked.failures)
-            if checked.problem and not result.problem:
+            if checked.problem and (
+                not result.problem or (checked.config_error and not result.config_error)
+            ):
                 result.problem, result.config_error = checked.problem, checked.config_error
         return result
 

@@ -43,7 +43,9 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
             return open_engine(settings.engines[key], deadlines)
 
     def fail(problem: str, config_error: bool) -> None:
-        if not result.problem:
+        # The operator's mistake wins over an engine that merely failed to start: the
+        # run may leave out the one, never the other.
+        if not result.problem or (config_error and not result.config_error):
             result.problem, result.config_error = problem, config_error
 
     async def probe(key: str) -> None:

@@ -28,9 +28,10 @@ from arbiter.executors.jobs import (
     Started,
     Unplayable,
     start_failure,
+    void_record,
 )
 from arbiter.games.referee import GameSpec
-from arbiter.results.records import GameRecord, Stage
+from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ def void_decision(
 @dataclass
 class RunOutcome:
     unplayed: list[ScheduledGame] = field(default_factory=list)
+    left_out: list[ScheduledGame] = field(default_factory=list)  # engines that did not start
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play these games
     notes: list[str] = field(default_factory=list)  # for the operator (e.g. workers left out)
@@ -129,8 +131,10 @@ class Driver:
         *,
         policy: VoidPolicy | None = None,
         stop: Callable[[], bool] | None = None,
+        left_out: Mapping[str, str] | None = None,
     ) -> None:
         self._games = games
+        self._left_out = dict(left_out or {})  # engine key: why it could not start
         self._make_spec = make_spec
         self.executor = executor
         self.sinks = sinks
@@ -157,12 +161,30 @@ class Driver:
     def _next(self) -> ScheduledGame | None:
         if self._retries:
             return self._retries.popleft()
-        if not self._exhausted:
+        while not self._exhausted:
             game = next(self._games, None)
-            if game is not None:
+            if game is None:
+                self._exhausted = True
+            elif self._left_out.keys() & set(game.engines):
+                self._leave_out(game)
+            else:
                 return game
-            self._exhausted = True
         return None
+
+    def _leave_out(self, game: ScheduledGame) -> None:
+        """A game of an engine that could not start: void with the reason, stored as any
+        void game is (a later run plays it, once the engine starts), never sent out."""
+        key = next(k for k in game.engines if k in self._left_out)
+        seats = self.executor.settings.seat_names(game.engines)
+        engine = seats[game.engines.index(key)]
+        why = self._left_out[key]
+        evidence = Evidence(engine=engine, detail=why, stage=Stage.START)
+        record = void_record(self._make_spec(game), seats, Termination.SETUP,
+                             f"not played: {why}; the engine was left out", evidence)  # fmt: skip
+        for sink in self.sinks:
+            sink.write(game, record)
+        self.outcome.left_out.append(game)
+        self.reporter.game_finished(game, record, "left out: the run goes on without it")
 
     async def _feed(self, send: trio.MemorySendChannel[GameJob]) -> None:
         async with send:

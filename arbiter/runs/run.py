@@ -18,7 +18,7 @@ from typing import Any
 from arbiter.engines.config import program_hashes
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
-from arbiter.executors.jobs import Executor, ExecutorSettings, display_names
+from arbiter.executors.jobs import Executor, ExecutorSettings, Preflight, display_names
 from arbiter.executors.local import LocalExecutor
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, RecordWriter
@@ -49,6 +49,9 @@ class Plan:
     stop: Callable[[], bool] = field(default=lambda: False)  # asked before and after games
     policy: VoidPolicy = field(default_factory=VoidPolicy)
     concurrency: int = 1  # games at once on this machine, unless the run is told otherwise
+    # An engine that cannot start is left out (its games void, the others played) instead
+    # of stopping the run, as long as two engines are left.
+    leave_out: bool = False
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
@@ -83,10 +86,13 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
     """
     async with executor.session():
         replies = {key: "" for key in plan.settings.engines}
+        left_out: dict[str, str] = {}
         if plan.left and not plan.stop():
             checked = await executor.preflight(list(plan.settings.engines), plan.variant,
                                                plan.tcs)  # fmt: skip
-            if checked.problem:
+            if _can_leave_out(plan, checked):
+                left_out = dict(checked.failures)
+            elif checked.problem:
                 outcome = RunOutcome(aborted=checked.problem, config_error=checked.config_error,
                                      notes=list(executor.notes))  # fmt: skip
                 reporter.run_finished(outcome)
@@ -102,13 +108,29 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
             sink.begin(names)
         if plan.left and not plan.stop():
             driver = Driver(plan.games, plan.game_spec, executor, plan.sinks, reporter,
-                            policy=plan.policy, stop=plan.stop)  # fmt: skip
+                            policy=plan.policy, stop=plan.stop, left_out=left_out)  # fmt: skip
             outcome = await driver.run()
         else:
             outcome = RunOutcome()
+        for key, why in left_out.items():
+            games = sum(1 for game in outcome.left_out if key in game.engines)
+            outcome.notes.append(
+                f"{names[key]} was left out ({why}): its {games} game(s) are stored as void"
+                " and are played when the tournament is run again and it starts"
+            )
         outcome.notes.extend(executor.notes)
         reporter.run_finished(outcome)
         return outcome
+
+
+def _can_leave_out(plan: Plan, checked: Preflight) -> bool:
+    """Whether the engines that could not start are left out rather than the run stopped:
+    only where the plan says so, when nothing else is wrong (a variant an engine cannot
+    play is the operator's to fix), and while two engines are left to play."""
+    failed = checked.failures
+    return (plan.leave_out and bool(failed) and not checked.config_error
+            and checked.problem in failed.values()
+            and len(plan.settings.engines) - len(failed) >= 2)  # fmt: skip
 
 
 def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,

@@ -53,7 +53,7 @@ _TOURNAMENT_KEYS = {
     "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
     "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
-    "warm_engines": int, "warm_memory_mb": int, "confine_per": str,
+    "warm_engines": int, "warm_memory_mb": int, "confine_per": str, "on_start_failure": str,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_WARM = 1024  # engines one slot may keep running
@@ -83,6 +83,7 @@ class Tournament:
     dask: str | None = None  # a Dask scheduler's address: play the games on its workers
     warm: WarmBudget = field(default_factory=WarmBudget)
     confine_per: str = "game"  # a confined engine is a fresh process per game or pairing
+    leave_out: bool = False  # an engine that cannot start is left out, not the run stopped
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -104,6 +105,7 @@ class Tournament:
         """A snapshot of the whole definition, stored with the results."""
         return {
             "name": self.name, "rounds": self.rounds, **self.conditions(),
+            "on_start_failure": "leave-out" if self.leave_out else "stop",
             "openings_file": self.openings_file,
             "engines": {name: c for name, c in self.engine_conditions.items()},
         }  # fmt: skip
@@ -150,6 +152,7 @@ class Tournament:
             ),
             games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
             variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
+            leave_out=self.leave_out,
         )  # fmt: skip
 
 
@@ -248,6 +251,12 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         raise ConfigError(f"unknown value {confine_per!r}", where=f"{where}.confine_per",
                           hint='use "game" (a fresh process every game, the default) or'
                           ' "pairing" (kept for a pairing\'s games in a row)')  # fmt: skip
+    on_start_failure = _get(table, "on_start_failure", where, "stop")
+    if on_start_failure not in ("stop", "leave-out"):
+        raise ConfigError(f"unknown value {on_start_failure!r}",
+                          where=f"{where}.on_start_failure",
+                          hint='use "stop" (the run stops, the default) or "leave-out" (its'
+                          " games are void, the rest are played)")  # fmt: skip
     tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
@@ -313,7 +322,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
         openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
-        warm=warm, confine_per=confine_per,
+        warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
     )  # fmt: skip
 
 
