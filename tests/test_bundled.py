@@ -219,3 +219,22 @@ def test_every_help_ends_with_examples_that_parse() -> None:
                 command = command.commands[args.pop(0)]
             assert not isinstance(command, click.Group) or not args, line
             command.make_context(words[0], args)  # unknown options or bad values raise
+
+
+@pytest.mark.slow
+def test_the_demo_plays_the_pie_rule_and_ends_with_the_elo_table(tmp_path: Path) -> None:
+    """The README's main job, as packaged: every pair opens with one random stone, the
+    engine on move decides the swap (the ladder's engines swap a central stone), and
+    the run ends with the table."""
+    from stores import read_store
+
+    done = invoke("tournament", "run", "--example", "demo", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["rank", "engine", "Elo"]
+    assert {line.split()[1] for line in lines[2:5]} == {"random", "heuristic", "mcts"}
+    records = read_store(tmp_path / "demo.sqlite").records
+    assert len(records) == 60 and all(r["opening"] == 1 for r in records)
+    swaps = [r for r in records if r["swapped"]]
+    assert swaps and all(r["moves"][1] == "swap" for r in swaps)
+    assert len(swaps) < len(records)  # a decision, not a habit
