@@ -1,0 +1,224 @@
+"""Sequential tests on seat-swapped pairs, and an honest estimate after they stop (pure).
+
+Games come in pairs sharing an opening, one game from each seat, and the two games of a
+pair are correlated (the opening favours one side in both). Atoll has no draws, so a pair
+scores 0 (lost twice), 1/2 (split) or 1 (won twice) for the engine under test: fishtest's
+pentanomial model collapses to these three classes. Testing pairs instead of games uses
+that correlation: the variance of a pair's score is what it is, not what independent
+games would make it, so the test needs fewer games for the same error rates.
+
+The test is the generalized SPRT (as fishtest and fastchess run it): the log-likelihood
+ratio of the two maximum-likelihood distributions of the pair classes constrained to the
+mean score of each hypothesis, with the logistic (400-point) Elo model. A sequential test
+stops on lucky streaks as well as on strength, so the plain estimate at its stop is
+biased away from the middle; `stopped_estimate` gives the median-unbiased one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arbiter.results.ratings import expected_score
+
+PAIR_SCORES = (0.0, 0.5, 1.0)  # lost twice, split, won twice
+MODELS = ("pairs", "games")
+_EMPTY = 1e-3  # a class never seen counts this much (fishtest's regularisation)
+
+
+@dataclass(frozen=True)
+class Sprt:
+    """The SPRT asked for: H0 "elo0 stronger" against H1 "elo1 stronger"."""
+
+    elo0: float
+    elo1: float
+    alpha: float = 0.05
+    beta: float = 0.05
+    model: str = "pairs"  # or "games": the binomial test on single games
+
+    @property
+    def lower(self) -> float:
+        """At or below it H0 is accepted."""
+        return math.log(self.beta / (1.0 - self.alpha))
+
+    @property
+    def upper(self) -> float:
+        """At or above it H1 is accepted."""
+        return math.log((1.0 - self.beta) / self.alpha)
+
+    def verdict(self, llr: float) -> str:
+        return "H1" if llr >= self.upper else "H0" if llr <= self.lower else "inconclusive"
+
+
+def constrained_mle(counts: Sequence[float], scores: Sequence[float], mean: float) -> np.ndarray:
+    """The distribution over `scores` most likely to give `counts` among those of the
+    given mean score: p_i = q_i / (1 + lam (x_i - mean)), q the observed frequencies and
+    lam the root of sum q_i (x_i - mean) / (1 + lam (x_i - mean)) = 0.
+
+    Every count must be positive (see `regularised`) and the mean strictly inside the
+    scores' range, so that the root exists and is unique (the sum falls with lam).
+    """
+    q = np.asarray(counts, dtype=float)
+    q = q / q.sum()
+    d = np.asarray(scores, dtype=float) - mean
+    # 1 + lam d_i > 0 for every i bounds lam on both sides.
+    low = -1.0 / d.max() if d.max() > 0 else -1e12
+    high = -1.0 / d.min() if d.min() < 0 else 1e12
+    lam = 0.0
+    for _ in range(100):  # Newton's steps, kept inside the bracket by bisection
+        ratio = d / (1.0 + lam * d)
+        slope = float(np.dot(q, ratio))
+        if slope > 0:
+            low = lam
+        else:
+            high = lam
+        if abs(slope) < 1e-15:
+            break
+        step = lam + slope / float(np.dot(q, ratio * ratio))
+        lam = step if low < step < high else 0.5 * (low + high)
+    p = q / (1.0 + lam * d)
+    result: np.ndarray = p / p.sum()
+    return result
+
+
+def regularised(counts: Sequence[int]) -> list[float]:
+    """Counts with every class at least `_EMPTY`: the constrained maximum exists for
+    any mean between the scores, even before a class has been seen."""
+    return [float(c) if c > 0 else _EMPTY for c in counts]
+
+
+def pair_llr(pairs: Sequence[int], elo0: float, elo1: float) -> float:
+    """The GSPRT's log-likelihood ratio of H1 against H0 on pair classes
+    [lost twice, split, won twice] counted for the engine under test."""
+    if sum(pairs) == 0:
+        return 0.0
+    n = regularised(pairs)
+    p0 = constrained_mle(n, PAIR_SCORES, expected_score(elo0))
+    p1 = constrained_mle(n, PAIR_SCORES, expected_score(elo1))
+    return float(np.sum(np.asarray(n) * np.log(p1 / p0)))
+
+
+def game_llr(wins: int, losses: int, elo0: float, elo1: float) -> float:
+    """The binomial SPRT's log-likelihood ratio on single games (no draws in Atoll)."""
+    p0, p1 = expected_score(elo0), expected_score(elo1)
+    return wins * math.log(p1 / p0) + losses * math.log((1.0 - p1) / (1.0 - p0))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An Elo estimate with its interval (bounds may be infinite)."""
+
+    elo: float
+    lower: float
+    upper: float
+
+
+def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
+                     level: float = 0.95) -> Estimate | None:  # fmt: skip
+    """The median-unbiased Elo estimate, and its interval, of a pair test that stopped
+    with `result` ("H0", "H1", or "inconclusive" at its cap) after `pairs`.
+
+    A sequential test stops when its statistic crosses a bound, and a lucky streak takes
+    it there sooner: the mean score at the stop overstates the difference (understates
+    it for H0). As fishtest does, outcomes are ordered by how far they went (a stop at
+    the upper bound after fewer pairs is a stronger result, a stop at the lower bound
+    after fewer pairs a weaker one; then the final score), and the estimate is the
+    strength under which the observed outcome is the median one (mid-p: ties count
+    half); the interval's ends are those under which it is at the (1 -/+ level) / 2
+    quantiles.
+
+    The probabilities are computed exactly for the random walk of the pairs' total
+    score, with the test's bounds in their linear (Brownian) approximation: the LLR of a
+    pair scoring x is about (s1 - s0) (x - (s0 + s1) / 2) / var, var the pairs' observed
+    score variance (at least `_MIN_VAR`: nearly every pair in one class would make the
+    linear form meaningless). The pair classes keep the observed shape, tilted to each
+    candidate mean as the test's own maximum-likelihood distributions are. None when no
+    pair was played; infinite ends where the data bound nothing.
+    """
+    total = sum(pairs)
+    if total == 0:
+        return None
+    n = regularised(pairs)
+    q = np.asarray(n) / sum(n)
+    x = np.asarray(PAIR_SCORES)
+    var = max(_MIN_VAR, float(np.sum(q * (x - np.sum(q * x)) ** 2)))
+    s0, s1 = expected_score(test.elo0), expected_score(test.elo1)
+    walk = _Walk(n, total, (s1 - s0) / var, (s0 + s1) / 2.0, test, result,
+                 pairs[1] + 2 * pairs[2])  # fmt: skip
+    tail = (1.0 - level) / 2.0
+    # One pass over a coarse grid serves the three ends; each is then found on finer
+    # grids between the two candidates that bracket it.
+    coarse = np.linspace(-_ELO_RANGE, _ELO_RANGE, 41)
+    at_least, more = walk.stronger(coarse)
+    ends = []
+    for target, which in ((0.5, 2), (tail, 0), (1.0 - tail, 1)):
+        values = (at_least, more, 0.5 * (at_least + more))[which]
+        above = np.flatnonzero(values >= target)
+        if len(above) == 0:
+            ends.append(math.inf)
+            continue
+        first = int(above[0])
+        if first == 0:
+            ends.append(-math.inf)
+            continue
+        low, high = float(coarse[first - 1]), float(coarse[first])
+        for _ in range(2):
+            elos = np.linspace(low, high, 17)
+            pair = walk.stronger(elos)
+            values = (pair[0], pair[1], 0.5 * (pair[0] + pair[1]))[which]
+            first = max(1, int(np.flatnonzero(values >= target)[0]) if (values >= target).any()
+                        else len(elos) - 1)  # fmt: skip
+            low, high = float(elos[first - 1]), float(elos[first])
+        ends.append(0.5 * (low + high))
+    return Estimate(ends[0], ends[1], ends[2])
+
+
+_MIN_VAR = 0.02  # of a pair's score (independent even games give 0.125)
+_ELO_RANGE = 1200.0  # beyond it an end is shown as unbounded
+
+
+class _Walk:
+    """The pairs' total score, in half points, as a random walk stopped by the test."""
+
+    def __init__(self, counts: Sequence[float], total: int, slope: float, mid: float,
+                 test: Sprt, result: str, observed: int) -> None:  # fmt: skip
+        self.counts, self.total, self.slope, self.mid = counts, total, slope, mid
+        self.test, self.result, self.observed = test, result, observed
+
+    def stronger(self, elos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each Elo difference: P(an outcome at least as strong as the observed one),
+        and P(a stronger one)."""
+        p = np.array([constrained_mle(self.counts, PAIR_SCORES, expected_score(e))
+                      for e in elos])  # fmt: skip
+        t_ = self.test
+        alive = np.ones((len(elos), 1))  # mass on half points start .. start + width - 1
+        start = 0
+        before = np.zeros(len(elos))  # stopped at the upper bound before the end
+        for t in range(1, self.total + 1):
+            width = alive.shape[1] + 2
+            step = np.zeros((len(elos), width))
+            step[:, :-2] += p[:, [0]] * alive
+            step[:, 1:-1] += p[:, [1]] * alive
+            step[:, 2:] += p[:, [2]] * alive
+            k = np.arange(start, start + width)
+            value = self.slope * (k / 2.0 - t * self.mid)
+            up, down = value >= t_.upper, value <= t_.lower
+            if t == self.total:
+                break
+            before += step[:, up].sum(axis=1)  # an earlier H1 stop beats any outcome
+            keep = np.flatnonzero(~(up | down))
+            if len(keep) == 0:  # every path stopped before the end: only earlier H1 stops
+                return np.minimum(before, 1.0), np.minimum(before, 1.0)  # are stronger
+            alive = step[:, keep[0] : keep[-1] + 1]
+            start += int(keep[0])
+        if self.result == "H0":  # not stopped low by now, or stopped low with more points
+            base = before + step[:, ~down].sum(axis=1)
+            at_least = base + step[:, down & (k >= self.observed)].sum(axis=1)
+            more = base + step[:, down & (k > self.observed)].sum(axis=1)
+        else:  # H1 now, or still running (at a cap): more points now
+            at_least = before + step[:, k >= self.observed].sum(axis=1)
+            more = before + step[:, k > self.observed].sum(axis=1)
+        return np.minimum(at_least, 1.0), np.minimum(more, 1.0)
