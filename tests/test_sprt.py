@@ -34,7 +34,7 @@ def _brute_force_mle(counts: list[float], mean: float) -> np.ndarray:
         constraints=[
             {"type": "eq", "fun": lambda p: np.sum(p) - 1.0},
             {"type": "eq", "fun": lambda p: np.sum(p * x) - mean},
-        ],  # fmt: skip
+        ],
         options={"ftol": 1e-15, "maxiter": 500},
     )
     assert best.success, best.message
