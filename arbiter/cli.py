@@ -973,6 +973,9 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         store.verify()  # never a table over games nobody will find
         _, outside = _outside(t, store)
         say(_store_standings(store))
+        tests = t.tests(store)
+        for (a, b), verdict in [] if tests is None else tests.verdicts():
+            say(f"{a} vs {b}: {verdict.line()}")
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:
@@ -1036,6 +1039,8 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     hosts = []
     outside = 0
     starts, start_seconds, attempts = 0, 0.0, 0
+    tests = None
+    left = None  # games still to play: the schedule's not stored, but for decided tests
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
@@ -1051,11 +1056,19 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             attempts = store.games_stored() + store.void_count()
             if by_host:
                 hosts = split_by_host(store)
+            if kind == "Tournament" and t.sprt is not None:
+                tests = t.tests(store)
+                stored = store.done_ids()
+                left = sum(1 for gid, engines in t.slots()
+                           if gid not in stored and not tests.decided(engines))  # fmt: skip
+    if left is None:
+        left = t.total - done
+    verdicts = [] if tests is None else tests.verdicts()
     if as_json:
         data: dict[str, Any] = {
             "tournament": t.name, "kind": kind.lower(), "store": str(t.output),
             "scheduled": t.total, "done": done,
-            "left": t.total - done, "outside_schedule": outside,
+            "left": left, "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
             "engine_starts": {
                 "count": starts, "seconds": start_seconds,
@@ -1068,9 +1081,13 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         })  # fmt: skip
         if by_host:
             data["hosts"] = [host_json(h) for h in hosts]
+        if kind == "Tournament" and t.sprt is not None:
+            data["sprt"] = [{"engines": list(pair), **v.as_json()} for pair, v in verdicts]
         emit(json.dumps(data))
         return
-    say(f"{kind} {t.name}: {done} of {t.total} games played, {t.total - done} left"
+    unneeded = t.total - done - left
+    decided = f", {unneeded} not needed (their pairings' tests decided)" if unneeded else ""
+    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left{decided}"
         f" ({t.output})")  # fmt: skip
     from arbiter.results.standings import table
 
@@ -1079,6 +1096,8 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         per_game = f", {starts / attempts:.2f} per game played" if attempts else ""
         say(f"Engines were started {starts} times{per_game}, taking {start_seconds:.1f} s in"
             " all.")  # fmt: skip
+    for (a, b), verdict in verdicts:
+        say(f"{a} vs {b}: {verdict.line()}")
     for line in notes:
         say(line)
     for h in hosts:

@@ -31,9 +31,11 @@ from arbiter.executors.jobs import (
     ExecutorSettings,
     Finished,
     GameJob,
+    Keep,
     Preflight,
     Started,
     Unplayable,
+    Withdrawn,
     void_record,
 )
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
@@ -303,9 +305,13 @@ class FakeExecutor:
             return Win()
         return scripted[min(attempt, len(scripted) - 1)]
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
+                  keep: Keep | None = None) -> None:  # fmt: skip
         async with jobs:
             async for job in jobs:
+                if keep is not None and not keep(job):
+                    emit(Withdrawn(job.number))
+                    continue
                 self.jobs.append(job)
                 outcome = self.outcome(job)
                 if isinstance(outcome, Refused):

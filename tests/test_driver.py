@@ -238,3 +238,48 @@ async def test_a_resumed_tournament_plays_only_the_games_not_stored(tmp_path: Pa
     with Store.open_read(t.output) as store:
         assert store.done_ids() == set(t.ids()) and store.games_stored() == 12
         assert store.void_count() == 0
+
+
+async def test_a_game_the_plan_no_longer_wants_is_taken_back_unplayed() -> None:
+    """Games are read ahead of the slots; the plan is asked again as each is about to
+    start (a pairing's test may have decided meanwhile): one it no longer wants is
+    neither played nor stored, and the run still ends."""
+    played: list[str] = []
+
+    def keep(game: ScheduledGame) -> bool:
+        played.append(game.game_id)
+        return len(played) <= 2  # the third and later are not wanted
+
+    run = await drive({}, games=schedule(5), keep=keep)
+    assert rated_ids(run) == ["g1", "g2"] and not void_ids(run)
+    assert run.taken() == Counter({"g1": 1, "g2": 1})
+    assert not run.outcome.unplayed and not run.outcome.aborted
+
+
+async def test_the_dispatcher_asks_keep_as_a_job_is_taken_not_as_it_is_read() -> None:
+    import trio
+    import trio.testing
+
+    from arbiter.executors.dispatch import Dispatcher
+    from arbiter.executors.jobs import Withdrawn
+
+    send, receive = trio.open_memory_channel[GameJob](100)
+    for game in schedule(6):
+        send.send_nowait(GameJob(game.number, spec(game), game.engines))
+    send.close()
+    wanted = {1, 2, 3, 4, 5, 6}
+    withdrawn: list[int] = []
+
+    def emit(event: object) -> None:
+        assert isinstance(event, Withdrawn)
+        withdrawn.append(event.number)
+
+    dispatcher = Dispatcher(receive, 1, lambda job: job.number in wanted, emit)
+    taken = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(dispatcher.fill)
+        await trio.testing.wait_all_tasks_blocked()  # all six read ahead
+        while (job := await dispatcher.take()) is not None:
+            taken.append(job.number)
+            wanted -= {3, 4}  # a result came in: games 3 and 4 are no longer wanted
+    assert taken == [1, 2, 5, 6] and withdrawn == [3, 4]

@@ -585,3 +585,89 @@ def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_schedul
     assert "broken could not be started" in done.stdout
     # It stopped before any game: no retry after retry, no void chain.
     assert "Started game" not in done.stderr and "void" not in done.stderr
+
+
+def _gauntlet_with_tests(tmp_path: Path) -> Path:
+    """hero against an engine that resigns (H1), the heuristic bot (H0) and its own
+    double (always a split: the test stays at 0 and runs to its cap of 6 pairs)."""
+    first = [sys.executable, str(ROOT / "tests" / "engines" / "firstcell.py")]
+    engines = [
+        f'[[engine]]\nname = "hero"\ncommand = {json.dumps(first)}\n',
+        bot("weak", "resign"),
+        '[[engine]]\nname = "strong"\ncommand = ["{python}", "-m", "arbiter.bots.heuristic_bot"]\n',
+        f'[[engine]]\nname = "double"\ncommand = {json.dumps(first)}\n',
+    ]
+    header = (BASIC.replace("rounds = 1", "rounds = 6").replace("concurrency = 2",
+                                                                "concurrency = 1")
+              + '\nformat = "gauntlet"\nchallenger = "hero"'
+              + "\nsprt = { elo0 = -150, elo1 = 150 }")  # fmt: skip
+    return write_tournament(tmp_path, header, engines)
+
+
+def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: Path) -> None:
+    t = _gauntlet_with_tests(tmp_path)
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    assert "hero vs weak: SPRT (pairs): LLR 3.45 [-2.94, 2.94], H1 accepted" in done.stdout
+    status = arbiter("tournament", "status", str(t), "--json")
+    data = json.loads(status.stdout)
+    tests = {tuple(row["engines"]): row for row in data["sprt"]}
+    assert tests[("hero", "weak")]["result"] == "H1"
+    assert tests[("hero", "weak")]["pairs"] == [0, 0, 4] and tests[("hero", "weak")]["games"] == 8
+    assert tests[("hero", "strong")]["result"] == "H0"
+    assert tests[("hero", "strong")]["pairs"] == [4, 0, 0]
+    assert tests[("hero", "double")]["result"] == "inconclusive"
+    assert tests[("hero", "double")]["pairs"] == [0, 6, 0]  # to its cap
+    assert tests[("hero", "double")]["model"] == "pairs"
+    assert data["done"] == 28 and data["left"] == 0 and data["scheduled"] == 36
+    text = arbiter("tournament", "status", str(t))
+    assert "28 of 36 games played, 0 left, 8 not needed" in text.stdout
+    assert "hero vs strong: SPRT (pairs): LLR -3.45" in text.stdout
+    # A decided pairing never plays again; more rounds go to the one still testing.
+    t.write_text(t.read_text().replace("rounds = 6", "rounds = 7"))
+    more = arbiter("tournament", "run", str(t), "-q")
+    assert more.returncode == 0, more.stderr
+    assert games_stored(tmp_path / "t.sqlite") == 30
+    # The test is a condition of play.
+    t.write_text(t.read_text().replace("elo0 = -150", "elo0 = -100"))
+    changed = arbiter("tournament", "run", str(t), "-q")
+    assert changed.returncode == 2 and "sprt" in changed.stderr and "--fresh" in changed.stderr
+
+
+def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path) -> None:
+    t = _gauntlet_with_tests(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen = 0
+    for line in proc.stderr:  # the middle of round 2: weak's and strong's tests go on
+        seen += line.startswith("Finished game")
+        if seen == 9:
+            break
+    proc.kill()
+    proc.wait()
+    proc.stderr.close()
+    assert 9 <= games_stored(tmp_path / "t.sqlite") < 28
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
+    pairs = {tuple(row["engines"]): row["pairs"] for row in data["sprt"]}
+    assert pairs == {("hero", "weak"): [0, 0, 4], ("hero", "strong"): [4, 0, 0],
+                     ("hero", "double"): [0, 6, 0]}  # fmt: skip
+    assert data["done"] == 28
+    ids = read_store(tmp_path / "t.sqlite").ids
+    assert len(ids) == len(set(ids)) == 28
+
+
+def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
+    for bad, words in (("{ elo0 = 10, elo1 = 0 }", "elo1 > elo0"),
+                       ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
+                       ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
+                       ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "'x'"),
+                       ('"elo0=0,elo1=5"', "table")):  # fmt: skip
+        t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])
+        done = arbiter("tournament", "run", str(t), "-q")
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "sprt" in done.stderr and words in done.stderr, done.stderr

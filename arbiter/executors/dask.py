@@ -64,6 +64,7 @@ from arbiter.executors.jobs import (
     ExecutorSettings,
     Finished,
     GameJob,
+    Keep,
     Preflight,
     machine,
     void_record,
@@ -411,7 +412,8 @@ class DaskExecutor:
 
     # --------------------------------------------------------------------- run
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
+                  keep: Keep | None = None) -> None:  # fmt: skip
         """Send games as workers have room, each to the worker whose warm engines suit
         it best (a preference the scheduler drops when that worker leaves)."""
         client = await self._connect()
@@ -420,7 +422,7 @@ class DaskExecutor:
         for started in self._preflight_started:
             emit(started)
         token = trio.lowlevel.current_trio_token()
-        dispatcher = Dispatcher(jobs, await self._limit(client))
+        dispatcher = Dispatcher(jobs, await self._limit(client), keep, emit)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(dispatcher.fill)
             while True:

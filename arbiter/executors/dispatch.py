@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 
 import trio
 
-from arbiter.executors.jobs import GameJob
+from arbiter.executors.jobs import Emit, GameJob, Keep, Withdrawn
 
 LOOKAHEAD = 64  # jobs read ahead of the slots, at least (a round of an 8-engine pool)
 
@@ -26,8 +26,11 @@ LOOKAHEAD = 64  # jobs read ahead of the slots, at least (a round of an 8-engine
 class Dispatcher:
     """Jobs from the run's channel, handed out by engine affinity."""
 
-    def __init__(self, jobs: trio.MemoryReceiveChannel[GameJob], slots: int) -> None:
+    def __init__(self, jobs: trio.MemoryReceiveChannel[GameJob], slots: int,
+                 keep: Keep | None = None, emit: Emit | None = None) -> None:  # fmt: skip
         self._jobs = jobs
+        self._keep = keep  # asked as a job is taken: the run may no longer want it
+        self._emit = emit
         self.lookahead = max(LOOKAHEAD, 4 * slots)
         self._pending: list[tuple[int, GameJob]] = []  # with when it came, in jobs handed out
         self._taken = 0  # jobs handed out so far
@@ -59,10 +62,18 @@ class Dispatcher:
 
     async def take(self, warm: Collection[str] = ()) -> GameJob | None:
         """The next game for a slot holding `warm` engines; None once there are no more."""
-        while not self._pending:
-            if self._closed:
-                return None
-            await self._changed.wait()
+        while True:
+            while not self._pending:
+                if self._closed:
+                    return None
+                await self._changed.wait()
+            job = self._choose(warm)
+            if self._keep is None or self._keep(job):
+                return job
+            if self._emit is not None:
+                self._emit(Withdrawn(job.number))
+
+    def _choose(self, warm: Collection[str]) -> GameJob:
         pending = self._pending
         best = 0
         overdue = self._taken - pending[0][0] >= self.lookahead

@@ -79,8 +79,18 @@ class Abort:
     reason: str
 
 
-Event = Started | Finished | EngineSeen | EngineStarted | Unplayable | Abort
+@dataclass(frozen=True)
+class Withdrawn:
+    """A game taken back before it started: the run no longer wants it played (its
+    pairing's test has decided). Never stored, never counted."""
+
+    number: int
+
+
+Event = Started | Finished | EngineSeen | EngineStarted | Unplayable | Abort | Withdrawn
 Emit = Callable[[Event], None]
+# Asked as a game is about to be given to a slot: False takes it back (`Withdrawn`).
+Keep = Callable[[GameJob], bool]
 
 
 class Executor(Protocol):
@@ -97,11 +107,14 @@ class Executor(Protocol):
         play this variant at all?"""
         ...
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
+                  keep: Keep | None = None) -> None:  # fmt: skip
         """Play jobs until the channel is closed and drained, reporting events to `emit`.
 
         The executor takes a job only when it has room for it, so the driver's schedule
         is never materialised; cancelling the run abandons the games still in flight.
+        A job read ahead is asked `keep` as it is about to start (results may have come
+        in since it was read): one not kept is dropped with a `Withdrawn` event.
         """
         ...
 

@@ -26,6 +26,7 @@ from arbiter.executors.jobs import (
     ExecutorSettings,
     Finished,
     GameJob,
+    Keep,
     Preflight,
     Unplayable,
     void_record,
@@ -118,11 +119,12 @@ class LocalExecutor:
         for worker in ready:
             await worker.close()
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit) -> None:
+    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
+                  keep: Keep | None = None) -> None:  # fmt: skip
         """Play jobs until the channel is closed and drained, each slot taking the game
         its warm engines suit best (`arbiter.executors.dispatch`)."""
         slot = self._process_slot if self.processes else self._local_slot
-        dispatcher = Dispatcher(jobs, self.concurrency)
+        dispatcher = Dispatcher(jobs, self.concurrency, keep, emit)
         early, self._early = self._early, []
         for event in early:
             emit(event)

@@ -17,8 +17,9 @@ biased away from the middle; `stopped_estimate` gives the median-unbiased one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +49,11 @@ class Sprt:
     def upper(self) -> float:
         """At or above it H1 is accepted."""
         return math.log((1.0 - self.beta) / self.alpha)
+
+    def conditions(self) -> dict[str, Any]:
+        """The test as a condition of play (a started store refuses another)."""
+        return {"elo0": self.elo0, "elo1": self.elo1, "alpha": self.alpha, "beta": self.beta,
+                "model": self.model}  # fmt: skip
 
     def verdict(self, llr: float) -> str:
         return "H1" if llr >= self.upper else "H0" if llr <= self.lower else "inconclusive"
@@ -222,3 +228,135 @@ class _Walk:
             at_least = before + step[:, k >= self.observed].sum(axis=1)
             more = before + step[:, k > self.observed].sum(axis=1)
         return np.minimum(at_least, 1.0), np.minimum(more, 1.0)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where a test stands: its statistic, its bounds, its result, and what it counted.
+
+    `pairs` are [lost twice, split, won twice] for the engine under test (whole pairs
+    only), `games` the rated games the test counted (twice the pairs under the pair
+    model), whatever the model.
+    """
+
+    llr: float
+    lower: float
+    upper: float
+    result: str
+    games: int
+    model: str
+    pairs: tuple[int, int, int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"model": self.model, "llr": round(self.llr, 4), "lower": round(self.lower, 4),
+                "upper": round(self.upper, 4), "result": self.result, "games": self.games,
+                "pairs": list(self.pairs)}  # fmt: skip
+
+    def line(self) -> str:
+        """The test in one line, as the summaries print it."""
+        lost, split, won = self.pairs
+        counted = (f"pairs {won} won twice, {split} split, {lost} lost twice"
+                   if self.model == "pairs" else f"{self.games} games")  # fmt: skip
+        word = {"H1": "H1 accepted", "H0": "H0 accepted"}.get(self.result, "inconclusive")
+        return (f"SPRT ({self.model}): LLR {self.llr:.2f} [{self.lower:.2f}, {self.upper:.2f}],"
+                f" {word}; {counted}")  # fmt: skip
+
+
+def judge(test: Sprt, pairs: Sequence[int], wins: int, losses: int) -> Verdict:
+    """The test on what was counted: whole pairs under the pair model, games otherwise."""
+    if test.model == "pairs":
+        llr, games = pair_llr(pairs, test.elo0, test.elo1), 2 * sum(pairs)
+    else:
+        llr, games = game_llr(wins, losses, test.elo0, test.elo1), wins + losses
+    lost, split, won = (int(c) for c in pairs)
+    return Verdict(llr, test.lower, test.upper, test.verdict(llr), games, test.model,
+                   (lost, split, won))  # fmt: skip
+
+
+class PairTally:
+    """Whole seat-swapped pairs per pairing, counted for the engine named first in each.
+
+    A pair counts once both of its games are rated; a lone game waits for its partner
+    (a replayed void game keeps its pair). `first` orders a pairing's two engines: the
+    first is the one whose strength a test is about.
+    """
+
+    def __init__(self, first: Callable[[str, str], tuple[str, str]]) -> None:
+        self._first = first
+        self._half: dict[str, tuple[str, str]] = {}  # pair key: (a game's winner, loser)
+        self.pairs: dict[tuple[str, str], list[int]] = {}
+        self.games: dict[tuple[str, str], list[int]] = {}  # [wins, losses] of the first
+
+    def add(self, pair_key: str, winner: str, loser: str) -> None:
+        a, b = self._first(winner, loser)
+        games = self.games.setdefault((a, b), [0, 0])
+        games[0 if winner == a else 1] += 1
+        other = self._half.pop(pair_key, None)
+        if other is None:
+            self._half[pair_key] = (winner, loser)
+            return
+        won = (winner == a) + (other[0] == a)
+        self.pairs.setdefault((a, b), [0, 0, 0])[won] += 1
+
+    def counts(self, a: str, b: str) -> tuple[list[int], int, int]:
+        """Pair classes and games (wins, losses) for `a` against `b`, as ordered."""
+        pairs = self.pairs.get((a, b), [0, 0, 0])
+        games = self.games.get((a, b), [0, 0])
+        return pairs, games[0], games[1]
+
+
+def parse_test(text: str) -> Sprt:
+    """``"elo0=0,elo1=10[,alpha=0.05,beta=0.05,model=pairs]"`` as a test.
+
+    Raises:
+        ValueError: Naming the problem: an item without ``=``, an unknown or repeated key,
+            a value that is not a finite number, a missing elo0 or elo1, ``elo1 <= elo0``,
+            alpha or beta outside (0, 0.5), or a model other than pairs and games.
+    """
+    values: dict[str, object] = {}
+    for item in text.split(","):
+        key, sep, raw = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise ValueError(f"SPRT item {item.strip()!r} is not key=value (e.g. elo0=0,elo1=10)")
+        if key in values:
+            raise ValueError(f"SPRT key {key!r} is given twice")
+        values[key] = raw.strip()
+    return test_from(values)
+
+
+def test_from(values: Mapping[str, object]) -> Sprt:
+    """A test from its keys (a tournament file's inline table, or parsed text)."""
+    allowed = ("elo0", "elo1", "alpha", "beta", "model")
+    numbers: dict[str, float] = {}
+    model = "pairs"
+    for key, raw in values.items():
+        if key not in allowed:
+            raise ValueError(f"unknown SPRT key {key!r}; expected {', '.join(allowed)}")
+        if key == "model":
+            if raw not in MODELS:
+                raise ValueError(f"SPRT model must be pairs or games, not {raw!r}")
+            model = str(raw)
+            continue
+        if isinstance(raw, bool):
+            raise ValueError(f"SPRT {key} must be a number, not {raw!r}")
+        try:
+            value = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError(f"SPRT {key} must be a number, not {str(raw)[:40]!r}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"SPRT {key} must be finite, not {str(raw)[:40]!r}")
+        numbers[key] = value
+    missing = [k for k in ("elo0", "elo1") if k not in numbers]
+    if missing:
+        raise ValueError(f"SPRT needs {' and '.join(missing)} (e.g. elo0=0,elo1=10)")
+    test = Sprt(numbers["elo0"], numbers["elo1"], numbers.get("alpha", 0.05),
+                numbers.get("beta", 0.05), model)  # fmt: skip
+    if test.elo1 <= test.elo0:
+        raise ValueError(f"SPRT needs elo1 > elo0, got elo0={test.elo0:g}, elo1={test.elo1:g}")
+    if not all(abs(e) <= 2000 for e in (test.elo0, test.elo1)):
+        raise ValueError("SPRT elo0 and elo1 must be within ±2000 (e.g. elo0=0,elo1=10)")
+    for name, value in (("alpha", test.alpha), ("beta", test.beta)):
+        if not 0.0 < value < 0.5:
+            raise ValueError(f"SPRT {name} must be between 0 and 0.5 (exclusive), not {value:g}")
+    return test

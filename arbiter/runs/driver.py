@@ -27,6 +27,7 @@ from arbiter.executors.jobs import (
     GameJob,
     Started,
     Unplayable,
+    Withdrawn,
     start_failure,
     void_record,
 )
@@ -132,7 +133,9 @@ class Driver:
         policy: VoidPolicy | None = None,
         stop: Callable[[], bool] | None = None,
         left_out: Mapping[str, str] | None = None,
+        keep: Callable[[ScheduledGame], bool] | None = None,
     ) -> None:
+        self._keep = keep  # asked as a game is about to start: the plan may not want it
         self._games = games
         self._left_out = dict(left_out or {})  # engine key: why it could not start
         self._make_spec = make_spec
@@ -155,8 +158,12 @@ class Driver:
         async with trio.open_nursery() as nursery:
             self._scope = nursery.cancel_scope
             nursery.start_soon(self._feed, send)
-            await self.executor.run(receive, self._event)
+            await self.executor.run(receive, self._event, self._keep_job)
         return self.outcome
+
+    def _keep_job(self, job: GameJob) -> bool:
+        game = self._by_number.get(job.number)
+        return self._keep is None or game is None or self._keep(game)
 
     def _next(self) -> ScheduledGame | None:
         if self._retries:
@@ -233,6 +240,9 @@ class Driver:
             self._halt(event.problem, config_error=True)
         elif isinstance(event, Abort):
             self._halt(event.reason)
+        elif isinstance(event, Withdrawn) and event.number in self._by_number:
+            del self._by_number[event.number]
+            self._changed.set()  # the feed may be waiting for the games in flight
 
     def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
         for sink in self.sinks:

@@ -52,6 +52,9 @@ class Plan:
     # An engine that cannot start is left out (its games void, the others played) instead
     # of stopping the run, as long as two engines are left.
     leave_out: bool = False
+    # Asked as each game is about to start (games are read ahead of the slots): False
+    # takes it back, unplayed and unrecorded (a pairing whose test has decided).
+    keep: Callable[[ScheduledGame], bool] | None = None
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
@@ -108,7 +111,8 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
             sink.begin(names)
         if plan.left and not plan.stop():
             driver = Driver(plan.games, plan.game_spec, executor, plan.sinks, reporter,
-                            policy=plan.policy, stop=plan.stop, left_out=left_out)  # fmt: skip
+                            policy=plan.policy, stop=plan.stop, left_out=left_out,
+                            keep=plan.keep)  # fmt: skip
             outcome = await driver.run()
         else:
             outcome = RunOutcome()

@@ -35,14 +35,17 @@ from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, ExecutorSettings, WarmBudget
 from arbiter.games.referee import RefereeConfig
+from arbiter.results.records import GameRecord
+from arbiter.results.sprt import PairTally, Sprt, Verdict, judge, test_from
 from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
-from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
+from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     Format,
     Openings,
     ScheduledGame,
+    pairings,
     parse_openings,
     tournament_games,
     tournament_size,
@@ -54,6 +57,7 @@ _TOURNAMENT_KEYS = {
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
     "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
     "warm_engines": int, "warm_memory_mb": int, "confine_per": str, "on_start_failure": str,
+    "sprt": dict,
 }  # fmt: skip
 _TOP_KEYS = {"tournament", "engine"}
 MAX_WARM = 1024  # engines one slot may keep running
@@ -84,6 +88,7 @@ class Tournament:
     warm: WarmBudget = field(default_factory=WarmBudget)
     confine_per: str = "game"  # a confined engine is a fresh process per game or pairing
     leave_out: bool = False  # an engine that cannot start is left out, not the run stopped
+    sprt: Sprt | None = None  # a sequential test on every pairing: `rounds` is then a cap
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -99,6 +104,7 @@ class Tournament:
             # Limits count per game or per pairing: games played one way are not
             # comparable with games played the other.
             "confine_per": self.confine_per,
+            "sprt": None if self.sprt is None else self.sprt.conditions(),
         }
 
     def definition(self) -> dict[str, Any]:
@@ -125,9 +131,8 @@ class Tournament:
 
     def ids(self) -> Iterator[str]:
         """Every game id of the schedule, without computing openings."""
-        for game in tournament_games(self.name, list(self.engines), self.format, self.rounds,
-                                     self.variant, challenger=self.challenger):  # fmt: skip
-            yield game.game_id
+        for game_id, _ in self.slots():
+            yield game_id
 
     def stored(self, done: Container[str]) -> int:
         """How many games of this schedule are among `done` (ids of stored games)."""
@@ -145,15 +150,93 @@ class Tournament:
         hidden = (*hidden_files(self.output), str(self.path))
         specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
         sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
+        sinks: list[Sink] = [sink]
+        games = self.games(skip=done)
+        left = self.total - self.stored(done)
+        tests = self.tests(store)
+        if tests is not None:
+            sinks.append(tests)
+            left = sum(1 for gid, engines in self.slots() if gid not in done
+                       and not tests.decided(engines))  # fmt: skip
         return Plan(
             settings=ExecutorSettings(
                 engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
-            games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
-            variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
-            leave_out=self.leave_out,
+            games=games, total=self.total, left=left,
+            variant=self.variant, tc=self.tc, sinks=sinks, concurrency=self.concurrency,
+            leave_out=self.leave_out, keep=None if tests is None else tests.keep,
         )  # fmt: skip
+
+    def slots(self) -> Iterator[tuple[str, tuple[str, str]]]:
+        """Every game of the schedule as (id, engines), without computing openings."""
+        for game in tournament_games(self.name, list(self.engines), self.format, self.rounds,
+                                     self.variant, challenger=self.challenger):  # fmt: skip
+            yield game.game_id, game.engines
+
+    def tests(self, store: Store) -> PairingTests | None:
+        """Each pairing's sequential test as its stored games leave it (None without one)."""
+        if self.sprt is None:
+            return None
+        order = {frozenset(p): p for p in pairings(list(self.engines), self.format,
+                                                   self.challenger)}  # fmt: skip
+        tests = PairingTests(self.sprt, order)
+        for row in store.game_rows():
+            if frozenset((row.seat1, row.seat2)) in order:
+                winner, loser = (row.seat1, row.seat2)[:: 1 if row.winner_seat == 1 else -1]
+                tests.tally.add(row.pair_key, winner, loser)
+        return tests
+
+
+class PairingTests:
+    """The sequential test of every pairing, as a run's sink: each rated game counts
+    (whole pairs under the pair model), and a decided pairing plays no more games."""
+
+    def __init__(self, test: Sprt, order: Mapping[frozenset[str], tuple[str, str]]) -> None:
+        self.test = test
+        self.order = order  # a pairing's engines, the one under test first
+        self.tally = PairTally(lambda x, y: order[frozenset((x, y))])
+        self._decided: set[frozenset[str]] = set()
+        self._begun: set[str] = set()  # pairs with a game started in this run
+
+    def verdicts(self) -> list[tuple[tuple[str, str], Verdict]]:
+        """Every pairing's test, in schedule order."""
+        return [(pair, judge(self.test, *self.tally.counts(*pair)))
+                for pair in self.order.values()]  # fmt: skip
+
+    def keep(self, game: ScheduledGame) -> bool:
+        """Whether to play a game about to start: a pair begun is played whole (a test
+        counts whole pairs), a decided pairing no more."""
+        if game.pair_key in self._begun:
+            return True
+        if self.decided(game.engines):
+            return False
+        self._begun.add(game.pair_key)
+        return True
+
+    def decided(self, engines: tuple[str, str]) -> bool:
+        key = frozenset(engines)
+        if key not in self._decided:
+            verdict = judge(self.test, *self.tally.counts(*self.order[key]))
+            if verdict.result == "inconclusive":
+                return False
+            self._decided.add(key)  # a decided test stays decided: no more games
+        return True
+
+    def begin(self, names: Mapping[str, str]) -> None:
+        pass
+
+    def write(self, game: ScheduledGame, record: GameRecord) -> None:
+        if not record.void:
+            winner = game.engines[0] if record.winner == record.seat1 else game.engines[1]
+            loser = game.engines[1] if winner == game.engines[0] else game.engines[0]
+            self.tally.add(game.pair_key, winner, loser)
+
+    def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
+        pass
+
+    def engine_started(self, name: str, seconds: float) -> None:
+        pass
 
 
 def _no_nul(value: Any, where: str) -> None:
@@ -257,6 +340,14 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
                           where=f"{where}.on_start_failure",
                           hint='use "stop" (the run stops, the default) or "leave-out" (its'
                           " games are void, the rest are played)")  # fmt: skip
+    sprt_table = _get(table, "sprt", where, None)
+    sprt = None
+    if sprt_table is not None:
+        try:
+            sprt = test_from(sprt_table)
+        except ValueError as exc:
+            raise ConfigError(str(exc), where=f"{where}.sprt", hint="e.g. sprt = { elo0 = 0,"
+                              " elo1 = 10, alpha = 0.05, beta = 0.05 }") from exc  # fmt: skip
     tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
@@ -323,6 +414,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
         warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
+        sprt=sprt,
     )  # fmt: skip
 
 
