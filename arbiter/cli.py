@@ -168,6 +168,27 @@ def log_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def transcripts_option(func: F) -> F:
+    """`--transcripts DIR` for the commands that play games."""
+    return click.option(
+        "--transcripts",
+        "transcripts_dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Write each game's full protocol transcript (both engines, timed, as cutechess's"
+        " debug log; at most 1 MiB of exchanges a game, its start and its end) to a file of"
+        " its own in this folder, made if missing.",
+    )(func)
+
+
+def _transcripts(folder: str | None) -> Any:
+    if folder is None:
+        return None
+    from arbiter.results.transcripts import TranscriptFolder
+
+    return TranscriptFolder(folder)
+
+
 def examples(*lines: str) -> str:
     """A command's help ends with examples, kept as written (click rewraps text)."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
@@ -309,6 +330,7 @@ def _engines(engines_file: str | None) -> KnownEngines:
     is_flag=True,
     help="Run both engines under bubblewrap (see the guide on untrusted bots).",
 )
+@transcripts_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @log_options
@@ -319,7 +341,7 @@ def match(
     size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
     store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
     seed: int | None, margin: float,
-    sprt: str | None, sandbox: bool, as_json: bool, quiet: bool,
+    sprt: str | None, sandbox: bool, transcripts_dir: str | None, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
 
@@ -387,7 +409,8 @@ def match(
             stack.callback(writer.close)
         runner = Match(specs, config, records=writer, store=store, sprt=test,
                        given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
-                       keep_records=False, rebuilt=rebuilt)  # fmt: skip
+                       keep_records=False, rebuilt=rebuilt,
+                       transcripts=_transcripts(transcripts_dir))  # fmt: skip
         plan = runner.plan()
         if plan.left < games and not quiet:
             say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"
@@ -908,11 +931,12 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
     help="Accept that this engine's program changed since the store was started,"
     " as the same engine (the store records it). Repeatable.",
 )
+@transcripts_option
 @log_options
 @handle_errors
 def tournament_run(file: str | None, example: str | None, fresh: bool, concurrency: int | None,
-                   dask: str | None, every: int, quiet: bool,
-                   rebuilt: tuple[str, ...]) -> None:  # fmt: skip
+                   dask: str | None, every: int, quiet: bool, rebuilt: tuple[str, ...],
+                   transcripts_dir: str | None) -> None:  # fmt: skip
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -937,7 +961,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store, rebuilt)
-        plan = t.plan(store)
+        plan = t.plan(store, _transcripts(transcripts_dir))
         executor = open_executor(
             plan,
             concurrency=concurrency,

@@ -31,6 +31,7 @@ from arbiter.executors.jobs import (
 )
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, Stage
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,10 @@ class Driver:
         *,
         policy: VoidPolicy | None = None,
         stop: Callable[[], bool] | None = None,
+        transcripts: TranscriptFolder | None = None,
     ) -> None:
         self._games = games
+        self.transcripts = transcripts
         self._make_spec = make_spec
         self.executor = executor
         self.sinks = sinks
@@ -195,7 +198,7 @@ class Driver:
         elif isinstance(event, Finished):
             game = self._by_number.pop(event.number, None)
             if game is not None:
-                self._settle(game, event.record)
+                self._settle(game, event.record, event.transcript)
         elif isinstance(event, EngineSeen):
             self._up.add(event.key)
             name = self.executor.settings.engines[event.key].name or event.key
@@ -212,9 +215,11 @@ class Driver:
         elif isinstance(event, Abort):
             self._halt(event.reason)
 
-    def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
+    def _settle(self, game: ScheduledGame, record: GameRecord, transcript: str = "") -> None:
         for sink in self.sinks:
             sink.write(game, record)  # stored before anyone is told
+        if transcript and self.transcripts is not None:
+            self.transcripts.write(record, transcript)
         self._changed.set()
         log.info(
             "game %s: %s, %s",

@@ -37,6 +37,7 @@ from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, ExecutorSettings, WarmBudget
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.store import EngineEntry, Store, resolved
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
 from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
@@ -138,8 +139,9 @@ class Tournament:
     def total(self) -> int:
         return tournament_size(len(self.engines), self.format, self.rounds)
 
-    def plan(self, store: Store) -> Plan:
-        """What is left of the schedule, as a run plays it, recording into `store`."""
+    def plan(self, store: Store, transcripts: TranscriptFolder | None = None) -> Plan:
+        """What is left of the schedule, as a run plays it, recording into `store` (and
+        each game's full transcript into `transcripts`)."""
         done = store.done_ids()
         # Sandboxed engines must not even read the results they are judged by: the
         # store, its kept copies (--fresh, a lost store) and the tournament file.
@@ -153,6 +155,7 @@ class Tournament:
             ),
             games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
             variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
+            transcripts=transcripts,
         )  # fmt: skip
 
 
