@@ -170,6 +170,27 @@ def log_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def transcripts_option(func: F) -> F:
+    """`--transcripts DIR` for the commands that play games."""
+    return click.option(
+        "--transcripts",
+        "transcripts_dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Write each game's full protocol transcript (both engines, timed, as cutechess's"
+        " debug log; at most 1 MiB of exchanges a game, its start and its end) to a file of"
+        " its own in this folder, made if missing.",
+    )(func)
+
+
+def _transcripts(folder: str | None) -> Any:
+    if folder is None:
+        return None
+    from arbiter.results.transcripts import TranscriptFolder
+
+    return TranscriptFolder(folder)
+
+
 def examples(*lines: str) -> str:
     """A command's help ends with examples, kept as written (click rewraps text)."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
@@ -329,6 +350,7 @@ def _engines(engines_file: str | None) -> KnownEngines:
     is_flag=True,
     help="Run both engines under bubblewrap (see the guide on untrusted bots).",
 )
+@transcripts_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @log_options
@@ -339,7 +361,7 @@ def match(
     size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
     store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
     seed: int | None, openings_file: str | None, random_openings: int | None, margin: float,
-    sprt: str | None, sandbox: bool, as_json: bool, quiet: bool,
+    sprt: str | None, sandbox: bool, transcripts_dir: str | None, as_json: bool, quiet: bool,
 ) -> None:  # fmt: skip
     """Play a match between two engines.
 
@@ -409,7 +431,8 @@ def match(
             stack.callback(writer.close)
         runner = Match(specs, config, records=writer, store=store, sprt=test,
                        given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
-                       keep_records=False, rebuilt=rebuilt)  # fmt: skip
+                       keep_records=False, rebuilt=rebuilt,
+                       transcripts=_transcripts(transcripts_dir))  # fmt: skip
         plan = runner.plan()
         if plan.left < games and not quiet:
             say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"
@@ -496,8 +519,8 @@ def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
 
 @main.command(
     epilog=examples(
-        "arbiter show games.jsonl",
         "arbiter show games.jsonl --game 3 --ply 20 --svg position.svg",
+        "arbiter show hex.jsonl --game 3 --sgf game3.sgf",
     )
 )
 @click.argument("records", type=click.Path(dir_okay=False))
@@ -518,10 +541,18 @@ def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
     default=None,
     help="Write the position as a standalone SVG picture to this file.",
 )
+@click.option(
+    "--sgf",
+    "sgf",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="Write the Hex game given by --game, or without --game every rated Hex game of"
+    " the file, as SGF (as HexGui writes it) to this file; - for standard output.",
+)
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
-         strict: bool) -> None:  # fmt: skip
+         sgf: str | None, strict: bool) -> None:  # fmt: skip
     """List the games of a records file, or print one as a board with its moves."""
     from arbiter.views.report import describe_game, list_games
 
@@ -535,6 +566,12 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
             where=records,
             hint="records files are written by 'arbiter match --records'",
         )
+    if sgf is not None:
+        if ply is not None or svg is not None:
+            raise ConfigError("--sgf writes whole games, not a position", where="--sgf",
+                              hint="give --ply and --svg in a command of their own")  # fmt: skip
+        _show_sgf(games, game_id, records, sgf)
+        return
     if game_id is None and ply is None and svg is None:
         for line in list_games(games):
             say(line)
@@ -547,7 +584,7 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
         if svg is not None:
             from arbiter.views.html import position_svg
 
-            _write_whole(svg, position_svg(chosen, ply), (b"<?xml", b"<svg"))
+            _write_whole(svg, [position_svg(chosen, ply)], (b"<?xml", b"<svg"))
             say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
                 f" of {len(chosen.moves)} plies to {svg}.", err=True)  # fmt: skip
             return
@@ -558,31 +595,59 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
         say(line)
 
 
-def _write_whole(path: str, text: str, kinds: tuple[bytes, ...]) -> None:
-    """Write a file whole or not at all (a temporary file renamed into place); a file
-    already there is replaced only if it starts like one of `kinds` (never a store, a
-    records file or a tournament file given by mistake)."""
-    target = Path(path)
-    try:
-        with open(target, "rb") as handle:
-            head = handle.read(64).lstrip().lower()
-    except FileNotFoundError:
-        head = None
-    except OSError as exc:
-        raise ConfigError(f"cannot write: {exc.strerror}", where=path,
-                          hint="choose a writable path") from exc  # fmt: skip
-    if head is not None and not head.startswith(kinds):
-        raise ConfigError("the file exists and is not one this command wrote; it was left"
-                          " alone", where=path, hint="choose a new path")  # fmt: skip
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, target)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise ConfigError(
-            f"cannot write: {exc.strerror}", where=path, hint="choose a writable path"
-        ) from exc
+def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> None:
+    """`show --sgf`: one game (a void attempt too, its result `Void`), or every rated Hex
+    game of the file as one SGF collection, saying what was left out."""
+    from arbiter.views import sgf as sgf_format
+
+    notes: list[str] = []
+    if game_id is not None:
+        chosen = _choose_game(games, game_id, where)
+        if not sgf_format.is_hex(chosen):
+            raise ConfigError(f"game {chosen.game_id} is an Atoll game; "
+                              f"{sgf_format.NO_STANDARD_FORMAT}", where=where,
+                              hint="its record in this file is the one to share")  # fmt: skip
+        try:
+            trees = [sgf_format.game_tree(chosen)]
+        except IllegalMove as exc:
+            raise ConfigError(str(exc), where=f"{where}: game {chosen.game_id}") from exc
+        what = f"game {chosen.game_id}"
+    else:
+        selection = sgf_format.Selection()
+        trees = list(sgf_format.collection(games, selection))
+        if not trees:
+            raise ConfigError(
+                "no rated Hex game to write as SGF"
+                + (f"; {sgf_format.NO_STANDARD_FORMAT}" if selection.atoll else ""),
+                where=where,
+                hint="this file is the record to share" if selection.atoll else
+                "a void attempt is written only when named with --game",
+            )  # fmt: skip
+        what = sgf_format.games(len(trees))
+        notes = selection.notes()
+    if out == "-":
+        for tree in trees:
+            try:
+                click.echo(tree, nl=False)
+            except OSError:
+                from arbiter.views.report import discard
+
+                discard(sys.stdout)
+                return
+    else:
+        _write_whole(out, trees, (b"(",))
+    say(f"Wrote {what} as SGF to {'standard output' if out == '-' else out}.", err=True)
+    for note in notes:
+        say(note, err=True)
+
+
+def _write_whole(path: str, pieces: list[str], kinds: tuple[bytes, ...]) -> None:
+    """Write a file whole or not at all; a file already there is replaced only if it
+    starts like one of `kinds` (never a store, a records file or a tournament file given
+    by mistake); a device, pipe or FIFO is streamed to."""
+    from arbiter.outfile import write_lines
+
+    write_lines(path, pieces, kinds=kinds)
 
 
 def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
@@ -914,11 +979,12 @@ def _outside(t: Any, store: Any) -> tuple[int, int]:
     help="Accept that this engine's program changed since the store was started,"
     " as the same engine (the store records it). Repeatable.",
 )
+@transcripts_option
 @log_options
 @handle_errors
 def tournament_run(file: str | None, example: str | None, fresh: bool, concurrency: int | None,
-                   dask: str | None, every: int, quiet: bool,
-                   rebuilt: tuple[str, ...]) -> None:  # fmt: skip
+                   dask: str | None, every: int, quiet: bool, rebuilt: tuple[str, ...],
+                   transcripts_dir: str | None) -> None:  # fmt: skip
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -943,7 +1009,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
         check_conditions(t, store, rebuilt)
-        plan = t.plan(store)
+        plan = t.plan(store, _transcripts(transcripts_dir))
         executor = open_executor(
             plan,
             concurrency=concurrency,
@@ -1109,25 +1175,42 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
 @tournament.command(
     "export",
     epilog=examples(
-        "arbiter tournament export league.toml --records league.jsonl",
         "arbiter tournament export league.toml --records /dev/stdout | head",
+        "arbiter tournament export hex.toml --format sgf --out hex.sgf",
     ),
 )
 @example_option
 @click.option(
     "--records",
-    "out",
-    required=True,
+    "records_out",
+    default=None,
     type=click.Path(dir_okay=False),
     help="Write every stored game to this JSON Lines file (void attempts too);"
     " a device or pipe (/dev/stdout, a FIFO) is streamed to.",
 )
-@click.option("--force", is_flag=True, help="Replace the records file if it exists.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "sgf"]),
+    default=None,
+    help="What --out holds: jsonl, as --records; sgf, every rated Hex game as one SGF"
+    " collection (as HexGui writes them; Atoll has no standard format).  [default: jsonl]",
+)
+@click.option(
+    "--out",
+    "-o",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the games in --format to this file; a device or pipe is streamed to.",
+)
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_export(file: str | None, example: str | None, out: str, force: bool,
+def tournament_export(file: str | None, example: str | None, records_out: str | None,
+                      fmt: str | None, out: str | None, force: bool,
                       strict: bool) -> None:  # fmt: skip
-    """Write every stored game as a records line, void attempts flagged.
+    """Write every stored game as a records line, void attempts flagged, or the rated
+    Hex games as SGF.
 
     FILE is a tournament file, or the store of a match (`arbiter match --store`)."""
     from arbiter.outfile import write_lines
@@ -1135,22 +1218,62 @@ def tournament_export(file: str | None, example: str | None, out: str, force: bo
     from arbiter.results.store import Store, store_files
     from arbiter.runs.tournament import load_tournament
 
+    if (records_out is None) == (out is None):
+        raise ConfigError("give --records FILE or --out FILE" if out is None else
+                          "give either --records or --out, not both", where="--records/--out",
+                          hint="--records FILE writes JSON lines, --format sgf --out FILE"
+                          " SGF")  # fmt: skip
+    if records_out is not None and fmt == "sgf":
+        raise ConfigError("--records writes JSON lines, not SGF", where="--format",
+                          hint="write SGF with --format sgf --out FILE")  # fmt: skip
+    sgf = fmt == "sgf"
+    out = out if out is not None else records_out
+    assert out is not None
+    option = "--out" if records_out is None else "--records"
+    suffix = ".sgf" if sgf else ".jsonl"
     file, store_folder = _tournament_file(file, example)
     if not file.endswith(".toml") and source_kind(file) == "store":
         store_path, own = Path(file), [Path(file)]  # a match's store holds its own schedule
     else:  # its engines are not started here
         t = load_tournament(file, engines_here=False, store_folder=store_folder)
         store_path, own = t.output, [t.path]
-    target = resolved(out, "--records")
+    target = resolved(out, option)
     protected = {*(resolved(p) for p in own), *store_files(store_path)}
     if target in protected:
-        raise ConfigError("the records file would overwrite the tournament's own files",
-                          where=out, hint="choose a new .jsonl path")  # fmt: skip
+        raise ConfigError(f"the {'SGF' if sgf else 'records'} file would overwrite the"
+                          " tournament's own files", where=out,
+                          hint=f"choose a new {suffix} path")  # fmt: skip
     with Store.open_read(store_path) as store:
         _damaged(store, strict)
+        if sgf:
+            _export_sgf(store, out, force)
+            return
         lines = (json.dumps(data, separators=(",", ":")) + "\n" for data, _ in store.records())
         n = write_lines(out, lines, force=force, hint="choose a new .jsonl path")
     say(f"Wrote {n} records to {out}.", err=True)
+
+
+def _export_sgf(store: Any, out: str, force: bool) -> None:
+    """The store's rated Hex games as one SGF collection, in the order they were played;
+    refused (before anything is written) when there is none, saying why."""
+    from arbiter.outfile import write_lines
+    from arbiter.results.records import GameRecord
+    from arbiter.views import sgf as sgf_format
+
+    found = sgf_format.census(store.records())
+    if not found.written:
+        if found.atoll:
+            raise ConfigError(f"the store holds Atoll games; {sgf_format.NO_STANDARD_FORMAT}",
+                              where=out, hint=sgf_format.USE_RECORDS)  # fmt: skip
+        raise ConfigError("the store holds no rated game to write as SGF", where=out,
+                          hint="export once games have been played")  # fmt: skip
+    selection = sgf_format.Selection()
+    records = (GameRecord.from_json(data) for data, _ in store.records())
+    write_lines(out, sgf_format.collection(records, selection), force=force,
+                hint="choose a new .sgf path")  # fmt: skip
+    say(f"Wrote {sgf_format.games(selection.written)} as SGF to {out}.", err=True)
+    for note in selection.notes():
+        say(note, err=True)
 
 
 # --------------------------------------------------------------------- ratings
@@ -1269,7 +1392,7 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     heading = title or (", ".join(names) if names else "Atoll games")
     page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
                          sources=[Path(s).name for s in sources])  # fmt: skip
-    _write_whole(output, page, (b"<!doctype html",))
+    _write_whole(output, [page], (b"<!doctype html",))
     say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
         f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
 

@@ -50,12 +50,15 @@ def _failure(exc: OSError, path: str, hint: str, *, streamed: bool = False) -> A
 
 
 def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
-                hint: str = "choose a writable path") -> int:  # fmt: skip
+                hint: str = "choose a writable path", kinds: tuple[bytes, ...] = ()
+                ) -> int:  # fmt: skip
     """Write `lines` (each ending in a newline) to `path`; returns how many were written.
 
-    An existing regular file is refused (ConfigError) unless `force`; with `force` it is
-    replaced whole, keeping its permissions. The lines are read only once the target is
-    known to be writable, so a refusal costs nothing.
+    An existing regular file is refused (ConfigError) unless `force`, or unless it starts
+    (after white space, in any case) like one of `kinds`: a file of the kind the command
+    writes, which it replaces, never a store, a records file or a tournament file given
+    by mistake. A file replaced is replaced whole, keeping its permissions. The lines are
+    read only once the target is known to be writable, so a refusal costs nothing.
     """
     try:
         st: os.stat_result | None = os.stat(path)
@@ -67,9 +70,12 @@ def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
         raise ConfigError("is a folder", where=path, hint="give a file name")
     if names_descriptor(path) or (st is not None and not stat.S_ISREG(st.st_mode)):
         return _stream(path, lines, hint)
-    if st is not None and not force:
+    if st is not None and not force and not kinds:
         raise ConfigError("the file exists and was left alone", where=path,
                           hint="give --force to replace it, or choose a new path")  # fmt: skip
+    if st is not None and not force and not _starts_like(path, kinds, hint):
+        raise ConfigError("the file exists and is not one this command wrote; it was left"
+                          " alone", where=path, hint="choose a new path")  # fmt: skip
     if st is not None:
         # Replacing through a symbolic link replaces the file it points to, not the link.
         target = Path(os.path.realpath(path))
@@ -100,6 +106,15 @@ def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
             os.unlink(temporary)
         raise
     return n
+
+
+def _starts_like(path: str, kinds: tuple[bytes, ...], hint: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64).lstrip().lower()
+    except OSError as exc:
+        raise _failure(exc, path, hint) from exc
+    return head.startswith(kinds)
 
 
 def _link_new(temporary: str, target: Path, path: str) -> None:

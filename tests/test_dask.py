@@ -214,6 +214,24 @@ def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
 
 
 @needs_dask
+def test_each_games_transcript_comes_back_from_the_cluster(tmp_path: Path,
+                                                          local_cluster: str) -> None:  # fmt: skip
+    from test_transcripts import check_transcript
+
+    path = write_tournament(tmp_path, "tr", "rounds = 1", [bot("alpha"), bot("beta")])
+    folder = tmp_path / "transcripts"
+    done = invoke("tournament", "run", str(path), "--dask", local_cluster, "--transcripts",
+                  str(folder), "-q", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    stored = read_store(tmp_path / "tr.sqlite")
+    assert len(stored.records) == 2
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.log" for i in stored.ids)
+    for data in stored.records:
+        record = GameRecord.from_json(data)
+        check_transcript(folder / f"{record.game_id}.log", record)
+
+
+@needs_dask
 def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(
     tmp_path: Path, local_cluster: str
 ) -> None:

@@ -22,7 +22,7 @@ from arbiter.engines.dialect import Command, Dialect, TimeFamily
 from arbiter.engines.process import Engine, EngineInfo, StderrLog
 from arbiter.engines.sandbox import Breach
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
-from arbiter.protocol.session import EngineSession
+from arbiter.protocol.session import EngineSession, GameLog
 from arbiter.results.records import Evidence, Termination
 from arbiter.rules import SWAP, Color, Variant
 from arbiter.rules.clock import GameClock, TimeControl
@@ -267,6 +267,12 @@ class Player:
 
     def transcript(self) -> list[str]:
         return self.session.transcript.tail()
+
+    def log_to(self, game_log: GameLog | None, seat: int = 0) -> None:
+        """Write this engine's exchanges into a game's full transcript, as `seat` (1 or
+        2), until called with None."""
+        self.session.game_log = game_log
+        self.session.seat = seat
 
     def kill(self) -> None:
         self.host.kill()

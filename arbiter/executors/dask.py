@@ -145,8 +145,8 @@ def play_game(settings: ExecutorSettings, job: GameJob, driver: str, run: str,
     events, warm = resident().play(run, settings, job, demand)
     # A set-up failure may be this worker's alone: its record says where it happened.
     said = tuple(
-        Finished(e.number, replace(e.record, reason=f"{e.record.reason} (on Dask worker"
-                                   f" {worker}, host {host})"))
+        replace(e, record=replace(e.record, reason=f"{e.record.reason} (on Dask worker"
+                                  f" {worker}, host {host})"))
         if isinstance(e, Finished) and e.record.termination is Termination.SETUP else e
         for e in events
     )  # fmt: skip

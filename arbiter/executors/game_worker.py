@@ -127,7 +127,8 @@ class GameWorker:
         self.emit(Started(job.number, names[0], names[1]))
         host, cpu = machine()
         outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu)
-        self.emit(Finished(job.number, outcome.record))  # the record first, then clean up
+        # The record first, then clean up.
+        self.emit(Finished(job.number, outcome.record, outcome.transcript))
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left

@@ -45,6 +45,7 @@ class Started:
 class Finished:
     number: int
     record: GameRecord
+    transcript: str = ""  # the game's full transcript, when the run asks for them
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import trio
 from arbiter import logs, pauses
 from arbiter.engines.player import RESIGN, Fault, Player
 from arbiter.errors import ArbiterInternalError
+from arbiter.protocol.session import GameLog
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.rules.clock import GameClock, TimeControl
@@ -35,6 +36,8 @@ class RefereeConfig:
     grace: float = 0.5  # further seconds before the referee stops waiting and kills
     infinite_move_limit: float = 600.0  # the deadline for one move under `inf`
     exit_wait: float = 1.0  # how long to wait for a crashed engine's exit status
+    # Bytes of each game's full transcript kept (0: none is made); `--transcripts DIR`.
+    transcript_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class GameSpec:
 class GameOutcome:
     record: GameRecord
     faulty: set[int] = field(default_factory=set)  # seat indices (0, 1) to restart
+    transcript: str = ""  # the game's full transcript, when the config asks for one
 
 
 @dataclass
@@ -128,6 +132,28 @@ def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
     )  # fmt: skip
 
 
+def transcript(record: GameRecord, game_log: GameLog) -> str:
+    """A game's full transcript as a text file: what game it was, every exchange with
+    both engines (`GameLog.lines`), and how it ended."""
+    v = record.variant
+    board = f"Hex {v['size']}" if v["islands"] == 4 else f"Atoll {v['size']}"
+    tc = record.tc
+    clocks = tc["seat1"] if tc["seat1"] == tc["seat2"] else f"{tc['seat1']} and {tc['seat2']}"
+    if record.void:
+        end = f"void ({record.termination}): {record.reason}"
+    else:
+        end = f"{record.winner} wins ({record.termination})"
+        end += f": {record.reason}" if record.reason else ""
+    lines = [
+        f"# Game {record.game_id}: {board}, seat 1 {record.seat1}, seat 2 {record.seat2},"
+        f" time control {clocks}, started {record.started}",
+        "# Milliseconds since the game's set-up; > written to an engine, < read from it.",
+        *game_log.lines([record.seat1, record.seat2]),
+        f"# {escape(end)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 class Referee:
     """Plays games between two players, seat 1 placing the first stone."""
 
@@ -136,8 +162,23 @@ class Referee:
 
     async def play(self, spec: GameSpec, players: Sequence[Player], *,
                    host: str = "", cpu: str = "") -> GameOutcome:  # fmt: skip
-        """The game's record (made once, naming the machine it was played on) and the
-        seats whose engines must be restarted."""
+        """The game's record (made once, naming the machine it was played on), the seats
+        whose engines must be restarted, and the game's full transcript if asked for."""
+        if not self.config.transcript_bytes:
+            return await self._play(spec, players, host, cpu)
+        game_log = GameLog(self.config.transcript_bytes)
+        for seat, player in enumerate(players, 1):
+            player.log_to(game_log, seat)
+        try:
+            outcome = await self._play(spec, players, host, cpu)
+        finally:
+            for player in players:
+                player.log_to(None)
+        outcome.transcript = transcript(outcome.record, game_log)
+        return outcome
+
+    async def _play(self, spec: GameSpec, players: Sequence[Player], host: str, cpu: str
+                    ) -> GameOutcome:  # fmt: skip
         started = timestamp()
         game = Game(spec.variant)
         progress = _Progress()

@@ -19,6 +19,7 @@ import trio
 
 from arbiter.errors import EngineFailure, EngineTerminatedError, EngineTimeout, ProtocolError
 from arbiter.protocol.codec import FramingError, Response, ResponseReader, format_batch
+from arbiter.text import escape
 
 TRANSCRIPT_LINES = 40
 TRANSCRIPT_CHUNKS = 32
@@ -142,6 +143,81 @@ class Transcript:
         return out[-self._lines :]
 
 
+class GameLog:
+    """Everything written to and read from both engines in one game, with the time of
+    each write and read: the full transcript a bot author debugs with (as cutechess's
+    debug log), on request only.
+
+    Raw chunks are kept as they passed (cheap on the hot path), up to `cap` bytes: once
+    the first three quarters of the cap are full, only the latest chunks are kept, in the
+    last quarter, so that both the set-up and the end of a long game remain. `lines`
+    turns them into lines when the game is over.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.start = trio.current_time()
+        self._head_room = cap - cap // 4
+        self._tail_room = cap // 4
+        self._head: list[tuple[float, int, bool, bytes]] = []
+        self._tail: deque[tuple[float, int, bool, bytes]] = deque()
+        self._tail_bytes = 0
+        self.dropped = 0  # bytes left out between the head and the tail
+
+    def add(self, seat: int, outgoing: bool, data: bytes) -> None:
+        t = trio.current_time() - self.start
+        if self._head_room:
+            piece = data[: self._head_room]
+            self._head.append((t, seat, outgoing, piece))
+            self._head_room -= len(piece)
+            data = data[len(piece) :]
+        if len(data) > self._tail_room:
+            self.dropped += len(data) - self._tail_room
+            data = data[len(data) - self._tail_room :]
+        if not data:
+            return
+        self._tail.append((t, seat, outgoing, data))
+        self._tail_bytes += len(data)
+        while self._tail_bytes > self._tail_room:
+            _, _, _, old = self._tail.popleft()
+            self._tail_bytes -= len(old)
+            self.dropped += len(old)
+
+    def lines(self, names: Sequence[str]) -> list[str]:
+        """The exchanges line by line, as cutechess writes its debug log: milliseconds
+        since the game's set-up, `>` for what was written to the engine and `<` for what
+        it wrote, the engine's name and seat. Control characters are escaped; a line
+        that a chunk did not finish is completed by the next chunk in its direction."""
+        out: list[str] = []
+        pending: dict[tuple[int, bool], bytes] = {}
+
+        def emit(t: float, seat: int, outgoing: bool, data: bytes) -> None:
+            parts = (pending.pop((seat, outgoing), b"") + data).split(b"\n")
+            if parts[-1]:
+                pending[(seat, outgoing)] = parts[-1]
+            arrow = ">" if outgoing else "<"
+            for part in parts[:-1]:
+                text = escape(part.decode("utf-8", errors="replace").removesuffix("\r"))
+                out.append(f"{t * 1000:.0f} {arrow}{names[seat - 1]}({seat}):"
+                           + (f" {text}" if text else ""))  # fmt: skip
+
+        for chunk in self._head:
+            emit(*chunk)
+        if self.dropped:
+            pending.clear()
+            out.append(f"... {self.dropped} bytes left out here (the transcript of a game"
+                       " keeps its first and its last exchanges) ...")  # fmt: skip
+        for chunk in self._tail:
+            emit(*chunk)
+        unfinished, pending = pending, {}
+        for (seat, outgoing), rest in unfinished.items():
+            emit(self._last_time(), seat, outgoing, rest + b"\n")
+        return out
+
+    def _last_time(self) -> float:
+        last = self._tail[-1] if self._tail else self._head[-1] if self._head else None
+        return last[0] if last else 0.0
+
+
 class EngineSession:
     """The referee's side of the protocol for one engine process."""
 
@@ -161,6 +237,9 @@ class EngineSession:
         self._next_id = 1
         self._sent: deque[tuple[int, Sequence[str]]] = deque()
         self.transcript = Transcript()
+        # The game's full transcript, while one is asked for, and this engine's seat in it.
+        self.game_log: GameLog | None = None
+        self.seat = 0
         self._on_terminated = on_terminated
         self.broken: BaseException | None = None
 
@@ -184,6 +263,8 @@ class EngineSession:
         ids = list(range(first, self._next_id))
         self._sent.extend(zip(ids, commands, strict=True))
         self.transcript.sent(data)
+        if self.game_log is not None:
+            self.game_log.add(self.seat, True, data)
         try:
             await self._send.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -235,6 +316,8 @@ class EngineSession:
                     raise self._terminated("closed its stdout (exited or crashed)")
                 data = bytes(data)
                 self.transcript.received(data)
+                if self.game_log is not None:
+                    self.game_log.add(self.seat, False, data)
                 try:
                     self._ready.extend(
                         self._reader.feed_answers(data, self._sent[0][0], len(self._sent))

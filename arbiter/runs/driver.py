@@ -33,6 +33,7 @@ from arbiter.executors.jobs import (
 )
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
@@ -134,10 +135,12 @@ class Driver:
         stop: Callable[[], bool] | None = None,
         left_out: Mapping[str, str] | None = None,
         keep: Callable[[ScheduledGame], bool] | None = None,
+        transcripts: TranscriptFolder | None = None,
     ) -> None:
         self._keep = keep  # asked as a game is about to start: the plan may not want it
         self._games = games
         self._left_out = dict(left_out or {})  # engine key: why it could not start
+        self.transcripts = transcripts
         self._make_spec = make_spec
         self.executor = executor
         self.sinks = sinks
@@ -224,7 +227,7 @@ class Driver:
         elif isinstance(event, Finished):
             game = self._by_number.pop(event.number, None)
             if game is not None:
-                self._settle(game, event.record)
+                self._settle(game, event.record, event.transcript)
         elif isinstance(event, EngineSeen):
             self._up.add(event.key)
             name = self.executor.settings.engines[event.key].name or event.key
@@ -244,9 +247,11 @@ class Driver:
             del self._by_number[event.number]
             self._changed.set()  # the feed may be waiting for the games in flight
 
-    def _settle(self, game: ScheduledGame, record: GameRecord) -> None:
+    def _settle(self, game: ScheduledGame, record: GameRecord, transcript: str = "") -> None:
         for sink in self.sinks:
             sink.write(game, record)  # stored before anyone is told
+        if transcript and self.transcripts is not None:
+            self.transcripts.write(record, transcript)
         self._changed.set()
         log.info(
             "game %s: %s, %s",

@@ -25,6 +25,7 @@ from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.results.score import KEYS, MatchResult
 from arbiter.results.store import EngineEntry, Store
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TimeControl
 from arbiter.runs.driver import Reporter, RunOutcome, Sink, VoidPolicy
@@ -95,6 +96,7 @@ class Match:
         given: tuple[str, str] | None = None,
         keep_records: bool = True,
         rebuilt: tuple[str, ...] = (),
+        transcripts: TranscriptFolder | None = None,
     ) -> None:
         tcs = config.tc
         self.specs = specs if tcs is None else (replace(specs[0], tc=tcs[0]),
@@ -103,6 +105,7 @@ class Match:
         self.records = records
         self.store = store
         self.rebuilt = rebuilt  # engines whose new build is accepted as the same engine
+        self.transcripts = transcripts
         self.match_id = match_id or uuid.uuid4().hex[:8]
         names = display_names(specs, ("", ""))
         self.result = MatchResult(names=(names[0], names[1]),
@@ -174,6 +177,7 @@ class Match:
             total=config.games, left=left, variant=config.variant, sinks=sinks,
             concurrency=config.concurrency, stop=self.result.decided,
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
+            transcripts=self.transcripts,
         )  # fmt: skip
 
     def openings(self) -> Openings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from arbiter.executors.local import LocalExecutor
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.results.store import EngineEntry, Store, store_files
+from arbiter.results.transcripts import CAP as TRANSCRIPT_CAP
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TimeControl
 from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
@@ -55,6 +57,19 @@ class Plan:
     # Asked as each game is about to start (games are read ahead of the slots): False
     # takes it back, unplayed and unrecorded (a pairing whose test has decided).
     keep: Callable[[ScheduledGame], bool] | None = None
+    transcripts: TranscriptFolder | None = None  # each game's full transcript goes there
+
+    def __post_init__(self) -> None:
+        """With a transcripts folder, every host makes each game's transcript (the
+        referee's settings travel to every worker), and a sandboxed engine cannot read
+        the folder: the other games' exchanges are not its business."""
+        if self.transcripts is None:
+            return
+        folder = str(self.transcripts.path.resolve())
+        engines = {key: replace(spec, hidden=(*spec.hidden, folder)) if spec.sandbox else spec
+                   for key, spec in self.settings.engines.items()}  # fmt: skip
+        referee = replace(self.settings.referee, transcript_bytes=TRANSCRIPT_CAP)
+        self.settings = replace(self.settings, engines=engines, referee=referee)
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
@@ -112,7 +127,7 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         if plan.left and not plan.stop():
             driver = Driver(plan.games, plan.game_spec, executor, plan.sinks, reporter,
                             policy=plan.policy, stop=plan.stop, left_out=left_out,
-                            keep=plan.keep)  # fmt: skip
+                            keep=plan.keep, transcripts=plan.transcripts)  # fmt: skip
             outcome = await driver.run()
         else:
             outcome = RunOutcome()
@@ -123,6 +138,8 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
                 " and are played when the tournament is run again and it starts"
             )
         outcome.notes.extend(executor.notes)
+        if plan.transcripts is not None:
+            outcome.notes.extend(plan.transcripts.notes())
         reporter.run_finished(outcome)
         return outcome
 

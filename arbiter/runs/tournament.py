@@ -38,6 +38,7 @@ from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import PairTally, Sprt, Verdict, judge, test_from
 from arbiter.results.store import EngineEntry, Store, resolved
+from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
@@ -142,8 +143,9 @@ class Tournament:
     def total(self) -> int:
         return tournament_size(len(self.engines), self.format, self.rounds)
 
-    def plan(self, store: Store) -> Plan:
-        """What is left of the schedule, as a run plays it, recording into `store`."""
+    def plan(self, store: Store, transcripts: TranscriptFolder | None = None) -> Plan:
+        """What is left of the schedule, as a run plays it, recording into `store` (and
+        each game's full transcript into `transcripts`)."""
         done = store.done_ids()
         # Sandboxed engines must not even read the results they are judged by: the
         # store, its kept copies (--fresh, a lost store) and the tournament file.
@@ -166,6 +168,7 @@ class Tournament:
             games=games, total=self.total, left=left,
             variant=self.variant, tc=self.tc, sinks=sinks, concurrency=self.concurrency,
             leave_out=self.leave_out, keep=None if tests is None else tests.keep,
+            transcripts=transcripts,
         )  # fmt: skip
 
     def slots(self) -> Iterator[tuple[str, tuple[str, str]]]:
