@@ -1324,29 +1324,58 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
     help="Output format.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--matrix", is_flag=True, help="Add the head-to-head table.")
+@click.option(
+    "--matrix",
+    is_flag=True,
+    help="Add the head-to-head table: each pairing's own Elo estimate beside the pool"
+    " fit's difference (with --format csv it is printed instead of the leaderboard, one"
+    " table per file; with json it is the key 'matrix').",
+)
+@click.option(
+    "--split-by",
+    "split_by",
+    default=None,
+    metavar="conditions|KEY,...",
+    help="Rate an engine's games under different conditions as different engines, named"
+    " NAME [VALUES]: 'conditions' for all, or a comma list of tc, board, version"
+    " (the engine's answer), command.  [default: one engine per name, with a warning]",
+)
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, fmt: str,
-            as_json: bool, matrix: bool, strict: bool) -> None:  # fmt: skip
+            as_json: bool, matrix: bool, split_by: str | None,
+            strict: bool) -> None:  # fmt: skip
     """The leaderboard of tournament files, stores or records files (combined).
 
     Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
-    term; errors are 95% intervals. Void games are skipped.
+    term; errors are 95% intervals. Void games are skipped. An engine name whose games
+    were played under different conditions (time control, board, version, command) is
+    named on stderr with what differs and where; --split-by rates them apart.
     """
     from arbiter.results.standings import matrix as matrix_table
-    from arbiter.results.standings import table
+    from arbiter.results.standings import split_keys, table
 
-    board, _ = _gathered_standings(sources, prior, anchor, strict)
+    split: tuple[str, ...] = ()
+    if split_by is not None:
+        try:
+            split = split_keys(split_by)
+        except ValueError as exc:
+            raise ConfigError(str(exc), where="--split-by",
+                              hint="e.g. --split-by conditions, or --split-by tc,version"
+                              ) from exc  # fmt: skip
+    board, _ = _gathered_standings(sources, prior, anchor, strict, split=split)
     if as_json or fmt == "json":
         from arbiter.results.standings import to_json
 
-        emit(json.dumps(to_json(board)))
+        emit(json.dumps(to_json(board, matrix=matrix)))
+        return
+    if fmt == "csv" and matrix:
+        say(matrix_table(board, fmt))
         return
     say(table(board, fmt))
     if matrix:
         say("")
-        say(matrix_table(board))
+        say(matrix_table(board, fmt))
 
 
 @main.command(
@@ -1398,18 +1427,22 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
 
 
 def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: str | None,
-                        strict: bool, keep: Any = None) -> tuple[Any, list[str]]:  # fmt: skip
+                        strict: bool, keep: Any = None,
+                        split: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:  # fmt: skip
     """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
-    and the tournament names met; duplicates and skipped lines said on stderr. With
-    `keep` (standings.Games), the records counted are kept there."""
+    and the tournament names met; duplicates, skipped lines and engines whose games were
+    played under different conditions said on stderr. With `keep` (standings.Games), the
+    records counted are kept there; `split` (condition keys) rates an engine's games
+    under different conditions apart (None: the command has no --split-by)."""
     from arbiter.results.ratings import DEFAULT_PRIOR
-    from arbiter.results.standings import gather, standings
+    from arbiter.results.standings import Identities, gather, standings
     from arbiter.runs.tournament import load_tournament
 
     # A tournament file stands for its store.
     stores = [str(load_tournament(s, engines_here=False).output) if s.endswith(".toml") else s
               for s in sources]  # fmt: skip
-    tally, bad, names = gather(stores, keep)
+    identities = Identities(split or ())
+    tally, bad, names = gather(stores, keep, identities, labels=list(sources))
     if tally.duplicates:
         say(f"{tally.duplicates} games appeared in more than one source and were counted"
             " once.", err=True)  # fmt: skip
@@ -1425,10 +1458,22 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
             "no rated games in " + ", ".join(sources),
             hint="give records files, a store or a tournament file with games",
         )
+    labels = identities.labels() if split else {}
+    for note in identities.split_lines(labels) if split else []:
+        say(note, err=True)
+    remedy = ("; --split-by conditions rates them apart" if split is not None else
+              "; `arbiter ratings --split-by conditions` rates them apart")  # fmt: skip
+    for mixed in identities.mixed():
+        say(f"Warning: {mixed}{remedy}.", err=True)
     if prior is not None and not 0 <= prior <= 1e6:  # also refuses nan
         raise ConfigError(f"--prior {prior} is out of range", hint="give 0 to 1000000 games")
     pinned = _anchor(anchor)
     if pinned is not None and pinned[0] not in tally.names:
+        split_names = identities.split_names(pinned[0], labels)
+        if split_names:
+            raise ConfigError(f"--anchor names {pinned[0]!r}, whose games are rated apart"
+                              f" by {', '.join(split or ())}", hint="anchor one of "
+                              + ", ".join(repr(n) for n in split_names))  # fmt: skip
         raise ConfigError(f"--anchor names {pinned[0]!r}, which has no games here",
                           hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
     board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior, anchor=pinned)

@@ -176,6 +176,35 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     assert len(cross_rows) == 4
     assert all(len([c for c in r.children if c.tag == "td"]) == 4 for r in cross_rows)
     assert "pairs " in cross.all_text() and "±" in cross.all_text()
+    # Each cell: the score, the pairing's own estimate and the pool fit's, labelled, as
+    # `ratings --matrix` has them.
+    matrix = json.loads(CliRunner().invoke(main, [
+        "ratings", str(played.tournament), str(played.hex_records), "--matrix", "--json",
+    ]).stdout)["matrix"]  # fmt: skip
+    heads = [th.all_text() for th in next(cross.find_all("thead")).find_all("th")]
+
+    def same(text: str, label: str, d: dict[str, float]) -> bool:
+        """The page's whole Elo against the JSON's (rounded to a tenth)."""
+        found = re.fullmatch(label + r" (0|[+\u2212]\d+) ± (\d+)", text)
+        assert found is not None, text
+        elo, error = (float(found[1].replace("\u2212", "-")), float(found[2]))
+        return abs(elo - d["elo"]) <= 0.55 and abs(error - d["error"]) <= 0.55
+
+    cells = 0
+    for row in cross_rows:
+        engine = next(row.find_all("th")).all_text()
+        for opponent, cell in zip(heads, [c for c in row.children if c.tag == "td"],
+                                  strict=True):  # fmt: skip
+            [entry] = [m for m in matrix if (m["engine"], m["opponent"]) == (engine, opponent)
+                       ] or [None]  # fmt: skip
+            if entry is None:
+                continue
+            cells += 1
+            (own,) = cell.find_all("span", **{"class": "elo own"})
+            (pool,) = cell.find_all("span", **{"class": "elo pool"})
+            assert same(own.all_text(), "head-to-head", entry["head_to_head"])
+            assert same(pool.all_text(), "pool fit", entry["pool"])
+    assert cells == len(matrix) > 0
     # The ratings plot: one dot per engine.
     (plot,) = doc.find_all("svg", **{"class": "plot"})
     assert len(list(plot.find_all("circle"))) == 4

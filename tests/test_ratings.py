@@ -16,6 +16,7 @@ from arbiter.results.ratings import (
     PairStats,
     RatingFit,
     elo_from_score,
+    estimate_difference,
     expected_score,
     fit,
     parse_sprt,
@@ -32,23 +33,40 @@ def test_elo_of_known_scores() -> None:
     assert elo_from_score(0.25) == pytest.approx(-190.85, abs=0.01)
 
 
-def test_pair_stats() -> None:
+def test_pair_stats_count_and_score() -> None:
     s = PairStats(wins=75, losses=25)
     assert s.games == 100 and s.score == 0.75
-    assert s.elo() == pytest.approx(190.85, abs=0.01)
-    # The 95% interval shrinks with more games at the same score.
-    assert PairStats(750, 250).elo_error() < s.elo_error() < PairStats(15, 5).elo_error()
-    # Normal interval of the score, 0.75 +/- 1.96 * sqrt(0.75 * 0.25 / 100), mapped to Elo:
-    # (400 log10(0.83487/0.16513) - 400 log10(0.66513/0.33487)) / 2.
-    assert s.elo_error() == pytest.approx(81.15, abs=0.01)
-    assert s.los() > 0.999 and PairStats(25, 75).los() < 0.001
-    assert PairStats(10, 10).los() == pytest.approx(0.5)
+    assert PairStats(0, 0).score == 0.5
 
 
-def test_degenerate_results() -> None:
-    assert PairStats(0, 0).elo() == 0.0 and PairStats(0, 0).los() == 0.5
-    assert PairStats(4, 0).elo() == math.inf and PairStats(0, 4).elo() == -math.inf
-    assert math.isinf(PairStats(4, 0).elo_error())
+@pytest.mark.parametrize("prior", [DEFAULT_PRIOR, 0.5])
+def test_two_engines_are_estimated_as_the_pool_fit_rates_them(prior: float) -> None:
+    # A 3-1 over four seat-swapped games: A won both games in seat 1 and split in seat 2.
+    d = estimate_difference((2, 0), (1, 1), prior=prior)
+    pool = fit(["a", "b"], [[0, 2], [1, 0]], [[0, 0], [1, 0]], prior=prior)
+    diff, half = pool.diff(0, 1)
+    assert d.bounded and d.elo == pytest.approx(diff) and d.error == pytest.approx(half)
+    assert d.los == pytest.approx(pool.los(0, 1))
+    assert d.elo > 0 and 0.5 < d.los < 1
+    # From the other side: the same difference, negated.
+    other = estimate_difference((1, 1), (2, 0), prior=prior)
+    assert other.elo == pytest.approx(-d.elo) and other.error == pytest.approx(d.error)
+    assert other.los == pytest.approx(1 - d.los)
+
+
+def test_an_even_match_is_zero_with_a_finite_interval() -> None:
+    d = estimate_difference((1, 0), (1, 0))  # 1-1, each engine won in seat 1
+    assert d.elo == pytest.approx(0.0, abs=1e-6) and d.los == pytest.approx(0.5)
+    assert d.error is not None and 0 < d.error < 1000
+    more = estimate_difference((50, 0), (50, 0))
+    assert more.error is not None and more.error < d.error
+
+
+def test_without_prior_an_unbounded_difference_has_no_number_and_no_los() -> None:
+    d = estimate_difference((2, 0), (0, 2), prior=0.0)  # A won all four games
+    assert not d.bounded and d.elo is None and d.error is None and d.los is None
+    # With the prior the same games give a finite estimate.
+    assert estimate_difference((2, 0), (0, 2)).bounded
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -250,17 +268,41 @@ def test_without_prior_an_all_win_engine_is_reported_not_converged() -> None:
     assert result.elo[0] > result.elo[1] and result.elo[0] > result.elo[2]
     assert np.all(np.isinf(result.error)) and math.isinf(result.seat_error)
     assert 0 < result.iterations <= 100
-    # No finite interval: a difference is as likely either way as far as the bars go.
-    assert math.isinf(result.diff(0, 1)[1]) and result.los(0, 1) == 0.5
+    # No finite interval: no estimate at all, and no likelihood of superiority.
+    assert math.isinf(result.diff(0, 1)[1]) and result.los(0, 1) is None
+    assert not any(result.bounded(i) for i in range(3))
+    assert result.difference(0, 1).elo is None and result.difference(0, 1).los is None
+    assert result.unbounded == ("top won all 40 of its games",)
 
 
 def test_without_prior_a_seat_that_won_every_game_is_not_converged() -> None:
     wins = np.array([[0, 5], [5, 0]])
     losses = np.zeros((2, 2), dtype=np.int64)
-    assert not fit(["a", "b"], wins, losses, prior=0.0).converged
+    plain = fit(["a", "b"], wins, losses, prior=0.0)
+    assert not plain.converged and "seat 1 won all 10 games" in plain.unbounded
     with_prior = fit(["a", "b"], wins, losses)
     assert with_prior.converged and 0 < with_prior.seat_advantage < math.inf
     assert with_prior.seat_error < 1000
+
+
+def test_why_unbounded_names_the_groups_that_won_or_lost_everything() -> None:
+    # a beat b and c, who beat d; b and c split their games: a and d run off, b and c not.
+    wins = np.zeros((4, 4), dtype=np.int64)
+    losses = np.zeros((4, 4), dtype=np.int64)
+    wins[0, 1] = wins[0, 2] = wins[1, 3] = wins[2, 3] = 3
+    wins[1, 2], losses[1, 2] = 2, 2
+    result = fit(["a", "b", "c", "d"], wins, losses, prior=0.0, seat_term=False)
+    assert result.unbounded == ("a won all 6 of its games", "d lost all 6 of its games")
+    # A group that beat everyone outside it is named as a group, the losers not again.
+    wins[1, 3] = wins[2, 3] = 0
+    wins[3, 0], losses[3, 0] = 1, 1
+    wins[0, 3], losses[0, 3] = 0, 0
+    result = fit(["a", "b", "c", "d"], wins, losses, prior=0.0, seat_term=False)
+    assert not result.converged and result.unbounded == (
+        "a, d won every game they played against the other engines",
+    )
+    # Converged: nothing to explain.
+    assert fit(["a", "b", "c", "d"], wins, losses).unbounded == ()
 
 
 def test_prior_is_virtual_games_scored_half_against_the_pool_mean() -> None:
@@ -304,7 +346,7 @@ def test_disconnected_pool_is_reported() -> None:
     # An engine without games sits at the pool mean with an infinite error.
     assert result.elo[4] == 0.0 and math.isinf(result.error[4]) and result.games[4] == 0
     assert result.elo.sum() == pytest.approx(0.0, abs=1e-6)
-    assert result.score(4) == 0.5 and result.los(4, 0) == 0.5
+    assert result.score(4) == 0.5 and result.los(4, 0) is None and not result.bounded(4)
     # Plain maximum likelihood cannot place the components against each other.
     assert not fit(names, wins, losses, prior=0.0).converged
 

@@ -380,7 +380,7 @@ def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
     by_name = {e["name"]: e for e in anchored["engines"]}
     assert by_name["random"]["elo"] == 1000 and by_name["random"]["error"] == 0
     csv_out = invoke("ratings", str(records), "--format", "csv").stdout.splitlines()
-    assert csv_out[0].startswith("rank,engine,Elo")
+    assert csv_out[0].startswith("rank,engine,elo,error,")
     md = invoke("ratings", str(records), "--format", "markdown").stdout
     assert md.splitlines()[1].startswith("|--")
     bad = invoke("ratings", str(records), "--anchor", "nobody=0")

@@ -74,7 +74,11 @@ def expected_score(diff_elo: float) -> float:
 
 @dataclass(frozen=True)
 class PairStats:
-    """Two engines' head-to-head result, from the first engine's point of view."""
+    """Two engines' head-to-head result, from the first engine's point of view.
+
+    Counts only: the Elo difference they measure is :func:`estimate_difference`'s, the
+    same fit that rates a pool, so that a match and the leaderboard never disagree.
+    """
 
     wins: int
     losses: int
@@ -87,31 +91,27 @@ class PairStats:
     def score(self) -> float:
         return self.wins / self.games if self.games else 0.5
 
-    def elo(self) -> float:
-        """Maximum-likelihood Elo difference; infinite when one side won every game."""
-        if not self.games:
-            return 0.0
-        if self.wins == 0:
-            return -math.inf
-        if self.losses == 0:
-            return math.inf
-        return elo_from_score(self.score)
 
-    def elo_error(self, z: float = 1.959964) -> float:
-        """Half-width of the 95% interval, from the normal approximation of the score."""
-        n = self.games
-        p = self.score
-        if n == 0 or p in (0.0, 1.0):
-            return math.inf
-        se = math.sqrt(p * (1 - p) / n)
-        lo, hi = max(1e-9, p - z * se), min(1 - 1e-9, p + z * se)
-        return (elo_from_score(hi) - elo_from_score(lo)) / 2
+@dataclass(frozen=True)
+class Difference:
+    """An Elo difference as a fit measures it, or None where the games do not bound it.
 
-    def los(self) -> float:
-        """Likelihood of superiority: the chance the first engine is the stronger one."""
-        if not self.games:
-            return 0.5
-        return 0.5 * (1 + math.erf((self.wins - self.losses) / math.sqrt(2 * self.games)))
+    Attributes:
+        elo: The estimate; None when its interval is unbounded (no unique maximum of the
+            likelihood, see the module docstring), for then any number would be where an
+            iteration happened to stop, not a measurement.
+        error: 95% half-width of ``elo``; None when ``elo`` is.
+        los: Likelihood of superiority, the probability that the difference is positive;
+            None when it is undefined (an unbounded difference).
+    """
+
+    elo: float | None
+    error: float | None
+    los: float | None
+
+    @property
+    def bounded(self) -> bool:
+        return self.elo is not None
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +143,10 @@ class RatingFit:
             error is infinite.
         iterations: Newton iterations used.
         anchor: The anchor engine and its Elo, or None when centred on the pool mean.
+        unbounded: When not ``converged``, why the games do not bound the ratings, in
+            words a reader can check against the results (an engine that won every game,
+            a group that beat every engine outside it, a seat that won every game);
+            empty when converged.
     """
 
     names: tuple[str, ...]
@@ -160,10 +164,24 @@ class RatingFit:
     converged: bool
     iterations: int
     anchor: tuple[str, float] | None = None
+    unbounded: tuple[str, ...] = ()
 
     def order(self) -> list[int]:
         """Indices of the engines, best first; equal ratings are ordered by name."""
         return sorted(range(len(self.names)), key=lambda i: (-float(self.elo[i]), self.names[i]))
+
+    def bounded(self, i: int) -> bool:
+        """Whether engine ``i``'s rating is an estimate: its interval is finite (the anchor,
+        whose rating is given, always is)."""
+        return math.isfinite(float(self.error[i]))
+
+    def difference(self, i: int, j: int) -> Difference:
+        """``elo[i] - elo[j]`` with its 95% half-width and LOS, None where unbounded."""
+        d, half = self.diff(i, j)
+        los = self.los(i, j)
+        if not math.isfinite(half) or los is None:
+            return Difference(None, None, None)
+        return Difference(d, half, los)
 
     def diff(self, i: int, j: int) -> tuple[float, float]:
         """Elo difference ``elo[i] - elo[j]`` and its 95% half-width.
@@ -173,10 +191,14 @@ class RatingFit:
         """
         return float(self.elo[i] - self.elo[j]), Z95 * self._diff_sd(i, j)
 
-    def los(self, i: int, j: int) -> float:
-        """Likelihood of superiority: the probability that engine ``i`` is stronger than ``j``."""
+    def los(self, i: int, j: int) -> float | None:
+        """Likelihood of superiority: the probability that engine ``i`` is stronger than ``j``;
+        None when their difference is unbounded (an infinite error makes it undefined, not
+        an even chance)."""
         d = float(self.elo[i] - self.elo[j])
         sd = self._diff_sd(i, j)
+        if not math.isfinite(sd):
+            return None
         if sd == 0.0:
             return 0.5 if d == 0.0 else float(d > 0.0)
         return 0.5 * (1.0 + math.erf(d / (sd * math.sqrt(2.0))))
@@ -296,6 +318,7 @@ def fit(
 
     for array in (elo, error, covariance, games, engine_wins, engine_losses):
         array.setflags(write=False)
+    why = () if converged else _why_unbounded(names_t, wins, losses, groups, prior, seat)
     return RatingFit(
         names=names_t,
         elo=elo,
@@ -312,7 +335,117 @@ def fit(
         converged=converged,
         iterations=iterations,
         anchor=(anchor[0], float(anchor[1])) if anchor is not None else None,
+        unbounded=why,
     )
+
+
+def estimate_difference(a_seat1: tuple[int, int], b_seat1: tuple[int, int], *,
+                        prior: float = DEFAULT_PRIOR) -> Difference:  # fmt: skip
+    """Engine A's Elo difference over B from their games alone, as :func:`fit` rates a
+    pool of the two: the same model, seat term, prior and interval, so that a match's
+    summary and a leaderboard of its games print the same numbers.
+
+    Args:
+        a_seat1: A's (wins, losses) in the games with A in seat 1.
+        b_seat1: B's (wins, losses) in the games with B in seat 1.
+        prior: Virtual games per engine (module docstring).
+    """
+    wins = [[0, a_seat1[0]], [b_seat1[0], 0]]
+    losses = [[0, a_seat1[1]], [b_seat1[1], 0]]
+    return fit(("A", "B"), wins, losses, prior=prior).difference(0, 1)
+
+
+_REASONS = 6  # reasons listed at most; the rest are counted
+
+
+def _why_unbounded(
+    names: tuple[str, ...],
+    wins: IntArray,
+    losses: IntArray,
+    groups: list[list[int]],
+    prior: float,
+    seat: bool,
+) -> tuple[str, ...]:
+    """Why the likelihood has no unique maximum, from the results themselves.
+
+    Under plain maximum likelihood a rating runs off to infinity when its engine, or a
+    group of engines, won (or lost) every game it played against the rest of its part of
+    the pool: the beat graph (an edge from every engine to each one it beat at least
+    once) is then not strongly connected within that part.
+    """
+    played = wins + losses
+    beat = (wins + losses.T) > 0  # beat[i, j]: i won at least once against j
+    reasons: list[str] = []
+    for group in groups:
+        members = [i for i in group if played[i].sum() + played[:, i].sum() > 0]
+        if len(members) < 2:
+            continue
+        for part, won in _separated(members, beat):
+            listed = ", ".join(names[i] for i in part)
+            games = int(sum(played[i].sum() + played[:, i].sum() for i in part))
+            if len(part) == 1:
+                reasons.append(f"{listed} {'won' if won else 'lost'} all {games} of its games")
+            else:
+                reasons.append(f"{listed} {'won' if won else 'lost'} every game they played"
+                               " against the other engines")  # fmt: skip
+    if seat:
+        total = played.sum()
+        for n, seat_won in ((1, int(wins.sum())), (2, int(losses.sum()))):
+            if total and seat_won == total:
+                reasons.append(f"seat {n} won all {total} games")
+    if prior == 0.0 and len([g for g in groups if played[np.ix_(g, g)].sum()]) > 1:
+        reasons.append("the engines fall into groups that never played each other")
+    if not reasons and prior == 0.0 and seat:
+        one_way = [
+            f"{names[i]} {'won' if wins[i, j] else 'lost'} all {int(played[i, j])} of its"
+            f" games in seat 1 against {names[j]}"
+            for i, j in zip(*np.nonzero(played), strict=True)
+            if wins[i, j] == 0 or losses[i, j] == 0
+        ]
+        reasons.append(", ".join(one_way[:2] or ["the games by seat"]) + " (the ratings and"
+                       " the seat advantage cannot both be fitted)")  # fmt: skip
+    if not reasons:
+        reasons.append("the games do not determine the ratings" if prior == 0.0
+                       else "the fit did not converge")  # fmt: skip
+    if len(reasons) > _REASONS:
+        reasons[_REASONS - 1 :] = [f"{len(reasons) - _REASONS + 1} more such results"]
+    return tuple(reasons)
+
+
+def _separated(members: list[int], beat: npt.NDArray[np.bool_]) -> list[tuple[list[int], bool]]:
+    """The groups of a connected part of the pool that won (True) or lost (False) every
+    game against the rest of it: the source and sink components of its beat graph."""
+    idx = np.array(members)
+    sub = beat[np.ix_(idx, idx)]
+    reach = sub | np.eye(len(members), dtype=bool)
+    while True:  # transitive closure by squaring: a few rounds for any pool size
+        nxt = reach | ((reach.astype(np.int64) @ reach.astype(np.int64)) > 0)
+        if np.array_equal(nxt, reach):
+            break
+        reach = nxt
+    strong = reach & reach.T
+    seen: set[int] = set()
+    out: list[tuple[list[int], bool]] = []
+    for k in range(len(members)):
+        if k in seen:
+            continue
+        comp = [int(v) for v in np.flatnonzero(strong[k])]
+        seen.update(comp)
+        if len(comp) == len(members):
+            return []
+        inside = np.zeros(len(members), dtype=bool)
+        inside[comp] = True
+        beaten_from_outside = bool(sub[np.ix_(~inside, inside)].any())
+        beats_outside = bool(sub[np.ix_(inside, ~inside)].any())
+        if not beaten_from_outside:
+            out.append(([members[v] for v in comp], True))
+        elif not beats_outside:
+            out.append(([members[v] for v in comp], False))
+    # A group that lost every game against everyone the winners are not is the winners'
+    # result seen from the other side: say it once.
+    top = {i for part, won in out if won for i in part}
+    return [(part, won) for part, won in out
+            if won or set(part) != set(members) - top]  # fmt: skip
 
 
 def _counts(data: npt.ArrayLike, n: int, what: str) -> IntArray:

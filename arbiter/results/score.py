@@ -11,7 +11,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from arbiter.results.ratings import PairStats, SprtResult, sprt
+from arbiter.results.ratings import (
+    DEFAULT_PRIOR,
+    Difference,
+    PairStats,
+    SprtResult,
+    estimate_difference,
+    sprt,
+)
 from arbiter.results.records import GameRecord
 from arbiter.results.store import Scheduled
 
@@ -31,7 +38,9 @@ class MatchResult:
     given: tuple[str, str] = ("", "")  # the engines as given (engines-file key or command)
     keep: bool = True
     wins: list[int] = field(default_factory=lambda: [0, 0])
-    seat1: int = 0  # rated games won by seat 1
+    # Rated games by seat, as the Elo estimate needs them: [engine in seat 1][seat 1 won?]
+    # (engine 1 in seat 1 lost, won; engine 2 in seat 1 lost, won).
+    by_seat: list[list[int]] = field(default_factory=lambda: [[0, 0], [0, 0]])
     ended: Counter[str] = field(default_factory=Counter)  # terminations of rated games
     void_count: int = 0
     records: list[GameRecord] = field(default_factory=list)  # rated games, in finish order
@@ -50,6 +59,12 @@ class MatchResult:
     def terminations(self) -> Counter[str]:
         return self.ended
 
+    def estimate(self, prior: float = DEFAULT_PRIOR) -> Difference:
+        """Engine 1's Elo difference over engine 2: the fit `arbiter ratings` makes of the
+        same games (seat term, prior and interval included)."""
+        (a_lost, a_won), (b_lost, b_won) = self.by_seat
+        return estimate_difference((a_won, a_lost), (b_won, b_lost), prior=prior)
+
     def sprt_result(self) -> SprtResult:
         assert self.test is not None
         stats = self.stats()
@@ -60,7 +75,7 @@ class MatchResult:
         return self.test is not None and self.sprt_result().result != "inconclusive"
 
     def seat1_wins(self) -> int:
-        return self.seat1
+        return self.by_seat[0][1] + self.by_seat[1][1]
 
     def add_stored(self, record: GameRecord) -> None:
         """Count a game of this match found in its store, whose seats carry the names
@@ -92,7 +107,7 @@ class MatchResult:
             return
         seat = 0 if record.winner == record.seat1 else 1
         self.wins[KEYS.index(engines[seat])] += 1
-        self.seat1 += seat == 0
+        self.by_seat[KEYS.index(engines[0])][int(seat == 0)] += 1
         self.ended[str(record.termination)] += 1
         if self.keep:
             self.records.append(record)

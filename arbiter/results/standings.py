@@ -3,16 +3,25 @@
 Results are tallied by the names the schedule or the records give the seats (the engine's
 identity), never by anything an engine answers. The tally keeps only counts, so a
 leaderboard over a million games costs the same to fit as one over a hundred.
+
+Sources combined may hold games of one name played under different conditions (another
+time control, board, program version or command): `Identities` notes what every game
+was played under and where, so that the merge is said, and can rate each set of
+conditions as an engine of its own (`--split-by`).
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import json
 import math
 import os
+import shlex
+import textwrap
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +30,214 @@ from tabulate import tabulate
 
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
-from arbiter.results.ratings import DEFAULT_PRIOR, RatingFit, fit
-from arbiter.results.records import FAULTS, BadLine, Termination, read_records
-from arbiter.results.store import Damage, Store, resolved
+from arbiter.results.ratings import (
+    DEFAULT_PRIOR,
+    Difference,
+    RatingFit,
+    estimate_difference,
+    fit,
+)
+from arbiter.results.records import FAULTS, BadLine, GameRecord, Termination, read_records
+from arbiter.results.store import Damage, SeatPlayed, Store, resolved
+from arbiter.rules import Variant
+from arbiter.text import shorten
+
+CONDITION_KEYS = ("tc", "board", "version", "command")
+"""What an engine's games may differ in: `--split-by` takes these (or all, `conditions`)."""
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What an engine played one game under, as the game's record says ("" unknown)."""
+
+    tc: str = ""
+    board: str = ""
+    version: str = ""  # what the engine answered to `version`
+    command: str = ""  # its command line, shell-quoted
+
+    def only(self, keys: Iterable[str]) -> Conditions:
+        """These conditions with all but `keys` left blank: what a split compares."""
+        keep = set(keys)
+        return Conditions(**{k: getattr(self, k) if k in keep else "" for k in CONDITION_KEYS})
+
+    @classmethod
+    def of_record(cls, record: GameRecord, seat: int) -> Conditions:
+        name = record.seat1 if seat == 1 else record.seat2
+        v = record.variant
+        return _record_conditions(record.tc.get(f"seat{seat}", ""),
+                                  (v["islands"], v["size"], v["pie"]),
+                                  record.versions.get(name, ""),
+                                  tuple(record.commands.get(f"seat{seat}", ())))  # fmt: skip
+
+    @classmethod
+    def of_store(cls, name: str, played: SeatPlayed) -> Conditions:
+        return _stored_conditions(name, played.tc, played.variant, played.versions,
+                                  played.command)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _record_conditions(tc: str, variant: tuple[int, int, bool], version: str,
+                       command: tuple[str, ...]) -> Conditions:  # fmt: skip
+    """Conditions of a record's seat (a file's games share a few: made once each)."""
+    return Conditions(tc, str(Variant(*variant)), version, shlex.join(command))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_conditions(name: str, tc: str | None, variant: str | None, versions: str | None,
+                       command: str | None) -> Conditions:  # fmt: skip
+    """Conditions from a stored record's JSON fields (the store checked the record when it
+    was opened; a field a foreign writer left odd reads as unknown, never as an error)."""
+
+    def parsed(text: str | None) -> Any:
+        try:
+            return None if text is None else json.loads(text)
+        except ValueError:
+            return None
+
+    board = ""
+    v = parsed(variant)
+    if isinstance(v, dict):
+        try:
+            board = str(Variant(v["islands"], v["size"], v["pie"]))
+        except (KeyError, TypeError, ValueError):
+            board = ""
+    answers = parsed(versions)
+    version = answers.get(name, "") if isinstance(answers, dict) else ""
+    argv = parsed(command)
+    line = shlex.join(argv) if isinstance(argv, list) and all(
+        isinstance(w, str) for w in argv) else ""  # fmt: skip
+    return Conditions(tc or "", board, version if isinstance(version, str) else "", line)
+
+
+def split_keys(text: str) -> tuple[str, ...]:
+    """`--split-by` as condition keys: "conditions" (all of them) or a comma list of
+    tc, board, version, command. ValueError names what is not a key."""
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    if words == ["conditions"]:
+        return CONDITION_KEYS
+    unknown = [w for w in words if w not in CONDITION_KEYS]
+    if unknown or not words:
+        raise ValueError(f"--split-by takes 'conditions' or a comma list of"
+                         f" {', '.join(CONDITION_KEYS)}, not {text!r}")  # fmt: skip
+    return tuple(k for k in CONDITION_KEYS if k in words)
+
+
+_VALUE_CHARS = 60  # a condition's value shown in a warning (commands can be long)
+_LABEL_CHARS = 30  # a version in a split engine's name
+
+
+def _shown(value: str, limit: int = _VALUE_CHARS) -> str:
+    return shorten(value, limit) if value else "(none)"
+
+
+class Identities:
+    """How gathered games name their engines, and what each name's games were played under.
+
+    Without a split, an engine is its name and every set of conditions its games were
+    played under is noted, by source, for `mixed`. With `split` (condition keys), each
+    name's games are tallied apart per set of those conditions, under provisional keys
+    that `labels` turns into the names the leaderboard shows.
+    """
+
+    def __init__(self, split: Sequence[str] = ()) -> None:
+        self.split = tuple(split)
+        self.sets: dict[str, dict[Conditions, Counter[str]]] = {}  # key: conditions: source
+        self._index: dict[str, dict[Conditions, int]] = {}  # name: split conditions: number
+
+    def key(self, name: str, conditions: Conditions, source: str, games: int = 1) -> str:
+        """The tally key of `name`'s games under `conditions`, noted as met in `source`."""
+        key = name
+        if self.split:
+            numbers = self._index.setdefault(name, {})
+            number = numbers.setdefault(conditions.only(self.split), len(numbers))
+            key = f"{name}\0{number}"  # a number after the last NUL: never another's key
+        self.sets.setdefault(key, {}).setdefault(conditions, Counter())[source] += games
+        return key
+
+    def labels(self) -> dict[str, str]:
+        """Provisional key: the name shown. A name with one set of the split conditions
+        keeps its name; the others get the values that tell their sets apart."""
+        taken = {name for name, numbers in self._index.items() if len(numbers) == 1}
+        out: dict[str, str] = {}
+        for name, numbers in self._index.items():
+            if len(numbers) == 1:
+                [number] = numbers.values()
+                out[f"{name}\0{number}"] = name
+                continue
+            differing = [k for k in self.split if len({getattr(c, k) for c in numbers}) > 1]
+            commands = list(dict.fromkeys(c.command for c in numbers))
+            for conditions, number in numbers.items():
+                parts = []
+                for k in differing:
+                    value = getattr(conditions, k)
+                    if k == "command":
+                        parts.append(f"command {commands.index(value) + 1}")
+                    elif k == "version":
+                        parts.append(f"version {_shown(value, _LABEL_CHARS)}")
+                    else:
+                        parts.append(_shown(value))
+                label = f"{name} [{', '.join(parts)}]"
+                if label in taken:
+                    label = f"{name} [#{number + 1}]"
+                taken.add(label)
+                out[f"{name}\0{number}"] = label
+        return out
+
+    def relabel(self, labels: dict[str, str]) -> None:
+        """Key the conditions noted by the names shown (after a split)."""
+        sets: dict[str, dict[Conditions, Counter[str]]] = {}
+        for key, found in self.sets.items():
+            mine = sets.setdefault(labels.get(key, key), {})
+            for conditions, sources in found.items():
+                mine.setdefault(conditions, Counter()).update(sources)
+        self.sets = sets
+
+    def mixed(self) -> list[str]:
+        """One line per engine whose games were played under more than one set of
+        conditions: what differs, its values, and the sources (with games) of each."""
+        lines = []
+        for name, found in self.sets.items():
+            if len(found) < 2:
+                continue
+            parts = []
+            for k in CONDITION_KEYS:
+                values: dict[str, Counter[str]] = {}
+                for conditions, sources in found.items():
+                    values.setdefault(getattr(conditions, k), Counter()).update(sources)
+                if len(values) < 2:
+                    continue
+                shown = [
+                    f"{_shown(value)} ({', '.join(f'{s}: {n} games' for s, n in sources.items())})"
+                    for value, sources in values.items()
+                ]
+                parts.append(f"{k} {', '.join(shown)}")
+            lines.append(f"{name}: games played under different conditions are rated as one"
+                         f" engine: {'; '.join(parts)}")  # fmt: skip
+        return lines
+
+    def split_lines(self, labels: dict[str, str]) -> list[str]:
+        """One line per name rated apart: the names its sets of conditions got."""
+        lines = []
+        for name, numbers in self._index.items():
+            if len(numbers) < 2:
+                continue
+            shown = []
+            for number in numbers.values():
+                label = labels[f"{name}\0{number}"]
+                sources: Counter[str] = Counter()
+                for found in self.sets.get(label, {}).values():
+                    sources.update(found)
+                games = ", ".join(f"{s}: {n} games" for s, n in sources.items())
+                shown.append(f"{label} ({games})")
+            differing = [k for k in self.split if len({getattr(c, k) for c in numbers}) > 1]
+            lines.append(f"{name} is rated apart by {' and '.join(differing)}:"
+                         f" {'; '.join(shown)}")  # fmt: skip
+        return lines
+
+    def split_names(self, name: str, labels: dict[str, str]) -> list[str]:
+        """The names `name` was rated apart as (empty if it was not split)."""
+        numbers = self._index.get(name, {})
+        return [labels[f"{name}\0{n}"] for n in numbers.values()] if len(numbers) > 1 else []
 
 
 @dataclass
@@ -80,10 +294,37 @@ class Tally:
             for i in range(3):
                 outcome[i] += split[i]
 
-    def add_store(self, store: Store, keep: Games | None = None) -> None:
+    def renamed(self, names: dict[str, str]) -> Tally:
+        """The same counts under other engine names (a key missing from `names` keeps
+        its own); engines given one name are counted as one."""
+
+        def new(name: str) -> str:
+            return names.get(name, name)
+
+        out = Tally(seen=self.seen, duplicates=self.duplicates)
+        for name in self.names:
+            out.names.setdefault(new(name))
+        for (a, b), k in self.seat_wins.items():
+            out.seat_wins[new(a), new(b)] += k
+        for (a, b), k in self.seat_losses.items():
+            out.seat_losses[new(a), new(b)] += k
+        for engine, counts in self.faults.items():
+            out.faults.setdefault(new(engine), Counter()).update(counts)
+        for (a, b), (two, split, zero) in self.pairs.items():
+            x, y = new(a), new(b)
+            ordered = (two, split, zero) if x <= y else (zero, split, two)
+            outcome = out.pairs.setdefault((min(x, y), max(x, y)), [0, 0, 0])
+            for i in range(3):
+                outcome[i] += ordered[i]
+        return out
+
+    def add_store(self, store: Store, keep: Games | None = None,
+                  identities: Identities | None = None, source: str = "") -> None:  # fmt: skip
         """Add a store's games, aggregated in SQL unless some were already counted
-        (the same games through a copy of the store or an export of it); with `keep`,
-        the records of the games counted (and of the void attempts) are kept there."""
+        (the same games through a copy of the store or an export of it) or `identities`
+        split engines by conditions; with `keep`, the records of the games counted (and
+        of the void attempts) are kept there. `identities` notes what the games were
+        played under, as met in `source`."""
         keys = store.game_keys()
         if keep is not None:
             fresh = keys - self.seen
@@ -91,18 +332,25 @@ class Tally:
                 key = (str(data.get("game_id")), str(data.get("started")))
                 if void or key in fresh:
                     keep.add(key, data, void=void)
-        if keys & self.seen:
-            for row in store.game_rows():
+        if keys & self.seen or (identities is not None and identities.split):
+            for row, played1, played2 in store.played_rows():
                 key = (row.game_id, row.started)
                 if key in self.seen:
                     self.duplicates += 1
                     continue
                 self.seen.add(key)
-                self.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination,
+                seat1, seat2 = row.seat1, row.seat2
+                if identities is not None:
+                    seat1 = identities.key(seat1, Conditions.of_store(seat1, played1), source)
+                    seat2 = identities.key(seat2, Conditions.of_store(seat2, played2), source)
+                self.add_game(seat1, seat2, row.winner_seat == 1, row.termination,
                               row.pair_key)  # fmt: skip
             return
         self.seen |= keys
         self.merge(Tally.from_store(store))
+        if identities is not None:
+            for name, played, games in store.conditions_played():
+                identities.key(name, Conditions.of_store(name, played), source, games)
 
     @classmethod
     def from_store(cls, store: Store) -> Tally:
@@ -136,17 +384,21 @@ class Games:
 
 
 def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
-                  keep: Games | None = None) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
+                  keep: Games | None = None, identities: Identities | None = None,
+                  sources: Sequence[str] = ()) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
     """Add records files to a tally: (tally, bad lines, void records skipped).
 
     Lines go through the records module's one reader, so a line that `show` or `report`
     would reject is never counted here either. With `keep`, the records counted (and the
-    void ones, each attempt once) are kept there too.
+    void ones, each attempt once) are kept there too. `identities` names the engines and
+    notes what their games were played under, the files shown as `sources` (by default
+    their paths).
     """
     tally = tally or Tally()
     bad: list[BadLine] = []
     voids = 0
-    for path in paths:
+    for number, path in enumerate(paths):
+        source = sources[number] if number < len(sources) else str(path)
         for record in read_records(path, bad):
             key = (record.game_id, record.started)
             if record.void:
@@ -160,7 +412,11 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
             tally.seen.add(key)
             if keep is not None:
                 keep.add(key, record.to_json(), void=False)
-            tally.add_game(record.seat1, record.seat2, record.winner == record.seat1,
+            seat1, seat2 = record.seat1, record.seat2
+            if identities is not None:
+                seat1 = identities.key(seat1, Conditions.of_record(record, 1), source)
+                seat2 = identities.key(seat2, Conditions.of_record(record, 2), source)
+            tally.add_game(seat1, seat2, record.winner == record.seat1,
                            record.termination.value, record.pair)  # fmt: skip
     return tally, bad, voids
 
@@ -180,22 +436,29 @@ def source_kind(path: str) -> str:
 
 
 def gather(sources: Iterable[str], keep: Games | None = None,
+           identities: Identities | None = None, labels: Sequence[str] = (),
            ) -> tuple[Tally, list[BadLine | Damage], list[str]]:  # fmt: skip
     """Tally stores and records files together, each game once: (tally, bad records
     lines and damaged store rows, tournament names met). With `keep`, the records counted
-    are kept there as well, deduplicated the same way.
+    are kept there as well, deduplicated the same way. `identities` names the engines
+    (split by conditions, if it says so) and notes what their games were played under,
+    each source shown by its label in `labels` (by default its path); a split tally is
+    returned under the names shown.
 
     Stores are read read-only, one snapshot each; their damaged rows are left out and
     returned with the bad lines, as the records files' are."""
     tally = Tally()
     files: list[str] = []
+    file_labels: list[str] = []
     stores: set[Path] = set()
     damaged: list[Damage] = []
     names: list[str] = []
-    for source in sources:
+    for number, source in enumerate(sources):
+        label = labels[number] if number < len(labels) else source
         kind = source_kind(source)
         if kind == "records":
             files.append(source)
+            file_labels.append(label)
             continue
         path = Path(source)
         real = resolved(path)
@@ -207,8 +470,12 @@ def gather(sources: Iterable[str], keep: Games | None = None,
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
-            tally.add_store(store, keep)
-    tally, bad, _ = tally_records(files, tally, keep)
+            tally.add_store(store, keep, identities, label)
+    tally, bad, _ = tally_records(files, tally, keep, identities, file_labels)
+    if identities is not None and identities.split:
+        shown = identities.labels()
+        tally = tally.renamed(shown)
+        identities.relabel(shown)
     return tally, [*damaged, *bad], names
 
 
@@ -216,13 +483,13 @@ def gather(sources: Iterable[str], keep: Games | None = None,
 class Row:
     rank: int
     name: str
-    elo: float
-    error: float
+    elo: float | None  # None: unbounded (the games do not bound it; see RatingFit)
+    error: float | None  # 95% half-width; None with elo
     games: int
     wins: int
     losses: int
     score: float
-    los_next: float | None
+    los_next: float | None  # None for the last engine, and where it is undefined
     faults: dict[str, int]
 
 
@@ -254,11 +521,12 @@ def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
     rows = []
     for rank, i in enumerate(order, 1):
         nxt = order[rank] if rank < len(order) else None
+        bounded = result.bounded(i)
         rows.append(Row(
             rank=rank,
             name=names[i],
-            elo=float(result.elo[i]),
-            error=float(result.error[i]),
+            elo=float(result.elo[i]) if bounded else None,
+            error=float(result.error[i]) if bounded else None,
             games=int(result.games[i]),
             wins=int(result.wins[i]),
             losses=int(result.losses[i]),
@@ -269,54 +537,107 @@ def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
     return Standings(rows, result, tally, prior)
 
 
-def _num(x: float, digits: int = 1) -> float | None:
-    return None if math.isinf(x) or math.isnan(x) else round(x, digits) + 0.0  # no -0.0
+# ------------------------------------------------------------------ numbers as text
+# One way to write each number, wherever it is shown: the leaderboard, the head-to-head
+# table and a match's summary.
+
+UNBOUNDED = "unbounded"
+_WIDTH = 100  # notes under a table are wrapped to this
 
 
-def to_json(s: Standings) -> dict[str, Any]:
-    f = s.fit
-    return {
-        "engines": [
-            {
-                "rank": r.rank, "name": r.name, "elo": _num(r.elo), "error": _num(r.error),
-                "games": r.games, "wins": r.wins, "losses": r.losses,
-                "score": round(r.score, 4), "faults": r.faults,
-                "los_next": None if r.los_next is None else round(r.los_next, 4),
-            }
-            for r in s.rows
-        ],
-        "seat_advantage": {"elo": _num(f.seat_advantage), "error": _num(f.seat_error)},
-        "games": s.games,
-        "prior": s.prior,
-        "connected": f.connected,
-        "components": [list(c) for c in f.components] if not f.connected else None,
-    }  # fmt: skip
+def rounded(x: float | None, digits: int = 1) -> float | None:
+    """A number for JSON or CSV: None where it is unbounded (or not a number)."""
+    if x is None or math.isinf(x) or math.isnan(x):
+        return None
+    return round(x, digits) + 0.0  # no -0.0
 
 
-def _signed(x: float) -> str:
+def signed(x: float) -> str:
     text = f"{x:+.0f}"
     return "0" if text in ("+0", "-0") else text
+
+
+def difference_text(d: Difference) -> str:
+    """ "+162 ± 351", or "unbounded" where the games do not bound it."""
+    if d.elo is None or d.error is None:
+        return UNBOUNDED
+    return f"{signed(d.elo)} ± {d.error:.0f}"
+
+
+def los_text(los: float | None) -> str:
+    """A likelihood of superiority as a percentage; "undefined" where there is none."""
+    return "undefined" if los is None else f"{100 * los:.1f}%"
 
 
 def _faults_text(faults: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in faults.items()) or "-"
 
 
+def _csv(headers: list[str], rows: Iterable[Sequence[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    return out.getvalue().rstrip("\n")
+
+
+def seat_advantage(f: RatingFit) -> Difference:
+    """The fitted seat-1 advantage as a difference (None where unbounded; no LOS)."""
+    if not math.isfinite(f.seat_error):
+        return Difference(None, None, None)
+    return Difference(f.seat_advantage, f.seat_error, None)
+
+
+# ---------------------------------------------------------------------- leaderboard
+
+
+def to_json(s: Standings, *, matrix: bool = False) -> dict[str, Any]:
+    """The leaderboard as one JSON object; with `matrix`, the head-to-head table too."""
+    f = s.fit
+    seat = seat_advantage(f)
+    out = {
+        "engines": [
+            {
+                "rank": r.rank, "name": r.name, "elo": rounded(r.elo), "error": rounded(r.error),
+                "games": r.games, "wins": r.wins, "losses": r.losses,
+                "score": round(r.score, 4), "faults": r.faults,
+                "los_next": rounded(r.los_next, 4),
+            }
+            for r in s.rows
+        ],
+        "seat_advantage": {"elo": rounded(seat.elo), "error": rounded(seat.error)},
+        "games": s.games,
+        "prior": s.prior,
+        "connected": f.connected,
+        "components": [list(c) for c in f.components] if not f.connected else None,
+        "unbounded": list(f.unbounded) or None,
+    }  # fmt: skip
+    if matrix:
+        out["matrix"] = matrix_json(s)
+    return out
+
+
 def table(s: Standings, fmt: str = "table") -> str:
-    """The leaderboard as text: `table` (plain), `markdown` or `csv`."""
+    """The leaderboard as text: `table` (plain), `markdown` or `csv` (numbers only: Elo
+    and its error in Elo, score and LOS as fractions, empty where unbounded)."""
+    if fmt == "csv":
+        verdicts = sorted({v for r in s.rows for v in r.faults})
+        headers = ["rank", "engine", "elo", "error", "games", "wins", "losses", "score",
+                   "los_next", "faults", *(f"faults_{v}" for v in verdicts)]  # fmt: skip
+        return _csv(headers, (
+            [r.rank, r.name, rounded(r.elo), rounded(r.error), r.games, r.wins, r.losses,
+             round(r.score, 4), rounded(r.los_next, 4), sum(r.faults.values()),
+             *(r.faults.get(v, 0) for v in verdicts)]
+            for r in s.rows
+        ))  # fmt: skip
     headers = ["rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults"]
     rows = [
-        [r.rank, r.name, _signed(r.elo), f"{r.error:.0f}", r.games, f"{100 * r.score:.1f}",
+        [r.rank, r.name, UNBOUNDED if r.elo is None else signed(r.elo),
+         "" if r.error is None else f"{r.error:.0f}", r.games, f"{100 * r.score:.1f}",
          f"{r.wins}-{r.losses}", "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
          _faults_text(r.faults)]
         for r in s.rows
     ]  # fmt: skip
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(headers)
-        writer.writerows(rows)
-        return out.getvalue().rstrip("\n")
     text = tabulate(
         rows,
         headers,
@@ -324,15 +645,26 @@ def table(s: Standings, fmt: str = "table") -> str:
         disable_numparse=True,
         colalign=("right", "left") + ("right",) * 7,
     )
-    return text + "\n" + "\n".join(footer(s))
+    # Markdown: a line right under a table would be read as one more row.
+    return text + ("\n\n" if fmt == "markdown" else "\n") + "\n".join(footer(s))
 
 
 def footer(s: Standings) -> list[str]:
     f = s.fit
+    seat = seat_advantage(f)
     lines = [
-        f"Seat 1 advantage: {_signed(f.seat_advantage)} ± {f.seat_error:.0f} Elo over {s.games}"
-        f" games (prior {s.prior:g} virtual games per engine)",
-    ]
+        f"Seat 1 advantage: {difference_text(seat)} Elo over {s.games} games (prior"
+        f" {s.prior:g} virtual games per engine)"
+        if seat.bounded else
+        f"Seat 1 advantage: {UNBOUNDED} over {s.games} games (prior {s.prior:g} virtual games"
+        " per engine)"
+    ]  # fmt: skip
+    if f.unbounded:
+        lines += textwrap.wrap(
+            f"Unbounded: {'; '.join(f.unbounded)}. The games do not bound the ratings, so no"
+            " Elo is shown (a number would only say where the fit stopped)"
+            + (f"; a prior keeps them finite (--prior {DEFAULT_PRIOR:g}, the default)."
+               if s.prior == 0 else "."), _WIDTH)  # fmt: skip
     if not f.connected:
         groups = "; ".join(", ".join(c) for c in f.components)
         lines.append(
@@ -342,21 +674,41 @@ def footer(s: Standings) -> list[str]:
     return lines
 
 
+# --------------------------------------------------------------------- head to head
+
+
 @dataclass(frozen=True)
 class HeadToHead:
-    """One engine against one opponent, from the engine's side."""
+    """One engine against one opponent, from the engine's side.
+
+    Two estimates of their difference, which answer different questions: `own` is the
+    pairing's result, fitted from its games alone (what `arbiter match` prints for those
+    games); `pool` is the difference of the two engines' ratings in the whole pool's fit,
+    which every other game informs too, and may even have the opposite sign.
+    """
 
     engine: str
     opponent: str
     wins: int
     losses: int
-    diff: float  # the fitted Elo difference, engine minus opponent
-    error: float  # its 95% half-width
+    own: Difference  # from the pairing's games alone
+    pool: Difference  # the difference of the pool fit's ratings
     pairs: tuple[int, int, int] | None  # seat-swapped pairs won twice, split, lost twice
 
     @property
     def games(self) -> int:
         return self.wins + self.losses
+
+    @property
+    def score(self) -> float:
+        return self.wins / self.games if self.games else 0.5
+
+
+def _turned(d: Difference) -> Difference:
+    """The same difference from the other engine's side."""
+    if d.elo is None:
+        return d
+    return Difference(-d.elo, d.error, None if d.los is None else 1.0 - d.los)
 
 
 def head_to_head(s: Standings) -> list[HeadToHead]:
@@ -364,6 +716,7 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
     names = [r.name for r in s.rows]
     index = {name: i for i, name in enumerate(s.fit.names)}
     t = s.tally
+    own: dict[tuple[str, str], Difference] = {}
     out = []
     for a in names:
         for b in names:
@@ -373,30 +726,81 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
             l_ = t.seat_losses[a, b] + t.seat_wins[b, a]
             if not w + l_:
                 continue
-            diff, err = s.fit.diff(index[a], index[b])
+            if (b, a) in own:
+                own[a, b] = _turned(own[b, a])
+            else:
+                own[a, b] = estimate_difference((t.seat_wins[a, b], t.seat_losses[a, b]),
+                                                (t.seat_wins[b, a], t.seat_losses[b, a]),
+                                                prior=s.prior)  # fmt: skip
             x, y = sorted((a, b))
             counts = t.pairs.get((x, y))
             pairs = None
             if counts:
                 two, split, zero = counts if a == x else counts[::-1]
                 pairs = (two, split, zero)
-            out.append(HeadToHead(a, b, w, l_, diff, err, pairs))
+            pool = s.fit.difference(index[a], index[b])
+            out.append(HeadToHead(a, b, w, l_, own[a, b], pool, pairs))
     return out
 
 
-def matrix(s: Standings) -> str:
-    """Head-to-head: W-L, the fitted Elo difference, and pairs won twice/split/lost twice."""
+OWN_ELO = "Elo, head-to-head"
+POOL_ELO = "Elo diff, pool fit"
+MATRIX_NOTE = (
+    f"{OWN_ELO}: fitted from the pairing's games alone, as `arbiter match` reports them."
+    f" {POOL_ELO}: the difference of the two engines' leaderboard ratings, which every game"
+    " in the pool informs; it can differ from the pairing's own result, even in sign."
+)
+
+
+def matrix(s: Standings, fmt: str = "table") -> str:
+    """Head-to-head, one row per pairing and side: W-L, score, the pairing's own Elo
+    estimate beside the pool fit's difference, and seat-swapped pairs won twice / split /
+    lost twice. `fmt` as for `table`; CSV holds numbers only."""
+    rows = head_to_head(s)
+    if fmt == "csv":
+        headers = ["engine", "opponent", "games", "wins", "losses", "score", "h2h_elo",
+                   "h2h_error", "h2h_los", "pool_elo_diff", "pool_error", "pool_los",
+                   "pairs_won_twice", "pairs_split", "pairs_lost_twice"]  # fmt: skip
+        return _csv(headers, (
+            [h.engine, h.opponent, h.games, h.wins, h.losses, round(h.score, 4),
+             rounded(h.own.elo), rounded(h.own.error), rounded(h.own.los, 4),
+             rounded(h.pool.elo), rounded(h.pool.error), rounded(h.pool.los, 4),
+             *(h.pairs if h.pairs is not None else (None, None, None))]
+            for h in rows
+        ))  # fmt: skip
     body = [
-        [h.engine, h.opponent, f"{h.wins}-{h.losses}", f"{_signed(h.diff)} ± {h.error:.0f}",
+        [h.engine, h.opponent, f"{h.wins}-{h.losses}", f"{100 * h.score:.1f}",
+         difference_text(h.own), difference_text(h.pool),
          "" if h.pairs is None else "/".join(map(str, h.pairs))]
-        for h in head_to_head(s)
+        for h in rows
     ]  # fmt: skip
-    return tabulate(
+    text = tabulate(
         body,
-        ["engine", "opponent", "W-L", "Elo diff", "pairs 2/1/0"],
-        tablefmt="simple",
+        ["engine", "opponent", "W-L", "score %", OWN_ELO, POOL_ELO, "pairs 2/1/0"],
+        tablefmt="github" if fmt == "markdown" else "simple",
         disable_numparse=True,
     )
+    return (
+        text
+        + ("\n\n" if fmt == "markdown" else "\n")
+        + "\n".join(textwrap.wrap(MATRIX_NOTE, _WIDTH))
+    )
+
+
+def matrix_json(s: Standings) -> list[dict[str, Any]]:
+    """The head-to-head table as JSON: one object per pairing and side."""
+
+    def estimate(d: Difference) -> dict[str, float | None]:
+        return {"elo": rounded(d.elo), "error": rounded(d.error), "los": rounded(d.los, 4)}
+
+    return [
+        {"engine": h.engine, "opponent": h.opponent, "games": h.games, "wins": h.wins,
+         "losses": h.losses, "score": round(h.score, 4), "head_to_head": estimate(h.own),
+         "pool": estimate(h.pool),
+         "pairs": None if h.pairs is None else dict(zip(("won_twice", "split", "lost_twice"),
+                                                        h.pairs, strict=True))}
+        for h in head_to_head(s)
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -441,5 +845,5 @@ def host_heading(h: HostStandings) -> str:
 
 def host_json(h: HostStandings) -> dict[str, Any]:
     return {"host": h.host, "cpu": h.cpu, "games": h.games, "time_losses": h.time_losses,
-            "mean_move_ms": _num(h.mean_move_ms) if h.mean_move_ms is not None else None,
+            "mean_move_ms": rounded(h.mean_move_ms),
             **to_json(h.board)}  # fmt: skip

@@ -176,6 +176,17 @@ class GameRow:
 
 
 @dataclass(frozen=True)
+class SeatPlayed:
+    """What one seat's engine played a stored game under, as JSON text from its record
+    (None where the record has no such field): the store keeps it, readers judge it."""
+
+    tc: str | None
+    variant: str | None
+    versions: str | None
+    command: str | None
+
+
+@dataclass(frozen=True)
 class Damage:
     """A stored row that cannot be trusted: where it is and what is wrong with it."""
 
@@ -806,6 +817,36 @@ class Store:
         )
         for row in rows:
             yield GameRow(*row)
+
+    # What a seat's engine played under, as its record says: its time control, the
+    # board, the versions the engines answered and its command (JSON text, or NULL).
+    _SEAT_PLAYED = ("json_extract(record, '$.tc.seat{n}'), json_extract(record, '$.variant'),"
+                    " json_extract(record, '$.versions'),"
+                    " json_extract(record, '$.commands.seat{n}')")  # fmt: skip
+
+    def played_rows(self) -> Iterator[tuple[GameRow, SeatPlayed, SeatPlayed]]:
+        """Every stored game with what each seat played under (`SeatPlayed`), for readers
+        that tell an engine's games under different conditions apart."""
+        rows = self._games(
+            "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key, "
+            + self._SEAT_PLAYED.format(n=1)
+            + ", "
+            + self._SEAT_PLAYED.format(n=2)
+            + " FROM {games}"
+        )
+        for row in rows:
+            yield GameRow(*row[:7]), SeatPlayed(*row[7:11]), SeatPlayed(*row[11:15])
+
+    def conditions_played(self) -> list[tuple[str, SeatPlayed, int]]:
+        """(engine, what it played under, games) for every distinct set of conditions an
+        engine's stored games were played under (aggregated in SQL)."""
+        rows = self._games(
+            "WITH g AS (SELECT seat1, seat2, record FROM {games})"
+            " SELECT *, COUNT(*) FROM ("
+            f"SELECT seat1, {self._SEAT_PLAYED.format(n=1)} FROM g UNION ALL"
+            f" SELECT seat2, {self._SEAT_PLAYED.format(n=2)} FROM g) GROUP BY 1, 2, 3, 4, 5"
+        )
+        return [(str(name), SeatPlayed(*played), int(n)) for name, *played, n in rows]
 
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""

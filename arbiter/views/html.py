@@ -20,8 +20,9 @@ from typing import Any
 import jinja2
 
 from arbiter.engines.process import exit_status
+from arbiter.results.ratings import Difference
 from arbiter.results.records import GameRecord, Termination
-from arbiter.results.standings import Standings, head_to_head
+from arbiter.results.standings import UNBOUNDED, Standings, head_to_head, seat_advantage
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
 from arbiter.views.report import describe_result
@@ -83,7 +84,7 @@ def _error(x: float) -> str:
 class PlotRow:
     name: str
     y: float
-    elo: float
+    elo: float | None  # None: unbounded, no point to plot
     lo: float
     hi: float
     open_lo: bool  # the interval runs off the plot (unbounded)
@@ -112,11 +113,12 @@ def _nice_step(span: float) -> float:
 
 
 def elo_plot(board: Standings) -> Plot:
-    """Each engine's Elo with its 95% interval on one scale (unbounded ends marked)."""
+    """Each engine's Elo with its 95% interval on one scale; an unbounded rating is an
+    open bar across the whole scale, without a point."""
     width, left, right, row_h = 640.0, 150.0, 620.0, 26.0
     finite = [(r.elo - r.error, r.elo + r.error) for r in board.rows
-              if math.isfinite(r.elo) and math.isfinite(r.error)]  # fmt: skip
-    points = [r.elo for r in board.rows if math.isfinite(r.elo)] or [0.0]
+              if r.elo is not None and r.error is not None]  # fmt: skip
+    points = [r.elo for r in board.rows if r.elo is not None] or [0.0]
     low = min([p[0] for p in finite] + points)
     high = max([p[1] for p in finite] + points)
     if high - low < 100:
@@ -131,13 +133,15 @@ def elo_plot(board: Standings) -> Plot:
 
     rows = []
     for i, r in enumerate(board.rows):
-        elo = min(max(r.elo, low), high) if math.isfinite(r.elo) else (high if r.elo > 0 else low)
+        y = 30.0 + i * row_h
+        if r.elo is None or r.error is None:
+            rows.append(PlotRow(name=name(r.name), y=y, elo=None, lo=x(low), hi=x(high),
+                                open_lo=True, open_hi=True, label=UNBOUNDED))  # fmt: skip
+            continue
         lo, hi = r.elo - r.error, r.elo + r.error
         rows.append(PlotRow(
-            name=name(r.name), y=30.0 + i * row_h, elo=x(elo),
-            lo=x(max(lo, low)) if not math.isnan(lo) else x(low),
-            hi=x(min(hi, high)) if not math.isnan(hi) else x(high),
-            open_lo=not lo >= low, open_hi=not hi <= high,
+            name=name(r.name), y=y, elo=x(min(max(r.elo, low), high)),
+            lo=x(max(lo, low)), hi=x(min(hi, high)), open_lo=lo < low, open_hi=hi > high,
             label=f"{_signed(r.elo)} ± {_error(r.error)}",
         ))  # fmt: skip
     ticks = []
@@ -155,18 +159,26 @@ def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
     rows = []
     for r in board.rows:
         rows.append({
-            "rank": r.rank, "name": name(r.name), "elo": _signed(r.elo),
-            "error": _error(r.error), "games": r.games, "score": f"{100 * r.score:.1f}",
-            "wl": f"{r.wins}{DASH}{r.losses}",
+            "rank": r.rank, "name": name(r.name),
+            "elo": UNBOUNDED if r.elo is None else _signed(r.elo),
+            "error": "" if r.error is None else _error(r.error), "games": r.games,
+            "score": f"{100 * r.score:.1f}", "wl": f"{r.wins}{DASH}{r.losses}",
             "los": "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
             "faults": [r.faults.get(v, 0) for v in verdicts],
         })  # fmt: skip
     return verdicts, rows
 
 
+def _difference(d: Difference, unit: str = "") -> str:
+    if d.elo is None or d.error is None:
+        return UNBOUNDED
+    return f"{_signed(d.elo)} ± {_error(d.error)}{unit}"
+
+
 def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] | None]]]:
     """Engines in leaderboard order and, per engine, one cell per opponent (None if they
-    never met or on the diagonal)."""
+    never met or on the diagonal): the score, the pairing's own Elo estimate and, labelled
+    apart, the pool fit's difference, which other games inform too."""
     names = [r.name for r in board.rows]
     met = {(h.engine, h.opponent): h for h in head_to_head(board)}
     grid: list[list[dict[str, Any] | None]] = []
@@ -178,8 +190,8 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
                 line.append(None)
                 continue
             line.append({
-                "score": f"{h.wins}{DASH}{h.losses}",
-                "elo": f"{_signed(h.diff)} ± {_error(h.error)}",
+                "score": f"{h.wins}{DASH}{h.losses}", "percent": f"{100 * h.score:.0f}%",
+                "own": _difference(h.own), "pool": _difference(h.pool),
                 "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
                 "tone": "ahead" if h.wins > h.losses else "behind" if h.wins < h.losses
                 else "even",
@@ -288,7 +300,8 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
     f = board.fit
     return _environment().get_template("report.html").render(
         title=title, sources=sources, leaderboard=rows, verdicts=verdicts,
-        plot=elo_plot(board), seat=(_signed(f.seat_advantage), _error(f.seat_error)),
+        plot=elo_plot(board),
+        seat=_difference(seat_advantage(f), " Elo"),
         rated=board.games, prior=board.prior, connected=f.connected,
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
         cross_names=cross_names, grid=grid, pictures=pictures,

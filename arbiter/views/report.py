@@ -7,15 +7,16 @@ structurally: views know runs only through the values they are handed).
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from arbiter.engines.process import exit_status
+from arbiter.results.ratings import DEFAULT_PRIOR
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.score import MatchResult
+from arbiter.results.standings import difference_text, los_text, rounded
 from arbiter.text import shorten, terminal
 
 if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
@@ -201,12 +202,6 @@ def discard(stream: TextIO) -> None:
         os.close(null)
 
 
-def _fmt_elo(x: float) -> str:
-    if math.isinf(x):
-        return "+inf" if x > 0 else "-inf"
-    return f"{x:.1f}".replace("-0.0", "0.0")
-
-
 def summary_lines(result: MatchResult) -> list[str]:
     a, b = result.names
     stats = result.stats()
@@ -217,15 +212,12 @@ def summary_lines(result: MatchResult) -> list[str]:
         if result.aborted:
             lines.append(f"Match stopped: {result.aborted}")
         return lines + result.notes
+    elo = result.estimate()
     lines = [
         f"Score of {a} vs {b}: {stats.wins} - {stats.losses} (wins - losses),"
         f" score {stats.score:.3f} over {stats.games} games",
-        (
-            f"Elo difference: {_fmt_elo(stats.elo())} +/- {_fmt_elo(stats.elo_error())},"
-            if stats.wins and stats.losses
-            else "Elo difference: unbounded (one engine won every game),"
-        )
-        + f" LOS: {stats.los() * 100:.1f} %",
+        f"Elo difference: {difference_text(elo)} (95%), LOS: {los_text(elo.los)} (fitted as"
+        f" `arbiter ratings` fits these games: seat term, prior {DEFAULT_PRIOR:g})",
         f"Seat 1 wins: {result.seat1_wins()} of {stats.games}",
     ]
     terms = result.terminations()
@@ -257,19 +249,17 @@ def given_keys(result: MatchResult) -> tuple[str, str]:
 
 def summary_json(result: MatchResult) -> dict[str, Any]:
     stats = result.stats()
-
-    def num(x: float) -> float | None:
-        return None if math.isinf(x) or math.isnan(x) else round(x, 2)
-
+    elo = result.estimate()
     return {
         "engines": list(result.names),
         "games": stats.games,
         "given": list(given_keys(result)),
         "wins": dict(zip(given_keys(result), (stats.wins, stats.losses), strict=True)),
         "score": round(stats.score, 4),
-        "elo": num(stats.elo()),
-        "elo_error": num(stats.elo_error()),
-        "los": round(stats.los(), 4),
+        "elo": rounded(elo.elo),
+        "elo_error": rounded(elo.error),
+        "los": rounded(elo.los, 4),
+        "prior": DEFAULT_PRIOR,
         "seat1_wins": result.seat1_wins(),
         "terminations": dict(result.terminations()),
         "void": result.void_count,
