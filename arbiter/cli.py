@@ -340,10 +340,11 @@ def _engines(engines_file: str | None) -> KnownEngines:
 @click.option(
     "--sprt",
     default=None,
-    metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05]",
+    metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05,model=pairs]",
     help="Stop as soon as a sequential test decides whether ENGINE1 is elo0 or elo1"
-    " Elo stronger than ENGINE2 (binomial SPRT on games; --games is the most"
-    f" it plays, {SPRT_GAMES:,} if not given).",
+    " Elo stronger than ENGINE2: the GSPRT on seat-swapped pairs (model=games: the"
+    " binomial SPRT on single games); --games is the most it plays,"
+    f" {SPRT_GAMES:,} if not given.",
 )
 @click.option(
     "--sandbox",
@@ -395,15 +396,12 @@ def match(
     parsed = [TimeControl.parse(t) for t in tcs]
     test = None
     if sprt is not None:
-        from arbiter.results.ratings import parse_sprt
+        from arbiter.results.sprt import parse_test
 
         try:
-            test = parse_sprt(sprt)
+            test = parse_test(sprt)
         except ValueError as exc:
             raise ConfigError(str(exc), where="--sprt") from exc
-        if not all(abs(elo) <= 2000 for elo in test[:2]):
-            raise ConfigError("elo0 and elo1 must be within ±2000", where="--sprt",
-                              hint="e.g. elo0=0,elo1=10")  # fmt: skip
     if games is None:
         games = SPRT_GAMES if test is not None else 2
     variant = _variant(int(islands), size, pie)
@@ -440,7 +438,9 @@ def match(
         executor = open_executor(plan, concurrency=concurrency, dask=dask)
         if dask is None:
             _warn_oversubscribed(plan.concurrency, "--concurrency")
-        progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet)
+        progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet,
+                            status=None if test is None else
+                            lambda: runner.result.sprt_result().line())  # fmt: skip
 
         def summary() -> None:
             if as_json:

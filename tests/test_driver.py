@@ -18,6 +18,7 @@ from arbiter.executors.jobs import GameJob
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import GameRecord, Stage, Termination
 from arbiter.results.score import MatchResult
+from arbiter.results.sprt import Sprt
 from arbiter.results.store import Store
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
@@ -37,7 +38,7 @@ def schedule(count: int = 3) -> list[ScheduledGame]:
 
 
 def spec(game: ScheduledGame) -> GameSpec:
-    return GameSpec(game.game_id, VARIANT, (TC, TC))
+    return GameSpec(game.game_id, VARIANT, (TC, TC), pair=game.pair_key)
 
 
 @dataclass
@@ -187,9 +188,11 @@ async def test_a_stop_is_asked_after_each_rated_game_only() -> None:
     assert run.taken() == Counter({"g1": 2, "g2": 1})  # nothing after the stop
 
 
+@pytest.mark.parametrize("model", ["pairs", "games"])
 @pytest.mark.parametrize(("winner", "verdict"), [("0", "H1"), ("1", "H0")])
-async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str) -> None:
-    test = (0.0, 100.0, 0.05, 0.05)
+async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str,
+                                                      model: str) -> None:  # fmt: skip
+    test = Sprt(0.0, 100.0, model=model)
     result = MatchResult(names=("a", "b"), keep=True, test=test)
     run = Run(FakeExecutor(lambda job, attempt: Win(engine=winner)))
     games = match_games("m", 200, VARIANT)
@@ -201,13 +204,19 @@ async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str)
     driver = Driver(games, spec, run.executor, [run, result], run, stop=stop)
     outcome = await driver.run()
     decided = result.sprt_result()
-    assert not outcome.aborted and decided.result == verdict
+    assert not outcome.aborted and decided.result == verdict and decided.model == model
     assert decided.games == len(run.stored) == len(run.executor.jobs) < 200
-    # It stopped at the first game that decided: one game fewer was not enough.
-    wins = result.wins[int(winner)] - 1
-    before = MatchResult(names=("a", "b"), wins=[wins, 0] if winner == "0" else [0, wins],
-                         test=test)  # fmt: skip
+    # It stopped at the first game (pairs: the first whole pair) that decided: one fewer
+    # was not enough.
+    step = 2 if model == "pairs" else 1
+    assert decided.games % step == 0
+    before = MatchResult(names=("a", "b"), test=test)
+    for record in run.stored[:-step]:
+        before.add(("0", "1") if record.seat1 == "0" else ("1", "0"), record)
     assert before.sprt_result().result == "inconclusive"
+    if model == "pairs":
+        assert decided.pairs == ((0, 0, len(run.stored) // 2) if winner == "0"
+                                 else (len(run.stored) // 2, 0, 0))  # fmt: skip
 
 
 async def test_a_resumed_tournament_plays_only_the_games_not_stored(tmp_path: Path) -> None:

@@ -323,18 +323,53 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     test = data["sprt"]
-    assert test["result"] == verdict
-    assert test["games"] == data["games"] < 200
+    assert test["result"] == verdict and test["model"] == "pairs"
+    assert test["games"] == data["games"] < 200 and data["games"] % 2 == 0  # whole pairs
     assert (test["llr"] >= test["upper"]) if verdict == "H1" else (test["llr"] <= test["lower"])
+    pairs = data["games"] // 2
+    assert test["pairs"] == ([0, 0, pairs] if verdict == "H1" else [pairs, 0, 0])
+    # The stop's own estimate: no finite end toward the side every game went.
+    after = test["estimate"]
+    assert (
+        (after["elo"], after["upper"]) == (None, None)
+        if verdict == "H1"
+        else (after["elo"], after["lower"]) == (None, None)
+    )
     # Without --games the match plays until the test decides (not 2 games, the default
     # without --sprt).
     text = arbiter("match", first, second, "--tc", "10+0.1", "-q",
                    "--sprt", "elo0=0,elo1=100")  # fmt: skip
-    assert "SPRT: LLR" in text.stdout and f"{verdict} accepted" in text.stdout
+    assert "SPRT (pairs): LLR" in text.stdout and f"{verdict} accepted" in text.stdout
+    assert "median-unbiased" in text.stdout
     assert f"over {data['games']} games" in text.stdout
     games = list(read_records(records))
     assert games and all(not g.void and g.termination.value == "resign" for g in games)
     assert all(g.winner == "winner" and g.plies - g.opening <= 1 for g in games)
+
+
+@pytest.mark.parametrize(
+    ("model", "verdict"),
+    [("pairs", "H1"), ("pairs", "H0"), pytest.param("games", "H1", marks=pytest.mark.slow)],
+)
+def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> None:
+    """Equal engines accept H0 (elo0 = 0); against an engine that resigns every game it
+    plays white (half its games, so a score of about 75%, +190 Elo) H1 (elo1 = 100)."""
+    plain = f"{sys.executable} {BADBOT} ok --name plain"
+    half = f"{sys.executable} {BADBOT} {'resign-white' if verdict == 'H1' else 'ok'} --name half"
+    done = arbiter("match", plain, half, "--no-pie", "--size", "7", "--tc", "10+0.1", "--json",
+                   "-q", "--sprt", f"elo0=0,elo1=100,model={model}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    test = data["sprt"]
+    assert test["result"] == verdict and test["model"] == model
+    if model == "pairs":
+        lost, split, won = test["pairs"]
+        assert sum(test["pairs"]) * 2 == data["games"]
+        if verdict == "H1":  # plain never loses a pair twice: half resigns as white
+            assert lost == 0 and won > 0 and split > 0
+        assert test["estimate"] is not None
+    else:
+        assert test["estimate"] is None  # the median-unbiased estimate is the pair test's
 
 
 def test_bad_sprt_is_a_usage_error() -> None:

@@ -11,15 +11,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from arbiter.results.ratings import (
-    DEFAULT_PRIOR,
-    Difference,
-    PairStats,
-    SprtResult,
-    estimate_difference,
-    sprt,
-)
+from arbiter.results.ratings import DEFAULT_PRIOR, Difference, PairStats, estimate_difference
 from arbiter.results.records import GameRecord
+from arbiter.results.sprt import Estimate, PairTally, Sprt, Verdict, judge, paired, stopped_estimate
 from arbiter.results.store import Scheduled
 
 # A match's engines by key, as its schedule seats them: engine 1, engine 2.
@@ -48,8 +42,11 @@ class MatchResult:
     unplayed: list[int] = field(default_factory=list)  # game numbers given up on
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play this match
-    sprt: SprtResult | None = None  # the test's state at the end, when one was run
-    test: tuple[float, float, float, float] | None = None  # the SPRT asked for, if any
+    sprt: Verdict | None = None  # the test's state at the end, when one was run
+    test: Sprt | None = None  # the SPRT asked for, if any
+    # Whole seat-swapped pairs, for engine 1 (key "0"): the pair test's counts, and the
+    # variance the interval of the estimate is taken from.
+    tally: PairTally = field(default_factory=lambda: PairTally(lambda x, y: (KEYS[0], KEYS[1])))
     resumed: int = 0  # rated games that were in the store before this run
     notes: list[str] = field(default_factory=list)  # the executor's, for the operator
 
@@ -61,14 +58,26 @@ class MatchResult:
 
     def estimate(self, prior: float = DEFAULT_PRIOR) -> Difference:
         """Engine 1's Elo difference over engine 2: the fit `arbiter ratings` makes of the
-        same games (seat term, prior and interval included)."""
+        same games (seat term, prior), its interval widened or narrowed to the variance
+        of the seat-swapped pairs where there are enough of them (`sprt.paired`)."""
         (a_lost, a_won), (b_lost, b_won) = self.by_seat
-        return estimate_difference((a_won, a_lost), (b_won, b_lost), prior=prior)
+        fitted = estimate_difference((a_won, a_lost), (b_won, b_lost), prior=prior)
+        return paired(fitted, self.pairs())
 
-    def sprt_result(self) -> SprtResult:
+    def pairs(self) -> list[int]:
+        """Whole pairs for engine 1: [lost twice, split, won twice]."""
+        return self.tally.counts(*KEYS)[0]
+
+    def sprt_result(self) -> Verdict:
         assert self.test is not None
         stats = self.stats()
-        return sprt(stats.wins, stats.losses, *self.test)
+        return judge(self.test, self.pairs(), stats.wins, stats.losses)
+
+    def stopped_estimate(self) -> Estimate | None:
+        """After a pair test stopped (or reached its cap), the median-unbiased estimate."""
+        if self.test is None or self.test.model != "pairs" or self.sprt is None:
+            return None
+        return stopped_estimate(self.pairs(), self.test, self.sprt.result)
 
     def decided(self) -> bool:
         """The SPRT's stop rule: true once it accepts either hypothesis."""
@@ -107,6 +116,7 @@ class MatchResult:
             return
         seat = 0 if record.winner == record.seat1 else 1
         self.wins[KEYS.index(engines[seat])] += 1
+        self.tally.add(record.pair, engines[seat], engines[1 - seat])
         self.by_seat[KEYS.index(engines[0])][int(seat == 0)] += 1
         self.ended[str(record.termination)] += 1
         if self.keep:

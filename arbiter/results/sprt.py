@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from arbiter.results.ratings import expected_score
+from arbiter.results.ratings import Z95, Difference, expected_score
 
 PAIR_SCORES = (0.0, 0.5, 1.0)  # lost twice, split, won twice
 MODELS = ("pairs", "games")
@@ -113,6 +113,34 @@ def game_llr(wins: int, losses: int, elo0: float, elo1: float) -> float:
     return wins * math.log(p1 / p0) + losses * math.log((1.0 - p1) / (1.0 - p0))
 
 
+PAIRED_MINIMUM = 10  # whole pairs before their own variance makes the interval
+
+
+def paired(fitted: Difference, pairs: Sequence[int]) -> Difference:
+    """A two-engine estimate with its interval from the variance of seat-swapped pairs.
+
+    The fit treats games as independent; the two games of a pair are not (they share an
+    opening, and an opening that favours a side favours it in both). The pairs' own
+    variance, against the variance independent games at the same score would give,
+    scales the interval (and the LOS with it): narrower when openings even out, wider
+    when they decide. With fewer than `PAIRED_MINIMUM` whole pairs, or none split and
+    none one-sided, the variance says too little, and the fit's interval stands.
+    """
+    n = sum(pairs)
+    if fitted.elo is None or fitted.error is None or n < PAIRED_MINIMUM:
+        return fitted
+    x = np.asarray(PAIR_SCORES)
+    counts = np.asarray(pairs, dtype=float)
+    mean = float(np.dot(counts, x)) / n
+    independent = mean * (1.0 - mean) / 2.0  # two independent games' mean score
+    var = float(np.dot(counts, (x - mean) ** 2)) / (n - 1)
+    if independent <= 0.0 or var <= 0.0:
+        return fitted
+    error = fitted.error * math.sqrt(var / independent)
+    sd = error / Z95
+    return Difference(fitted.elo, error, 0.5 * (1.0 + math.erf(fitted.elo / (sd * math.sqrt(2)))))
+
+
 @dataclass(frozen=True)
 class Estimate:
     """An Elo estimate with its interval (bounds may be infinite)."""
@@ -139,8 +167,8 @@ def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
     The probabilities are computed exactly for the random walk of the pairs' total
     score, with the test's bounds in their linear (Brownian) approximation: the LLR of a
     pair scoring x is about (s1 - s0) (x - (s0 + s1) / 2) / var, var the pairs' observed
-    score variance (at least `_MIN_VAR`: nearly every pair in one class would make the
-    linear form meaningless). The pair classes keep the observed shape, tilted to each
+    score variance; the slope is taken from the test's own LLR at the stop where the two
+    differ (nearly every pair in one class). The pair classes keep the observed shape, tilted to each
     candidate mean as the test's own maximum-likelihood distributions are. None when no
     pair was played; infinite ends where the data bound nothing.
     """
@@ -152,8 +180,15 @@ def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
     x = np.asarray(PAIR_SCORES)
     var = max(_MIN_VAR, float(np.sum(q * (x - np.sum(q * x)) ** 2)))
     s0, s1 = expected_score(test.elo0), expected_score(test.elo1)
-    walk = _Walk(n, total, (s1 - s0) / var, (s0 + s1) / 2.0, test, result,
-                 pairs[1] + 2 * pairs[2])  # fmt: skip
+    mid = (s0 + s1) / 2.0
+    slope = (s1 - s0) / var
+    # Where the test's own LLR is far from its linear form (nearly every pair in one
+    # class), the walk takes the slope that puts the observed outcome where the test did.
+    llr = pair_llr(pairs, test.elo0, test.elo1)
+    off = (pairs[1] / 2.0 + pairs[2]) - total * mid
+    if abs(off) > 0.5 and llr / off > 0:
+        slope = llr / off
+    walk = _Walk(n, total, slope, mid, test, result, pairs[1] + 2 * pairs[2])
     tail = (1.0 - level) / 2.0
     # One pass over a coarse grid serves the three ends; each is then found on finer
     # grids between the two candidates that bracket it.

@@ -24,6 +24,7 @@ from arbiter.executors.jobs import ExecutorSettings, display_names
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.results.score import KEYS, MatchResult
+from arbiter.results.sprt import Sprt
 from arbiter.results.store import EngineEntry, Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
@@ -92,7 +93,7 @@ class Match:
         records: RecordWriter | None = None,
         store: Store | None = None,
         match_id: str | None = None,
-        sprt: tuple[float, float, float, float] | None = None,
+        sprt: Sprt | None = None,
         given: tuple[str, str] | None = None,
         keep_records: bool = True,
         rebuilt: tuple[str, ...] = (),

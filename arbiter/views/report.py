@@ -7,6 +7,7 @@ structurally: views know runs only through the values they are handed).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -119,8 +120,9 @@ class Progress:
 
     `done` games of the `total` were played before this run (a resumed store)."""
 
-    def __init__(self, stream: TextIO, total: int, *, done: int = 0, quiet: bool = False
-                 ) -> None:  # fmt: skip
+    def __init__(self, stream: TextIO, total: int, *, done: int = 0, quiet: bool = False,
+                 status: Callable[[], str] | None = None) -> None:  # fmt: skip
+        self.status = status  # said after each rated game (a sequential test's state)
         if stream is None:  # started with its stderr closed: nothing to show progress on
             stream, quiet = open(os.devnull, "w"), True  # noqa: SIM115 - lives with it
         self.stream = stream
@@ -175,6 +177,8 @@ class Progress:
                 self.score[record.winner] += 1
         result = describe_result(record) + (f"; {note}" if note else "")
         self._line(f"Finished game {game.number} ({record.seat1} vs {record.seat2}): {result}")
+        if self.status is not None and not record.void:
+            self._line(self.status())
 
     def run_finished(self, outcome: RunOutcome) -> None:
         self.close()
@@ -232,10 +236,12 @@ def summary_lines(result: MatchResult) -> list[str]:
             "Game numbers given up after repeated voids: " + ", ".join(map(str, result.unplayed))
         )
     if result.sprt is not None:
-        t = result.sprt
-        verdict = {"H1": "H1 accepted", "H0": "H0 accepted"}.get(t.result, "inconclusive")
-        lines.append(f"SPRT: LLR {t.llr:.2f} [{t.lower:.2f}, {t.upper:.2f}] after {t.games}"
-                     f" games: {verdict}")  # fmt: skip
+        lines.append(result.sprt.line() + f"; {result.sprt.games} games counted")
+        after = result.stopped_estimate()
+        if after is not None:
+            lines.append(f"Elo after the sequential stop, median-unbiased: {elo_text(after.elo)}"
+                         f" [{elo_text(after.lower)}, {elo_text(after.upper)}] (95%; the"
+                         " difference above is biased by the stop)")  # fmt: skip
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")
     return lines + result.notes
@@ -268,11 +274,22 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "aborted": result.aborted or None,
         "notes": result.notes,
         "sprt": None if result.sprt is None else {
-            "llr": round(result.sprt.llr, 4), "lower": round(result.sprt.lower, 4),
-            "upper": round(result.sprt.upper, 4), "result": result.sprt.result,
-            "games": result.sprt.games,
+            **result.sprt.as_json(), "estimate": _stopped_json(result),
         },
     }  # fmt: skip
+
+
+def _stopped_json(result: MatchResult) -> dict[str, float | None] | None:
+    after = result.stopped_estimate()
+    if after is None:
+        return None
+    return {"elo": rounded(after.elo), "lower": rounded(after.lower),
+            "upper": rounded(after.upper)}  # fmt: skip
+
+
+def elo_text(elo: float) -> str:
+    """An Elo value for people: signed, whole, or unbounded."""
+    return f"{elo:+.0f}" if math.isfinite(elo) else ("+inf" if elo > 0 else "-inf")
 
 
 class TournamentProgress(Progress):

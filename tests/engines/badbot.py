@@ -35,6 +35,8 @@ Modes:
   swapper           genmove with exactly one stone on the board and no swap played
                     yet: answers "swap" (whatever the pie setting); else normal
   resign            genmove: answers "resign"
+  resign-white      genmove w: answers "resign" (so, without the pie rule, it loses
+                    every game it plays white: half its games); genmove b: normal
   reject-play       answers "? illegal move" to every "play" of a cell once N
                     genmoves have been answered
   ignore-quit       answers "quit" but does not exit; at end of input sleeps forever
@@ -87,6 +89,7 @@ MODES = [
     "swap-late",
     "swapper",
     "resign",
+    "resign-white",
     "reject-play",
     "ignore-quit",
     "ignore-sigterm",
@@ -112,6 +115,7 @@ GENMOVE_FAULTS = {
     "unparseable",
     "swap-late",
     "resign",
+    "resign-white",
     "no-newline-eof",
 }
 FIXED_ANSWERS = {
@@ -237,6 +241,10 @@ class BadBot(skeleton.Bot):
             self.respond(cmd_id, True, random.choice(occupied))
         elif mode == "swap-late" and len(game.history) < 2:
             return False
+        elif mode == "resign-white":
+            if not args or args[0].lower() not in ("w", "white"):
+                return False
+            self.respond(cmd_id, True, "resign")
         elif mode == "no-newline-eof":
             try:
                 text = skeleton.format_response(cmd_id, True, self.execute("genmove", args))
