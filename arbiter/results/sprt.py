@@ -168,9 +168,9 @@ def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
     score, with the test's bounds in their linear (Brownian) approximation: the LLR of a
     pair scoring x is about (s1 - s0) (x - (s0 + s1) / 2) / var, var the pairs' observed
     score variance; the slope is taken from the test's own LLR at the stop where the two
-    differ (nearly every pair in one class). The pair classes keep the observed shape, tilted to each
-    candidate mean as the test's own maximum-likelihood distributions are. None when no
-    pair was played; infinite ends where the data bound nothing.
+    differ (nearly every pair in one class). The pair classes keep the observed shape,
+    tilted to each candidate mean as the test's own maximum-likelihood distributions are.
+    None when no pair was played; infinite ends where the data bound nothing.
     """
     total = sum(pairs)
     if total == 0:
