@@ -81,3 +81,8 @@ def test_pool_bench_runs() -> None:
     out = run(str(BENCH / "pool_bench.py"), "--engines", "3", "--rounds", "1", "--delays", "0",
               "--concurrency", "2", "--reps", "1")  # fmt: skip
     assert "3-engine round-robin of 6 games" in out and "per engine/slot" in out
+
+
+def test_sprt_bench_runs() -> None:
+    out = run(str(BENCH / "sprt_bench.py"), "--quick")
+    assert "design effect" in out and "games saved" in out
