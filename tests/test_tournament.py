@@ -669,6 +669,7 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
     assert changed.returncode == 2 and "sprt" in changed.stderr and "--fresh" in changed.stderr
 
 
+@pytest.mark.slow  # a kill -9 and resume of a tournament stays in the default run
 def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
     proc = subprocess.Popen(
