@@ -303,3 +303,37 @@ def test_the_match_result_counts_by_seat(tmp_path: Path) -> None:
         result.add(engines, game)
     assert result.by_seat == [[0, 2], [1, 1]] and result.seat1_wins() == 3
     assert result.stats().wins == 3 and result.stats().losses == 1
+
+
+def test_with_enough_pairs_match_and_ratings_take_the_interval_from_the_pairs(
+    tmp_path: Path,
+) -> None:
+    """A match of 12 seat-swapped pairs: the head-to-head estimate and its interval are
+    the pairs' in `match` and in `ratings --matrix` alike, and the interval is the fit's
+    scaled by the pairs' own variance."""
+    import sys
+
+    from arbiter.results.ratings import estimate_difference
+    from arbiter.results.sprt import paired
+
+    badbot = ROOT / "tests" / "engines" / "badbot.py"
+    records = tmp_path / "m.jsonl"
+    done = invoke("match", f"a={sys.executable} {badbot} ok", f"b={sys.executable} {badbot} ok",
+                  "--games", "24", "--size", "7", "--tc", "10+0.1", "-c", "2", "--json",
+                  "--records", str(records))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    rated = json.loads(invoke("ratings", str(records), "--matrix", "--json").stdout)
+    [row] = [r for r in rated["matrix"] if r["engine"] == "a"]
+    pairs = row["pairs"]
+    assert pairs["won_twice"] + pairs["split"] + pairs["lost_twice"] == 12
+    assert row["head_to_head"]["elo"] == summary["elo"]
+    assert row["head_to_head"]["error"] == summary["elo_error"]
+    score = MatchResult(names=("a", "b"))
+    for record in read_records(records):
+        score.add((KEYS[0], KEYS[1]) if record.seat1 == "a" else (KEYS[1], KEYS[0]), record)
+    (a_lost, a_won), (b_lost, b_won) = score.by_seat
+    fitted = estimate_difference((a_won, a_lost), (b_won, b_lost))
+    counts = [pairs["lost_twice"], pairs["split"], pairs["won_twice"]]
+    assert score.pairs() == counts
+    assert summary["elo_error"] == round(paired(fitted, counts).error or 0, 1)

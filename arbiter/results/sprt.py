@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from arbiter._numpy import np
 from arbiter.results.ratings import Z95, Difference, expected_score
 
 PAIR_SCORES = (0.0, 0.5, 1.0)  # lost twice, split, won twice

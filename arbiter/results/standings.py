@@ -38,6 +38,7 @@ from arbiter.results.ratings import (
     fit,
 )
 from arbiter.results.records import FAULTS, BadLine, GameRecord, Termination, read_records
+from arbiter.results.sprt import paired
 from arbiter.results.store import Damage, SeatPlayed, Store, resolved
 from arbiter.rules import Variant
 from arbiter.text import shorten
@@ -726,18 +727,19 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
             l_ = t.seat_losses[a, b] + t.seat_wins[b, a]
             if not w + l_:
                 continue
-            if (b, a) in own:
-                own[a, b] = _turned(own[b, a])
-            else:
-                own[a, b] = estimate_difference((t.seat_wins[a, b], t.seat_losses[a, b]),
-                                                (t.seat_wins[b, a], t.seat_losses[b, a]),
-                                                prior=s.prior)  # fmt: skip
             x, y = sorted((a, b))
             counts = t.pairs.get((x, y))
             pairs = None
             if counts:
                 two, split, zero = counts if a == x else counts[::-1]
                 pairs = (two, split, zero)
+            if (b, a) in own:
+                own[a, b] = _turned(own[b, a])
+            else:  # as a match's summary makes it: the fit, the pairs' own variance
+                fitted = estimate_difference((t.seat_wins[a, b], t.seat_losses[a, b]),
+                                             (t.seat_wins[b, a], t.seat_losses[b, a]),
+                                             prior=s.prior)  # fmt: skip
+                own[a, b] = paired(fitted, [pairs[2], pairs[1], pairs[0]] if pairs else [])
             pool = s.fit.difference(index[a], index[b])
             out.append(HeadToHead(a, b, w, l_, own[a, b], pool, pairs))
     return out
