@@ -1407,8 +1407,9 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     """Write a tournament report: one HTML page that works offline.
 
     SOURCES as for `ratings` (tournament files, stores, records files, combined). The
-    page has the leaderboard, a plot of the ratings, the cross table, the games
-    (filterable) and a viewer that replays each game on the board.
+    page has the leaderboard, a plot of the ratings, the cross table, the conditions of
+    play of each source, the games in schedule order (filterable, and as a records file
+    to download) and a viewer that replays each game on the board.
     """
     from arbiter.results.standings import Games
     from arbiter.views.html import render_report
@@ -1420,7 +1421,8 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     board, names = _gathered_standings(sources, prior, anchor, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
     page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
-                         sources=[Path(s).name for s in sources])  # fmt: skip
+                         sources=[Path(s).name for s in sources], conditions=keep.sources,
+                         download=Path(output).stem + "-games.jsonl")  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
     say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
         f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
@@ -1438,9 +1440,16 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
     from arbiter.results.standings import Identities, gather, standings
     from arbiter.runs.tournament import load_tournament
 
-    # A tournament file stands for its store.
-    stores = [str(load_tournament(s, engines_here=False).output) if s.endswith(".toml") else s
-              for s in sources]  # fmt: skip
+    # A tournament file stands for its store, and gives the report its schedule's order.
+    stores = []
+    for index, source in enumerate(sources):
+        if not source.endswith(".toml"):
+            stores.append(source)
+            continue
+        t = load_tournament(source, engines_here=False)
+        stores.append(str(t.output))
+        if keep is not None:
+            keep.schedules[index] = {game_id: n for n, game_id in enumerate(t.ids())}
     identities = Identities(split or ())
     tally, bad, names = gather(stores, keep, identities, labels=list(sources))
     if tally.duplicates:

@@ -9,7 +9,8 @@ games replayed by the rules core, so they run long; a share of them lost by a cr
 a full 64 KiB stderr tail as evidence), writes the report with the real CLI and prints
 its size. Where Chromium, chromedriver and selenium are installed, it opens the page in
 headless Chromium `--loads` times and prints the browser's own timings (DOMContentLoaded,
-the load event, and the moment the viewer has drawn its first game), then steps the
+the load event, the moment the viewer has drawn its first game, and the moment the
+games' records are unpacked for the download), then steps the
 viewer through the longest game. Numbers go to stdout; compare runs made on the same
 machine in the same session only.
 """
@@ -106,6 +107,7 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.support.ui import WebDriverWait
     except ImportError:
         return ["browser: skipped (selenium is not installed)"]
     if chromium is None or driver_path is None:
@@ -121,20 +123,24 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
     lines = []
     try:
         driver.get("about:blank")  # the browser's own start-up is not the page's
-        rows: list[tuple[float, float, float, float]] = []
+        rows: list[tuple[float, float, float, float, float]] = []
         for _ in range(loads):
             driver.get("about:blank")
             start = time.perf_counter()
             driver.get(page.as_uri())
             wall = time.perf_counter() - start
-            dcl, load, ready = driver.execute_script(
+            WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+                "return document.getElementById('download').dataset.ready"))  # fmt: skip
+            dcl, load, ready, records = driver.execute_script(
                 "const n = performance.getEntriesByType('navigation')[0];"
                 "const r = performance.getEntriesByName('viewer-ready')[0];"
-                "return [n.domContentLoadedEventEnd, n.loadEventEnd, r ? r.startTime : -1];"
+                "const d = performance.getEntriesByName('records-ready')[0];"
+                "return [n.domContentLoadedEventEnd, n.loadEventEnd, r ? r.startTime : -1,"
+                " d ? d.startTime : -1];"
             )
-            rows.append((dcl, load, ready, wall * 1000))
+            rows.append((dcl, load, ready, records, wall * 1000))
         for label, k in (("DOMContentLoaded", 0), ("load event", 1), ("viewer ready", 2),
-                         ("driver.get wall time", 3)):  # fmt: skip
+                         ("download ready", 3), ("driver.get wall time", 4)):  # fmt: skip
             values = [r[k] for r in rows]
             lines.append(f"browser {label}: median {statistics.median(values):.0f} ms,"
                          f" max {max(values):.0f} ms over {loads} loads")  # fmt: skip

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
+import shlex
 import shutil
 import string
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 from arbiter.cli import main
-from arbiter.results.records import GameRecord, read_records
+from arbiter.results.records import Evidence, GameRecord, Stage, Termination, read_records
+from arbiter.results.store import Store
 from arbiter.rules import VALID_ATOLL_SIZES, Color, Game, Variant
+from arbiter.runs.tournament import load_tournament
+from arbiter.text import escape, shorten
 from arbiter.views.svg import RADIUS, picture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,13 +64,14 @@ class Played:
 def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
     """A small real tournament (a random bot, a bot that swaps whenever it may, with a
     hostile name answer, and one that crashes with markup on its stderr) on Atoll 7, and
-    a Hex match in a records file; the report of both combined."""
+    a Hex match in a records file; the report of both combined. The engines run under a
+    memory limit, for the conditions to state."""
     folder = tmp_path_factory.mktemp("report")
     tournament = folder / "t.toml"
     tournament.write_text(
         '[tournament]\nname = "tiny"\nrounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\n'
         f'random_openings = 1\nseed = 4\nengines_file = {json.dumps(str(ENGINES))}\n'
-        'engines = ["random"]\n\n'
+        'engines = ["random"]\n\n[tournament.limits]\nmemory_mb = 1024\n\n'
         + badbot(HTML_NAME, "swapper", "--hostile", "--name", HOSTILE_ANSWER)
         + badbot("crashy", "crash", "--after", "1", "--say", HOSTILE_STDERR)
     )  # fmt: skip
@@ -395,6 +401,137 @@ def test_show_svg_writes_the_position(played: Played, tmp_path: Path) -> None:
     assert not (tmp_path / "x.svg").exists()
 
 
+def table_rows(table: Element) -> dict[str, list[Element]]:
+    """A table's body rows by their heading cell's text, each as its data cells."""
+    (body,) = table.find_all("tbody")
+    return {next(r.find_all("th")).all_text(): list(r.find_all("td")) for r in body.find_all("tr")}
+
+
+def test_report_states_the_conditions_of_each_source(played: Played) -> None:
+    doc = parse(played.html)
+    (table,) = doc.find_all("table", **{"class": "conditions"})
+    heads = [th.all_text() for th in next(table.find_all("thead")).find_all("th")]
+    assert heads == ["t.toml", "hex.jsonl"]  # one column per source, as given
+    rows = table_rows(table)
+    text = {label: [c.all_text() for c in cells] for label, cells in rows.items()}
+    tournament = load_tournament(played.tournament, engines_here=False)
+    store = played.folder / "tiny.sqlite"
+    with Store.open_read(store) as opened:
+        created, engines = opened.meta("created"), opened.engines()
+    ours = [r for r in played.records if r.variant["islands"] == 8]
+    hexed = [r for r in played.records if r.variant["islands"] == 4]
+    assert text["Source"] == ["tournament \u201ctiny\u201d, store tiny.sqlite", "records file"]
+    assert text["Games"] == [f"{len(ours)} rated, {sum(r.swapped for r in ours)} with a swap"
+                             if any(r.swapped for r in ours) else f"{len(ours)} rated",
+                             f"{len(hexed)} rated" + (f", {sum(r.swapped for r in hexed)} with"
+                             " a swap" if any(r.swapped for r in hexed) else "")]  # fmt: skip
+    assert text["Format"][0] == ("round-robin, 1 round: 6 games for 3 engines, each pairing as"
+                                 " a seat-swapped pair")  # fmt: skip
+    assert tournament.total == 6
+    assert text["Format"][1].startswith("not recorded")
+    assert text["Board"] == ["Atoll 7", "Hex 5"]
+    assert text["Pie rule"][0].startswith("on: seat 2 may swap")
+    assert text["Time control"] == ["10+0.1", "5+0 (from the records)"]
+    assert text["Openings"][0].startswith("1 random stone per seat-swapped pair")
+    # A records file says how many first moves came from an opening (when not none).
+    (plies,) = {r.opening for r in hexed}
+    assert text["Openings"][1] == (f"openings of {plies} pl{'y' if plies == 1 else 'ies'} in"
+                                   f" {len(hexed)} of {len(hexed)} games (from the records)"
+                                   if plies else "not recorded")  # fmt: skip
+    assert text["Seed"] == ["4", "not recorded"]
+    assert text["Sandbox and limits"] == ["no sandbox, limits: memory 1024 MB", "not recorded"]
+    day = str(created)[:10]
+    assert text["Dates"][0].startswith(f"store started {day} {str(created)[11:19]} UTC; games from")
+    first = min(r.started for r in hexed)
+    assert text["Dates"][1].startswith(f"games from {first[:10]} {first[11:19]} UTC to")
+    host = f"{ours[0].host} ({ours[0].cpu})"
+    assert text["Hosts"] == [f"{host}: {len(ours)} games", f"{host}: {len(hexed)} games"]
+    # Unknowns are marked; rows whose known values differ are, and the page says so.
+    unknown = [c for c in rows["Seed"] if "unknown" in c.attrs.get("class", "")]
+    assert [c.all_text() for c in unknown] == ["not recorded"]
+    differing = {r.attrs.get("class") for r in table.find_all("tr", **{"class": "differs"})}
+    assert differing == {"differs"}
+    marked = [next(r.find_all("th")).all_text()
+              for r in table.find_all("tr", **{"class": "differs"})]  # fmt: skip
+    assert marked == ["Board", "Time control"]
+    (note,) = doc.find_all("p", id="differences")
+    assert "differ in board, time control" in note.all_text()
+    # The engines: what the store kept (commands as started, versions, answers), and
+    # for the records file what its records carry.
+    tables = list(doc.find_all("table", **{"class": "engines"}))
+    assert len(tables) == 2
+    stored = table_rows(tables[0])
+    assert list(stored) == [e["name"] for e in engines]
+    for e in engines:
+        command, version, answers, tc, confinement = (c.all_text() for c in stored[e["name"]])
+        assert command == shlex.join(json.loads(e["command"]))
+        # What engines answered is shown escaped (the hostile answer's bidi override).
+        assert (version, answers) == (e["reply_version"], shorten(escape(e["reply_name"]), 80))
+        assert (tc, confinement) == ("10+0.1", "no sandbox, limits: memory 1024 MB")
+    assert "badbot.py crash" in stored["crashy"][0].all_text()
+    recorded = table_rows(tables[1])
+    assert sorted(recorded) == sorted({r.seat1 for r in hexed})
+    for r in hexed:
+        command, version, _, tc, confinement = (c.all_text() for c in recorded[r.seat1])
+        assert command == shlex.join(r.commands["seat1"])
+        assert version == r.versions[r.seat1]
+        assert (tc, confinement) == (r.tc["seat1"], "not recorded")
+    # What LOS is, and that seat 1 moves first.
+    (caption,) = next(doc.find_all("table", **{"class": "standings"})).find_all("caption")
+    assert "LOS next is the likelihood of superiority" in caption.all_text()
+    (seat,) = doc.find_all("p", id="seat")
+    assert "Seat 1 moves first: it places the first stone" in seat.all_text()
+
+
+@dataclass
+class Voided:
+    report: Path
+    ids: list[str]  # the report's games, in the order the list must show them
+    void: str  # the id of the game that has a void attempt
+
+
+@pytest.fixture(scope="module")
+def voided(played: Played, tmp_path_factory: pytest.TempPathFactory) -> Voided:
+    """A copy of the tournament's store with a void attempt of its third game stored
+    after every game was played, reported after the Hex records file."""
+    folder = tmp_path_factory.mktemp("voided")
+    store = folder / "voided.sqlite"
+    shutil.copy(played.folder / "tiny.sqlite", store)
+    tournament = load_tournament(played.tournament, engines_here=False)
+    schedule = list(tournament.games())
+    third = schedule[2]
+    rated = next(r for r in played.records if r.game_id == third.game_id)
+    attempt = replace(
+        rated, void=True, termination=Termination.SETUP, winner=None, winner_color=None,
+        moves=[], move_ms=[], opening=0, swapped=False, black="", white="",
+        reason=f"{rated.seat1} did not start", started="2000-01-01T00:00:00.000Z",
+        finished="2000-01-01T00:00:01.000Z",
+        evidence=Evidence(engine=rated.seat1, detail="did not start", stage=Stage.GAME),
+    )  # fmt: skip
+    with Store.open(store) as opened:  # writable, as a run's
+        opened.write(third, attempt)
+    report = folder / "voided.html"
+    done = CliRunner().invoke(main, ["report", str(played.hex_records), str(store), "-o",
+                                     str(report)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    hexed = [r.game_id for r in read_records(played.hex_records)]
+    ids = [g.game_id for g in schedule]
+    return Voided(report, [*hexed, *ids[:2], third.game_id, *ids[2:]], third.game_id)
+
+
+def test_games_are_listed_in_schedule_order(played: Played, voided: Voided) -> None:
+    # The sources in the order given; a store's games in the order of its schedule (not
+    # as they finished), a void attempt just before the game it was replayed as.
+    games = payload(parse(voided.report.read_text()))["games"]
+    assert [g["id"] for g in games] == voided.ids
+    assert [g["n"] for g in games] == list(range(1, len(games) + 1))
+    assert [g["r"] == "void" for g in games].index(True) == voided.ids.index(voided.void)
+    # A tournament file orders its store's games by its schedule.
+    tournament = load_tournament(played.tournament, engines_here=False)
+    listed = [g["id"] for g in payload(parse(played.html))["games"]]
+    assert listed[:6] == list(tournament.ids())
+
+
 # ----------------------------------------------------------------- in a browser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -458,11 +595,12 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
     assert browser.execute_script("return document.body.dataset.ready") == "1"
     assert swapped.game_id in browser.find_element(By.ID, "game-title").text
     assert shown_stones(browser) == {}
-    # The list: a row per game, each linking to the game in the viewer.
+    # The list: a row per game, each linking to the game in the viewer by its number.
     links = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr a")
     assert [a.get_attribute("href").split("#", 1)[1] for a in links] == [
-        f"game={r.game_id}" for r in played.records
+        f"game={n}" for n in range(1, len(played.records) + 1)
     ]
+    assert [a.text for a in links] == [r.game_id for r in played.records]
     keys = ActionChains(browser)
     for ply in range(1, swapped.plies + 1):
         keys.send_keys(Keys.ARROW_RIGHT).perform()
@@ -573,4 +711,166 @@ def test_game_list_pages_through_many_games(played: Played, browser: Any,
     browser.find_element(By.ID, "page-next").click()
     assert count.text == "230 of 230 games, rows 201\u2013230 shown"
     assert browser.find_element(By.ID, "page-next").get_attribute("disabled") is not None
+    assert script_errors(browser) == []
+
+
+def open_game(driver: Any, url: str, number: int) -> None:
+    """Go to `url` and wait until the viewer shows game `number`: a link within the page
+    that is open already changes only its fragment, and the page reacts to that after
+    the navigation returns."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(url)
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        "return document.getElementById('game-title').textContent").startswith(
+            f"Game {number}:"))  # fmt: skip
+
+
+def downloaded(driver: Any, folder: Path) -> Path:
+    """The page's download of its games' records, fetched from the link once the page
+    has built it, as a file."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.getElementById('download').dataset.ready")
+    )
+    text = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.getElementById('download').href).then(function (r) { return r.text(); })"
+        ".then(done, function (e) { done('failed: ' + e); });"
+    )
+    path = folder / "downloaded.jsonl"
+    path.write_text(text)
+    return path
+
+
+def test_download_holds_the_games_records(played: Played, browser: Any,
+                                          tmp_path: Path) -> None:  # fmt: skip
+    browser.get(played.report.as_uri())
+    # The records reader takes every line (it raises on one that is not a record), and
+    # they are the games of the list, in its order, as the sources hold them.
+    assert list(read_records(downloaded(browser, tmp_path))) == played.records
+    link = browser.find_element("id", "download")
+    assert link.get_attribute("download") == "report-games.jsonl"
+    assert link.get_attribute("href").startswith("blob:")
+    assert script_errors(browser) == []
+
+
+def test_download_keeps_what_the_viewer_cannot_restore(played: Played, browser: Any,
+                                                       tmp_path: Path) -> None:  # fmt: skip
+    """Move times finer than the viewer's tenths travel in the line itself; a faulty
+    game's long stderr is cut to the tail the viewer shows."""
+    first, second = (json.loads(line) for line in played.hex_records.read_text().splitlines())
+    first["move_ms"] = [t + 0.05 for t in first["move_ms"]]
+    game = Game(Variant(**second["variant"]))
+    for move in second["moves"][:3]:
+        game.play(move)
+    loser = second["seat1"] if game.to_move is Color.BLACK else second["seat2"]
+    second.update(
+        moves=second["moves"][:3], move_ms=second["move_ms"][:3], plies=3, termination="crash",
+        winner=second["seat2"] if loser == second["seat1"] else second["seat1"],
+        winner_color=None, reason="crashed",
+        evidence={"engine": loser, "detail": "crashed", "stderr_tail": "x" * 9000 + "END"},
+    )  # fmt: skip
+    source = tmp_path / "odd.jsonl"
+    source.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    page = tmp_path / "odd.html"
+    done = CliRunner().invoke(main, ["report", str(source), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    browser.get(page.as_uri())
+    got = list(read_records(downloaded(browser, tmp_path)))
+    want = list(read_records(source))
+    assert got[0] == want[0] and got[0].move_ms == first["move_ms"]
+    assert got[1].evidence is not None and want[1].evidence is not None
+    assert got[1].evidence.stderr_tail == want[1].evidence.stderr_tail[-4000:]
+    assert replace(got[1], evidence=None) == replace(want[1], evidence=None)
+    assert script_errors(browser) == []
+
+
+def test_game_link_opens_that_game_in_the_viewer(voided: Voided, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def state() -> dict[str, Any]:
+        found: dict[str, Any] = browser.execute_script(
+            "const box = document.getElementById('viewer-section').getBoundingClientRect();"
+            "const row = document.querySelector('#gametable tr.current a');"
+            "return {hash: location.hash, title: document.getElementById('game-title')"
+            ".textContent, top: box.top, height: window.innerHeight,"
+            " row: row ? row.textContent : null};"
+        )
+        return found
+
+    n = voided.ids.index(voided.void) + 2  # the game after the void attempt: its rated play
+    open_game(browser, f"{voided.report.as_uri()}#game={n}", n)
+    seen = state()
+    assert seen["title"] == f"Game {n}: {voided.void}" and seen["row"] == voided.void
+    assert 0 <= seen["top"] < seen["height"] / 2  # scrolled to the viewer
+    assert seen["hash"].startswith(f"#game={n}&ply=")
+    # Clicking a game in the list opens it and says so in the address.
+    browser.execute_script("window.scrollTo(0, 0)")
+    link = browser.find_elements(By.CSS_SELECTOR, "#gametable tbody tr a")[0]
+    link.click()
+    WebDriverWait(browser, 10).until(lambda _: state()["title"].startswith("Game 1:"))
+    seen = state()
+    assert seen["title"] == f"Game 1: {voided.ids[0]}"
+    assert seen["hash"].startswith("#game=1&ply=")
+    # An id names the game's rated play, not the void attempt listed before it.
+    open_game(browser, f"{voided.report.as_uri()}#game={voided.void}", n)
+    assert state()["title"] == f"Game {n}: {voided.void}"
+    assert script_errors(browser) == []
+
+
+def random_record(variant: Variant, plies: int, game_id: str, rng: random.Random
+                  ) -> dict[str, Any]:  # fmt: skip
+    game = Game(variant)
+    moves = []
+    for _ in range(plies):
+        cell = rng.choice(game.legal_cells())
+        game.play(cell)
+        moves.append(game.move_name(cell))
+    return {"schema": 1, "game_id": game_id, "variant": {"size": variant.size,
+            "islands": variant.islands, "pie": variant.pie}, "seat1": "a", "seat2": "b",
+            "tc": {"seat1": "1+0", "seat2": "1+0"}, "started": "2026-01-01T00:00:00.000Z",
+            "termination": "resign", "winner": "a", "moves": moves}  # fmt: skip
+
+
+def test_cell_names_are_legible_on_every_board(browser: Any, tmp_path: Path) -> None:
+    """At the default window width (1280 px), every empty cell's name is drawn at least
+    10 px high (the page's body text is 15 px; at 10 px a name like "k11" is still read
+    at a glance) and fits inside its cell, on the standard Hex board, the largest Atoll
+    board and the largest Hex board."""
+    rng = random.Random(1)
+    boards = [Variant(4, 11), Variant(8, 23), Variant(4, 26)]
+    source = tmp_path / "boards.jsonl"
+    source.write_text("".join(json.dumps(random_record(v, 6, f"g{n}", rng)) + "\n"
+                              for n, v in enumerate(boards, 1)))  # fmt: skip
+    page = tmp_path / "boards.html"
+    done = CliRunner().invoke(main, ["report", str(source), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    for n, variant in enumerate(boards, 1):
+        open_game(browser, f"{page.as_uri()}#game={n}", n)
+        sizes = browser.execute_script(
+            "const wrap = document.querySelector('.board-wrap:not([hidden])');"
+            "const svg = wrap.querySelector('svg');"
+            "const scale = svg.getScreenCTM().a;"
+            "const out = [];"
+            "wrap.querySelectorAll('g.cell:not(.b):not(.w)').forEach(function (g) {"
+            "  const text = g.querySelector('text').getBoundingClientRect();"
+            "  const cell = g.querySelector('polygon').getBoundingClientRect();"
+            "  out.push([parseFloat(getComputedStyle(g.querySelector('text')).fontSize) * scale,"
+            "            text.width, text.height, cell.width, g.dataset.name]); });"
+            "return {board: wrap.dataset.board, names: out,"
+            " wide: document.getElementById('viewer-layout').classList.contains('wide'),"
+            " width: svg.getBoundingClientRect().width};"
+        )
+        assert sizes["board"] == variant.geometry.key
+        names = sizes["names"]
+        assert len(names) == len(variant.geometry.names) - 6
+        font, _, height, _, _ = min(names)
+        assert font >= 10 and height >= 10, (variant, font, height)
+        widest = max(names, key=lambda s: s[1])
+        assert widest[1] < widest[3] * 0.9, (variant, widest)  # inside its hexagon
+        # The biggest board takes the viewer's whole width to stay legible.
+        assert sizes["wide"] == (variant == Variant(4, 26))
     assert script_errors(browser) == []

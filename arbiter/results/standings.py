@@ -21,7 +21,7 @@ import os
 import shlex
 import textwrap
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from tabulate import tabulate
 
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
+from arbiter.results.conditions import SourceConditions
 from arbiter.results.ratings import (
     DEFAULT_PRIOR,
     Difference,
@@ -329,10 +330,13 @@ class Tally:
         keys = store.game_keys()
         if keep is not None:
             fresh = keys - self.seen
-            for data, void in store.records():
+            conditions = keep.current
+            for number, data, void in store.numbered_records():
+                if conditions is not None:
+                    conditions.observe(data, void=void)
                 key = (str(data.get("game_id")), str(data.get("started")))
                 if void or key in fresh:
-                    keep.add(key, data, void=void)
+                    keep.add(key, data, void=void, number=number)
         if keys & self.seen or (identities is not None and identities.split):
             for row, played1, played2 in store.played_rows():
                 key = (row.game_id, row.started)
@@ -370,18 +374,58 @@ class Tally:
 
 @dataclass
 class Games:
-    """The records behind a tally, in source order, each play of a game once: what a
-    report shows game by game. Void attempts are kept apart from the rated games."""
+    """The records behind a tally, each play of a game once: what a report shows game by
+    game, and the conditions of each source. Void attempts are kept apart from the
+    rated games.
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    `records` are in schedule order: source by source in the order given, and within a
+    source in the order of its schedule (`schedules`: a game id's position, by source
+    index, for tournament files), else of the store's game numbers, else of the file; a
+    void attempt comes just before the rated play of its game, and void attempts of a
+    game never rated in a store come after that store's games."""
+
+    schedules: dict[int, Mapping[str, int]] = field(default_factory=dict)
+    _sources: list[tuple[int, SourceConditions]] = field(default_factory=list)
+    _kept: list[tuple[tuple[int, int, int, int, int], dict[str, Any]]] = field(default_factory=list)
     _void_seen: set[tuple[str, str]] = field(default_factory=set)
+    _index: int = 0
 
-    def add(self, key: tuple[str, str], data: dict[str, Any], *, void: bool) -> None:
+    def begin(self, index: int, source: SourceConditions) -> None:
+        """The games that follow come from SOURCE argument `index`."""
+        self._index = index
+        self._sources.append((index, source))
+
+    @property
+    def current(self) -> SourceConditions | None:
+        return self._sources[-1][1] if self._sources else None
+
+    @property
+    def sources(self) -> list[SourceConditions]:
+        """The conditions of each source, in the order the sources were given."""
+        return [source for _, source in sorted(self._sources, key=lambda s: s[0])]
+
+    def add(self, key: tuple[str, str], data: dict[str, Any], *, void: bool,
+            number: int | None = None) -> None:  # fmt: skip
+        """Keep a record; `number` is its game's number in the store that held it."""
         if void:
             if key in self._void_seen:
                 return
             self._void_seen.add(key)
-        self.records.append(data)
+        schedule = self.schedules.get(self._index, {})
+        if key[0] in schedule:
+            group, position = 0, schedule[key[0]]
+        elif self.current is not None and self.current.kind == "records":
+            group, position = 0, len(self._kept)  # the file's order
+        elif number is not None:  # a store's number (a game no longer in its schedule)
+            group, position = 1, number
+        else:  # a void attempt of a game its store never rated
+            group, position = 2, 0
+        self._kept.append(((self._index, group, position, 0 if void else 1, len(self._kept)),
+                           data))  # fmt: skip
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [data for _, data in sorted(self._kept, key=lambda kept: kept[0])]
 
 
 def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
@@ -398,21 +442,25 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
     tally = tally or Tally()
     bad: list[BadLine] = []
     voids = 0
+    source_conditions = keep.current if keep is not None else None
     for number, path in enumerate(paths):
         source = sources[number] if number < len(sources) else str(path)
         for record in read_records(path, bad):
             key = (record.game_id, record.started)
+            data = record.to_json() if keep is not None else {}
+            if source_conditions is not None:
+                source_conditions.observe(data, void=record.void)
             if record.void:
                 voids += 1
                 if keep is not None:
-                    keep.add(key, record.to_json(), void=True)
+                    keep.add(key, data, void=True)
                 continue
             if key in tally.seen:
                 tally.duplicates += 1
                 continue
             tally.seen.add(key)
             if keep is not None:
-                keep.add(key, record.to_json(), void=False)
+                keep.add(key, data, void=False)
             seat1, seat2 = record.seat1, record.seat2
             if identities is not None:
                 seat1 = identities.key(seat1, Conditions.of_record(record, 1), source)
@@ -449,30 +497,38 @@ def gather(sources: Iterable[str], keep: Games | None = None,
     Stores are read read-only, one snapshot each; their damaged rows are left out and
     returned with the bad lines, as the records files' are."""
     tally = Tally()
-    files: list[str] = []
-    file_labels: list[str] = []
-    stores: set[Path] = set()
+    files: list[tuple[int, str]] = []
+    stores: dict[Path, str] = {}
     damaged: list[Damage] = []
     names: list[str] = []
-    for number, source in enumerate(sources):
-        label = labels[number] if number < len(labels) else source
+    for index, source in enumerate(sources):
+        label = labels[index] if index < len(labels) else source
         kind = source_kind(source)
         if kind == "records":
-            files.append(source)
-            file_labels.append(label)
+            files.append((index, source))
             continue
         path = Path(source)
         real = resolved(path)
-        if real in stores:
-            continue  # the same store twice (by its file and by its tournament's)
-        stores.add(real)
+        if real in stores:  # the same store twice (by its file and by its tournament's)
+            if keep is not None:
+                keep.begin(index, SourceConditions(label, "repeat", store=stores[real]))
+            continue
+        stores[real] = label
         with Store.open_read(path) as store:
+            if keep is not None:
+                keep.begin(index, SourceConditions.of_store(label, store))
             damaged.extend(store.damage)
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
             tally.add_store(store, keep, identities, label)
-    tally, bad, _ = tally_records(files, tally, keep, identities, file_labels)
+    bad: list[BadLine] = []
+    for index, source in files:  # after the stores, so that a store's copy is the one kept
+        label = labels[index] if index < len(labels) else source
+        if keep is not None:
+            keep.begin(index, SourceConditions(label, "records"))
+        tally, more, _ = tally_records([source], tally, keep, identities, [label])
+        bad += more
     if identities is not None and identities.split:
         shown = identities.labels()
         tally = tally.renamed(shown)

@@ -932,15 +932,26 @@ class Store:
 
     def records(self, *, voids: bool = True) -> Iterator[tuple[dict[str, Any], bool]]:
         """Every sound stored record (JSON object) in play order, void attempts flagged."""
-        cursor = self._cursor(f"SELECT record FROM {self._GAMES} ORDER BY number",
+        for _, data, void in self.numbered_records(voids=voids):
+            yield data, void
+
+    def numbered_records(self, *, voids: bool = True
+                         ) -> Iterator[tuple[int | None, dict[str, Any], bool]]:  # fmt: skip
+        """`records()` with each game's number in its schedule: a void attempt has the
+        number of its game once that game is rated, else None (the voids table keeps
+        no number)."""
+        cursor = self._cursor(f"SELECT number, record FROM {self._GAMES} ORDER BY number",
                               (self._skip_games,))  # fmt: skip
-        for (data,) in self._rows(cursor):
-            yield json.loads(data), False
+        for number, data in self._rows(cursor):
+            yield int(number), json.loads(data), False
         if voids:
-            cursor = self._cursor(f"SELECT record FROM {self._VOIDS} ORDER BY id",
-                                  (self._skip_voids,))  # fmt: skip
-            for (data,) in self._rows(cursor):
-                yield json.loads(data), True
+            cursor = self._cursor(
+                f"SELECT (SELECT number FROM {self._GAMES} AS g WHERE g.game_id = v.game_id),"
+                f" v.record FROM {self._VOIDS} AS v ORDER BY v.id",
+                (self._skip_games, self._skip_voids),
+            )
+            for number, data in self._rows(cursor):
+                yield None if number is None else int(number), json.loads(data), True
 
     def engine_started(self, seconds: float) -> None:
         """Count an engine start and its cost (launch to handshake) over the store's life,

@@ -11,8 +11,11 @@ chain shown is the one the rules found.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -20,19 +23,28 @@ from typing import Any
 import jinja2
 
 from arbiter.engines.process import exit_status
+from arbiter.results.conditions import SourceConditions
 from arbiter.results.ratings import Difference
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.standings import UNBOUNDED, Standings, head_to_head, seat_advantage
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
+from arbiter.views.conditions import conditions as conditions_table
 from arbiter.views.report import describe_result
-from arbiter.views.svg import BoardPicture, picture, position, stone_class
+from arbiter.views.svg import LABEL_FONT, BoardPicture, picture, position, stone_class
 
 TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
 STDERR_LINES = 30
 STDERR_CHARS = 4000
 LINE_CHARS = 400
 PAGE_SIZE = 100  # rows of the game list in the page at a time: what keeps big reports fast
+# Cell names are drawn at least this large on screen (CSS px): a board that would draw
+# them smaller at the viewer's column width is shown wider (the viewer then puts the
+# board above the move list, and a narrow window scrolls it). At 10 px a three-character
+# name such as "k11" is still read at a glance and fits in its cell.
+MIN_LABEL_PX = 10.0
+BOARD_COLUMN = 620  # CSS px: the viewer's board column (report.css) at full page width
+MAX_TENTHS = 2**53 - 1  # move times (tenths of a millisecond) the page's script counts exactly
 MINUS = "\u2212"  # typographic minus and en dash, for numbers and scores on the page
 DASH = "\u2013"
 
@@ -51,6 +63,7 @@ def _environment() -> jinja2.Environment:
     # `tojson` escapes <, >, & and ' (nothing in the data can close the script block);
     # without spaces it is a quarter smaller.
     env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "sort_keys": False}
+    env.globals["label_font"] = LABEL_FONT
     return env
 
 
@@ -59,6 +72,30 @@ def encode_cells(cells: Iterable[int]) -> str:
     small (a 1,000-game report on the largest board stays within its budget)."""
     return "".join(SWAP_CODE if c < 0 else CELL_DIGITS[c // 64] + CELL_DIGITS[c % 64]
                    for c in cells)  # fmt: skip
+
+
+def encode_times(tenths: Iterable[int]) -> str:
+    """Move times (tenths of a millisecond, not negative) as base-64 digits of five bits
+    each, least significant first, a digit of 32 or more saying that more follow: a
+    move under 3.2 ms takes one character, one under 102.4 ms two (as JSON numbers,
+    three or four with their commas)."""
+    table = _time_codes()
+    return "".join(table[t] if t < len(table) else _time_code(t) for t in tenths)
+
+
+def _time_code(value: int) -> str:
+    out = []
+    while value >= 32:
+        out.append(CELL_DIGITS[32 | (value & 31)])
+        value >>= 5
+    out.append(CELL_DIGITS[value])
+    return "".join(out)
+
+
+@cache
+def _time_codes() -> list[str]:
+    """The codes of times under 3.2768 s (three digits or fewer), computed once."""
+    return [_time_code(t) for t in range(32**3)]
 
 
 def _text(value: Any, limit: int = LINE_CHARS) -> str:
@@ -229,16 +266,70 @@ def _replay(record: GameRecord) -> tuple[list[int], list[int], str]:
     return moves, sorted(game.winning_chain()), ""
 
 
+# Where a records line leaves its moves and move times for the page's script to put back
+# (json.dumps escapes every control character, so neither can be in its output).
+MOVES_HERE, MOVE_MS_HERE = "\x01", "\x02"
+
+
+def records_line(raw: dict[str, Any], *, shared: bool) -> str:
+    """A record as the download's line, as `json.dumps(raw, separators=(",", ":"))`
+    writes it, except that a faulty game's stderr is cut to the tail the viewer shows,
+    and, if `shared`, its moves and move times stand as MOVES_HERE and MOVE_MS_HERE: the
+    viewer's data holds them already (as cells, and tenths of a millisecond), so the
+    page carries them once. `shares_moves` says when the viewer's restore them exactly."""
+    data = raw
+    evidence = raw.get("evidence")
+    if isinstance(evidence, dict):
+        cut = {k: v[-STDERR_CHARS:] for k in ("stderr_tail", "traceback")
+               if isinstance(v := evidence.get(k), str) and len(v) > STDERR_CHARS}  # fmt: skip
+        if cut:
+            data = {**raw, "evidence": {**evidence, **cut}}
+    parts = []
+    for key, value in data.items():
+        if shared and key == "moves":
+            parts.append('"moves":' + MOVES_HERE)
+        elif shared and key == "move_ms":
+            parts.append('"move_ms":' + MOVE_MS_HERE)
+        else:
+            parts.append(json.dumps(key) + ":" + json.dumps(value, separators=(",", ":")))
+    return "{" + ",".join(parts) + "}"
+
+
+def shares_moves(raw: dict[str, Any], record: GameRecord, moves: list[int],
+                 tenths: list[int]) -> bool:  # fmt: skip
+    """Whether the viewer's moves (cells, -1 the swap, as replayed) and move times
+    (tenths) restore the record's own exactly; if not, its line carries them itself."""
+    if "moves" not in raw or "move_ms" not in raw:
+        return False
+    names = record.rules.geometry.names
+    ms = raw["move_ms"]
+    if len(ms) != len(moves) or len(tenths) != len(ms):
+        return False
+    if [SWAP if m < 0 else names[m] for m in moves] != raw["moves"]:
+        return False
+    return all(t / 10 == x for t, x in zip(tenths, ms, strict=True))
+
+
+def _tenths(ms: list[float]) -> list[int]:
+    """Move times in tenths of a millisecond, as the viewer shows them (the referee
+    measures to a tenth); a negative or absurd time from a foreign record is clamped."""
+    return [min(max(round(t * 10), 0), MAX_TENTHS) for t in ms]
+
+
 def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
-               variants: dict[str, Variant]) -> list[dict[str, Any]]:  # fmt: skip
+               variants: dict[str, Variant], lines: list[str] | None = None,
+               ) -> list[dict[str, Any]]:  # fmt: skip
     """Each game as the viewer's data, replayed with the rules; `engines` and `variants`
-    are filled in as they are met."""
+    are filled in as they are met, and `lines` (if given) gets each game's records line
+    for the download ("" for a record that does not load)."""
     views = []
     for number, raw in enumerate(records, 1):
         try:
             record = GameRecord.from_json(raw)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             views.append(_unreadable(number, raw, engines, f"not a readable game record ({exc})"))
+            if lines is not None:
+                lines.append("")
             continue
         variant = record.rules
         key = variant.geometry.key
@@ -246,6 +337,10 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         seats = (engines.setdefault(record.seat1, len(engines)),
                  engines.setdefault(record.seat2, len(engines)))  # fmt: skip
         moves, chain, problem = _replay(record)
+        tenths = _tenths(record.move_ms[: len(moves)])
+        if lines is not None:
+            shared = not problem and shares_moves(raw, record, moves, tenths)
+            lines.append(records_line(raw, shared=shared))
         result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
         tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
         data = {
@@ -253,7 +348,7 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
             "s": list(seats), "p": record.plies, "sw": record.swapped, "r": result,
             "t": record.termination.value,
             "res": _text(describe_result(record), 1000),
-            "m": encode_cells(moves), "ms": [round(t) for t in record.move_ms[: len(moves)]],
+            "m": encode_cells(moves), "ms": encode_times(tenths),
             "ch": encode_cells(chain), "bad": problem, "ev": _evidence(record),
             "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}", "when": _text(record.started, 40),
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
@@ -274,7 +369,7 @@ def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
         "id": game_id, "n": number, "v": None, "vn": "?", "p": 0, "s": list(seats),
         "sw": False, "r": result, "t": termination,
         "res": _text(f"{raw.get('winner')} wins ({termination})"),
-        "m": "", "ms": [], "ch": "", "bad": _text(problem, 1000), "ev": None, "tc": "",
+        "m": "", "ms": "", "ch": "", "bad": _text(problem, 1000), "ev": None, "tc": "",
         "when": _text(raw.get("started", ""), 40), "ans": ["", ""],
     }  # fmt: skip
 
@@ -282,12 +377,29 @@ def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
 # ----------------------------------------------------------------------- page
 
 
+def records_blob(lines: list[str]) -> str:
+    """The download's lines, one per game of the list, gzipped (the same bytes for the
+    same games) and in URL-safe base64 (no "/" that could read as a link): the page's
+    script unpacks them when it loads."""
+    packed = gzip.compress("\n".join(lines).encode(), compresslevel=9, mtime=0)
+    return base64.urlsafe_b64encode(packed).decode("ascii")
+
+
+def board_min_width(p: BoardPicture) -> int:
+    """The narrowest the board is drawn (CSS px) so that its cell names are MIN_LABEL_PX."""
+    return math.ceil(p.width * MIN_LABEL_PX / LABEL_FONT)
+
+
 def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
-                  sources: list[str], anchor: tuple[str, float] | None = None) -> str:  # fmt: skip
-    """The whole page as one string."""
+                  sources: list[str], anchor: tuple[str, float] | None = None,
+                  conditions: Sequence[SourceConditions] = (),
+                  download: str = "games.jsonl") -> str:  # fmt: skip
+    """The whole page as one string; `conditions` are those of each source, `download`
+    the name the page offers its games' records under."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
-    views = game_views(records, engines, variants)
+    lines: list[str] = []
+    views = game_views(records, engines, variants, lines)
     verdicts, rows = leaderboard(board)
     cross_names, grid = cross_table(board)
     pictures = {key: picture(v.geometry) for key, v in variants.items()}
@@ -296,6 +408,7 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         "engines": [name(n) for n in engines],
         "games": views,
         "page": PAGE_SIZE,
+        "records": records_blob(lines),
     }
     f = board.fit
     return _environment().get_template("report.html").render(
@@ -309,6 +422,10 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
         games=len(views), voids=sum(g["r"] == "void" for g in views),
         variants=sorted({g["vn"] for g in views}), page_size=PAGE_SIZE,
+        conditions=conditions_table(conditions) if conditions else None,
+        download=_text(download, 120), unreadable=lines.count(""),
+        min_widths={key: board_min_width(p) for key, p in pictures.items()},
+        board_column=BOARD_COLUMN,
     )  # fmt: skip
 
 

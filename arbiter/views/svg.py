@@ -20,6 +20,9 @@ from arbiter.rules import SWAP, Color, Game, Geometry
 SQRT3 = math.sqrt(3.0)
 RADIUS = 10.0  # a hexagon's circumradius in SVG units; neighbours are RADIUS * sqrt(3) apart
 MARGIN = 2.2 * RADIUS  # room for the edge labels
+# A cell name's font size in SVG units (board.css): it grows with the cell, and the widest
+# name, three characters such as "k11", still fits inside the hexagon with room to spare.
+LABEL_FONT = 0.7 * RADIUS
 
 Point = tuple[float, float]
 

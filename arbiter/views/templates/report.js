@@ -5,7 +5,11 @@
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const games = data.games;
   const engines = data.engines;
-  const byId = new Map(games.map(function (g, i) { return [g.id, i]; }));
+  // A game id names its rated play (its void attempts share the id), else its first attempt.
+  const byId = new Map();
+  games.forEach(function (g, i) {
+    if (!byId.has(g.id) || (g.r !== "void" && games[byId.get(g.id)].r === "void")) { byId.set(g.id, i); }
+  });
   const tbody = document.querySelector("#gametable tbody");
   let matches = games.map(function (g, i) { return i; });  // the games the filters let through
   let page = 0;
@@ -25,6 +29,20 @@
     const out = [];
     for (let i = 0; i + 1 < text.length; i += 2) {
       out.push(text[i] === "." ? -1 : DIGITS.indexOf(text[i]) * 64 + DIGITS.indexOf(text[i + 1]));
+    }
+    return out;
+  }
+
+  // Move times come as tenths of a millisecond, five bits a digit, low bits first; a digit
+  // of 32 or more says that more follow.
+  function times(text) {
+    const out = [];
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < text.length; i++) {
+      const d = DIGITS.indexOf(text[i]);
+      value += (d & 31) * scale;
+      if (d < 32) { out.push(value); value = 0; scale = 1; } else { scale *= 32; }
     }
     return out;
   }
@@ -50,8 +68,10 @@
       markCurrent();
     }
     const g = games[index];
-    if (typeof g.m === "string") { g.m = cells(g.m); g.ch = cells(g.ch); }
+    if (typeof g.m === "string") { g.m = cells(g.m); g.ch = cells(g.ch); g.ms = times(g.ms); }
     boards.forEach(function (b, key) { b.wrap.hidden = key !== g.v; });
+    // A board too big for the column at a legible size takes the viewer's whole width.
+    $("viewer-layout").classList.toggle("wide", boards.has(g.v) && "wide" in boards.get(g.v).wrap.dataset);
     setText("game-title", "Game " + g.n + ": " + g.id);
     setText("result", g.res);
     setText("game-meta", [g.v || "", g.tc ? "time control " + g.tc : "", g.when ? "started " + g.when : ""].filter(Boolean).join(" · "));
@@ -83,7 +103,7 @@
       if (i > 0 && g.ms[i - 1] !== undefined) {
         const ms = document.createElement("span");
         ms.className = "ms";
-        ms.textContent = " " + g.ms[i - 1] + " ms";
+        ms.textContent = " " + g.ms[i - 1] / 10 + " ms";
         button.appendChild(ms);
       }
       button.addEventListener("click", function () { setPly(i); });
@@ -150,7 +170,7 @@
     const names = { b: [], w: [] };
     colors.forEach(function (c, i) { if (c) { names[c].push(board.cells[i].dataset.name); } });
     board.svg.setAttribute("aria-label", "Board after " + ply + " of " + g.m.length + " plies. Black stones: " + (names.b.join(" ") || "none") + ". White stones: " + (names.w.join(" ") || "none") + "." + (chain.size ? " Winning chain: " + Array.from(chain).map(function (i) { return board.cells[i].dataset.name; }).join(" ") + "." : ""));
-    history.replaceState(null, "", "#game=" + encodeURIComponent(g.id) + "&ply=" + ply);
+    history.replaceState(null, "", "#game=" + g.n + "&ply=" + ply);
   }
 
   function placeMark(mark, cell) {
@@ -161,12 +181,13 @@
     mark.setAttribute("visibility", "visible");
   }
 
+  // #game=N (the game's number in the list) or #game=ID, and &ply=P.
   function fromHash() {
     const params = new URLSearchParams(location.hash.slice(1));
     const wanted = params.get("game");
     if (wanted === null) { return false; }
-    let index = byId.has(wanted) ? byId.get(wanted) : -1;
-    if (index < 0 && /^[0-9]+$/.test(wanted)) { index = Number(wanted) - 1; }
+    let index = /^[0-9]+$/.test(wanted) ? Number(wanted) - 1 : -1;
+    if ((index < 0 || index >= games.length) && byId.has(wanted)) { index = byId.get(wanted); }
     if (index < 0 || index >= games.length) { return false; }
     const p = params.get("ply");
     showGame(index, p !== null && /^[0-9]+$/.test(p) ? Number(p) : undefined);
@@ -216,7 +237,7 @@
       row.dataset.game = String(i);
       addCell(row, String(g.n));
       const link = document.createElement("a");
-      link.href = "#game=" + encodeURIComponent(g.id);
+      link.href = "#game=" + g.n;
       link.textContent = g.id;
       addCell(row, "", "name").appendChild(link);
       addCell(row, engines[g.s[0]], "name");
@@ -290,7 +311,51 @@
   });
   renderList();
 
-  if (!fromHash() && games.length) { showGame(0); }
+  // The download: each game's records line, unpacked from the gzipped block; the moves and
+  // move times of most lines are the viewer's own (\x01 and \x02 mark where they go).
+  function moveNames(g) {
+    const board = boards.get(g.v);
+    const moves = typeof g.m === "string" ? cells(g.m) : g.m;
+    return moves.map(function (m) { return moveName(g, board, m); });
+  }
+  function recordsFile() {
+    const packed = atob(data.records.replace(/-/g, "+").replace(/_/g, "/"));
+    const bytes = new Uint8Array(packed.length);
+    for (let i = 0; i < packed.length; i++) { bytes[i] = packed.charCodeAt(i); }
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(function (text) {
+      const lines = text.split("\n");
+      const out = [];
+      games.forEach(function (g, i) {
+        const line = lines[i];
+        if (!line) { return; }
+        out.push(line.replace("\x01", function () { return JSON.stringify(moveNames(g)); })
+          .replace("\x02", function () {
+            return JSON.stringify((typeof g.ms === "string" ? times(g.ms) : g.ms).map(function (t) { return t / 10; }));
+          }) + "\n");
+      });
+      return new Blob(out, { type: "application/jsonl" });
+    });
+  }
+  const download = $("download");
+  if (typeof DecompressionStream === "function") {
+    recordsFile().then(function (file) {
+      download.href = URL.createObjectURL(file);
+      download.removeAttribute("aria-disabled");
+      download.dataset.ready = "1";
+      if (window.performance && performance.mark) { performance.mark("records-ready"); }
+    }, function (error) {
+      download.textContent += " (could not be unpacked: " + error + ")";
+    });
+  } else {
+    download.textContent += " (needs a newer browser)";
+  }
+
+  if (fromHash()) {
+    $("viewer-section").scrollIntoView();
+  } else if (games.length) {
+    showGame(0);
+  }
   document.body.dataset.ready = "1";
   if (window.performance && performance.mark) { performance.mark("viewer-ready"); }
 })();

@@ -1,0 +1,104 @@
+"""What one source of games says about how they were played: its conditions.
+
+A store keeps the conditions its competition was started with (format, rounds, board,
+time control, openings, seed, and each engine's command, limits and sandbox) and the
+engines' answers; a records file keeps none of that, but every record carries its
+board, time controls, commands, versions, host and times. `SourceConditions` holds both
+kinds of fact for one source: what the store says, and what its records show, so that
+a report can state the conditions of every source and say what is not known.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from arbiter.results.store import Store
+
+
+@dataclass
+class EngineSeen:
+    """One engine as a source's records show it (seat names are identities)."""
+
+    tcs: Counter[str] = field(default_factory=Counter)
+    commands: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    versions: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
+    games: int = 0
+
+
+@dataclass
+class SourceConditions:
+    """The conditions of one SOURCE argument: stored ones, and those its records show.
+
+    `kind` is "tournament" or "match" for a store that kept its conditions, "store" for
+    one that did not, "records" for a records file, and "repeat" for a store given again
+    (its games are read once, under the first: `store` names that source).
+    """
+
+    label: str  # the argument as given
+    kind: str
+    name: str = ""  # the tournament's name or the match's id
+    store: str = ""  # the store's file, for a tournament file or a store
+    stored: dict[str, Any] | None = None  # the store's conditions
+    definition: dict[str, Any] | None = None  # the definition of its last run
+    engines: list[dict[str, Any]] = field(default_factory=list)  # the store's engine rows
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)  # by engine name
+    created: str = ""  # when the store was started
+    # What its records show (each record of the source, including those another source
+    # also holds).
+    games: int = 0
+    voids: int = 0
+    # (islands, size, pie) as the records give them
+    variants: Counter[tuple[object, object, object]] = field(default_factory=Counter)
+    seen: dict[str, EngineSeen] = field(default_factory=dict)
+    hosts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, cpu)
+    swaps: int = 0
+    openings: Counter[int] = field(default_factory=Counter)  # plies from an opening: games
+    first_started: str = ""
+    last_finished: str = ""
+
+    @classmethod
+    def of_store(cls, label: str, store: Store) -> SourceConditions:
+        conditions = store.conditions()
+        kind = "store" if conditions is None else (
+            "match" if conditions.get("kind") == "match" else "tournament")  # fmt: skip
+        return cls(
+            label=label, kind=kind, name=store.meta("tournament") or "", store=store.path.name,
+            stored=conditions, definition=store.definition(), engines=store.engines(),
+            definitions=store.engine_definitions(), created=store.meta("created") or "",
+        )  # fmt: skip
+
+    def observe(self, data: dict[str, Any], *, void: bool) -> None:
+        """Take in one record (a JSON object that the records reader accepted)."""
+        if void:
+            self.voids += 1
+        else:
+            self.games += 1
+        variant = data.get("variant") or {}
+        self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
+        self.swaps += bool(data.get("swapped"))
+        if data.get("opening"):
+            self.openings[int(data["opening"])] += 1
+        tc, commands = data.get("tc") or {}, data.get("commands") or {}
+        versions, answers = data.get("versions") or {}, data.get("answers") or {}
+        for seat in ("seat1", "seat2"):
+            name = str(data.get(seat))
+            engine = self.seen.setdefault(name, EngineSeen())
+            engine.games += 1
+            if seat in tc:
+                engine.tcs[str(tc[seat])] += 1
+            if seat in commands:
+                engine.commands[tuple(map(str, commands[seat]))] += 1
+            if name in versions:
+                engine.versions[str(versions[name])] += 1
+            if seat in answers:
+                engine.answers[str(answers[seat])] += 1
+        host, cpu = str(data.get("host") or ""), str(data.get("cpu") or "")
+        self.hosts[(host, cpu)] += 1
+        started, finished = str(data.get("started") or ""), str(data.get("finished") or "")
+        if started and (not self.first_started or started < self.first_started):
+            self.first_started = started
+        if finished > self.last_finished:
+            self.last_finished = finished
