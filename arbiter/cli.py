@@ -1422,10 +1422,30 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     heading = title or (", ".join(names) if names else "Atoll games")
     page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
                          sources=[Path(s).name for s in sources], conditions=keep.sources,
-                         download=Path(output).stem + "-games.jsonl")  # fmt: skip
+                         download=Path(output).stem + "-games.jsonl",
+                         tests=_pairing_tests(sources))  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
     say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
         f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
+
+
+def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:
+    """Each tournament file's tested pairings, as its store leaves them."""
+    from arbiter.results.store import Store
+    from arbiter.runs.tournament import load_tournament
+
+    out = []
+    for source in sources:
+        if not source.endswith(".toml"):
+            continue
+        t = load_tournament(source, engines_here=False)
+        if t.sprt is None or not t.output.exists():
+            continue
+        with Store.open_read(t.output) as store:
+            tests = t.tests(store)
+        assert tests is not None
+        out += [(Path(source).name, t.sprt, pair, v) for pair, v in tests.verdicts()]
+    return out
 
 
 def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: str | None,

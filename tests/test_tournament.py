@@ -658,6 +658,18 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
     text = arbiter("tournament", "status", str(t))
     assert "28 of 36 games played, 0 left, 8 not needed" in text.stdout
     assert "hero vs strong: SPRT (pairs): LLR -3.45" in text.stdout
+    # The report shows each pairing's test.
+    page = tmp_path / "t.html"
+    assert arbiter("report", str(t), "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert 'id="tests">Sequential tests' in html
+    for pairing, llr, result, pairs in (
+        ("hero vs weak", "3.45", "H1 accepted", "4 / 0 / 0"),
+        ("hero vs strong", "-3.45", "H0 accepted", "0 / 0 / 4"),
+        ("hero vs double", "0.00", "going on", "0 / 6 / 0"),
+    ):
+        row = html[html.index(f'class="name">{pairing}</th>') :].split("</tr>")[0]
+        assert f"<td>{llr}</td>" in row and result in row and f"<td>{pairs}</td>" in row
     # A decided pairing never plays again; more rounds go to the one still testing.
     t.write_text(t.read_text().replace("rounds = 6", "rounds = 7"))
     more = arbiter("tournament", "run", str(t), "-q")

@@ -26,6 +26,7 @@ from arbiter.engines.process import exit_status
 from arbiter.results.conditions import SourceConditions
 from arbiter.results.ratings import Difference
 from arbiter.results.records import GameRecord, Termination
+from arbiter.results.sprt import Sprt, Verdict
 from arbiter.results.standings import UNBOUNDED, Standings, head_to_head, seat_advantage
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
@@ -393,9 +394,12 @@ def board_min_width(p: BoardPicture) -> int:
 def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
                   sources: list[str], anchor: tuple[str, float] | None = None,
                   conditions: Sequence[SourceConditions] = (),
-                  download: str = "games.jsonl") -> str:  # fmt: skip
+                  download: str = "games.jsonl",
+                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = ()
+                  ) -> str:  # fmt: skip
     """The whole page as one string; `conditions` are those of each source, `download`
-    the name the page offers its games' records under."""
+    the name the page offers its games' records under, `tests` each tested pairing's
+    sequential test (source, test, pairing with the engine under test first, state)."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
     lines: list[str] = []
@@ -425,8 +429,21 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         conditions=conditions_table(conditions) if conditions else None,
         download=_text(download, 120), unreadable=lines.count(""),
         min_widths={key: board_min_width(p) for key, p in pictures.items()},
-        board_column=BOARD_COLUMN,
+        board_column=BOARD_COLUMN, tests=[_test_row(*t) for t in tests],
     )  # fmt: skip
+
+
+def _test_row(source: str, test: Sprt, pairing: tuple[str, str], v: Verdict) -> dict[str, str]:
+    lost, split, won = v.pairs
+    return {
+        "source": _text(source, 80), "first": name(pairing[0]), "second": name(pairing[1]),
+        "test": f"elo0 {test.elo0:g}, elo1 {test.elo1:g}, alpha {test.alpha:g},"
+                f" beta {test.beta:g} ({test.model})",
+        "llr": f"{v.llr:.2f}", "bounds": f"{v.lower:.2f} .. {v.upper:.2f}",
+        "result": {"H1": "H1 accepted", "H0": "H0 accepted"}.get(v.result, "going on"),
+        "tone": {"H1": "ahead", "H0": "behind"}.get(v.result, ""),
+        "pairs": f"{won} / {split} / {lost}", "games": str(v.games),
+    }  # fmt: skip
 
 
 def position_svg(record: GameRecord, ply: int | None = None) -> str:
