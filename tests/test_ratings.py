@@ -19,8 +19,6 @@ from arbiter.results.ratings import (
     estimate_difference,
     expected_score,
     fit,
-    parse_sprt,
-    sprt,
 )
 
 Counts = npt.NDArray[np.int64]
@@ -474,59 +472,3 @@ def test_swapping_seats_negates_only_the_seat_advantage(
     # A seat-1 win of i over j becomes a seat-1 loss of j against i.
     swapped = fit(names, losses.T, wins.T)
     assert_same_fit(base, swapped, list(range(len(names))), -1.0)
-
-
-# --- SPRT ----------------------------------------------------------------------------------
-
-
-def test_sprt_log_likelihood_ratio_by_hand() -> None:
-    # p0 = 0.5; p1 = 1 / (1 + 10**-0.025) = 0.5143871841659987.
-    result = sprt(60, 40, 0.0, 10.0)
-    assert result.llr == pytest.approx(
-        60 * math.log(0.5143871841659987 / 0.5) + 40 * math.log(0.4856128158340013 / 0.5)
-    )
-    assert result.llr == pytest.approx(0.534231, abs=1e-6)
-    assert result.lower == pytest.approx(math.log(0.05 / 0.95))  # -2.944439
-    assert result.upper == pytest.approx(math.log(0.95 / 0.05))
-    assert result.result == "inconclusive" and result.games == 100
-    asym = sprt(0, 0, 0.0, 5.0, alpha=0.1, beta=0.2)
-    assert asym.lower == pytest.approx(math.log(0.2 / 0.9))
-    assert asym.upper == pytest.approx(math.log(0.8 / 0.1)) and asym.llr == 0.0
-
-
-def test_sprt_decisions() -> None:
-    assert sprt(300, 200, 0.0, 10.0).result == "inconclusive"  # llr 2.67
-    assert sprt(400, 260, 0.0, 10.0).result == "H1"
-    assert sprt(200, 300, 0.0, 10.0).result == "H0"  # llr -3.09
-    assert sprt(1000, 1000, 0.0, 10.0).result == "inconclusive"
-    assert sprt(4000, 4000, 0.0, 10.0).result == "H0"  # llr -3.31
-    with pytest.raises(ValueError, match="elo1 > elo0"):
-        sprt(1, 1, 10.0, 0.0)
-    with pytest.raises(ValueError, match=">= 0"):
-        sprt(-1, 1, 0.0, 10.0)
-
-
-def test_parse_sprt() -> None:
-    assert parse_sprt("elo0=0,elo1=10") == (0.0, 10.0, 0.05, 0.05)
-    assert parse_sprt(" elo0 = -5 , elo1=5, alpha=0.1,beta=0.2") == (-5.0, 5.0, 0.1, 0.2)
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("elo0=0,elo1=10,gamma=1", "unknown SPRT key 'gamma'"),
-        ("elo1=10", "needs elo0"),
-        ("alpha=0.1", "needs elo0 and elo1"),
-        ("elo0=10,elo1=10", "elo1 > elo0"),
-        ("elo0=0,elo1=10,alpha=0.5", "alpha must be between 0 and 0.5"),
-        ("elo0=0,elo1=10,beta=0", "beta must be between 0 and 0.5"),
-        ("elo0=0,elo1=ten", "elo1 must be a number"),
-        ("elo0=0,elo1=nan", "must be finite"),
-        ("elo0=0,elo0=1,elo1=10", "given twice"),
-        ("elo0=0;elo1=10", "not key=value|must be a number"),
-        ("", "not key=value"),
-    ],
-)
-def test_parse_sprt_errors(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_sprt(text)

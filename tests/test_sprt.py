@@ -16,7 +16,9 @@ from arbiter.results.sprt import (
     Sprt,
     constrained_mle,
     game_llr,
+    judge,
     pair_llr,
+    parse_test,
     regularised,
     stopped_estimate,
 )
@@ -121,3 +123,60 @@ def test_the_estimate_after_a_stop_is_median_unbiased_where_the_plain_one_is_not
     assert plain_above / runs > 0.6
     assert 0.4 <= honest_above / runs <= 0.6
     assert 0.9 <= covered / runs <= 0.995
+
+
+# --- the binomial test (model=games) and the test's text ----------------------------------
+
+
+def test_the_game_llr_by_hand() -> None:
+    # p0 = 0.5; p1 = 1 / (1 + 10**-0.025) = 0.5143871841659987.
+    llr = game_llr(60, 40, 0.0, 10.0)
+    assert llr == pytest.approx(
+        60 * math.log(0.5143871841659987 / 0.5) + 40 * math.log(0.4856128158340013 / 0.5)
+    )
+    assert llr == pytest.approx(0.534231, abs=1e-6)
+    test = Sprt(0.0, 10.0, model="games")
+    verdict = judge(test, [0, 0, 0], 60, 40)
+    assert verdict.llr == llr and verdict.games == 100 and verdict.result == "inconclusive"
+    assert test.lower == pytest.approx(math.log(0.05 / 0.95))  # -2.944439
+    assert test.upper == pytest.approx(math.log(0.95 / 0.05))
+    asym = Sprt(0.0, 5.0, alpha=0.1, beta=0.2)
+    assert asym.lower == pytest.approx(math.log(0.2 / 0.9))
+    assert asym.upper == pytest.approx(math.log(0.8 / 0.1))
+
+
+def test_the_game_test_decides() -> None:
+    test = Sprt(0.0, 10.0, model="games")
+    for wins, losses, result in ((300, 200, "inconclusive"), (400, 260, "H1"),
+                                 (200, 300, "H0"), (1000, 1000, "inconclusive"),
+                                 (4000, 4000, "H0")):  # fmt: skip
+        assert judge(test, [0, 0, 0], wins, losses).result == result
+
+
+def test_parse_test() -> None:
+    assert parse_test("elo0=0,elo1=10") == Sprt(0.0, 10.0, 0.05, 0.05, "pairs")
+    assert parse_test(" elo0 = -5 , elo1=5, alpha=0.1,beta=0.2,model=games") == Sprt(
+        -5.0, 5.0, 0.1, 0.2, "games")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("elo0=0,elo1=10,gamma=1", "unknown SPRT key 'gamma'"),
+        ("elo1=10", "needs elo0"),
+        ("alpha=0.1", "needs elo0 and elo1"),
+        ("elo0=10,elo1=10", "elo1 > elo0"),
+        ("elo0=0,elo1=10,alpha=0.5", "alpha must be between 0 and 0.5"),
+        ("elo0=0,elo1=10,beta=0", "beta must be between 0 and 0.5"),
+        ("elo0=0,elo1=ten", "elo1 must be a number"),
+        ("elo0=0,elo1=nan", "must be finite"),
+        ("elo0=0,elo0=1,elo1=10", "given twice"),
+        ("elo0=0;elo1=10", "not key=value|must be a number"),
+        ("elo0=0,elo1=10,model=trinomial", "pairs or games"),
+        ("elo0=0,elo1=3000", "within ±2000"),
+        ("", "not key=value"),
+    ],
+)
+def test_parse_test_errors(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_test(text)
