@@ -719,3 +719,23 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
         done = arbiter("tournament", "run", str(t), "-q")
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert "sprt" in done.stderr and words in done.stderr, done.stderr
+
+
+def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(tmp_path: Path) -> None:
+    """At concurrency 2 a pair may still be playing when its pairing's test decides: its
+    games are stored and rated, but the test counts no pair after its decision, in the
+    run and when read again from the store, so it never comes undecided."""
+    header = (BASIC.replace("rounds = 1", "rounds = 8")
+              + "\nsprt = { elo0 = -150, elo1 = 150 }")  # fmt: skip
+    t = write_tournament(tmp_path, header, [bot("hero"), bot("weak", "resign")])
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    assert "hero vs weak: SPRT (pairs): LLR 3.45 [-2.94, 2.94], H1 accepted" in done.stdout
+    stored = games_stored(tmp_path / "t.sqlite")
+    assert 8 <= stored < 16
+    data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
+    [test] = data["sprt"]
+    assert test["result"] == "H1" and test["pairs"] == [0, 0, 4] and data["left"] == 0
+    t.write_text(t.read_text().replace("rounds = 8", "rounds = 9"))
+    again = arbiter("tournament", "run", str(t), "-q")
+    assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored

@@ -811,6 +811,18 @@ class Store:
         from another when sources are combined."""
         return {(str(a), str(b)) for a, b in self._games("SELECT game_id, started FROM {games}")}
 
+    def stored_rows(self) -> Iterator[tuple[str, str, str, int]]:
+        """(pair key, seat 1, seat 2, winning seat) of every stored game in the order it
+        was stored, which is the order the run counted it in: a sequential test read
+        again from the store decides where it decided during the run."""
+        rows = self._q(
+            "SELECT pair_key, seat1, seat2, winner_seat FROM games WHERE rowid NOT IN"
+            " (SELECT value FROM json_each(?)) ORDER BY rowid",  # damaged rows skipped
+            (self._skip_games,),
+        )
+        for pair_key, seat1, seat2, winner_seat in rows:
+            yield str(pair_key), str(seat1), str(seat2), int(winner_seat)
+
     def game_rows(self) -> Iterator[GameRow]:
         rows = self._games(
             "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM {games}"

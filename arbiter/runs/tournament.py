@@ -184,10 +184,10 @@ class Tournament:
         order = {frozenset(p): p for p in pairings(list(self.engines), self.format,
                                                    self.challenger)}  # fmt: skip
         tests = PairingTests(self.sprt, order)
-        for row in store.game_rows():
-            if frozenset((row.seat1, row.seat2)) in order:
-                winner, loser = (row.seat1, row.seat2)[:: 1 if row.winner_seat == 1 else -1]
-                tests.tally.add(row.pair_key, winner, loser)
+        for pair_key, seat1, seat2, winner_seat in store.stored_rows():
+            if frozenset((seat1, seat2)) in order:
+                winner, loser = (seat1, seat2)[:: 1 if winner_seat == 1 else -1]
+                tests.count(pair_key, winner, loser)
         return tests
 
 
@@ -229,11 +229,20 @@ class PairingTests:
     def begin(self, names: Mapping[str, str]) -> None:
         pass
 
+    def count(self, pair_key: str, winner: str, loser: str) -> None:
+        """Count a rated game, in the order games were stored. A decided test stays
+        decided: the games of a pair that was still being played when it decided are
+        rated like any other, but its test no longer counts them (they could undo it)."""
+        if frozenset((winner, loser)) in self._decided:
+            return
+        self.tally.add(pair_key, winner, loser)
+        self.decided((winner, loser))
+
     def write(self, game: ScheduledGame, record: GameRecord) -> None:
         if not record.void:
             winner = game.engines[0] if record.winner == record.seat1 else game.engines[1]
             loser = game.engines[1] if winner == game.engines[0] else game.engines[0]
-            self.tally.add(game.pair_key, winner, loser)
+            self.count(game.pair_key, winner, loser)
 
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         pass
