@@ -401,7 +401,8 @@ def match(
         try:
             test = parse_test(sprt)
         except ValueError as exc:
-            raise ConfigError(str(exc), where="--sprt") from exc
+            raise ConfigError(str(exc), where="--sprt", hint="e.g. --sprt elo0=0,elo1=10 (and"
+                              " alpha=, beta=, model=pairs|games)") from exc  # fmt: skip
     if games is None:
         games = SPRT_GAMES if test is not None else 2
     variant = _variant(int(islands), size, pie)
@@ -433,11 +434,14 @@ def match(
                        transcripts=_transcripts(transcripts_dir))  # fmt: skip
         plan = runner.plan()
         if plan.left < games and not quiet:
-            say(f"Match {runner.match_id}: {games} games, {games - plan.left} stored,"
-                f" {plan.left} to play ({store_file})", err=True)  # fmt: skip
+            stored = runner.result.stats().games
+            to_play = ("its test has decided: nothing to play" if runner.result.decided()
+                       else f"{plan.left} to play")  # fmt: skip
+            say(f"Match {runner.match_id}: {games} games, {stored} stored, {to_play}"
+                f" ({store_file})", err=True)  # fmt: skip
         executor = open_executor(plan, concurrency=concurrency, dask=dask)
         if dask is None:
-            _warn_oversubscribed(plan.concurrency, "--concurrency")
+            _warn_oversubscribed(plan.concurrency, plan.left, "--concurrency")
         progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet,
                             status=None if test is None else
                             lambda: runner.result.sprt_result().line())  # fmt: skip
@@ -456,6 +460,8 @@ def match(
             runner.result.aborted = "interrupted; games in flight were not recorded" + (
                 " and are played when the match is run again" if store else ""
             )
+            if test is not None:
+                runner.result.sprt = runner.result.sprt_result()  # where the test stands
             summary()  # the score of the games finished, as recorded
             raise
         finally:
@@ -473,23 +479,32 @@ def match(
         sys.exit(1)
 
 
-def _warn_oversubscribed(concurrency: int, option: str) -> None:
+def _warn_oversubscribed(concurrency: int, left: int, option: str) -> None:
     """Once per command, on stderr: more engines than cores. Engines that think at the
     same moment then share a core, and a move slowed by the host loses on time."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if cores and concurrency * 2 > cores:
-        say(f"warning: {option} {concurrency} plays {concurrency} games of two engines each"
-            f" on {cores} core{'s' if cores > 1 else ''}: engines thinking at once (pondering"
-            " ones too) share the cores and may lose on time for the host's sake; at most"
-            f" {max(1, cores // 2)} game{'s' if cores // 2 > 1 else ''} at once gives every"
-            " engine a core", err=True)  # fmt: skip
+    games = min(concurrency, left)  # no more slots than games to play
+    if not cores or games * 2 <= cores:
+        return
+    plural = "s" if cores > 1 else ""
+    advice = (f"; at most {cores // 2} game{'s' if cores // 2 > 1 else ''} at once gives every"
+              " engine a core" if cores > 1 else "")  # fmt: skip
+    say(f"warning: {option} {concurrency} plays {games} game{'s' if games > 1 else ''} of two"
+        f" engines each on {cores} core{plural}: engines thinking at once (pondering ones"
+        f" too) share the core{plural} and may lose on time for the host's sake{advice}",
+        err=True)  # fmt: skip
 
 
 def _match_openings(file: str | None, plies: int | None, variant: Variant) -> Openings:
     from arbiter.runs.match import MATCH_OPENINGS
 
     if file is None:
-        return MATCH_OPENINGS if plies is None else Openings(random_plies=plies)
+        openings = MATCH_OPENINGS if plies is None else Openings(random_plies=plies)
+        if openings.random_stones(variant) >= variant.size:
+            raise ConfigError(f"{plies} random plies is too many for size {variant.size}",
+                              where="--random-openings",
+                              hint=f"give fewer than {variant.size}")  # fmt: skip
+        return openings
     if plies is not None:
         raise ConfigError("--openings and --random-openings are both given",
                           hint="choose one")  # fmt: skip
@@ -893,6 +908,13 @@ def tournament() -> None:
     """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
 
 
+def _say_tests(t: Any, store: Any) -> None:
+    """Each pairing's sequential test, as the store leaves it (nothing without one)."""
+    tests = t.tests(store)
+    for (a, b), verdict in [] if tests is None else tests.verdicts():
+        say(f"{a} vs {b}: {verdict.line()}")
+
+
 def _store_standings(store: Any) -> str:
     from arbiter.results.standings import Tally, standings, table
 
@@ -1017,19 +1039,23 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             where="--dask" if dask else f"{t.path}: tournament.dask",
         )
         if not (dask or t.dask):
-            _warn_oversubscribed(concurrency or t.concurrency, "--concurrency" if concurrency
-                                 else f"{t.path}: tournament.concurrency =")  # fmt: skip
+            option = "--concurrency" if concurrency else f"{t.path}: tournament.concurrency ="
+            _warn_oversubscribed(concurrency or t.concurrency, plan.left, option)
         progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
                                       done=t.total - plan.left, every=every,
                                       quiet=quiet)  # fmt: skip
         if not quiet:
-            say(f"Tournament {t.name}: {t.total} games, {t.total - plan.left} stored,"
-                f" {plan.left} to play ({t.output})", err=True)  # fmt: skip
+            stored = t.stored(store.done_ids())
+            unneeded = t.total - stored - plan.left
+            decided = f", {unneeded} not needed (their pairings' tests decided)" if unneeded else ""
+            say(f"Tournament {t.name}: {t.total} games, {stored} stored, {plan.left} to play"
+                f"{decided} ({t.output})", err=True)  # fmt: skip
         try:
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
             progress.close()
             say(_store_standings(store))
+            _say_tests(t, store)
             say("Stopped: games in flight were not stored and are replayed on resume.")
             raise
         finally:
@@ -1039,9 +1065,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         store.verify()  # never a table over games nobody will find
         _, outside = _outside(t, store)
         say(_store_standings(store))
-        tests = t.tests(store)
-        for (a, b), verdict in [] if tests is None else tests.verdicts():
-            say(f"{a} vs {b}: {verdict.line()}")
+        _say_tests(t, store)
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:

@@ -351,7 +351,7 @@ def test_a_signal_stops_cleanly_with_the_score_so_far(
     proc = subprocess.Popen(
         [sys.executable, "-m", "arbiter", "match", slow, "random", "--engines", str(ENGINES),
          "--games", "1000000000", "--tc", "60+0", "-c", concurrency, "--records", str(records),
-         *(["--json"] if as_json else [])],
+         *(["--json", "--sprt", "elo0=0,elo1=5"] if as_json else [])],
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -373,6 +373,9 @@ def test_a_signal_stops_cleanly_with_the_score_so_far(
         assert summary["games"] == len(rated) >= 1  # the score matches the records
         assert sum(summary["wins"].values()) == len(rated)
         assert "interrupted" in summary["aborted"]
+        # Where the test stood when the match was stopped.
+        assert summary["sprt"]["result"] == "inconclusive" and summary["sprt"]["model"] == "pairs"
+        assert summary["sprt"]["games"] == 2 * sum(summary["sprt"]["pairs"]) <= len(rated)
     else:
         assert f"over {len(rated)} games" in out and "Match stopped: interrupted" in out
 
@@ -708,3 +711,13 @@ def test_more_engines_than_cores_is_warned_about_once(tmp_path: Path) -> None:
     assert "share the cores" in done.stderr
     done = invoke("match", first, first, "--games", "2", "--size", "7", "-q", "-c", "1")
     assert "warning" not in done.stderr or cores < 2
+    # Only the games there are to play count: one game needs one slot.
+    done = invoke("match", first, first, "--games", "1", "--size", "7", "-q", "-c", "8")
+    assert ("warning" in done.stderr) == (cores < 2)
+
+
+def test_a_match_refuses_more_random_plies_than_its_board_allows() -> None:
+    first = f"{sys.executable} {FIRSTCELL}"
+    done = invoke("match", first, first, "--size", "7", "--no-pie", "--random-openings", "7")
+    assert done.returncode == 2 and "--random-openings" in done.stderr
+    assert "too many for size 7" in done.stderr and "Traceback" not in done.stderr

@@ -601,7 +601,14 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
     lone = write_tournament(tmp_path, header, [bot("a"), broken], name="lone")
     done = arbiter("tournament", "run", str(lone), "-q")
     assert done.returncode == 1 and "broken could not be started" in done.stdout
+    assert "without broken no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "lone.sqlite").voids
+    # A gauntlet whose challenger cannot start has no game left either.
+    gauntlet = write_tournament(tmp_path, f'{header}\nformat = "gauntlet"\nchallenger = "broken"',
+                                [bot("a"), broken, bot("b")], name="g")  # fmt: skip
+    done = arbiter("tournament", "run", str(gauntlet), "-q")
+    assert done.returncode == 1 and "no game of the schedule is left" in done.stdout
+    assert not read_store(tmp_path / "g.sqlite").voids
     bad = write_tournament(tmp_path, f'{BASIC}\non_start_failure = "skip"', [bot("a")], "bad")
     done = arbiter("tournament", "run", str(bad), "-q")
     assert done.returncode == 2 and "on_start_failure" in done.stderr
@@ -714,7 +721,7 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
                        ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
                        ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
                        ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "'x'"),
-                       ('"elo0=0,elo1=5"', "table")):  # fmt: skip
+                       ('"elo0=0,elo1=5"', "table"), ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
         t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])
         done = arbiter("tournament", "run", str(t), "-q")
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr

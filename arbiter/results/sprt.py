@@ -352,15 +352,23 @@ def parse_test(text: str) -> Sprt:
         key, sep, raw = item.partition("=")
         key = key.strip().lower()
         if not sep or not key:
-            raise ValueError(f"SPRT item {item.strip()!r} is not key=value (e.g. elo0=0,elo1=10)")
+            raise ValueError(f"SPRT item {item.strip()!r} is not key=value")
         if key in values:
             raise ValueError(f"SPRT key {key!r} is given twice")
-        values[key] = raw.strip()
+        raw = raw.strip()
+        if key == "model":
+            values[key] = raw
+            continue
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise ValueError(f"SPRT {key} must be a number, not {raw[:40]!r}") from None
     return test_from(values)
 
 
 def test_from(values: Mapping[str, object]) -> Sprt:
-    """A test from its keys (a tournament file's inline table, or parsed text)."""
+    """A test from its keys: a tournament file's inline table, or parsed text. Numbers
+    must be numbers (a TOML string is refused as every other key's would be)."""
     allowed = ("elo0", "elo1", "alpha", "beta", "model")
     numbers: dict[str, float] = {}
     model = "pairs"
@@ -372,24 +380,20 @@ def test_from(values: Mapping[str, object]) -> Sprt:
                 raise ValueError(f"SPRT model must be pairs or games, not {raw!r}")
             model = str(raw)
             continue
-        if isinstance(raw, bool):
-            raise ValueError(f"SPRT {key} must be a number, not {raw!r}")
-        try:
-            value = float(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise ValueError(f"SPRT {key} must be a number, not {str(raw)[:40]!r}") from None
-        if not math.isfinite(value):
-            raise ValueError(f"SPRT {key} must be finite, not {str(raw)[:40]!r}")
-        numbers[key] = value
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise ValueError(f"SPRT {key} must be a number, not {str(raw)[:40]!r}")
+        if not math.isfinite(raw):
+            raise ValueError(f"SPRT {key} must be finite, not {raw!r}")
+        numbers[key] = float(raw)
     missing = [k for k in ("elo0", "elo1") if k not in numbers]
     if missing:
-        raise ValueError(f"SPRT needs {' and '.join(missing)} (e.g. elo0=0,elo1=10)")
+        raise ValueError(f"SPRT needs {' and '.join(missing)}")
     test = Sprt(numbers["elo0"], numbers["elo1"], numbers.get("alpha", 0.05),
                 numbers.get("beta", 0.05), model)  # fmt: skip
     if test.elo1 <= test.elo0:
         raise ValueError(f"SPRT needs elo1 > elo0, got elo0={test.elo0:g}, elo1={test.elo1:g}")
     if not all(abs(e) <= 2000 for e in (test.elo0, test.elo1)):
-        raise ValueError("SPRT elo0 and elo1 must be within ±2000 (e.g. elo0=0,elo1=10)")
+        raise ValueError("SPRT elo0 and elo1 must be within ±2000")
     for name, value in (("alpha", test.alpha), ("beta", test.beta)):
         if not 0.0 < value < 0.5:
             raise ValueError(f"SPRT {name} must be between 0 and 0.5 (exclusive), not {value:g}")

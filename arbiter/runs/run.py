@@ -10,7 +10,7 @@ the driver, the executor's notes, and the executor's shutdown however the run en
 from __future__ import annotations
 
 import glob
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,9 @@ class Plan:
     policy: VoidPolicy = field(default_factory=VoidPolicy)
     concurrency: int = 1  # games at once on this machine, unless the run is told otherwise
     # An engine that cannot start is left out (its games void, the others played) instead
-    # of stopping the run, as long as two engines are left.
-    leave_out: bool = False
+    # of stopping the run, where this says the schedule still has games without the
+    # engines that failed (None: an engine that cannot start stops the run).
+    leave_out: Callable[[Collection[str]], bool] | None = None
     # Asked as each game is about to start (games are read ahead of the slots): False
     # takes it back, unplayed and unrecorded (a pairing whose test has decided).
     keep: Callable[[ScheduledGame], bool] | None = None
@@ -147,11 +148,17 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
 def _can_leave_out(plan: Plan, checked: Preflight) -> bool:
     """Whether the engines that could not start are left out rather than the run stopped:
     only where the plan says so, when nothing else is wrong (a variant an engine cannot
-    play is the operator's to fix), and while two engines are left to play."""
+    play is the operator's to fix), and while the schedule has games without them."""
     failed = checked.failures
-    return (plan.leave_out and bool(failed) and not checked.config_error
-            and checked.problem in failed.values()
-            and len(plan.settings.engines) - len(failed) >= 2)  # fmt: skip
+    if (plan.leave_out is None or not failed or checked.config_error
+            or checked.problem not in failed.values()):  # fmt: skip
+        return False
+    if plan.leave_out(failed.keys()):
+        return True
+    names = ", ".join(plan.settings.engines[key].label for key in failed)
+    checked.problem = (f"{checked.problem}; without {names} no game of the schedule is left"
+                       " to play, so the run stops")  # fmt: skip
+    return False
 
 
 def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,

@@ -15,7 +15,7 @@ change of conditions: only the new games are played.
 from __future__ import annotations
 
 import os
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -167,9 +167,17 @@ class Tournament:
             ),
             games=games, total=self.total, left=left,
             variant=self.variant, tc=self.tc, sinks=sinks, concurrency=self.concurrency,
-            leave_out=self.leave_out, keep=None if tests is None else tests.keep,
+            leave_out=self.playable_without if self.leave_out else None,
+            keep=None if tests is None else tests.keep,
             transcripts=transcripts,
         )  # fmt: skip
+
+    def playable_without(self, engines: Collection[str]) -> bool:
+        """Whether some pairing of the schedule is left once these engines sit out (a
+        gauntlet whose challenger cannot start has none)."""
+        out = set(engines)
+        return any(not out & {a, b} for a, b in pairings(list(self.engines), self.format,
+                                                         self.challenger))  # fmt: skip
 
     def slots(self) -> Iterator[tuple[str, tuple[str, str]]]:
         """Every game of the schedule as (id, engines), without computing openings."""
