@@ -721,7 +721,8 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
                        ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
                        ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
                        ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "'x'"),
-                       ('"elo0=0,elo1=5"', "table"), ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
+                       ('"elo0=0,elo1=5"', "table"),
+                       ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
         t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])
         done = arbiter("tournament", "run", str(t), "-q")
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
