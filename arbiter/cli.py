@@ -825,7 +825,7 @@ def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path |
     )
 )
 def tournament() -> None:
-    """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
+    """Round-robin, gauntlet and Swiss tournaments defined in TOML files, stored in SQLite."""
 
 
 def _store_standings(store: Any) -> str:
@@ -864,12 +864,11 @@ def _damaged(store: Any, strict: bool) -> None:
         say(f"skipped {damage}", err=True)
 
 
-def _outside(t: Any, store: Any) -> tuple[int, int]:
+def _outside(t: Any, store: Any, schedule: Any = None) -> tuple[int, int]:
     """(games of this schedule stored, stored games outside it): status and the table
     count the same games, the second number says which the schedule does not hold."""
-    stored = store.done_ids()
-    done = t.stored(stored)
-    return done, len(stored) - done
+    done = t.stored(store) if schedule is None else t.stored(store, schedule)
+    return done, store.games_stored() - done
 
 
 @tournament.command(
@@ -953,9 +952,12 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if not (dask or t.dask):
             _warn_oversubscribed(concurrency or t.concurrency, "--concurrency" if concurrency
                                  else f"{t.path}: tournament.concurrency =")  # fmt: skip
-        progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
-                                      done=t.total - plan.left, every=every,
-                                      quiet=quiet)  # fmt: skip
+
+        def tables() -> str:
+            return "\n\n".join([*t.summary(plan.games), _store_standings(store)])
+
+        progress = TournamentProgress(sys.stderr, t.total, tables, done=t.total - plan.left,
+                                      every=every, quiet=quiet)  # fmt: skip
         if not quiet:
             say(f"Tournament {t.name}: {t.total} games, {t.total - plan.left} stored,"
                 f" {plan.left} to play ({t.output})", err=True)  # fmt: skip
@@ -963,7 +965,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
             progress.close()
-            say(_store_standings(store))
+            say(tables())
             say("Stopped: games in flight were not stored and are replayed on resume.")
             raise
         finally:
@@ -971,8 +973,8 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
         store.verify()  # never a table over games nobody will find
-        _, outside = _outside(t, store)
-        say(_store_standings(store))
+        _, outside = _outside(t, store, plan.games)
+        say(tables())
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:
@@ -1036,13 +1038,18 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     hosts = []
     outside = 0
     starts, start_seconds, attempts = 0, 0.0, 0
+    summary: list[str] = []  # what the format shows beside the Elo table
+    extra: dict[str, Any] = {}
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
     else:
         with Store.open_read(t.output) as store:
             _damaged(store, strict)
-            done, outside = _outside(t, store)
+            schedule = None if kind == "Match" else t.schedule(store)
+            done, outside = _outside(t, store, schedule)
+            if schedule is not None:
+                summary, extra = t.summary(schedule), t.summary_json(schedule)
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
@@ -1066,6 +1073,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
             "prior": DEFAULT_PRIOR, "connected": True, "components": None,
         })  # fmt: skip
+        data.update(extra)
         if by_host:
             data["hosts"] = [host_json(h) for h in hosts]
         emit(json.dumps(data))
@@ -1074,6 +1082,9 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         f" ({t.output})")  # fmt: skip
     from arbiter.results.standings import table
 
+    for text in summary:
+        say(text)
+        say("")
     say(table(board) if board is not None else "No rated games yet.")
     if starts:
         per_game = f", {starts / attempts:.2f} per game played" if attempts else ""

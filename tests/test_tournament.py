@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from commands import invoke
@@ -269,7 +271,7 @@ BAD_FILES = [
     ("[tournament]\nround = 2", "unknown key(s) round", "allowed keys"),
     ('[tournament]\ntc = "fast"', "tournament.tc", "BASE+INC"),
     ("[tournament]\nsize = 12", "tournament.size", "Atoll sizes"),
-    ('[tournament]\nformat = "swiss"', "tournament.format", "round-robin"),
+    ('[tournament]\nformat = "knockout"', "tournament.format", "round-robin"),
     (
         '[tournament]\n[[engine]]\nname = "a"\ncommand = ["./nope.py"]',
         "engine 'a'",
@@ -585,3 +587,107 @@ def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_schedul
     assert "broken could not be started" in done.stdout
     # It stopped before any game: no retry after retry, no void chain.
     assert "Started game" not in done.stderr and "void" not in done.stderr
+
+
+def swiss_file(folder: Path, engines: int, rounds: int, extra: str = "") -> Path:
+    header = BASIC.replace("rounds = 1", f'format = "swiss"\nrounds = {rounds}{extra}')
+    return write_tournament(folder, header, [bot(f"bot{i:02}") for i in range(engines)])
+
+
+def swiss_status(t: Path) -> dict[str, Any]:
+    status = invoke("tournament", "status", str(t), "--json")
+    assert status.returncode == 0, status.stderr
+    data: dict[str, Any] = json.loads(status.stdout)
+    return data
+
+
+@pytest.mark.parametrize(("engines", "rounds", "kill_after"), [
+    (12, 5, 29),  # killed in round 3 of 5
+    pytest.param(7, 5, 8, marks=pytest.mark.slow),  # in round 3, with byes
+])  # fmt: skip
+def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
+        tmp_path: Path, engines: int, rounds: int, kill_after: int) -> None:  # fmt: skip
+    t = swiss_file(tmp_path, engines, rounds)
+    t.write_text(t.read_text().replace("concurrency = 2", "concurrency = 3"))
+    pairs_per_round = engines // 2
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    started: dict[int, tuple[str, str]] = {}  # game number: its seats, as announced
+    finished = 0
+    for line in proc.stderr:
+        if match := re.match(r"Started game (\d+) of \d+ \((\S+) vs (\S+)\)", line):
+            started[int(match[1])] = (match[2], match[3])
+            if finished >= kill_after:
+                break  # a game has just started: it is in flight at the kill
+        if line.startswith("Finished game"):
+            finished += 1
+    proc.kill()  # SIGKILL, mid-round: games in flight are never stored
+    proc.wait()
+    proc.stderr.close()
+    db = tmp_path / "t.sqlite"
+    before = swiss_status(t)
+    stored_before = set(read_store(db).ids)
+    in_play = (max(started) - 1) // (2 * pairs_per_round) + 1  # the round of the last start
+    assert before["swiss"]["rounds_complete"] == in_play - 1
+    assert len(before["swiss"]["pairings"]) == in_play  # the round in play is paired
+    assert before["done"] == len(stored_before) < before["scheduled"]
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    # Only the missing games were played, and every game is stored once.
+    total = 2 * pairs_per_round * rounds
+    assert done.stderr.count("Started game") == total - len(stored_before)
+    ids = read_store(db).ids
+    assert len(ids) == len(set(ids)) == total
+    after = swiss_status(t)
+    assert after["done"] == after["scheduled"] == total and after["left"] == 0
+    pairings = after["swiss"]["pairings"]
+    # The rounds paired before the kill are paired the same after it...
+    assert pairings[:in_play] == before["swiss"]["pairings"]
+    # ...including the games in flight at the kill, replayed between the same seats.
+    for number, seats in started.items():
+        index = (number - 1) % (2 * pairs_per_round)
+        pair = pairings[(number - 1) // (2 * pairs_per_round)]["pairs"][index // 2]
+        assert seats == (tuple(pair) if index % 2 == 0 else tuple(pair[::-1]))
+    # Every engine plays every round, and no two engines meet twice.
+    names = sorted(f"bot{i:02}" for i in range(engines))
+    met: list[frozenset[str]] = []
+    for round_ in pairings:
+        byes = [round_["bye"]] if round_["bye"] else []
+        assert sorted([e for pair in round_["pairs"] for e in pair] + byes) == names
+        met += [frozenset(pair) for pair in round_["pairs"]]
+    assert len(met) == len(set(met)) == pairs_per_round * rounds
+    # The Swiss table stands beside the Elo table, in the run's output and in status.
+    assert "Buchholz" in done.stdout and "Elo" in done.stdout
+    assert f"Swiss: {rounds} of {rounds} rounds complete" in done.stdout
+    points = sum(row["points"] for row in after["swiss"]["standings"])
+    assert points == pairs_per_round * rounds + (engines % 2) * rounds
+
+
+def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path: Path) -> None:
+    t = swiss_file(tmp_path, 5, 3)
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    data = swiss_status(t)
+    byes = [round_["bye"] for round_ in data["swiss"]["pairings"]]
+    assert len(set(byes)) == 3 and data["scheduled"] == data["done"] == 12
+    status = invoke("tournament", "status", str(t))
+    assert "Swiss: 3 of 3 rounds complete" in status.stdout and "bye" in status.stdout
+    # More rounds play on from the stored ones; another engine would change their
+    # pairings, and is refused.
+    t.write_text(t.read_text().replace("rounds = 3", "rounds = 4") + bot("late"))
+    refused = invoke("tournament", "run", str(t), "-q")
+    assert refused.returncode == 2
+    assert "engines changed" in refused.stderr and "added late" in refused.stderr
+    assert "--fresh" in refused.stderr
+    t.write_text(t.read_text().replace(bot("late"), ""))
+    again = arbiter("tournament", "run", str(t), "-q")
+    assert again.returncode == 0, again.stderr
+    data = swiss_status(t)
+    assert data["done"] == 16 and len({r["bye"] for r in data["swiss"]["pairings"]}) == 4
+    # As many rounds as there are opponents, no more.
+    t.write_text(t.read_text().replace("rounds = 4", "rounds = 6"))
+    too_many = invoke("tournament", "run", str(t), "-q")
+    assert too_many.returncode == 2 and "at most 5 rounds" in too_many.stderr

@@ -9,7 +9,9 @@ Conditions of play (format, time control, board, pie rule, openings, seed, and e
 engine's command, folder, environment and time control) are stored with the first run;
 a later run that changes one is refused unless it starts a fresh store, because its games
 would not be comparable with those already played. Adding engines or rounds is not a
-change of conditions: only the new games are played.
+change of conditions: only the new games are played. A Swiss tournament pairs each round
+from the results of its field, so its engines are fixed once it has started; raising
+its rounds plays the new ones.
 """
 
 from __future__ import annotations
@@ -40,13 +42,16 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
 from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
+    Fixed,
     Format,
     Openings,
+    Schedule,
     ScheduledGame,
     parse_openings,
     tournament_games,
     tournament_size,
 )
+from arbiter.runs.swiss import SwissSchedule, swiss_json, swiss_table
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -118,6 +123,7 @@ class Tournament:
         }
 
     def games(self, skip: Container[str] = ()) -> Iterator[ScheduledGame]:
+        """The games of a fixed schedule (round-robin, gauntlet), lazily."""
         return tournament_games(
             self.name, list(self.engines), self.format, self.rounds, self.variant,
             self.openings, challenger=self.challenger, seed=self.seed, skip=skip,
@@ -129,9 +135,34 @@ class Tournament:
                                      self.variant, challenger=self.challenger):  # fmt: skip
             yield game.game_id
 
-    def stored(self, done: Container[str]) -> int:
-        """How many games of this schedule are among `done` (ids of stored games)."""
+    def schedule(self, store: Store) -> Schedule:
+        """The games left to play, as a run reads them: a fixed schedule passes over the
+        stored games; a Swiss one is rebuilt from their results."""
+        if self.format is Format.SWISS:
+            results = {row.game_id: row.winner_seat for row in store.results()}
+            return SwissSchedule(self.name, self.engines, self.rounds, self.variant,
+                                 self.openings, self.seed, results)  # fmt: skip
+        return Fixed(self.games(skip=store.done_ids()))
+
+    def stored(self, store: Store, schedule: Schedule | None = None) -> int:
+        """How many games of this schedule are stored (`schedule`: as `schedule(store)`
+        made it before any game of this run)."""
+        schedule = schedule or self.schedule(store)
+        if isinstance(schedule, SwissSchedule):
+            return schedule.done()
+        done = store.done_ids()
         return sum(1 for gid in self.ids() if gid in done)
+
+    def summary(self, schedule: object) -> list[str]:
+        """What a format shows beside the Elo table (a Swiss's points and tie-breaks)."""
+        if isinstance(schedule, SwissSchedule):
+            return [swiss_table(schedule)]
+        return []
+
+    def summary_json(self, schedule: object) -> dict[str, Any]:
+        if isinstance(schedule, SwissSchedule):
+            return {"swiss": swiss_json(schedule)}
+        return {}
 
     @property
     def total(self) -> int:
@@ -139,7 +170,7 @@ class Tournament:
 
     def plan(self, store: Store) -> Plan:
         """What is left of the schedule, as a run plays it, recording into `store`."""
-        done = store.done_ids()
+        schedule = self.schedule(store)
         # Sandboxed engines must not even read the results they are judged by: the
         # store, its kept copies (--fresh, a lost store) and the tournament file.
         hidden = (*hidden_files(self.output), str(self.path))
@@ -150,7 +181,7 @@ class Tournament:
                 engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
-            games=self.games(skip=done), total=self.total, left=self.total - self.stored(done),
+            games=schedule, total=self.total, left=self.total - self.stored(store, schedule),
             variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
             leave_out=self.leave_out,
         )  # fmt: skip
@@ -227,7 +258,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:
         raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
-                          hint='use "round-robin" or "gauntlet"') from exc  # fmt: skip
+                          hint='use "round-robin", "gauntlet" or "swiss"') from exc  # fmt: skip
     rounds = _get(table, "rounds", where, 1)
     if not 1 <= rounds <= MAX_ROUNDS:
         raise ConfigError(f"must be between 1 and {MAX_ROUNDS}", where=f"{where}.rounds")
@@ -298,6 +329,14 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         elif challenger not in engines:
             raise ConfigError(f"no engine named {challenger!r}", where=f"{where}.challenger",
                               hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    if fmt is Format.SWISS:
+        most = len(engines) - 1 + len(engines) % 2
+        if rounds > most:
+            raise ConfigError(
+                f"a Swiss of {len(engines)} engines has at most {most} rounds, not {rounds}:"
+                " two engines never meet twice", where=f"{where}.rounds",
+                hint=f"set rounds = {most} or fewer, or play a round-robin",
+            )  # fmt: skip
     if "output" not in table and (os.sep in name or name.startswith(".")):
         raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
@@ -438,6 +477,22 @@ def _engines(
     return engines, conditions
 
 
+def _same_field(t: Tournament, started: set[str]) -> None:
+    """A Swiss pairs every round from the results of the field it started with: an
+    engine added or removed would change the pairings of rounds already played."""
+    added, removed = sorted(set(t.engines) - started), sorted(started - set(t.engines))
+    if not (added or removed):
+        return
+    change = "; ".join(f"{what} {', '.join(names)}" for what, names in
+                       (("added", added), ("removed", removed)) if names)  # fmt: skip
+    raise ConfigError(
+        f"the engines changed since the store {t.output.name} was started ({change}): a"
+        " Swiss pairs each round from the results of the engines it started with",
+        where=f"{t.path}: engine", hint="restore the engines, or use --fresh to start a new"
+        " store (the old one is kept under a dated name)",
+    )  # fmt: skip
+
+
 def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -> None:
     """Refuse a run whose conditions differ from the store's, naming the first change.
 
@@ -467,6 +522,8 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
                 f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
             )  # fmt: skip
         refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__, t.output.name, fix)
+        if t.format is Format.SWISS:
+            _same_field(t, set(store.engine_definitions()))
     known = store.engine_definitions()
     for name, conditions in t.engine_conditions.items():
         if name in known:
