@@ -825,7 +825,7 @@ def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path |
     )
 )
 def tournament() -> None:
-    """Round-robin, gauntlet and Swiss tournaments defined in TOML files, stored in SQLite."""
+    """Round-robin, gauntlet, Swiss and adaptive tournaments in TOML files, stored in SQLite."""
 
 
 def _store_standings(store: Any) -> str:
@@ -956,11 +956,12 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         def tables() -> str:
             return "\n\n".join([*t.summary(plan.games), _store_standings(store)])
 
-        progress = TournamentProgress(sys.stderr, t.total, tables, done=t.total - plan.left,
-                                      every=every, quiet=quiet)  # fmt: skip
+        stored = t.stored(store, plan.games)
+        progress = TournamentProgress(sys.stderr, t.total, tables, done=stored, every=every,
+                                      quiet=quiet)  # fmt: skip
         if not quiet:
-            say(f"Tournament {t.name}: {t.total} games, {t.total - plan.left} stored,"
-                f" {plan.left} to play ({t.output})", err=True)  # fmt: skip
+            say(f"Tournament {t.name}: {t.total} games, {stored} stored, {plan.left} to play"
+                f" ({t.output})", err=True)  # fmt: skip
         try:
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
@@ -1040,6 +1041,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     starts, start_seconds, attempts = 0, 0.0, 0
     summary: list[str] = []  # what the format shows beside the Elo table
     extra: dict[str, Any] = {}
+    left = None
     if not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
@@ -1050,6 +1052,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             done, outside = _outside(t, store, schedule)
             if schedule is not None:
                 summary, extra = t.summary(schedule), t.summary_json(schedule)
+                left = t.left(schedule, done)
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
@@ -1058,11 +1061,12 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             attempts = store.games_stored() + store.void_count()
             if by_host:
                 hosts = split_by_host(store)
+    left = t.total - done if left is None else left
     if as_json:
         data: dict[str, Any] = {
             "tournament": t.name, "kind": kind.lower(), "store": str(t.output),
             "scheduled": t.total, "done": done,
-            "left": t.total - done, "outside_schedule": outside,
+            "left": left, "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
             "engine_starts": {
                 "count": starts, "seconds": start_seconds,
@@ -1078,7 +1082,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             data["hosts"] = [host_json(h) for h in hosts]
         emit(json.dumps(data))
         return
-    say(f"{kind} {t.name}: {done} of {t.total} games played, {t.total - done} left"
+    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left"
         f" ({t.output})")  # fmt: skip
     from arbiter.results.standings import table
 

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from stores import games_stored, read_store
 from arbiter.results.records import read_records
 from arbiter.results.store import Store
 from arbiter.rules import Game, Variant
+from arbiter.runs.schedule import WAIT
+from arbiter.runs.tournament import load_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -691,3 +694,72 @@ def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path
     t.write_text(t.read_text().replace("rounds = 4", "rounds = 6"))
     too_many = invoke("tournament", "run", str(t), "-q")
     assert too_many.returncode == 2 and "at most 5 rounds" in too_many.stderr
+
+
+def started_games(lines: Iterable[str], stop: Callable[[int], bool] | None = None,
+                  ) -> dict[int, tuple[str, str]]:  # fmt: skip
+    """The games a run's stderr says it started (number: seats), read until `stop(finished)`
+    is true at a start."""
+    started: dict[int, tuple[str, str]] = {}
+    finished = 0
+    for line in lines:
+        if match := re.match(r"Started game (\d+) of \d+ \((\S+) vs (\S+)\)", line):
+            started[int(match[1])] = (match[2], match[3])
+            if stop is not None and stop(finished):
+                break
+        if line.startswith("Finished game"):
+            finished += 1
+    return started
+
+
+def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_strongest_first(
+        tmp_path: Path) -> None:  # fmt: skip
+    weak = [bot(f"weak{i}", "resign", "--after", "2") for i in range(5)]
+    header = BASIC.replace("rounds = 1", 'format = "adaptive"\ngames = 46\nuntil = "top:1"')
+    t = write_tournament(tmp_path, header.replace("concurrency = 2", "concurrency = 3"),
+                         [bot("strong"), *weak])  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    before = started_games(proc.stderr, lambda finished: finished >= 15)
+    proc.kill()  # SIGKILL in batch 3 (two warm-up batches of six games come first)
+    proc.wait()
+    proc.stderr.close()
+    db = tmp_path / "t.sqlite"
+    stored = set(read_store(db).ids)
+    assert 15 <= len(stored) < 46
+    # The schedule rebuilt from the store recomputes the batch in play: what it hands
+    # out is exactly what the resumed run plays, and the games in flight at the kill
+    # come back with the same numbers and seats.
+    with Store.open_read(db) as store:
+        schedule = load_tournament(t, engines_here=False).schedule(store)
+        pending: dict[int, tuple[str, str]] = {}
+        while (game := schedule.next()) is not None and game is not WAIT:
+            assert game.game_id not in stored
+            pending[game.number] = game.engines
+    assert pending and all(pending[n] == seats for n, seats in before.items() if n in pending)
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    after = started_games(done.stderr.splitlines())
+    assert {n: after[n] for n in pending} == pending
+    # The budget is kept, in whole pairs; the strongest engine is ranked first.
+    rows = read_store(db)
+    assert len(rows.ids) == len(set(rows.ids)) and len(rows.ids) % 2 == 0
+    assert len(rows.ids) <= 46 and set(stored) <= set(rows.ids)
+    status = swiss_status(t)
+    assert status["engines"][0]["name"] == "strong"
+    assert status["done"] == len(rows.ids) and status["left"] == (
+        0 if status["adaptive"]["over"] else 46 - len(rows.ids))  # fmt: skip
+    assert status["adaptive"]["until"] == "top:1" and status["adaptive"]["budget"] == 46
+    assert "Adaptive:" in done.stdout and "stop rule until" in done.stdout
+    # Its keys are its own, and a budget is in whole pairs.
+    odd = write_tournament(tmp_path, header.replace("games = 46", "games = 45"),
+                           [bot("a"), bot("b")], name="odd")  # fmt: skip
+    refused = invoke("tournament", "run", str(odd), "-q")
+    assert refused.returncode == 2 and "tournament.games" in refused.stderr
+    assert "seat-swapped pairs" in refused.stderr
+    wrong = write_tournament(tmp_path, BASIC + '\nuntil = "top:1"', [bot("a"), bot("b")], "w")
+    refused = invoke("tournament", "run", str(wrong), "-q")
+    assert refused.returncode == 2 and "adaptive runs only" in refused.stderr

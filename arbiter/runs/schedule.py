@@ -163,9 +163,12 @@ def derive(seed: int, key: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def game_id(tournament: str, round_: int, seat1: str, seat2: str) -> str:
-    """A short stable id for a tournament game (engine names may hold any character)."""
-    text = json.dumps([tournament, round_, seat1, seat2], ensure_ascii=False)
+def game_id(tournament: str, round_: int, seat1: str, seat2: str, again: int = 0) -> str:
+    """A short stable id for a tournament game (engine names may hold any character);
+    `again` counts the pairs the same two engines played before in this round (an
+    adaptive batch may pair them more than once)."""
+    parts: list[object] = [tournament, round_, seat1, seat2] + ([again] if again else [])
+    text = json.dumps(parts, ensure_ascii=False)
     return f"r{round_}-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -175,18 +178,19 @@ def pairing_offset(a: str, b: str) -> int:
 
 
 def pair_games(name: str, round_: int, first: tuple[str, str], number: int, variant: Variant,
-               openings: Openings, *, seed: int | None,
-               skip: Container[str] = ()) -> list[ScheduledGame]:  # fmt: skip
+               openings: Openings, *, seed: int | None, skip: Container[str] = (),
+               again: int = 0) -> list[ScheduledGame]:  # fmt: skip
     """The seat-swapped pair of a pairing in a round, `first` the seats of its first game
     (numbered `number`, the second `number + 1`); games in `skip` are left out, and the
     opening is not computed when both are. Ids, pair keys and openings are those a
-    round-robin gives the same two engines in the same round."""
+    round-robin gives the same two engines in the same round; `again` > 0 makes the
+    pair the two engines' next one in this round, with its own ids, key and opening."""
     a, b = first
-    ids = [game_id(name, round_, a, b), game_id(name, round_, b, a)]
+    ids = [game_id(name, round_, a, b, again), game_id(name, round_, b, a, again)]
     if ids[0] in skip and ids[1] in skip:
         return []
-    key = json.dumps([round_, *sorted((a, b))], ensure_ascii=False)
-    opening = openings.for_pair(variant, pairing_offset(a, b), round_, key)
+    key = json.dumps([round_, *sorted((a, b))] + ([again] if again else []), ensure_ascii=False)
+    opening = openings.for_pair(variant, pairing_offset(a, b) + again, round_, key)
     return [
         ScheduledGame(number=number + k, game_id=gid, engines=seats, round=round_,
                       pair_key=key, opening=opening,

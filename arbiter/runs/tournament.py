@@ -40,6 +40,13 @@ from arbiter.games.referee import RefereeConfig
 from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
+from arbiter.runs.adaptive import (
+    AdaptiveSchedule,
+    StopRule,
+    adaptive_json,
+    adaptive_lines,
+    parse_until,
+)
 from arbiter.runs.run import Plan, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     Fixed,
@@ -59,7 +66,9 @@ _TOURNAMENT_KEYS = {
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
     "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
     "warm_engines": int, "warm_memory_mb": int, "confine_per": str, "on_start_failure": str,
+    "games": int, "until": str, "confidence": float, "min_games": int,
 }  # fmt: skip
+_ADAPTIVE_KEYS = ("games", "until", "confidence", "min_games")
 _TOP_KEYS = {"tournament", "engine"}
 MAX_WARM = 1024  # engines one slot may keep running
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -89,6 +98,9 @@ class Tournament:
     warm: WarmBudget = field(default_factory=WarmBudget)
     confine_per: str = "game"  # a confined engine is a fresh process per game or pairing
     leave_out: bool = False  # an engine that cannot start is left out, not the run stopped
+    budget: int = 0  # an adaptive run's games
+    rule: StopRule | None = None  # an adaptive run's stop rule
+    min_games: int = 4  # an adaptive run's games per engine before it adapts
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -142,30 +154,47 @@ class Tournament:
             results = {row.game_id: row.winner_seat for row in store.results()}
             return SwissSchedule(self.name, self.engines, self.rounds, self.variant,
                                  self.openings, self.seed, results)  # fmt: skip
+        if self.format is Format.ADAPTIVE:
+            return AdaptiveSchedule(self.name, self.engines, self.budget, self.variant,
+                                    self.openings, self.seed, store.results(), self.rule,
+                                    self.min_games)  # fmt: skip
         return Fixed(self.games(skip=store.done_ids()))
 
-    def stored(self, store: Store, schedule: Schedule | None = None) -> int:
+    def stored(self, store: Store, schedule: object = None) -> int:
         """How many games of this schedule are stored (`schedule`: as `schedule(store)`
         made it before any game of this run)."""
-        schedule = schedule or self.schedule(store)
-        if isinstance(schedule, SwissSchedule):
+        schedule = self.schedule(store) if schedule is None else schedule
+        if isinstance(schedule, SwissSchedule | AdaptiveSchedule):
             return schedule.done()
         done = store.done_ids()
         return sum(1 for gid in self.ids() if gid in done)
 
+    def left(self, schedule: object, done: int) -> int:
+        """Games still to play: none once an adaptive run's stop rule has settled."""
+        if isinstance(schedule, AdaptiveSchedule) and schedule.over:
+            return 0
+        return max(0, self.total - done)
+
     def summary(self, schedule: object) -> list[str]:
-        """What a format shows beside the Elo table (a Swiss's points and tie-breaks)."""
+        """What a format shows beside the Elo table (a Swiss's points and tie-breaks, an
+        adaptive run's budget and stop rule)."""
         if isinstance(schedule, SwissSchedule):
             return [swiss_table(schedule)]
+        if isinstance(schedule, AdaptiveSchedule):
+            return adaptive_lines(schedule)
         return []
 
     def summary_json(self, schedule: object) -> dict[str, Any]:
         if isinstance(schedule, SwissSchedule):
             return {"swiss": swiss_json(schedule)}
+        if isinstance(schedule, AdaptiveSchedule):
+            return {"adaptive": adaptive_json(schedule)}
         return {}
 
     @property
     def total(self) -> int:
+        if self.format is Format.ADAPTIVE:
+            return self.budget
         return tournament_size(len(self.engines), self.format, self.rounds)
 
     def plan(self, store: Store) -> Plan:
@@ -181,7 +210,8 @@ class Tournament:
                 engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
-            games=schedule, total=self.total, left=self.total - self.stored(store, schedule),
+            games=schedule, total=self.total,
+            left=self.left(schedule, self.stored(store, schedule)),
             variant=self.variant, tc=self.tc, sinks=[sink], concurrency=self.concurrency,
             leave_out=self.leave_out,
         )  # fmt: skip
@@ -258,7 +288,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:
         raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
-                          hint='use "round-robin", "gauntlet" or "swiss"') from exc  # fmt: skip
+                          hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
+                          ) from exc  # fmt: skip
     rounds = _get(table, "rounds", where, 1)
     if not 1 <= rounds <= MAX_ROUNDS:
         raise ConfigError(f"must be between 1 and {MAX_ROUNDS}", where=f"{where}.rounds")
@@ -352,7 +383,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     if unusable:
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
-    total = tournament_size(len(engines), fmt, rounds)
+    budget, rule, min_games = _adaptive(table, where, fmt, len(engines))
+    total = budget if fmt is Format.ADAPTIVE else tournament_size(len(engines), fmt, rounds)
     if total > MAX_GAMES:
         raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
                           hint="split it into several tournaments")  # fmt: skip
@@ -362,7 +394,55 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
         warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
+        budget=budget, rule=rule, min_games=min_games,
     )  # fmt: skip
+
+
+def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
+              engines: int) -> tuple[int, StopRule | None, int]:  # fmt: skip
+    """An adaptive run's budget, stop rule and warm-up; its keys only with its format."""
+    if fmt is not Format.ADAPTIVE:
+        extra = [key for key in _ADAPTIVE_KEYS if key in table]
+        if extra:
+            raise ConfigError(f"{extra[0]} is a key of adaptive runs only",
+                              where=f"{where}.{extra[0]}", hint='set format = "adaptive",'
+                              " or remove the key")  # fmt: skip
+        return 0, None, 4
+    if "rounds" in table:
+        raise ConfigError("an adaptive run has a budget of games, not rounds",
+                          where=f"{where}.rounds",
+                          hint="set games = N (an even number)")  # fmt: skip
+    budget = _get(table, "games", where, None)
+    if budget is None:
+        raise ConfigError("an adaptive run needs a budget of games", where=f"{where}.games",
+                          hint="e.g. games = 1000")  # fmt: skip
+    if not 2 <= budget <= MAX_GAMES or budget % 2:
+        raise ConfigError(f"must be an even number between 2 and {MAX_GAMES}, not {budget}",
+                          where=f"{where}.games",
+                          hint="games come in seat-swapped pairs")  # fmt: skip
+    min_games = _get(table, "min_games", where, 4)
+    if not 0 <= min_games <= 1000:
+        raise ConfigError("must be between 0 and 1000", where=f"{where}.min_games")
+    confidence = float(_get(table, "confidence", where, 0.95))
+    until = _get(table, "until", where, None)
+    if until is None:
+        if "confidence" in table:
+            raise ConfigError("a confidence without a stop rule", where=f"{where}.confidence",
+                              hint='set until = "top:3" (or "order"),'
+                              " or remove the key")  # fmt: skip
+        return budget, None, min_games
+    try:
+        top = parse_until(until)
+    except ValueError as exc:
+        raise ConfigError(str(exc), where=f"{where}.until", hint='use "top:K" (the first K'
+                          ' places, in order) or "order" (the whole order)') from exc  # fmt: skip
+    if top is not None and top >= engines:
+        raise ConfigError(f"top:{top} of {engines} engines", where=f"{where}.until",
+                          hint=f'use at most top:{engines - 1}, or "order"')  # fmt: skip
+    if not 0.5 <= confidence < 1:
+        raise ConfigError(f"must be at least 0.5 and below 1, not {confidence}",
+                          where=f"{where}.confidence", hint="e.g. confidence = 0.95")  # fmt: skip
+    return budget, StopRule(top, confidence), min_games
 
 
 def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant,
