@@ -81,3 +81,9 @@ def test_pool_bench_runs() -> None:
     out = run(str(BENCH / "pool_bench.py"), "--engines", "3", "--rounds", "1", "--delays", "0",
               "--concurrency", "2", "--reps", "1")  # fmt: skip
     assert "3-engine round-robin of 6 games" in out and "per engine/slot" in out
+
+
+def test_pairing_bench_runs() -> None:
+    out = run(str(BENCH / "pairing_bench.py"), "--quick")
+    assert "adaptive top:3 @ 240" in out and "round-robin @ 480" in out and "swiss @ 120" in out
+    assert out.count("stopped early in") == 6

@@ -287,13 +287,29 @@ BAD_FILES = [
         "engine 'a'",
         "colour",
     ),
+    ('[tournament]\nformat = "swiss"\nrounds = 2', "tournament.rounds", "at most 1 rounds"),
+    ('[tournament]\nformat = "adaptive"', "tournament.games", "budget of games"),
+    ('[tournament]\nformat = "adaptive"\ngames = 8\nrounds = 2', "tournament.rounds", "games = N"),
+    ('[tournament]\nformat = "adaptive"\ngames = 8\nuntil = "best"', "tournament.until", '"top:K"'),
+    (
+        '[tournament]\nformat = "adaptive"\ngames = 8\nuntil = "top:2"',
+        "tournament.until",
+        "at most top:1",
+    ),
+    (
+        '[tournament]\nformat = "adaptive"\ngames = 8\nconfidence = 0.9',
+        "tournament.confidence",
+        "without a stop rule",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("text", "where", "what"), BAD_FILES,
                          ids=["syntax", "type", "unknown-key", "tc", "size", "format",
                               "missing-program", "no-name", "illegal-opening",
-                              "unknown-engine-key"])  # fmt: skip
+                              "unknown-engine-key", "swiss-rounds", "adaptive-budget",
+                              "adaptive-rounds", "adaptive-until", "adaptive-top",
+                              "adaptive-confidence"])  # fmt: skip
 def test_bad_tournament_files_are_one_clear_line_and_exit_2(
     tmp_path: Path, text: str, where: str, what: str
 ) -> None:

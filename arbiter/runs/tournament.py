@@ -125,6 +125,9 @@ class Tournament:
             "on_start_failure": "leave-out" if self.leave_out else "stop",
             "openings_file": self.openings_file,
             "engines": {name: c for name, c in self.engine_conditions.items()},
+            **({"games": self.budget, "until": None if self.rule is None else str(self.rule),
+                "confidence": None if self.rule is None else self.rule.confidence,
+                "min_games": self.min_games} if self.format is Format.ADAPTIVE else {}),
         }  # fmt: skip
 
     def entries(self) -> dict[str, EngineEntry]:
@@ -158,7 +161,12 @@ class Tournament:
             return AdaptiveSchedule(self.name, self.engines, self.budget, self.variant,
                                     self.openings, self.seed, store.results(), self.rule,
                                     self.min_games)  # fmt: skip
-        return Fixed(self.games(skip=store.done_ids()))
+        return Fixed(self._rest(store))
+
+    def _rest(self, store: Store) -> Iterator[ScheduledGame]:
+        """The games of a fixed schedule not stored, reading the store at the first game
+        asked for (status builds the schedule and asks for none)."""
+        yield from self.games(skip=store.done_ids())
 
     def stored(self, store: Store, schedule: object = None) -> int:
         """How many games of this schedule are stored (`schedule`: as `schedule(store)`
