@@ -905,14 +905,15 @@ def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path |
     )
 )
 def tournament() -> None:
-    """Round-robin and gauntlet tournaments defined in TOML files, stored in SQLite."""
+    """Round-robin, gauntlet, Swiss and adaptive tournaments in TOML files, stored in SQLite."""
 
 
-def _say_tests(t: Any, store: Any) -> None:
-    """Each pairing's sequential test, as the store leaves it (nothing without one)."""
-    tests = t.tests(store)
-    for (a, b), verdict in [] if tests is None else tests.verdicts():
-        say(f"{a} vs {b}: {verdict.line()}")
+def _unneeded(t: Any, games: int) -> str:
+    """The games a tournament will not play after all, and why, for its header lines."""
+    if games <= 0:
+        return ""
+    why = "their pairings' tests decided" if t.sprt is not None else "the stop rule settled"
+    return f", {games} not needed ({why})"
 
 
 def _store_standings(store: Any) -> str:
@@ -951,12 +952,11 @@ def _damaged(store: Any, strict: bool) -> None:
         say(f"skipped {damage}", err=True)
 
 
-def _outside(t: Any, store: Any) -> tuple[int, int]:
+def _outside(t: Any, store: Any, schedule: Any = None) -> tuple[int, int]:
     """(games of this schedule stored, stored games outside it): status and the table
     count the same games, the second number says which the schedule does not hold."""
-    stored = store.done_ids()
-    done = t.stored(stored)
-    return done, len(stored) - done
+    done = t.stored(store) if schedule is None else t.stored(store, schedule)
+    return done, store.games_stored() - done
 
 
 @tournament.command(
@@ -1041,21 +1041,28 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if not (dask or t.dask):
             option = "--concurrency" if concurrency else f"{t.path}: tournament.concurrency ="
             _warn_oversubscribed(concurrency or t.concurrency, plan.left, option)
-        progress = TournamentProgress(sys.stderr, t.total, lambda: _store_standings(store),
-                                      done=t.total - plan.left, every=every,
+
+        def tables() -> str:
+            parts = [*t.summary(plan.games), _store_standings(store)]
+            tests = t.tests(store)
+            parts += (
+                []
+                if tests is None
+                else ["\n".join(f"{a} vs {b}: {v.line()}" for (a, b), v in tests.verdicts())]
+            )
+            return "\n\n".join(parts)
+
+        stored = t.stored(store, plan.games)
+        progress = TournamentProgress(sys.stderr, t.total, tables, done=stored, every=every,
                                       quiet=quiet)  # fmt: skip
         if not quiet:
-            stored = t.stored(store.done_ids())
-            unneeded = t.total - stored - plan.left
-            decided = f", {unneeded} not needed (their pairings' tests decided)" if unneeded else ""
             say(f"Tournament {t.name}: {t.total} games, {stored} stored, {plan.left} to play"
-                f"{decided} ({t.output})", err=True)  # fmt: skip
+                f"{_unneeded(t, t.total - stored - plan.left)} ({t.output})", err=True)  # fmt: skip
         try:
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
             progress.close()
-            say(_store_standings(store))
-            _say_tests(t, store)
+            say(tables())
             say("Stopped: games in flight were not stored and are replayed on resume.")
             raise
         finally:
@@ -1063,9 +1070,8 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
         store.verify()  # never a table over games nobody will find
-        _, outside = _outside(t, store)
-        say(_store_standings(store))
-        _say_tests(t, store)
+        _, outside = _outside(t, store, plan.games)
+        say(tables())
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:
@@ -1129,6 +1135,8 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     hosts = []
     outside = 0
     starts, start_seconds, attempts = 0, 0.0, 0
+    summary: list[str] = []  # what the format shows beside the Elo table
+    extra: dict[str, Any] = {}
     tests = None
     left = None  # games still to play: the schedule's not stored, but for decided tests
     if not t.output.exists():
@@ -1137,7 +1145,11 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     else:
         with Store.open_read(t.output) as store:
             _damaged(store, strict)
-            done, outside = _outside(t, store)
+            schedule = None if kind == "Match" else t.schedule(store)
+            done, outside = _outside(t, store, schedule)
+            if schedule is not None:
+                summary, extra = t.summary(schedule), t.summary_json(schedule)
+                left = t.left(schedule, done)
             voids = store.void_summary()
             tally = Tally.from_store(store)
             board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
@@ -1151,8 +1163,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
                 stored = store.done_ids()
                 left = sum(1 for gid, engines in t.slots()
                            if gid not in stored and not tests.decided(engines))  # fmt: skip
-    if left is None:
-        left = t.total - done
+    left = t.total - done if left is None else left
     verdicts = [] if tests is None else tests.verdicts()
     if as_json:
         data: dict[str, Any] = {
@@ -1169,18 +1180,21 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
             "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
             "prior": DEFAULT_PRIOR, "connected": True, "components": None,
         })  # fmt: skip
+        data.update(extra)
         if by_host:
             data["hosts"] = [host_json(h) for h in hosts]
         if kind == "Tournament" and t.sprt is not None:
             data["sprt"] = [{"engines": list(pair), **v.as_json()} for pair, v in verdicts]
         emit(json.dumps(data))
         return
-    unneeded = t.total - done - left
-    decided = f", {unneeded} not needed (their pairings' tests decided)" if unneeded else ""
-    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left{decided}"
+    unneeded = _unneeded(t, t.total - done - left) if kind == "Tournament" else ""
+    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left{unneeded}"
         f" ({t.output})")  # fmt: skip
     from arbiter.results.standings import table
 
+    for text in summary:
+        say(text)
+        say("")
     say(table(board) if board is not None else "No rated games yet.")
     if starts:
         per_game = f", {starts / attempts:.2f} per game played" if attempts else ""

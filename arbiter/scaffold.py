@@ -103,7 +103,9 @@ def tournament_text(path: str, bots: Sequence[str]) -> str:
         "",
         "[tournament]",
         f"name = {json.dumps(name)}",
-        'format = "round-robin"            # or "gauntlet": challenger = "NAME" plays the rest',
+        'format = "round-robin"            # or "gauntlet": challenger = "NAME" plays the rest;',
+        '                                  # or "swiss": rounds paired by score (large fields);',
+        '                                  # or "adaptive" with games = N instead of rounds',
         "rounds = 10                       # seat-swapped game pairs per pairing",
         f"concurrency = {max(1, cores // 2)}"
         + " " * (34 - len(f"concurrency = {max(1, cores // 2)}"))

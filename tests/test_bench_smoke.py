@@ -86,3 +86,9 @@ def test_pool_bench_runs() -> None:
 def test_sprt_bench_runs() -> None:
     out = run(str(BENCH / "sprt_bench.py"), "--quick")
     assert "design effect" in out and "games saved" in out
+
+
+def test_pairing_bench_runs() -> None:
+    out = run(str(BENCH / "pairing_bench.py"), "--quick")
+    assert "adaptive top:3 @ 240" in out and "round-robin @ 480" in out and "swiss @ 120" in out
+    assert out.count("stopped early in") == 6

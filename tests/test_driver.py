@@ -24,7 +24,7 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
 from arbiter.runs.driver import Driver, RunOutcome, VoidPolicy
 from arbiter.runs.run import Unheard
-from arbiter.runs.schedule import ScheduledGame, match_games
+from arbiter.runs.schedule import WAIT, ScheduledGame, Unschedulable, Wait, match_games
 from arbiter.runs.tournament import load_tournament
 
 TC = TimeControl.parse("1+0")
@@ -217,6 +217,67 @@ async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str,
     if model == "pairs":
         assert decided.pairs == ((0, 0, len(run.stored) // 2) if winner == "0"
                                  else (len(run.stored) // 2, 0, 0))  # fmt: skip
+
+
+class Knockout:
+    """A schedule whose second round is made from the first round's results: the
+    winners of games g1 and g2 meet in g3, which cannot be handed out before both are
+    settled. `stored` is what the run's store holds, checked as each result is told."""
+
+    def __init__(self, stored: list[GameRecord], fail: str = "") -> None:
+        self.stored = stored
+        self.pending = schedule(2)
+        self.heard: list[tuple[str, str | None]] = []  # game id, winner
+        self.fail = fail  # raised as Unschedulable when round 2 is to be made
+        self.final = False
+
+    def next(self) -> ScheduledGame | Wait | None:
+        if self.pending:
+            return self.pending.pop(0)
+        if len(self.heard) < 2:
+            return WAIT
+        if self.fail:
+            raise Unschedulable(self.fail)
+        if self.final:
+            return None
+        self.final = True
+        winners = [winner or "" for _, winner in sorted(self.heard)]  # of g1, then g2
+        return ScheduledGame(number=3, game_id="g3", round=2, pair_key="p3",
+                             engines=(winners[0], winners[1]))  # fmt: skip
+
+    def settled(self, game: ScheduledGame, record: GameRecord) -> None:
+        assert not record.void and record is self.stored[-1]  # stored before it is told
+        self.heard.append((game.game_id, record.winner))
+
+
+async def test_a_schedule_made_from_results_waits_for_them_and_hears_each_rated_one() -> None:
+    run = Run(FakeExecutor({"g1": [Void(), Win(seat=2)], "g2": [Win(seat=1)]}))
+    knockout = Knockout(run.stored)
+    outcome = await Driver(knockout, spec, run.executor, [run], run).run()
+    assert not outcome.aborted and not outcome.blocked
+    # The void attempt is the driver's to replay: the schedule hears rated games only.
+    assert run.taken() == Counter({"g1": 2, "g2": 1, "g3": 1})
+    assert run.executor.jobs[-1].spec.game_id == "g3"  # once g1 and g2 are settled
+    assert sorted(knockout.heard) == [("g1", "b"), ("g2", "a"), ("g3", "b")]
+    assert run.executor.jobs[-1].engines == ("b", "a")
+
+
+async def test_a_schedule_waiting_for_a_game_given_up_ends_the_run_blocked() -> None:
+    run = Run(FakeExecutor({"g1": [Void(Termination.HARNESS)]}))
+    knockout = Knockout(run.stored)
+    outcome = await Driver(knockout, spec, run.executor, [run], run,
+                           policy=VoidPolicy(max_attempts=2)).run()  # fmt: skip
+    assert outcome.blocked and not outcome.aborted
+    assert [g.game_id for g in outcome.unplayed] == ["g1"]
+    assert "g3" not in run.taken() and knockout.heard == [("g2", "a")]
+
+
+async def test_a_schedule_that_cannot_go_on_stops_the_run_with_its_reason() -> None:
+    run = Run(FakeExecutor())
+    knockout = Knockout(run.stored, fail="round 2 cannot be paired")
+    outcome = await Driver(knockout, spec, run.executor, [run], run).run()
+    assert outcome.aborted == "round 2 cannot be paired" and not outcome.blocked
+    assert rated_ids(run) == ["g1", "g2"]
 
 
 async def test_a_resumed_tournament_plays_only_the_games_not_stored(tmp_path: Path) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from commands import invoke
@@ -16,6 +19,8 @@ from stores import games_stored, read_store
 from arbiter.results.records import read_records
 from arbiter.results.store import Store
 from arbiter.rules import Game, Variant
+from arbiter.runs.schedule import WAIT
+from arbiter.runs.tournament import load_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
@@ -269,7 +274,7 @@ BAD_FILES = [
     ("[tournament]\nround = 2", "unknown key(s) round", "allowed keys"),
     ('[tournament]\ntc = "fast"', "tournament.tc", "BASE+INC"),
     ("[tournament]\nsize = 12", "tournament.size", "Atoll sizes"),
-    ('[tournament]\nformat = "swiss"', "tournament.format", "round-robin"),
+    ('[tournament]\nformat = "knockout"', "tournament.format", "round-robin"),
     (
         '[tournament]\n[[engine]]\nname = "a"\ncommand = ["./nope.py"]',
         "engine 'a'",
@@ -282,13 +287,29 @@ BAD_FILES = [
         "engine 'a'",
         "colour",
     ),
+    ('[tournament]\nformat = "swiss"\nrounds = 2', "tournament.rounds", "at most 1 rounds"),
+    ('[tournament]\nformat = "adaptive"', "tournament.games", "budget of games"),
+    ('[tournament]\nformat = "adaptive"\ngames = 8\nrounds = 2', "tournament.rounds", "games = N"),
+    ('[tournament]\nformat = "adaptive"\ngames = 8\nuntil = "best"', "tournament.until", '"top:K"'),
+    (
+        '[tournament]\nformat = "adaptive"\ngames = 8\nuntil = "top:2"',
+        "tournament.until",
+        "at most top:1",
+    ),
+    (
+        '[tournament]\nformat = "adaptive"\ngames = 8\nconfidence = 0.9',
+        "tournament.confidence",
+        "without a stop rule",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("text", "where", "what"), BAD_FILES,
                          ids=["syntax", "type", "unknown-key", "tc", "size", "format",
                               "missing-program", "no-name", "illegal-opening",
-                              "unknown-engine-key"])  # fmt: skip
+                              "unknown-engine-key", "swiss-rounds", "adaptive-budget",
+                              "adaptive-rounds", "adaptive-until", "adaptive-top",
+                              "adaptive-confidence"])  # fmt: skip
 def test_bad_tournament_files_are_one_clear_line_and_exit_2(
     tmp_path: Path, text: str, where: str, what: str
 ) -> None:
@@ -747,3 +768,176 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(tmp_path: Path
     t.write_text(t.read_text().replace("rounds = 8", "rounds = 9"))
     again = arbiter("tournament", "run", str(t), "-q")
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored
+
+
+def swiss_file(folder: Path, engines: int, rounds: int, extra: str = "") -> Path:
+    header = BASIC.replace("rounds = 1", f'format = "swiss"\nrounds = {rounds}{extra}')
+    return write_tournament(folder, header, [bot(f"bot{i:02}") for i in range(engines)])
+
+
+def swiss_status(t: Path) -> dict[str, Any]:
+    status = invoke("tournament", "status", str(t), "--json")
+    assert status.returncode == 0, status.stderr
+    data: dict[str, Any] = json.loads(status.stdout)
+    return data
+
+
+@pytest.mark.parametrize(("engines", "rounds", "kill_after"), [
+    (12, 5, 29),  # killed in round 3 of 5
+    pytest.param(7, 5, 8, marks=pytest.mark.slow),  # in round 3, with byes
+])  # fmt: skip
+def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
+        tmp_path: Path, engines: int, rounds: int, kill_after: int) -> None:  # fmt: skip
+    t = swiss_file(tmp_path, engines, rounds)
+    t.write_text(t.read_text().replace("concurrency = 2", "concurrency = 3"))
+    pairs_per_round = engines // 2
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    started: dict[int, tuple[str, str]] = {}  # game number: its seats, as announced
+    finished = 0
+    for line in proc.stderr:
+        if match := re.match(r"Started game (\d+) of \d+ \((\S+) vs (\S+)\)", line):
+            started[int(match[1])] = (match[2], match[3])
+            if finished >= kill_after:
+                break  # a game has just started: it is in flight at the kill
+        if line.startswith("Finished game"):
+            finished += 1
+    proc.kill()  # SIGKILL, mid-round: games in flight are never stored
+    proc.wait()
+    proc.stderr.close()
+    db = tmp_path / "t.sqlite"
+    before = swiss_status(t)
+    stored_before = set(read_store(db).ids)
+    in_play = (max(started) - 1) // (2 * pairs_per_round) + 1  # the round of the last start
+    assert before["swiss"]["rounds_complete"] == in_play - 1
+    assert len(before["swiss"]["pairings"]) == in_play  # the round in play is paired
+    assert before["done"] == len(stored_before) < before["scheduled"]
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    # Only the missing games were played, and every game is stored once.
+    total = 2 * pairs_per_round * rounds
+    assert done.stderr.count("Started game") == total - len(stored_before)
+    ids = read_store(db).ids
+    assert len(ids) == len(set(ids)) == total
+    after = swiss_status(t)
+    assert after["done"] == after["scheduled"] == total and after["left"] == 0
+    pairings = after["swiss"]["pairings"]
+    # The rounds paired before the kill are paired the same after it...
+    assert pairings[:in_play] == before["swiss"]["pairings"]
+    # ...including the games in flight at the kill, replayed between the same seats.
+    for number, seats in started.items():
+        index = (number - 1) % (2 * pairs_per_round)
+        pair = pairings[(number - 1) // (2 * pairs_per_round)]["pairs"][index // 2]
+        assert seats == (tuple(pair) if index % 2 == 0 else tuple(pair[::-1]))
+    # Every engine plays every round, and no two engines meet twice.
+    names = sorted(f"bot{i:02}" for i in range(engines))
+    met: list[frozenset[str]] = []
+    for round_ in pairings:
+        byes = [round_["bye"]] if round_["bye"] else []
+        assert sorted([e for pair in round_["pairs"] for e in pair] + byes) == names
+        met += [frozenset(pair) for pair in round_["pairs"]]
+    assert len(met) == len(set(met)) == pairs_per_round * rounds
+    # The Swiss table stands beside the Elo table, in the run's output and in status.
+    assert "Buchholz" in done.stdout and "Elo" in done.stdout
+    assert f"Swiss: {rounds} of {rounds} rounds complete" in done.stdout
+    points = sum(row["points"] for row in after["swiss"]["standings"])
+    assert points == pairs_per_round * rounds + (engines % 2) * rounds
+
+
+def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path: Path) -> None:
+    t = swiss_file(tmp_path, 5, 3)
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    data = swiss_status(t)
+    byes = [round_["bye"] for round_ in data["swiss"]["pairings"]]
+    assert len(set(byes)) == 3 and data["scheduled"] == data["done"] == 12
+    status = invoke("tournament", "status", str(t))
+    assert "Swiss: 3 of 3 rounds complete" in status.stdout and "bye" in status.stdout
+    # More rounds play on from the stored ones; another engine would change their
+    # pairings, and is refused.
+    t.write_text(t.read_text().replace("rounds = 3", "rounds = 4") + bot("late"))
+    refused = invoke("tournament", "run", str(t), "-q")
+    assert refused.returncode == 2
+    assert "engines changed" in refused.stderr and "added late" in refused.stderr
+    assert "--fresh" in refused.stderr
+    t.write_text(t.read_text().replace(bot("late"), ""))
+    again = arbiter("tournament", "run", str(t), "-q")
+    assert again.returncode == 0, again.stderr
+    data = swiss_status(t)
+    assert data["done"] == 16 and len({r["bye"] for r in data["swiss"]["pairings"]}) == 4
+    # As many rounds as there are opponents, no more.
+    t.write_text(t.read_text().replace("rounds = 4", "rounds = 6"))
+    too_many = invoke("tournament", "run", str(t), "-q")
+    assert too_many.returncode == 2 and "at most 5 rounds" in too_many.stderr
+
+
+def started_games(lines: Iterable[str], stop: Callable[[int], bool] | None = None,
+                  ) -> dict[int, tuple[str, str]]:  # fmt: skip
+    """The games a run's stderr says it started (number: seats), read until `stop(finished)`
+    is true at a start."""
+    started: dict[int, tuple[str, str]] = {}
+    finished = 0
+    for line in lines:
+        if match := re.match(r"Started game (\d+) of \d+ \((\S+) vs (\S+)\)", line):
+            started[int(match[1])] = (match[2], match[3])
+            if stop is not None and stop(finished):
+                break
+        if line.startswith("Finished game"):
+            finished += 1
+    return started
+
+
+def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_strongest_first(
+        tmp_path: Path) -> None:  # fmt: skip
+    weak = [bot(f"weak{i}", "resign", "--after", "2") for i in range(5)]
+    header = BASIC.replace("rounds = 1", 'format = "adaptive"\ngames = 46\nuntil = "top:1"')
+    t = write_tournament(tmp_path, header.replace("concurrency = 2", "concurrency = 3"),
+                         [bot("strong"), *weak])  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    before = started_games(proc.stderr, lambda finished: finished >= 15)
+    proc.kill()  # SIGKILL in batch 3 (two warm-up batches of six games come first)
+    proc.wait()
+    proc.stderr.close()
+    db = tmp_path / "t.sqlite"
+    stored = set(read_store(db).ids)
+    assert 15 <= len(stored) < 46
+    # The schedule rebuilt from the store recomputes the batch in play: what it hands
+    # out is exactly what the resumed run plays, and the games in flight at the kill
+    # come back with the same numbers and seats.
+    with Store.open_read(db) as store:
+        schedule = load_tournament(t, engines_here=False).schedule(store)
+        pending: dict[int, tuple[str, str]] = {}
+        while (game := schedule.next()) is not None and game is not WAIT:
+            assert game.game_id not in stored
+            pending[game.number] = game.engines
+    assert pending and all(pending[n] == seats for n, seats in before.items() if n in pending)
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    after = started_games(done.stderr.splitlines())
+    assert {n: after[n] for n in pending} == pending
+    # The budget is kept, in whole pairs; the strongest engine is ranked first.
+    rows = read_store(db)
+    assert len(rows.ids) == len(set(rows.ids)) and len(rows.ids) % 2 == 0
+    assert len(rows.ids) <= 46 and set(stored) <= set(rows.ids)
+    status = swiss_status(t)
+    assert status["engines"][0]["name"] == "strong"
+    assert status["done"] == len(rows.ids) and status["left"] == (
+        0 if status["adaptive"]["over"] else 46 - len(rows.ids))  # fmt: skip
+    assert status["adaptive"]["until"] == "top:1" and status["adaptive"]["budget"] == 46
+    assert "Adaptive:" in done.stdout and "stop rule until" in done.stdout
+    # Its keys are its own, and a budget is in whole pairs.
+    odd = write_tournament(tmp_path, header.replace("games = 46", "games = 45"),
+                           [bot("a"), bot("b")], name="odd")  # fmt: skip
+    refused = invoke("tournament", "run", str(odd), "-q")
+    assert refused.returncode == 2 and "tournament.games" in refused.stderr
+    assert "seat-swapped pairs" in refused.stderr
+    wrong = write_tournament(tmp_path, BASIC + '\nuntil = "top:1"', [bot("a"), bot("b")], "w")
+    refused = invoke("tournament", "run", str(wrong), "-q")
+    assert refused.returncode == 2 and "adaptive runs only" in refused.stderr

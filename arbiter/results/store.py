@@ -187,6 +187,15 @@ class SeatPlayed:
 
 
 @dataclass(frozen=True)
+class ResultRow:
+    game_id: str
+    round: int
+    seat1: str
+    seat2: str
+    winner_seat: int  # 1 or 2
+
+
+@dataclass(frozen=True)
 class Damage:
     """A stored row that cannot be trusted: where it is and what is wrong with it."""
 
@@ -870,6 +879,13 @@ class Store:
         for host, cpu, *row, move_ms in rows:
             times = json.loads(move_ms) if move_ms else []
             yield str(host or ""), str(cpu or ""), GameRow(*row), times
+
+    def results(self) -> list[ResultRow]:
+        """Every rated game's id, round and winning seat, in play order: what a schedule
+        made from results (Swiss, adaptive) is rebuilt from."""
+        rows = self._games("SELECT game_id, round, seat1, seat2, winner_seat FROM {games}"
+                           " ORDER BY number, game_id")  # fmt: skip
+        return [ResultRow(str(g), int(r), str(a), str(b), int(w)) for g, r, a, b, w in rows]
 
     def done_ids(self) -> set[str]:
         return {str(row[0]) for row in self._games("SELECT game_id FROM {games}")}

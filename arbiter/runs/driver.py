@@ -2,8 +2,11 @@
 
 The driver hands scheduled games to an executor as slots free up (the schedule is read
 lazily, never materialised), applies the void-game policy to what comes back, writes every
-result to its sinks before the reporter hears of it, and stops early when asked to (an
-SPRT that has decided, an engine that cannot start, games that keep voiding).
+result to its sinks before the reporter and the schedule hear of it, and stops early when
+asked to (an SPRT that has decided, an engine that cannot start, games that keep voiding).
+A schedule whose next games depend on results (`arbiter.runs.schedule.Schedule`) may
+answer that nothing can be played until the games in flight settle: the driver then waits
+for them, and ends the run when none is in flight.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,7 +37,14 @@ from arbiter.executors.jobs import (
 from arbiter.games.referee import GameSpec
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.results.transcripts import TranscriptFolder
-from arbiter.runs.schedule import ScheduledGame
+from arbiter.runs.schedule import (
+    WAIT,
+    Schedule,
+    ScheduledGame,
+    Unschedulable,
+    Wait,
+    as_schedule,
+)
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +128,9 @@ class RunOutcome:
     aborted: str = ""
     config_error: bool = False  # aborted because the engines cannot play these games
     notes: list[str] = field(default_factory=list)  # for the operator (e.g. workers left out)
+    # The schedule's next games wait for results this run did not get (games given up,
+    # an engine left out): a later run plays those and goes on.
+    blocked: bool = False
 
 
 class Driver:
@@ -125,7 +138,7 @@ class Driver:
 
     def __init__(
         self,
-        games: Iterator[ScheduledGame],
+        games: Schedule | Iterable[ScheduledGame],
         make_spec: Callable[[ScheduledGame], GameSpec],
         executor: Executor,
         sinks: Sequence[Sink],
@@ -138,7 +151,7 @@ class Driver:
         transcripts: TranscriptFolder | None = None,
     ) -> None:
         self._keep = keep  # asked as a game is about to start: the plan may not want it
-        self._games = games
+        self._schedule = as_schedule(games)
         self._left_out = dict(left_out or {})  # engine key: why it could not start
         self.transcripts = transcripts
         self._make_spec = make_spec
@@ -168,13 +181,15 @@ class Driver:
         game = self._by_number.get(job.number)
         return self._keep is None or game is None or self._keep(game)
 
-    def _next(self) -> ScheduledGame | None:
+    def _next(self) -> ScheduledGame | Wait | None:
         if self._retries:
             return self._retries.popleft()
         while not self._exhausted:
-            game = next(self._games, None)
+            game = self._schedule.next()
             if game is None:
                 self._exhausted = True
+            elif game is WAIT:
+                return WAIT
             elif self._left_out.keys() & set(game.engines):
                 self._leave_out(game)
             else:
@@ -199,9 +214,16 @@ class Driver:
     async def _feed(self, send: trio.MemorySendChannel[GameJob]) -> None:
         async with send:
             while True:
-                game = self._next()
-                if game is None:
+                try:
+                    game = self._next()
+                except Unschedulable as exc:
+                    self._halt(str(exc))
+                    return
+                if game is None or game is WAIT:
                     if not self._by_number:
+                        # Waiting with nothing in flight: what the schedule waits for
+                        # was given up or left out in this run.
+                        self.outcome.blocked = game is WAIT
                         return
                     await self._changed.wait()
                     self._changed = trio.Event()
@@ -252,6 +274,8 @@ class Driver:
             sink.write(game, record)  # stored before anyone is told
         if transcript and self.transcripts is not None:
             self.transcripts.write(record, transcript)
+        if not record.void:
+            self._schedule.settled(game, record)
         self._changed.set()
         log.info(
             "game %s: %s, %s",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -280,7 +279,7 @@ class StoredMatch:
                               " an 'arbiter match'")  # fmt: skip
         return cls(str(store.meta("tournament")), games, store.path)
 
-    def stored(self, done: Iterable[str]) -> int:
-        """How many games of this match are among `done` (ids of stored games)."""
-        numbers = (match_game_number(self.name, game_id) for game_id in done)
+    def stored(self, store: Store) -> int:
+        """How many games of this match are stored."""
+        numbers = (match_game_number(self.name, game_id) for game_id in store.done_ids())
         return sum(1 for n in numbers if n is not None and n <= self.total)

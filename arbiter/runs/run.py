@@ -10,7 +10,7 @@ the driver, the executor's notes, and the executor's shutdown however the run en
 from __future__ import annotations
 
 import glob
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TimeControl
 from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
-from arbiter.runs.schedule import ScheduledGame
+from arbiter.runs.schedule import Schedule, ScheduledGame
 
 __all__ = ["Plan", "Records", "Reporter", "RunOutcome", "Sink", "Stored", "Unheard",
            "hidden_files", "open_executor", "refuse_changes", "refuse_rebuilds", "run",
@@ -42,7 +42,8 @@ class Plan:
     """
 
     settings: ExecutorSettings  # the engines by key, the referee's rules, the deadlines
-    games: Iterator[ScheduledGame]  # the games still to play, in schedule order
+    # The games still to play: a fixed sequence, or a schedule told the results.
+    games: Schedule | Iterable[ScheduledGame]
     total: int  # games in the whole schedule
     left: int  # of those, how many are still to play
     variant: Variant
@@ -132,6 +133,11 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
             outcome = await driver.run()
         else:
             outcome = RunOutcome()
+        if outcome.blocked and not outcome.aborted:
+            outcome.notes.append(
+                "The schedule's next games are made from the results of games not played"
+                " in this run (given up or left out): run again to play those and go on."
+            )
         for key, why in left_out.items():
             games = sum(1 for game in outcome.left_out if key in game.engines)
             outcome.notes.append(

@@ -17,24 +17,34 @@ engines, or adding rounds, never changes the opening of a game already scheduled
 Under the pie rule the second move is the swap decision, and it belongs to the engine on
 move: a random opening then ends after its first stone (whatever N), and a line of an
 openings file may go past move 1 only if its second move is the decision itself (`swap`).
+
+A run reads its games through a `Schedule`: a round-robin, a gauntlet or a match is a
+fixed sequence (`Fixed`); a Swiss round or an adaptive batch depends on the results of
+the ones before (`arbiter.runs.swiss`, `arbiter.runs.adaptive`), so such a schedule may
+answer "nothing until the games in flight settle" and is told each rated result.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import random
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from arbiter.errors import ArbiterError
+from arbiter.results.records import GameRecord
 from arbiter.rules import SWAP, Game, IllegalMove, Variant
 
 
 class Format(StrEnum):
     ROUND_ROBIN = "round-robin"
     GAUNTLET = "gauntlet"
+    SWISS = "swiss"
+    ADAPTIVE = "adaptive"
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,66 @@ class ScheduledGame:
     seed: int | None = None
 
 
+class Wait(enum.Enum):
+    """What a schedule answers when its next game depends on games still in flight."""
+
+    WAIT = "wait"
+
+
+WAIT = Wait.WAIT
+
+
+class Unschedulable(ArbiterError):
+    """A schedule cannot go on (a Swiss round that cannot be paired without two engines
+    meeting again): the run stops with this message, keeping every result stored."""
+
+
+@runtime_checkable
+class Schedule(Protocol):
+    """The games of a run, as the driver reads them: one at a time, told the results.
+
+    `next()` is the next game to play; `WAIT` when none can be given until a game in
+    flight settles (the next Swiss round is paired from the results of this one); None
+    when the schedule is over (it is not asked again). A game is handed out once: the
+    driver replays a void game itself, and gives it up after repeated voids, so a
+    schedule never hears of void attempts. `settled(game, record)` tells it each rated
+    result, after the result is stored. `next()` may raise `Unschedulable` to stop the
+    run. When the driver is answered `WAIT` with no game in flight (a game it gave up,
+    an engine left out), the run ends there and a later run goes on from the store.
+
+    A schedule is pure and deterministic: built from the results already stored, it
+    hands out exactly the games an uninterrupted run would still have played.
+    """
+
+    def next(self) -> ScheduledGame | Wait | None: ...
+
+    def settled(self, game: ScheduledGame, record: GameRecord) -> None: ...
+
+
+class Fixed:
+    """A schedule fixed in advance (round-robin, gauntlet, a match): results change
+    nothing, and the games are read lazily from an iterable."""
+
+    def __init__(self, games: Iterable[ScheduledGame]) -> None:
+        self._games = iter(games)
+
+    def next(self) -> ScheduledGame | None:
+        return next(self._games, None)
+
+    def settled(self, game: ScheduledGame, record: GameRecord) -> None:
+        pass
+
+
+def as_schedule(games: Schedule | Iterable[ScheduledGame]) -> Schedule:
+    """A schedule as it is, a plain sequence of games as a `Fixed` schedule."""
+    return games if isinstance(games, Schedule) else Fixed(games)
+
+
+def winner_seat(record: GameRecord) -> int:
+    """The seat (1 or 2) that won a rated game."""
+    return 1 if record.winner == record.seat1 else 2
+
+
 @dataclass(frozen=True)
 class Openings:
     """How pairs get their opening: a fixed list, N random plies, or none."""
@@ -63,7 +133,7 @@ class Openings:
             return self.lines[(offset + round_ - 1) % len(self.lines)]
         plies = self.random_stones(variant)
         if plies:
-            return random_opening(variant, plies, _derive(self.seed, key))
+            return random_opening(variant, plies, derive(self.seed, key))
         return ()
 
     def conditions(self, variant: Variant) -> dict[str, Any]:
@@ -87,15 +157,47 @@ class Openings:
         return min(self.random_plies, 1) if variant.pie else self.random_plies
 
 
-def _derive(seed: int, key: str) -> int:
+def derive(seed: int, key: str) -> int:
+    """A 64-bit number drawn from a seed and a key: the same on every run and machine."""
     digest = hashlib.sha256(f"{seed}\0{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
-def game_id(tournament: str, round_: int, seat1: str, seat2: str) -> str:
-    """A short stable id for a tournament game (engine names may hold any character)."""
-    text = json.dumps([tournament, round_, seat1, seat2], ensure_ascii=False)
+def game_id(tournament: str, round_: int, seat1: str, seat2: str, again: int = 0) -> str:
+    """A short stable id for a tournament game (engine names may hold any character);
+    `again` counts the pairs the same two engines played before in this round (an
+    adaptive batch may pair them more than once)."""
+    parts: list[object] = [tournament, round_, seat1, seat2] + ([again] if again else [])
+    text = json.dumps(parts, ensure_ascii=False)
     return f"r{round_}-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pairing_offset(a: str, b: str) -> int:
+    """Where a pairing starts in an openings list, from the two names alone."""
+    return derive(0, json.dumps(sorted((a, b)), ensure_ascii=False)) % 1_000_003
+
+
+def pair_games(name: str, round_: int, first: tuple[str, str], number: int, variant: Variant,
+               openings: Openings, *, seed: int | None, skip: Container[str] = (),
+               again: int = 0) -> list[ScheduledGame]:  # fmt: skip
+    """The seat-swapped pair of a pairing in a round, `first` the seats of its first game
+    (numbered `number`, the second `number + 1`); games in `skip` are left out, and the
+    opening is not computed when both are. Ids, pair keys and openings are those a
+    round-robin gives the same two engines in the same round; `again` > 0 makes the
+    pair the two engines' next one in this round, with its own ids, key and opening."""
+    a, b = first
+    ids = [game_id(name, round_, a, b, again), game_id(name, round_, b, a, again)]
+    if ids[0] in skip and ids[1] in skip:
+        return []
+    key = json.dumps([round_, *sorted((a, b))] + ([again] if again else []), ensure_ascii=False)
+    opening = openings.for_pair(variant, pairing_offset(a, b) + again, round_, key)
+    return [
+        ScheduledGame(number=number + k, game_id=gid, engines=seats, round=round_,
+                      pair_key=key, opening=opening,
+                      seed=None if seed is None else derive(seed, gid))
+        for k, (gid, seats) in enumerate(zip(ids, ((a, b), (b, a)), strict=True))
+        if gid not in skip
+    ]  # fmt: skip
 
 
 def pairings(
@@ -130,32 +232,18 @@ def tournament_games(
     is computed, so resuming a long tournament costs nothing per game already stored.
     """
     pairs = pairings(engines, fmt, challenger)
-    offsets = [_derive(0, json.dumps(sorted(p), ensure_ascii=False)) for p in pairs]
-    number = 0
+    number = 1
     for round_ in range(1, rounds + 1):
-        for index, (a, b) in enumerate(pairs):
-            ids = [game_id(name, round_, a, b), game_id(name, round_, b, a)]
-            if ids[0] in skip and ids[1] in skip:
-                number += 2
-                continue
-            key = json.dumps([round_, *sorted((a, b))], ensure_ascii=False)
-            opening = openings.for_pair(variant, offsets[index] % 1_000_003, round_, key)
-            for gid, (seat1, seat2) in zip(ids, ((a, b), (b, a)), strict=True):
-                number += 1
-                if gid in skip:
-                    continue
-                yield ScheduledGame(
-                    number=number,
-                    game_id=gid,
-                    engines=(seat1, seat2),
-                    round=round_,
-                    pair_key=key,
-                    opening=opening,
-                    seed=None if seed is None else _derive(seed, gid),
-                )
+        for pair in pairs:
+            yield from pair_games(name, round_, pair, number, variant, openings, seed=seed,
+                                  skip=skip)  # fmt: skip
+            number += 2
 
 
 def tournament_size(engines: int, fmt: Format, rounds: int) -> int:
+    """Games in `rounds` rounds (a Swiss round pairs every engine but a bye once)."""
+    if fmt is Format.SWISS:
+        return 2 * (engines // 2) * rounds
     pairs = engines - 1 if fmt is Format.GAUNTLET else engines * (engines - 1) // 2
     return max(0, pairs) * 2 * rounds
 

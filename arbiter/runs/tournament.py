@@ -9,7 +9,9 @@ Conditions of play (format, time control, board, pie rule, openings, seed, and e
 engine's command, folder, environment and time control) are stored with the first run;
 a later run that changes one is refused unless it starts a fresh store, because its games
 would not be comparable with those already played. Adding engines or rounds is not a
-change of conditions: only the new games are played.
+change of conditions: only the new games are played. A Swiss tournament pairs each round
+from the results of its field, so its engines are fixed once it has started; raising
+its rounds plays the new ones.
 """
 
 from __future__ import annotations
@@ -41,16 +43,26 @@ from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
+from arbiter.runs.adaptive import (
+    AdaptiveSchedule,
+    StopRule,
+    adaptive_json,
+    adaptive_lines,
+    parse_until,
+)
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
+    Fixed,
     Format,
     Openings,
+    Schedule,
     ScheduledGame,
     pairings,
     parse_openings,
     tournament_games,
     tournament_size,
 )
+from arbiter.runs.swiss import SwissSchedule, swiss_json, swiss_table
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -58,8 +70,9 @@ _TOURNAMENT_KEYS = {
     "random_openings": int, "seed": int, "output": str, "engines_file": str,
     "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
     "warm_engines": int, "warm_memory_mb": int, "confine_per": str, "on_start_failure": str,
-    "sprt": dict,
+    "sprt": dict, "games": int, "until": str, "confidence": float, "min_games": int,
 }  # fmt: skip
+_ADAPTIVE_KEYS = ("games", "until", "confidence", "min_games")
 _TOP_KEYS = {"tournament", "engine"}
 MAX_WARM = 1024  # engines one slot may keep running
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -90,6 +103,9 @@ class Tournament:
     confine_per: str = "game"  # a confined engine is a fresh process per game or pairing
     leave_out: bool = False  # an engine that cannot start is left out, not the run stopped
     sprt: Sprt | None = None  # a sequential test on every pairing: `rounds` is then a cap
+    budget: int = 0  # an adaptive run's games
+    rule: StopRule | None = None  # an adaptive run's stop rule
+    min_games: int = 4  # an adaptive run's games per engine before it adapts
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -115,6 +131,9 @@ class Tournament:
             "on_start_failure": "leave-out" if self.leave_out else "stop",
             "openings_file": self.openings_file,
             "engines": {name: c for name, c in self.engine_conditions.items()},
+            **({"games": self.budget, "until": None if self.rule is None else str(self.rule),
+                "confidence": None if self.rule is None else self.rule.confidence,
+                "min_games": self.min_games} if self.format is Format.ADAPTIVE else {}),
         }  # fmt: skip
 
     def entries(self) -> dict[str, EngineEntry]:
@@ -125,6 +144,7 @@ class Tournament:
         }
 
     def games(self, skip: Container[str] = ()) -> Iterator[ScheduledGame]:
+        """The games of a fixed schedule (round-robin, gauntlet), lazily."""
         return tournament_games(
             self.name, list(self.engines), self.format, self.rounds, self.variant,
             self.openings, challenger=self.challenger, seed=self.seed, skip=skip,
@@ -135,29 +155,76 @@ class Tournament:
         for game_id, _ in self.slots():
             yield game_id
 
-    def stored(self, done: Container[str]) -> int:
-        """How many games of this schedule are among `done` (ids of stored games)."""
+    def schedule(self, store: Store) -> Schedule:
+        """The games left to play, as a run reads them: a fixed schedule passes over the
+        stored games; a Swiss one is rebuilt from their results."""
+        if self.format is Format.SWISS:
+            results = {row.game_id: row.winner_seat for row in store.results()}
+            return SwissSchedule(self.name, self.engines, self.rounds, self.variant,
+                                 self.openings, self.seed, results)  # fmt: skip
+        if self.format is Format.ADAPTIVE:
+            return AdaptiveSchedule(self.name, self.engines, self.budget, self.variant,
+                                    self.openings, self.seed, store.results(), self.rule,
+                                    self.min_games)  # fmt: skip
+        return Fixed(self._rest(store))
+
+    def _rest(self, store: Store) -> Iterator[ScheduledGame]:
+        """The games of a fixed schedule not stored, reading the store at the first game
+        asked for (status builds the schedule and asks for none)."""
+        yield from self.games(skip=store.done_ids())
+
+    def stored(self, store: Store, schedule: object = None) -> int:
+        """How many games of this schedule are stored (`schedule`: as `schedule(store)`
+        made it before any game of this run)."""
+        schedule = self.schedule(store) if schedule is None else schedule
+        if isinstance(schedule, SwissSchedule | AdaptiveSchedule):
+            return schedule.done()
+        done = store.done_ids()
         return sum(1 for gid in self.ids() if gid in done)
+
+    def left(self, schedule: object, done: int) -> int:
+        """Games still to play: none once an adaptive run's stop rule has settled."""
+        if isinstance(schedule, AdaptiveSchedule) and schedule.over:
+            return 0
+        return max(0, self.total - done)
+
+    def summary(self, schedule: object) -> list[str]:
+        """What a format shows beside the Elo table (a Swiss's points and tie-breaks, an
+        adaptive run's budget and stop rule)."""
+        if isinstance(schedule, SwissSchedule):
+            return [swiss_table(schedule)]
+        if isinstance(schedule, AdaptiveSchedule):
+            return adaptive_lines(schedule)
+        return []
+
+    def summary_json(self, schedule: object) -> dict[str, Any]:
+        if isinstance(schedule, SwissSchedule):
+            return {"swiss": swiss_json(schedule)}
+        if isinstance(schedule, AdaptiveSchedule):
+            return {"adaptive": adaptive_json(schedule)}
+        return {}
 
     @property
     def total(self) -> int:
+        if self.format is Format.ADAPTIVE:
+            return self.budget
         return tournament_size(len(self.engines), self.format, self.rounds)
 
     def plan(self, store: Store, transcripts: TranscriptFolder | None = None) -> Plan:
         """What is left of the schedule, as a run plays it, recording into `store` (and
         each game's full transcript into `transcripts`)."""
-        done = store.done_ids()
+        schedule = self.schedule(store)
         # Sandboxed engines must not even read the results they are judged by: the
         # store, its kept copies (--fresh, a lost store) and the tournament file.
         hidden = (*hidden_files(self.output), str(self.path))
         specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
         sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
         sinks: list[Sink] = [sink]
-        games = self.games(skip=done)
-        left = self.total - self.stored(done)
+        left = self.left(schedule, self.stored(store, schedule))
         tests = self.tests(store)
         if tests is not None:
             sinks.append(tests)
+            done = store.done_ids()
             left = sum(1 for gid, engines in self.slots() if gid not in done
                        and not tests.decided(engines))  # fmt: skip
         return Plan(
@@ -165,7 +232,7 @@ class Tournament:
                 engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
-            games=games, total=self.total, left=left,
+            games=schedule, total=self.total, left=left,
             variant=self.variant, tc=self.tc, sinks=sinks, concurrency=self.concurrency,
             leave_out=self.playable_without if self.leave_out else None,
             keep=None if tests is None else tests.keep,
@@ -330,7 +397,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:
         raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
-                          hint='use "round-robin" or "gauntlet"') from exc  # fmt: skip
+                          hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
+                          ) from exc  # fmt: skip
     rounds = _get(table, "rounds", where, 1)
     if not 1 <= rounds <= MAX_ROUNDS:
         raise ConfigError(f"must be between 1 and {MAX_ROUNDS}", where=f"{where}.rounds")
@@ -368,6 +436,10 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         except ValueError as exc:
             raise ConfigError(str(exc), where=f"{where}.sprt", hint="e.g. sprt = { elo0 = 0,"
                               " elo1 = 10, alpha = 0.05, beta = 0.05 }") from exc  # fmt: skip
+        if fmt not in (Format.ROUND_ROBIN, Format.GAUNTLET):
+            raise ConfigError(f"a {fmt.value} tournament has no fixed pairings to test",
+                              where=f"{where}.sprt", hint="sprt is for round-robin and"
+                              " gauntlet tournaments; remove it")  # fmt: skip
     tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
@@ -409,6 +481,14 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         elif challenger not in engines:
             raise ConfigError(f"no engine named {challenger!r}", where=f"{where}.challenger",
                               hint=f"engines: {', '.join(engines)}")  # fmt: skip
+    if fmt is Format.SWISS:
+        most = len(engines) - 1 + len(engines) % 2
+        if rounds > most:
+            raise ConfigError(
+                f"a Swiss of {len(engines)} engines has at most {most} rounds, not {rounds}:"
+                " two engines never meet twice", where=f"{where}.rounds",
+                hint=f"set rounds = {most} or fewer, or play a round-robin",
+            )  # fmt: skip
     if "output" not in table and (os.sep in name or name.startswith(".")):
         raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
@@ -424,7 +504,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     if unusable:
         raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
-    total = tournament_size(len(engines), fmt, rounds)
+    budget, rule, min_games = _adaptive(table, where, fmt, len(engines))
+    total = budget if fmt is Format.ADAPTIVE else tournament_size(len(engines), fmt, rounds)
     if total > MAX_GAMES:
         raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
                           hint="split it into several tournaments")  # fmt: skip
@@ -434,8 +515,55 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         openings_file=openings_file, seed=seed, output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
         warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
-        sprt=sprt,
+        sprt=sprt, budget=budget, rule=rule, min_games=min_games,
     )  # fmt: skip
+
+
+def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
+              engines: int) -> tuple[int, StopRule | None, int]:  # fmt: skip
+    """An adaptive run's budget, stop rule and warm-up; its keys only with its format."""
+    if fmt is not Format.ADAPTIVE:
+        extra = [key for key in _ADAPTIVE_KEYS if key in table]
+        if extra:
+            raise ConfigError(f"{extra[0]} is a key of adaptive runs only",
+                              where=f"{where}.{extra[0]}", hint='set format = "adaptive",'
+                              " or remove the key")  # fmt: skip
+        return 0, None, 4
+    if "rounds" in table:
+        raise ConfigError("an adaptive run has a budget of games, not rounds",
+                          where=f"{where}.rounds",
+                          hint="set games = N (an even number)")  # fmt: skip
+    budget = _get(table, "games", where, None)
+    if budget is None:
+        raise ConfigError("an adaptive run needs a budget of games", where=f"{where}.games",
+                          hint="e.g. games = 1000")  # fmt: skip
+    if not 2 <= budget <= MAX_GAMES or budget % 2:
+        raise ConfigError(f"must be an even number between 2 and {MAX_GAMES}, not {budget}",
+                          where=f"{where}.games",
+                          hint="games come in seat-swapped pairs")  # fmt: skip
+    min_games = _get(table, "min_games", where, 4)
+    if not 0 <= min_games <= 1000:
+        raise ConfigError("must be between 0 and 1000", where=f"{where}.min_games")
+    confidence = float(_get(table, "confidence", where, 0.95))
+    until = _get(table, "until", where, None)
+    if until is None:
+        if "confidence" in table:
+            raise ConfigError("a confidence without a stop rule", where=f"{where}.confidence",
+                              hint='set until = "top:3" (or "order"),'
+                              " or remove the key")  # fmt: skip
+        return budget, None, min_games
+    try:
+        top = parse_until(until)
+    except ValueError as exc:
+        raise ConfigError(str(exc), where=f"{where}.until", hint='use "top:K" (the first K'
+                          ' places, in order) or "order" (the whole order)') from exc  # fmt: skip
+    if top is not None and top >= engines:
+        raise ConfigError(f"top:{top} of {engines} engines", where=f"{where}.until",
+                          hint=f'use at most top:{engines - 1}, or "order"')  # fmt: skip
+    if not 0.5 <= confidence < 1:
+        raise ConfigError(f"must be at least 0.5 and below 1, not {confidence}",
+                          where=f"{where}.confidence", hint="e.g. confidence = 0.95")  # fmt: skip
+    return budget, StopRule(top, confidence), min_games
 
 
 def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant,
@@ -550,6 +678,22 @@ def _engines(
     return engines, conditions
 
 
+def _same_field(t: Tournament, started: set[str]) -> None:
+    """A Swiss pairs every round from the results of the field it started with: an
+    engine added or removed would change the pairings of rounds already played."""
+    added, removed = sorted(set(t.engines) - started), sorted(started - set(t.engines))
+    if not (added or removed):
+        return
+    change = "; ".join(f"{what} {', '.join(names)}" for what, names in
+                       (("added", added), ("removed", removed)) if names)  # fmt: skip
+    raise ConfigError(
+        f"the engines changed since the store {t.output.name} was started ({change}): a"
+        " Swiss pairs each round from the results of the engines it started with",
+        where=f"{t.path}: engine", hint="restore the engines, or use --fresh to start a new"
+        " store (the old one is kept under a dated name)",
+    )  # fmt: skip
+
+
 def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -> None:
     """Refuse a run whose conditions differ from the store's, naming the first change.
 
@@ -579,6 +723,8 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
                 f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
             )  # fmt: skip
         refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__, t.output.name, fix)
+        if t.format is Format.SWISS:
+            _same_field(t, set(store.engine_definitions()))
     known = store.engine_definitions()
     for name, conditions in t.engine_conditions.items():
         if name in known:
