@@ -65,6 +65,10 @@ _scalars = st.one_of(
             "\x1b[2J",
             "round-robin",
             "gauntlet",
+            "swiss",
+            "adaptive",
+            "top:1",
+            "order",
             "../x",
             "/dev/null",
         ]
@@ -117,6 +121,10 @@ TOURNAMENT_KEYS = [
     "sandbox",
     "limits",
     "dask",
+    "games",
+    "until",
+    "confidence",
+    "min_games",
 ]
 ENGINE_KEYS = [
     "command",
@@ -136,8 +144,9 @@ ENGINE_KEYS = [
 
 
 def _tournament(changes: dict[str, object], engine_changes: dict[str, object]) -> str:
-    table = {"name": "t", "rounds": 1, "size": 7, "tc": "5+0"}
+    table: dict[str, object] = {"name": "t", "rounds": 1, "size": 7, "tc": "5+0"}
     table.update(changes)
+    table = {k: v for k, v in table.items() if v is not None}  # None: the key left out
     lines = ["[tournament]"] + [f"{json.dumps(k)} = {toml_value(v)}" for k, v in table.items()]
     for name in ("a", "b"):
         engine: dict[str, object] = {"name": name, "command": [sys.executable, str(RANDOM_BOT)]}
@@ -173,6 +182,9 @@ engine_changes = st.dictionaries(st.sampled_from(ENGINE_KEYS), _values, max_size
 @example({}, {"name": "\x1b[31m"})
 @example({"limits": {"cpu_s": 2**63 - 1}}, {})
 @example({"output": "9" * 400}, {"cwd": "9" * 400})
+@example({"engines": ["random"]}, {"name": [1]})  # a name that is not a string
+@example({"format": "adaptive", "games": 4, "until": "top:1", "rounds": None}, {})
+@example({"format": "swiss", "rounds": 1}, {})
 def test_fuzz_tournament_files(
     tmp_path_factory: pytest.TempPathFactory, changes: dict[str, object], engine: dict[str, object]
 ) -> None:

@@ -654,8 +654,8 @@ def _engines(
         # bot's: what the user defined wins over what comes with arbiter.
         user = EnginesFile(here / engines_file) if engines_file is not None else None
         known = KnownEngines(user)
-        own = {e.get("name") for e in listed if isinstance(e, dict)} if isinstance(listed, list) \
-            else set()  # fmt: skip
+        entries = listed if isinstance(listed, list) else []
+        own = {e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)}
         for key in keys:
             if key in own and (user is None or key not in user):
                 continue  # its [[engine]] entry, below
