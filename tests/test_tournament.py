@@ -617,8 +617,19 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
     again = arbiter("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
     assert games_stored(tmp_path / "t.sqlite") == 6
+    bad = write_tournament(tmp_path, f'{BASIC}\non_start_failure = "skip"', [bot("a")], "bad")
+    done = invoke("tournament", "run", str(bad), "-q")
+    assert done.returncode == 2 and "on_start_failure" in done.stderr
+    assert '"leave-out"' in done.stderr
+
+
+@pytest.mark.slow  # the fast run leaves one engine out and plays its games later
+def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> None:
+    script = 'echo "no weights" >&2; exit 3'
+    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
+        ["sh", "-c", script, sys.executable, str(BADBOT), "ok"]) + "\n"  # fmt: skip
+    header = f'{BASIC}\non_start_failure = "leave-out"'
     # Two engines must be left to play: otherwise the run stops as by default.
-    fixed.unlink()
     lone = write_tournament(tmp_path, header, [bot("a"), broken], name="lone")
     done = arbiter("tournament", "run", str(lone), "-q")
     assert done.returncode == 1 and "broken could not be started" in done.stdout
@@ -630,10 +641,6 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
     done = arbiter("tournament", "run", str(gauntlet), "-q")
     assert done.returncode == 1 and "no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "g.sqlite").voids
-    bad = write_tournament(tmp_path, f'{BASIC}\non_start_failure = "skip"', [bot("a")], "bad")
-    done = arbiter("tournament", "run", str(bad), "-q")
-    assert done.returncode == 2 and "on_start_failure" in done.stderr
-    assert '"leave-out"' in done.stderr
 
 
 def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_scheduled(
@@ -745,9 +752,10 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
                        ('"elo0=0,elo1=5"', "table"),
                        ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
         t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])
-        done = arbiter("tournament", "run", str(t), "-q")
+        done = invoke("tournament", "run", str(t), "-q")  # refused before any engine starts
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert "sprt" in done.stderr and words in done.stderr, done.stderr
+        assert not (tmp_path / "t.sqlite").exists()
 
 
 def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(tmp_path: Path) -> None:
