@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import stat
 import traceback as _traceback
 from collections.abc import Iterator
@@ -482,3 +483,41 @@ def read_records(
                     hint="records files are written by 'arbiter match --records'",
                 ) from exc
             yield record
+
+
+# A records line's game id, read without parsing the line: the key as the writer puts it
+# (a nested object holding a "game_id" key would need an engine of that name; a line
+# this finds nothing in is parsed).
+_GAME_ID = re.compile(r'"game_id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def scan_ids(path: str | os.PathLike[str]) -> Iterator[tuple[int, str | None, str]]:
+    """(line number, game id, line) for every non-blank line of a records file, the id
+    read without building or checking the record (None if the line has none): what finds
+    one game in a large file. The line found is then read with `parse_line`, which checks
+    it as every reader does."""
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
+                          hint="give a records file") from exc  # fmt: skip
+    with handle:
+        for number, line in enumerate(_lines(handle), 1):
+            if line is _TOO_LONG or not line.strip():
+                continue
+            match = _GAME_ID.search(line)
+            found: str | None = None
+            if match is not None:
+                text = match.group(1)
+                try:
+                    found = json.loads(f'"{text}"') if "\\" in text else text
+                except ValueError:
+                    found = None
+            else:
+                try:
+                    data = json.loads(line)
+                except (ValueError, RecursionError):
+                    data = None
+                if isinstance(data, dict) and isinstance(data.get("game_id"), str):
+                    found = data["game_id"]
+            yield number, found, line

@@ -646,7 +646,13 @@ class Store:
     _VOIDS = "(SELECT * FROM voids WHERE rowid NOT IN (SELECT value FROM json_each(?)))"
 
     def _games(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        return self._q(sql.replace("{games}", self._GAMES), (self._skip_games, *params))
+        return list(self._games_iter(sql, params))
+
+    def _games_iter(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[Any]:
+        """`_games` row by row: what a reader of every game uses, so that its memory
+        does not follow the number of games."""
+        return self._rows(self._cursor(sql.replace("{games}", self._GAMES),
+                                       (self._skip_games, *params)))  # fmt: skip
 
     # ------------------------------------------------------------------ meta
 
@@ -806,13 +812,14 @@ class Store:
             ).rowcount  # fmt: skip
             self._written += max(inserted, 0)
 
-    def game_keys(self) -> set[tuple[str, str]]:
-        """(game id, start time) of every stored game: what tells one play of a game
-        from another when sources are combined."""
-        return {(str(a), str(b)) for a, b in self._games("SELECT game_id, started FROM {games}")}
+    def game_keys(self) -> Iterator[tuple[str, str]]:
+        """(game id, start time) of every stored game, row by row: what tells one play
+        of a game from another when sources are combined."""
+        for a, b in self._games_iter("SELECT game_id, started FROM {games}"):
+            yield str(a), str(b)
 
     def game_rows(self) -> Iterator[GameRow]:
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM {games}"
         )
         for row in rows:
@@ -827,7 +834,7 @@ class Store:
     def played_rows(self) -> Iterator[tuple[GameRow, SeatPlayed, SeatPlayed]]:
         """Every stored game with what each seat played under (`SeatPlayed`), for readers
         that tell an engine's games under different conditions apart."""
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key, "
             + self._SEAT_PLAYED.format(n=1)
             + ", "
@@ -850,7 +857,7 @@ class Store:
 
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT json_extract(record, '$.host'), json_extract(record, '$.cpu'), game_id,"
             " started, seat1, seat2, winner_seat, termination, pair_key,"
             " json_extract(record, '$.move_ms') FROM {games} ORDER BY number"
@@ -860,7 +867,7 @@ class Store:
             yield str(host or ""), str(cpu or ""), GameRow(*row), times
 
     def done_ids(self) -> set[str]:
-        return {str(row[0]) for row in self._games("SELECT game_id FROM {games}")}
+        return {str(row[0]) for row in self._games_iter("SELECT game_id FROM {games}")}
 
     def games_stored(self) -> int:
         return int(self._games("SELECT COUNT(*) FROM {games}")[0][0])
@@ -885,7 +892,7 @@ class Store:
 
     def pair_results(self) -> list[tuple[str, str, str]]:
         """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT pair_key, seat1, seat2, winner FROM {games} ORDER BY pair_key, number"
         )
         out: list[tuple[str, str, str]] = []
