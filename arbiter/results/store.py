@@ -101,6 +101,17 @@ CREATE TABLE IF NOT EXISTS voids (
 CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 """
 
+# What the readers' queries read instead of the games table, whose rows carry whole
+# records: each index holds the columns of its queries, so that status, ratings, report
+# and resume read a few bytes a game, not its record (a new store has them; a run adds
+# them to an older one with its first write).
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination);
+CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
+CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
+CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
+"""
+
 _TABLES = ("meta", "engines", "games", "voids")
 READERS_WAIT = 30.0  # seconds a starting run waits for readers of its store to finish
 RUN_HINT = ("the run does not build on a damaged store: restore it from a copy, or start a"
@@ -254,6 +265,8 @@ def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str
         return "the row's start time is not the record's"
     if not isinstance(row["pair_key"], str):
         return "pair_key is not text"
+    if type(row["number"]) is not int:
+        return "number is not an integer"
     return ""
 
 
@@ -423,8 +436,8 @@ class Store:
             # only a power loss can take back the last commits, never corrupt the file.
             db.execute("PRAGMA synchronous=NORMAL")
             if new:
-                store._use_wal()
-                db.executescript(_SCHEMA)
+                store._use_wal(indexes=False)
+                db.executescript(_SCHEMA + _INDEXES)
                 store._set_meta("schema", str(SCHEMA_VERSION))
             else:
                 # An existing store is switched to WAL by the first write, not before: a
@@ -477,9 +490,8 @@ class Store:
                 # temporary tables that live in memory, not in the file.
                 store._exec("ROLLBACK")
                 db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE")
-                                 .replace("CREATE INDEX IF NOT EXISTS games_by_number ON games",
-                                          "CREATE INDEX IF NOT EXISTS temp.games_by_number"
-                                          " ON games"))  # fmt: skip
+                                 .replace("CREATE INDEX IF NOT EXISTS ",
+                                          "CREATE INDEX IF NOT EXISTS temp."))  # fmt: skip
                 store._exec("BEGIN")
         except BaseException:
             store.close()
@@ -568,7 +580,7 @@ class Store:
                                     problem))  # fmt: skip
         bad_games: list[int] = []
         columns = ("game_id", "seat1", "seat2", "winner", "winner_seat", "termination",
-                   "started", "pair_key")  # fmt: skip
+                   "started", "pair_key", "number")  # fmt: skip
         cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}"
                               " FROM games ORDER BY rowid")  # fmt: skip
         for rowid, record, *values in self._rows(cursor):
@@ -713,8 +725,10 @@ class Store:
 
     # ----------------------------------------------------------------- games
 
-    def _use_wal(self) -> None:
+    def _use_wal(self, *, indexes: bool = True) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
+        if indexes:  # an older store gets the readers' indexes with its first write
+            self.db.executescript(_INDEXES)
         self._wal_pending = False
 
     @contextlib.contextmanager
