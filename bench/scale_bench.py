@@ -180,12 +180,15 @@ def measure(args: list[str], out: Path | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of `arbiter ARGS` run as a child process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    with open(os.devnull, "w") as null:
-        child = subprocess.Popen([sys.executable, "-m", "arbiter", *args], env=env,
-                                 stdout=null, stderr=subprocess.PIPE)  # fmt: skip
+    with (
+        open(os.devnull, "w") as null,
+        subprocess.Popen(
+            [sys.executable, "-m", "arbiter", *args], env=env, stdout=null, stderr=subprocess.PIPE
+        ) as child,
+    ):
         assert child.stderr is not None
         err = child.stderr.read()
-        _, status, usage = os.wait4(child.pid, 0)
+        _, status, usage = os.wait4(child.pid, 0)  # the child's own peak, not the largest
         child.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - start
     if child.returncode != 0:
