@@ -2,7 +2,7 @@
 """Results at scale: time, peak memory and page size of every reader, by number of games.
 
 Run: python bench/scale_bench.py [--sizes 10000,100000,1000000] [--engines 50]
-[--templates 2000] [--faults 0.01] [--keep DIR] [--no-store] [--no-browser].
+[--templates 2000] [--faults 0.01] [--keep DIR] [--no-store] [--no-browser] [--only WORDS].
 
 For each size it writes N legal Atoll games (8 islands, size 11, pie rule) of a pool of
 `--engines` engines, round-robin in seat-swapped pairs, as a records file and as a
@@ -235,7 +235,10 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="write the files here")
     parser.add_argument("--no-store", action="store_true", help="records files only")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--only", default="", help="run only the commands whose label holds"
+                        " one of these comma-separated words (e.g. status,write)")  # fmt: skip
     args = parser.parse_args()
+    only = [w for w in args.only.split(",") if w]
     sizes = [int(s) for s in args.sizes.split(",")]
     kw = {"engines": args.engines, "templates_count": args.templates, "faults": args.faults}
     rows = []
@@ -273,6 +276,8 @@ def main() -> None:
                     ("report (store)", ["report", str(store), "-o", str(spage)], spage),
                 ]  # fmt: skip
             for label, command, out in commands:
+                if only and not any(w in label for w in only):
+                    continue
                 seconds, peak = measure(command)
                 size = f"{out.stat().st_size / 1e6:.1f} MB" if out is not None else ""
                 load = ""

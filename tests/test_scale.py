@@ -178,3 +178,36 @@ def test_readers_memory_at_200000_games_stays_near_20000(tmp_path: Path) -> None
     small, large = _peaks(tmp_path, 20_000, store=True), _peaks(tmp_path, 200_000, store=True)
     for label, peak in large.items():
         assert peak - small[label] < 60, (label, small[label], peak)
+
+
+def test_opening_a_store_checks_only_rows_changed_since_a_run_wrote_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's rows carry their digest: opening the store does not replay them again,
+    but a row changed since (here by hand) is checked in full and left out as damaged."""
+    import sqlite3
+
+    from arbiter.results import store as store_module
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 50, engines=4, templates_count=5)
+    checked: list[object] = []
+    real = store_module._record_problem
+
+    def counting(value: object, void: bool, row: Any) -> str:
+        checked.append(row["game_id"])
+        return real(value, void, row)
+
+    monkeypatch.setattr(store_module, "_record_problem", counting)
+    with Store.open_read(path) as store:
+        assert store.games_stored() == 50 and not store.damage
+    assert checked == []
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
+                    " WHERE game_id = 'scale-7'")  # fmt: skip
+        con.execute("UPDATE games SET winner_seat = 3 - winner_seat WHERE game_id = 'scale-9'")
+    with Store.open_read(path) as store:
+        assert store.games_stored() == 48
+        assert [d.label for d in store.damage] == ["game_id 'scale-7'", "game_id 'scale-9'"]
+    assert checked == ["scale-7", "scale-9"]

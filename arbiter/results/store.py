@@ -40,6 +40,7 @@ import contextlib
 import datetime as _dt
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import sqlite3
@@ -103,14 +104,41 @@ CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 
 # What the readers' queries read instead of the games table, whose rows carry whole
 # records: each index holds the columns of its queries, so that status, ratings, report
-# and resume read a few bytes a game, not its record (a new store has them; a run adds
-# them to an older one with its first write).
-_INDEXES = """
+# and resume read a few bytes a game, not its record; and the digest of each games row a
+# run wrote, so that opening a store does not replay every stored game again (a new
+# store has them; a run adds them to an older one with its first write).
+_READ_AIDS = """
 CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination);
 CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
 CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
 CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
+CREATE TABLE IF NOT EXISTS games_checked (
+    game_rowid INTEGER PRIMARY KEY, -- a games row written by a run
+    digest BLOB NOT NULL            -- _row_digest of its columns and record, as written
+);
 """
+_SCANNED = (
+    "game_id",
+    "seat1",
+    "seat2",
+    "winner",
+    "winner_seat",
+    "termination",
+    "started",
+    "pair_key",
+    "number",
+)  # the games columns a reader checks against the record
+
+
+def _row_digest(values: tuple[object, ...], record: bytes) -> bytes:
+    """What a run wrote in a games row (the `_SCANNED` columns and the record): a reader
+    that finds the row as written needs not check its record again (a row changed since,
+    by hand, by another program or by damage to the file, is checked in full)."""
+    digest = hashlib.blake2b(repr(values).encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(b"\0")
+    digest.update(record)
+    return digest.digest()
+
 
 _TABLES = ("meta", "engines", "games", "voids")
 READERS_WAIT = 30.0  # seconds a starting run waits for readers of its store to finish
@@ -367,6 +395,7 @@ class Store:
         self._writer = False  # opened to write: failures get the run's hints
         self._origin = ""  # where the path came from (a tournament file's key)
         self._wal_pending = False  # switch to WAL mode before the first write
+        self._digests = False  # the store keeps the digests of the games rows written
 
     # ----------------------------------------------------------------- opening
 
@@ -437,7 +466,7 @@ class Store:
             db.execute("PRAGMA synchronous=NORMAL")
             if new:
                 store._use_wal(indexes=False)
-                db.executescript(_SCHEMA + _INDEXES)
+                db.executescript(_SCHEMA + _READ_AIDS)
                 store._set_meta("schema", str(SCHEMA_VERSION))
             else:
                 # An existing store is switched to WAL by the first write, not before: a
@@ -505,6 +534,7 @@ class Store:
         if not entries:
             return True
         tables = {str(name) for kind, name in entries if kind == "table"}
+        self._digests = "games_checked" in tables
         where = str(self.path)
         hint = RUN_HINT if run else "restore it from a copy"
         if "meta" not in tables:
@@ -579,11 +609,20 @@ class Store:
                 found.append(Damage(name, "engines", int(rowid), _label("name", engine),
                                     problem))  # fmt: skip
         bad_games: list[int] = []
-        columns = ("game_id", "seat1", "seat2", "winner", "winner_seat", "termination",
-                   "started", "pair_key", "number")  # fmt: skip
-        cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}"
-                              " FROM games ORDER BY rowid")  # fmt: skip
-        for rowid, record, *values in self._rows(cursor):
+        columns = _SCANNED
+        if self._digests:
+            cursor = self._cursor(
+                f"SELECT g.rowid, CAST(g.record AS BLOB), {', '.join('g.' + c for c in columns)},"
+                " c.digest FROM games AS g LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
+                " ORDER BY g.rowid"
+            )
+        else:
+            cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)},"
+                                  " NULL FROM games ORDER BY rowid")  # fmt: skip
+        for rowid, record, *values, digest in self._rows(cursor):
+            if (digest is not None and isinstance(record, bytes)
+                    and digest == _row_digest(tuple(values), record)):  # fmt: skip
+                continue  # as the run wrote it, and checked it then
             problem = _record_problem(record, False, dict(zip(columns, values, strict=True)))
             if problem:
                 bad_games.append(int(rowid))
@@ -728,7 +767,7 @@ class Store:
     def _use_wal(self, *, indexes: bool = True) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
         if indexes:  # an older store gets the readers' indexes with its first write
-            self.db.executescript(_INDEXES)
+            self.db.executescript(_READ_AIDS)
         self._wal_pending = False
 
     @contextlib.contextmanager
@@ -815,7 +854,7 @@ class Store:
                 )  # fmt: skip
                 return
             winner_seat = 1 if record.winner == record.seat1 else 2
-            inserted = self.db.execute(
+            cursor = self.db.execute(
                 "INSERT OR IGNORE INTO games (game_id, number, round, pair_key, seat1, seat2,"
                 " opening, winner, winner_seat, termination, plies, started, finished, record)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -823,8 +862,17 @@ class Store:
                  record.seat2, " ".join(game.opening), record.winner, winner_seat,
                  record.termination.value, record.plies, record.started, record.finished,
                  data),
-            ).rowcount  # fmt: skip
+            )  # fmt: skip
+            inserted = cursor.rowcount
             self._written += max(inserted, 0)
+            if inserted == 1:
+                values = (game.game_id, record.seat1, record.seat2, record.winner, winner_seat,
+                          record.termination.value, record.started, game.pair_key,
+                          game.number)  # fmt: skip
+                self.db.execute(
+                    "INSERT OR REPLACE INTO games_checked (game_rowid, digest) VALUES (?, ?)",
+                    (cursor.lastrowid, _row_digest(values, data.encode())),
+                )
 
     def game_keys(self) -> Iterator[tuple[str, str]]:
         """(game id, start time) of every stored game, row by row: what tells one play
