@@ -330,7 +330,7 @@ class Tally:
         played under, as met in `source`."""
         keys = {play_key(game_id, started) for game_id, started in store.game_keys()}
         if keep is not None:
-            fresh = keys - self.seen
+            fresh = keys - self.seen if self.seen else keys  # (no copy for the first source)
             conditions = keep.current
             for number, data, void in store.numbered_records():
                 if conditions is not None:
@@ -340,7 +340,7 @@ class Tally:
                 if void or key in fresh:
                     keep.add(game_id, key, data, void=void, number=number)
             del fresh
-        if keys & self.seen or (identities is not None and identities.split):
+        if not keys.isdisjoint(self.seen) or (identities is not None and identities.split):
             for row, played1, played2 in store.played_rows():
                 key = play_key(row.game_id, row.started)
                 if key in self.seen:
@@ -354,7 +354,10 @@ class Tally:
                 self.add_game(seat1, seat2, row.winner_seat == 1, row.termination,
                               row.pair_key)  # fmt: skip
             return
-        self.seen |= keys
+        if self.seen:
+            self.seen |= keys
+        else:
+            self.seen = keys
         self.merge(Tally.from_store(store))
         if identities is not None:
             for name, played, games in store.conditions_played():
