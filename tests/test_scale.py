@@ -211,3 +211,15 @@ def test_opening_a_store_checks_only_rows_changed_since_a_run_wrote_them(
         assert store.games_stored() == 48
         assert [d.label for d in store.damage] == ["game_id 'scale-7'", "game_id 'scale-9'"]
     assert checked == ["scale-7", "scale-9"]
+
+
+def test_identical_pairings_read_records_only_where_the_plies_agree(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    same, varied = tmp_path / "same.sqlite", tmp_path / "varied.sqlite"
+    scale.write_store(same, 8, engines=2, templates_count=1, faults=0.0)
+    scale.write_store(varied, 8, engines=2, templates_count=4, faults=0.0, seed=3)
+    with Store.open_read(same) as store:
+        assert store.identical_pairings() == [("engine-00", "engine-01", 8)]
+    with Store.open_read(varied) as store:
+        assert store.identical_pairings() == []

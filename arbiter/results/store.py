@@ -108,7 +108,8 @@ CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 # run wrote, so that opening a store does not replay every stored game again (a new
 # store has them; a run adds them to an older one with its first write).
 _READ_AIDS = """
-CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination);
+CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination,
+                                                 plies);
 CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
 CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
 CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
@@ -973,10 +974,21 @@ class Store:
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
-        rows = self._games(
-            "SELECT seat1, seat2, COUNT(*), COUNT(DISTINCT json_extract(record, '$.moves'))"
-            " FROM {games} GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
+        # Games of the same moves have as many plies: the index tells which seat orders
+        # could be all one game, and only their records are read.
+        groups = self._games(
+            "SELECT seat1, seat2, COUNT(*), MIN(plies) = MAX(plies) FROM {games}"
+            " GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
         )
+        rows = []
+        for seat1, seat2, n, same_length in groups:
+            distinct = 2  # not all one game
+            if same_length:
+                distinct = self._games(
+                    "SELECT COUNT(DISTINCT json_extract(record, '$.moves')) FROM {games}"
+                    " WHERE seat1 = ? AND seat2 = ?", (seat1, seat2),
+                )[0][0]  # fmt: skip
+            rows.append((seat1, seat2, n, distinct))
         per_pairing: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, n, distinct in rows:
             per_pairing.setdefault(tuple(sorted((a, b))), []).append((int(n), int(distinct)))
