@@ -611,17 +611,22 @@ def _no_games(games: Any, records: str) -> None:
 def _find_game(path: str, game_id: str | None, strict: bool) -> Any:
     """`show --game`: the game named, as `_choose_game` would choose it from every record
     of the file, found in one pass that reads each line's game id alone and checks only
-    the records it might show (under --strict, or by its number in the listing, every
-    record is checked, so that the numbers are the listing's)."""
+    the record it shows. Under --strict, without --game, or for a number that is the
+    number in the listing (no id, nor its match's game number), every record is read and
+    checked, so that the numbers are the listing's."""
     from arbiter.results.records import parse_line, scan_ids
 
     bad: list[BadLine] = []
-    if strict or game_id is None or _listing_number(path, game_id):
-        games = read_records(path, None if strict else bad)
-        chosen = _choose_game(games, game_id, path)
+
+    def checked() -> Any:
+        chosen = _choose_game(read_records(path, None if strict else bad), game_id, path)
         for problem in bad:
             say(f"skipped {problem}", err=True)
         return chosen
+
+    if strict or game_id is None:
+        return checked()
+    digits = game_id.isascii() and game_id.isdigit()
     exact: tuple[int, str] | None = None
     numbered: tuple[int, str] | None = None
     prefixed: dict[str, tuple[int, str]] = {}
@@ -639,14 +644,17 @@ def _find_game(path: str, game_id: str | None, strict: bool) -> Any:
             exact = (number, line)
         if len(heads) < 2:
             heads.add(found.rsplit("-", 1)[0])
-        if game_id.isascii() and game_id.isdigit() and found.rsplit("-", 1)[-1] == game_id:
+        if digits and found.rsplit("-", 1)[-1] == game_id:
             numbered = (number, line)
-        if found.startswith(game_id) and (found in prefixed or len(prefixed) < 2):
-            prefixed[found] = (number, line)
-        if found.startswith(game_id) and len(starting) <= _MANY:
-            starting.add(found)
+        if found.startswith(game_id):
+            if found in prefixed or len(prefixed) < 2:
+                prefixed[found] = (number, line)
+            if len(starting) <= _MANY:
+                starting.add(found)
     if exact is None and numbered is not None and len(heads) == 1:
         exact = numbered
+    if exact is None and digits and 1 <= int(game_id) <= lines:
+        return checked()  # the number in the listing
     if exact is None and len(prefixed) == 1:
         exact = next(iter(prefixed.values()))
     if exact is None:
@@ -672,20 +680,6 @@ _MANY = 1000  # ids that start with an ambiguous prefix, counted before saying "
 
 def _count(ids: set[str]) -> str:
     return f"more than {_MANY}" if len(ids) > _MANY else str(len(ids))
-
-
-def _listing_number(path: str, game_id: str) -> bool:
-    """Whether `--game` names a game by its number in the listing rather than by its
-    id or its match's game number: a number that no game id ends with."""
-    from arbiter.results.records import scan_ids
-
-    if not (game_id.isascii() and game_id.isdigit()):
-        return False
-    for _, found, _ in scan_ids(path):
-        if found is not None and (found == game_id or found.rsplit("-", 1)[-1] == game_id
-                                  or found.startswith(game_id)):  # fmt: skip
-            return False
-    return True
 
 
 def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> None:
