@@ -1208,9 +1208,14 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
 
     t: Any
     file, store_folder = _tournament_file(file, example)
+    opened = None  # a match's store, read once (opening checks every row written since)
     if not file.endswith(".toml") and source_kind(file) == "store":
-        with Store.open_read(file) as store:
-            t = StoredMatch.read(store)  # a match's store: it holds its own schedule
+        opened = Store.open_read(file)
+        try:
+            t = StoredMatch.read(opened)  # a match's store: it holds its own schedule
+        except BaseException:
+            opened.close()
+            raise
     else:  # its engines are not started here
         t = load_tournament(file, engines_here=False, store_folder=store_folder)
     kind = "Match" if isinstance(t, StoredMatch) else "Tournament"
@@ -1219,11 +1224,11 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     starts, start_seconds, attempts = 0, 0.0, 0
     tests = None
     left = None  # games still to play: the schedule's not stored, but for decided tests
-    if not t.output.exists():
+    if opened is None and not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
     else:
-        with Store.open_read(t.output) as store:
+        with opened if opened is not None else Store.open_read(t.output) as store:
             _damaged(store, strict)
             done, outside = _outside(t, store)
             voids = store.void_summary()

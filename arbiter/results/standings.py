@@ -373,7 +373,7 @@ class Tally:
             tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        for a, b, wins in store.pair_results():
+        for a, b, wins in store.each_pair():
             tally.add_pair(a, b, int(wins))
         return tally
 

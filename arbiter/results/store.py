@@ -682,12 +682,12 @@ class Store:
         """A query's rows as they come; a damaged page met on the way is one clear error."""
         while True:
             try:
-                row = cursor.fetchone()
+                rows = cursor.fetchmany(256)
             except DB_ERRORS as exc:
                 raise self._failure(exc) from exc
-            if row is None:
+            if not rows:
                 return
-            yield row
+            yield from rows
 
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """A read query; a damaged or foreign file is one clear error, not a traceback."""
@@ -955,22 +955,24 @@ class Store:
 
     def pair_results(self) -> list[tuple[str, str, str]]:
         """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
+        return list(self.each_pair())
+
+    def each_pair(self) -> Iterator[tuple[str, str, str]]:
+        """`pair_results` one by one (the first two games of each pair key, by number),
+        read from the index on pair keys: memory does not follow the pairs."""
         rows = self._games_iter(
             "SELECT pair_key, seat1, seat2, winner FROM {games} ORDER BY pair_key, number"
         )
-        out: list[tuple[str, str, str]] = []
-        current: list[tuple[str, str, str]] = []
+        first: tuple[str, str, str] | None = None
         key = None
+        count = 0
         for pair_key, seat1, seat2, winner in rows:
             if pair_key != key:
-                current = []
-                key = pair_key
-            current.append((seat1, seat2, winner))
-            if len(current) == 2:
-                a, b = sorted((current[0][0], current[0][1]))
-                wins = sum(w == a for _, _, w in current)
-                out.append((a, b, str(wins)))
-        return out
+                first, key, count = (seat1, seat2, winner), pair_key, 0
+            count += 1
+            if count == 2 and first is not None:
+                a, b = sorted((first[0], first[1]))
+                yield a, b, str((first[2] == a) + (winner == a))
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
