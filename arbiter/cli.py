@@ -14,7 +14,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -568,30 +568,34 @@ def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
 @handle_errors
 def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
          sgf: str | None, strict: bool) -> None:  # fmt: skip
-    """List the games of a records file, or print one as a board with its moves."""
+    """List the games of a records file, or print one as a board with its moves.
+
+    The list is written as the file is read, and a game named by its id (or a prefix of
+    it, or its match's game number) is found without checking every other record, so
+    that both work on files of any size."""
     from arbiter.views.report import describe_game, list_games
 
     bad: list[BadLine] = []
-    games = list(read_records(records, None if strict else bad))
-    for problem in bad:
-        say(f"skipped {problem}", err=True)
-    if not games:
-        raise ConfigError(
-            "the file holds no games",
-            where=records,
-            hint="records files are written by 'arbiter match --records'",
-        )
     if sgf is not None:
+        games = list(read_records(records, None if strict else bad))
+        for problem in bad:
+            say(f"skipped {problem}", err=True)
+        _no_games(games, records)
         if ply is not None or svg is not None:
             raise ConfigError("--sgf writes whole games, not a position", where="--sgf",
                               hint="give --ply and --svg in a command of their own")  # fmt: skip
         _show_sgf(games, game_id, records, sgf)
         return
     if game_id is None and ply is None and svg is None:
-        for line in list_games(games):
+        shown = 0
+        for line in list_games(read_records(records, None if strict else bad)):
             say(line)
+            shown += 1
+        for problem in bad:
+            say(f"skipped {problem}", err=True)
+        _no_games(range(shown), records)
         return
-    chosen = _choose_game(games, game_id, records)
+    chosen = _find_game(records, game_id, strict)
     if ply is not None and ply > len(chosen.moves):
         raise ConfigError(f"--ply {ply} is out of range",
                           hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
@@ -608,6 +612,89 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
         raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
     for line in lines:
         say(line)
+
+
+def _no_games(games: Any, records: str) -> None:
+    if not games:
+        raise ConfigError(
+            "the file holds no games",
+            where=records,
+            hint="records files are written by 'arbiter match --records'",
+        )
+
+
+def _find_game(path: str, game_id: str | None, strict: bool) -> Any:
+    """`show --game`: the game named, as `_choose_game` would choose it from every record
+    of the file, found in one pass that reads each line's game id alone and checks only
+    the record it shows. Under --strict, without --game, or for a number that is the
+    number in the listing (no id, nor its match's game number), every record is read and
+    checked, so that the numbers are the listing's."""
+    from arbiter.results.records import parse_line, scan_ids
+
+    bad: list[BadLine] = []
+
+    def checked() -> Any:
+        chosen = _choose_game(read_records(path, None if strict else bad), game_id, path)
+        for problem in bad:
+            say(f"skipped {problem}", err=True)
+        return chosen
+
+    if strict or game_id is None:
+        return checked()
+    digits = game_id.isascii() and game_id.isdigit()
+    exact: tuple[int, str] | None = None
+    numbered: tuple[int, str] | None = None
+    prefixed: dict[str, tuple[int, str]] = {}
+    starting: set[str] = set()  # the ids that start with it, counted up to _MANY
+    heads: set[str] = set()
+    sample: list[str] = []
+    lines = 0
+    for number, found, line in scan_ids(path):
+        lines += 1
+        if found is None:
+            continue
+        if len(sample) < 6:
+            sample.append(found)
+        if found == game_id:
+            exact = (number, line)
+        if len(heads) < 2:
+            heads.add(found.rsplit("-", 1)[0])
+        if digits and found.rsplit("-", 1)[-1] == game_id:
+            numbered = (number, line)
+        if found.startswith(game_id):
+            if found in prefixed or len(prefixed) < 2:
+                prefixed[found] = (number, line)
+            if len(starting) <= _MANY:
+                starting.add(found)
+    if exact is None and numbered is not None and len(heads) == 1:
+        exact = numbered
+    if exact is None and digits and 1 <= int(game_id) <= lines:
+        return checked()  # the number in the listing
+    if exact is None and len(prefixed) == 1:
+        exact = next(iter(prefixed.values()))
+    if exact is None:
+        if not lines:
+            _no_games([], path)
+        if prefixed:
+            raise ConfigError(f"{_count(starting)} games start with {game_id!r}", where=path,
+                              hint="give more of the id")  # fmt: skip
+        shown = ", ".join(sample[:5]) + (" ..." if len(sample) > 5 else "")
+        raise ConfigError(f"no game {game_id!r}", where=path,
+                          hint=f"give an id, a prefix or a number; ids here: {shown}")  # fmt: skip
+    number, line = exact
+    try:
+        return parse_line(line)
+    except ValueError as exc:
+        raise ConfigError(f"not a game record ({exc})", where=f"{path}:{number}",
+                          hint="records files are written by 'arbiter match --records'"
+                          ) from exc  # fmt: skip
+
+
+_MANY = 1000  # ids that start with an ambiguous prefix, counted before saying "more than"
+
+
+def _count(ids: set[str]) -> str:
+    return f"more than {_MANY}" if len(ids) > _MANY else str(len(ids))
 
 
 def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> None:
@@ -665,31 +752,56 @@ def _write_whole(path: str, pieces: list[str], kinds: tuple[bytes, ...]) -> None
     write_lines(path, pieces, kinds=kinds)
 
 
-def _choose_game(games: list[Any], game_id: str | None, where: str) -> Any:
-    """By exact id, by number in the file (or a match's game number), or by unique prefix."""
+def _choose_game(games: Iterable[Any], game_id: str | None, where: str) -> Any:
+    """By exact id, by number in the file (or a match's game number), or by unique prefix;
+    one pass over `games`, keeping only the candidates."""
+    last = exact = numbered = at_number = None
+    heads: set[str] = set()
+    prefixed: dict[str, Any] = {}
+    starting: set[str] = set()  # the ids that start with it, counted up to _MANY
+    sample: list[str] = []
+    count = 0
+    digits = game_id is not None and game_id.isascii() and game_id.isdigit()
+    wanted = int(game_id) if game_id is not None and digits else 0
+    for g in games:
+        count += 1
+        last = g
+        if game_id is None:
+            continue
+        if len(sample) < 6:
+            sample.append(g.game_id)
+        if g.game_id == game_id:
+            exact = g
+        if len(heads) < 2:
+            heads.add(g.game_id.rsplit("-", 1)[0])
+        if digits and g.game_id.rsplit("-", 1)[-1] == game_id:
+            numbered = g
+        if count == wanted:
+            at_number = g
+        if g.game_id.startswith(game_id) and (g.game_id in prefixed or len(prefixed) < 2):
+            prefixed[g.game_id] = g
+        if g.game_id.startswith(game_id) and len(starting) <= _MANY:
+            starting.add(g.game_id)
+    _no_games(count, where)
     if game_id is None:
-        return games[-1]
-    exact = [g for g in games if g.game_id == game_id]
-    if exact:
-        return exact[-1]
-    if game_id.isascii() and game_id.isdigit():
-        matches = {g.game_id.rsplit("-", 1)[0] for g in games}
-        numbered = [g for g in games if g.game_id.rsplit("-", 1)[-1] == game_id]
-        if len(matches) == 1 and numbered:
-            return numbered[-1]  # one match's game number (its latest attempt)
-        if 1 <= int(game_id) <= len(games):
-            return games[int(game_id) - 1]  # the number in the listing
-    prefixed = {g.game_id: g for g in games if g.game_id.startswith(game_id)}
+        return last
+    if exact is not None:
+        return exact
+    if digits:
+        if len(heads) == 1 and numbered is not None:
+            return numbered  # one match's game number (its latest attempt)
+        if at_number is not None:
+            return at_number  # the number in the listing
     if len(prefixed) == 1:
         return next(iter(prefixed.values()))
-    sample = ", ".join(g.game_id for g in games[:5]) + (" ..." if len(games) > 5 else "")
     if prefixed:
-        raise ConfigError(f"{len(prefixed)} games start with {game_id!r}", where=where,
+        raise ConfigError(f"{_count(starting)} games start with {game_id!r}", where=where,
                           hint="give more of the id")  # fmt: skip
+    shown = ", ".join(sample[:5]) + (" ..." if len(sample) > 5 else "")
     raise ConfigError(
         f"no game {game_id!r}",
         where=where,
-        hint=f"give an id, a prefix or a number; ids here: {sample}",
+        hint=f"give an id, a prefix or a number; ids here: {shown}",
     )
 
 
@@ -1126,9 +1238,14 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
 
     t: Any
     file, store_folder = _tournament_file(file, example)
+    opened = None  # a match's store, read once (opening checks every row written since)
     if not file.endswith(".toml") and source_kind(file) == "store":
-        with Store.open_read(file) as store:
-            t = StoredMatch.read(store)  # a match's store: it holds its own schedule
+        opened = Store.open_read(file)
+        try:
+            t = StoredMatch.read(opened)  # a match's store: it holds its own schedule
+        except BaseException:
+            opened.close()
+            raise
     else:  # its engines are not started here
         t = load_tournament(file, engines_here=False, store_folder=store_folder)
     kind = "Match" if isinstance(t, StoredMatch) else "Tournament"
@@ -1139,11 +1256,11 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     extra: dict[str, Any] = {}
     tests = None
     left = None  # games still to play: the schedule's not stored, but for decided tests
-    if not t.output.exists():
+    if opened is None and not t.output.exists():
         done, voids, board = 0, [], None
         notes: list[str] = []
     else:
-        with Store.open_read(t.output) as store:
+        with opened if opened is not None else Store.open_read(t.output) as store:
             _damaged(store, strict)
             schedule = None if kind == "Match" else t.schedule(store)
             done, outside = _outside(t, store, schedule)
@@ -1438,33 +1555,66 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
     metavar="NAME=ELO",
     help="Give this engine this rating (default: the pool mean is 0).",
 )
+@click.option(
+    "--games",
+    "recent",
+    type=click.IntRange(0),
+    default=1000,
+    show_default=True,
+    help="Embed the N most recent games in the game list and the viewer (besides the"
+    " most recent 500 games lost by a fault or void and the last 2 of each pairing);"
+    " the tables count every game whatever is embedded.",
+)
+@click.option(
+    "--all-games",
+    is_flag=True,
+    help="Embed every game (a page of about 350 bytes a game: 35 MB at 100,000 games).",
+)
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def report(sources: tuple[str, ...], output: str, title: str | None, prior: float | None,
-           anchor: str | None, strict: bool) -> None:  # fmt: skip
+           anchor: str | None, recent: int, all_games: bool, strict: bool) -> None:  # fmt: skip
     """Write a tournament report: one HTML page that works offline.
 
     SOURCES as for `ratings` (tournament files, stores, records files, combined). The
     page has the leaderboard, a plot of the ratings, the cross table, the conditions of
     play of each source, the games in schedule order (filterable, and as a records file
     to download) and a viewer that replays each game on the board.
+
+    Every table counts every game; the game list, the viewer and the download embed a
+    selection (--games, --all-games), so that the page stays light at a million games.
+    The page says how many games it leaves out and how to see them.
     """
-    from arbiter.results.standings import Games
+    from arbiter.results.standings import Games, Selection
+    from arbiter.rules import Variant
     from arbiter.views.html import render_report
 
     if resolved(output, "--output") in {resolved(s) for s in sources}:
         raise ConfigError("the report would overwrite one of its sources", where=output,
                           hint="choose a new .html path")  # fmt: skip
-    keep = Games()
+    selection = Selection(recent=None if all_games else recent)
+    keep = Games(selection=selection)
     board, names = _gathered_standings(sources, prior, anchor, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
-    page = render_report(board, keep.records, title=heading, anchor=_anchor(anchor),
+    variants = set()
+    for source in keep.sources:
+        for islands, size, pie in source.variants:
+            try:
+                variants.add(str(Variant(islands, size, pie)))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+    records = keep.records
+    page = render_report(board, records, title=heading, anchor=_anchor(anchor),
                          sources=[Path(s).name for s in sources], conditions=keep.sources,
                          download=Path(output).stem + "-games.jsonl",
-                         tests=_pairing_tests(sources))  # fmt: skip
+                         tests=_pairing_tests(sources),
+                         selection=None if all_games else selection, read=keep.read,
+                         voids=keep.voids, boards=sorted(variants))  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
-    say(f"Wrote {output}: {board.games} rated games, {len(keep.records)} in the viewer"
-        f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
+    left = keep.read - len(records)
+    say(f"Wrote {output}: {board.games} rated games, {len(records)} in the viewer"
+        + (f" ({left} more not embedded: --games N or --all-games embeds them)" if left else "")
+        + f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
 
 
 def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:

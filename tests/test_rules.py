@@ -16,6 +16,7 @@ from arbiter.rules import (
     Variant,
     atoll,
     hex_board,
+    replay_winner,
 )
 from arbiter.rules.playout import PlayoutEngine
 
@@ -383,3 +384,32 @@ def test_render_looks_like_the_board() -> None:
     hexg = Game(Variant(4, 4))
     hexg.play("b2")
     assert " 2  W . X . . W" in hexg.render()
+
+
+@pytest.mark.parametrize("variant", [Variant(8, 11), Variant(8, 7), Variant(4, 5),
+                                     Variant(4, 7, pie=False)])  # fmt: skip
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_replay_winner_agrees_with_playing_move_by_move(variant: Variant,
+                                                         data: st.DataObject) -> None:  # fmt: skip
+    """The readers' one-loop replay finds the winner `Game.play` finds, and refuses what
+    it refuses: moves past the win, a stone on a stone, a swap out of place, odd names."""
+    names = Game(variant).geometry.names
+    order = data.draw(st.permutations(range(len(names))))
+    cut = data.draw(st.integers(0, len(names)))
+    moves = [names[c] for c in order[:cut]]
+    if len(moves) > 1 and data.draw(st.booleans()):
+        moves[1] = SWAP  # legal only under the pie rule
+    if moves and data.draw(st.integers(0, 4)) == 0:
+        i = data.draw(st.integers(0, len(moves) - 1))
+        moves[i] = data.draw(st.sampled_from([moves[0], moves[i].upper(), "zz99", SWAP]))
+    game = Game(variant)
+    try:
+        for move in moves:
+            game.play(move)
+    except IllegalMove as exc:
+        with pytest.raises(IllegalMove) as err:
+            replay_winner(variant, moves)
+        assert err.value.reason is exc.reason
+        return
+    assert replay_winner(variant, moves) is game.winner

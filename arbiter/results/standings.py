@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import io
 import json
 import math
 import os
 import shlex
 import textwrap
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,7 +253,7 @@ class Tally:
     faults: dict[str, Counter[str]] = field(default_factory=dict)
     pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # a<b: [2, 1, 0]
     _open_pairs: dict[str, tuple[str, str, str]] = field(default_factory=dict)
-    seen: set[tuple[str, str]] = field(default_factory=set)  # (game id, start) counted
+    seen: set[int] = field(default_factory=set)  # play_key of each game counted
     duplicates: int = 0  # games met again through another source, not counted twice
 
     def add_game(self, seat1: str, seat2: str, seat1_won: bool, termination: str,
@@ -327,19 +328,21 @@ class Tally:
         split engines by conditions; with `keep`, the records of the games counted (and
         of the void attempts) are kept there. `identities` notes what the games were
         played under, as met in `source`."""
-        keys = store.game_keys()
+        keys = {play_key(game_id, started) for game_id, started in store.game_keys()}
         if keep is not None:
-            fresh = keys - self.seen
+            fresh = keys - self.seen if self.seen else keys  # (no copy for the first source)
             conditions = keep.current
             for number, data, void in store.numbered_records():
                 if conditions is not None:
                     conditions.observe(data, void=void)
-                key = (str(data.get("game_id")), str(data.get("started")))
+                game_id = str(data.get("game_id"))
+                key = play_key(game_id, str(data.get("started")))
                 if void or key in fresh:
-                    keep.add(key, data, void=void, number=number)
-        if keys & self.seen or (identities is not None and identities.split):
+                    keep.add(game_id, key, data, void=void, number=number)
+            del fresh
+        if not keys.isdisjoint(self.seen) or (identities is not None and identities.split):
             for row, played1, played2 in store.played_rows():
-                key = (row.game_id, row.started)
+                key = play_key(row.game_id, row.started)
                 if key in self.seen:
                     self.duplicates += 1
                     continue
@@ -351,7 +354,10 @@ class Tally:
                 self.add_game(seat1, seat2, row.winner_seat == 1, row.termination,
                               row.pair_key)  # fmt: skip
             return
-        self.seen |= keys
+        if self.seen:
+            self.seen |= keys
+        else:
+            self.seen = keys
         self.merge(Tally.from_store(store))
         if identities is not None:
             for name, played, games in store.conditions_played():
@@ -367,16 +373,46 @@ class Tally:
             tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        for a, b, wins in store.pair_results():
+        for a, b, wins in store.each_pair():
             tally.add_pair(a, b, int(wins))
         return tally
 
 
+def play_key(game_id: str, started: str) -> int:
+    """One play of a game (its id and start time) as a 64-bit number: what tells plays
+    apart when sources are combined, in a few bytes a game however many games are read
+    (two plays would be taken for one with a chance of about n²/2⁶⁵: one in 37 million at
+    a million games)."""
+    digest = hashlib.blake2b(f"{game_id}\0{started}".encode(errors="replace"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which games a report embeds (every game is counted whatever it embeds): the
+    `recent` most recently read (None: every game), the most recent `faults` games lost
+    by a fault or voided, and the most recent `per_pairing` games of each pairing."""
+
+    recent: int | None = 1000
+    faults: int = 500
+    per_pairing: int = 2
+
+    @property
+    def everything(self) -> bool:
+        return self.recent is None
+
+
+_Kept = tuple[tuple[int, int, int, int, int], dict[str, Any]]
+
+
 @dataclass
 class Games:
-    """The records behind a tally, each play of a game once: what a report shows game by
-    game, and the conditions of each source. Void attempts are kept apart from the
-    rated games.
+    """The records behind a tally that a report shows game by game (each play of a game
+    once), the conditions of each source, and counts of every game read. Void attempts
+    are kept apart from the rated games.
+
+    Only the games of `selection` are kept, so that memory stays bounded by the engines
+    and pairings however many games are read.
 
     `records` are in schedule order: source by source in the order given, and within a
     source in the order of its schedule (`schedules`: a game id's position, by source
@@ -385,10 +421,20 @@ class Games:
     game never rated in a store come after that store's games."""
 
     schedules: dict[int, Mapping[str, int]] = field(default_factory=dict)
+    selection: Selection = field(default_factory=Selection)
+    read: int = 0  # every game offered: rated games counted and void attempts
+    voids: int = 0
     _sources: list[tuple[int, SourceConditions]] = field(default_factory=list)
-    _kept: list[tuple[tuple[int, int, int, int, int], dict[str, Any]]] = field(default_factory=list)
-    _void_seen: set[tuple[str, str]] = field(default_factory=set)
+    _all: list[_Kept] = field(default_factory=list)
+    _recent: deque[_Kept] = field(default_factory=deque)
+    _faults: deque[_Kept] = field(default_factory=deque)
+    _pairings: dict[tuple[str, str], deque[_Kept]] = field(default_factory=dict)
+    _void_seen: set[int] = field(default_factory=set)
     _index: int = 0
+
+    def __post_init__(self) -> None:
+        self._recent = deque(maxlen=self.selection.recent)
+        self._faults = deque(maxlen=self.selection.faults)
 
     def begin(self, index: int, source: SourceConditions) -> None:
         """The games that follow come from SOURCE argument `index`."""
@@ -404,28 +450,52 @@ class Games:
         """The conditions of each source, in the order the sources were given."""
         return [source for _, source in sorted(self._sources, key=lambda s: s[0])]
 
-    def add(self, key: tuple[str, str], data: dict[str, Any], *, void: bool,
+    def add(self, game_id: str, key: int, data: dict[str, Any], *, void: bool,
             number: int | None = None) -> None:  # fmt: skip
-        """Keep a record; `number` is its game's number in the store that held it."""
+        """Offer a record (`key`: its `play_key`); `number` is its game's number in the
+        store that held it. It is counted, and kept if the selection takes it."""
         if void:
             if key in self._void_seen:
                 return
             self._void_seen.add(key)
+            self.voids += 1
+        self.read += 1
         schedule = self.schedules.get(self._index, {})
-        if key[0] in schedule:
-            group, position = 0, schedule[key[0]]
+        if game_id in schedule:
+            group, position = 0, schedule[game_id]
         elif self.current is not None and self.current.kind == "records":
-            group, position = 0, len(self._kept)  # the file's order
+            group, position = 0, self.read  # the file's order
         elif number is not None:  # a store's number (a game no longer in its schedule)
             group, position = 1, number
         else:  # a void attempt of a game its store never rated
             group, position = 2, 0
-        self._kept.append(((self._index, group, position, 0 if void else 1, len(self._kept)),
-                           data))  # fmt: skip
+        kept = ((self._index, group, position, 0 if void else 1, self.read), data)
+        if self.selection.everything:
+            self._all.append(kept)
+            return
+        self._recent.append(kept)
+        if void or data.get("termination") in FAULTS:
+            self._faults.append(kept)
+        if not void and self.selection.per_pairing:
+            a, b = str(data.get("seat1")), str(data.get("seat2"))
+            seats = (a, b) if a <= b else (b, a)
+            mine = self._pairings.get(seats)
+            if mine is None:
+                mine = self._pairings[seats] = deque(maxlen=self.selection.per_pairing)
+            mine.append(kept)
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        return [data for _, data in sorted(self._kept, key=lambda kept: kept[0])]
+        """The records kept, in schedule order."""
+        if self.selection.everything:
+            kept = self._all
+        else:
+            chosen = {k[0][-1]: k for k in self._recent}
+            chosen.update((k[0][-1], k) for k in self._faults)
+            for games in self._pairings.values():
+                chosen.update((k[0][-1], k) for k in games)
+            kept = list(chosen.values())
+        return [data for _, data in sorted(kept, key=lambda k: k[0])]
 
 
 def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
@@ -446,21 +516,21 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
     for number, path in enumerate(paths):
         source = sources[number] if number < len(sources) else str(path)
         for record in read_records(path, bad):
-            key = (record.game_id, record.started)
+            key = play_key(record.game_id, record.started)
             data = record.to_json() if keep is not None else {}
             if source_conditions is not None:
                 source_conditions.observe(data, void=record.void)
             if record.void:
                 voids += 1
                 if keep is not None:
-                    keep.add(key, data, void=True)
+                    keep.add(record.game_id, key, data, void=True)
                 continue
             if key in tally.seen:
                 tally.duplicates += 1
                 continue
             tally.seen.add(key)
             if keep is not None:
-                keep.add(key, data, void=False)
+                keep.add(record.game_id, key, data, void=False)
             seat1, seat2 = record.seat1, record.seat2
             if identities is not None:
                 seat1 = identities.key(seat1, Conditions.of_record(record, 1), source)

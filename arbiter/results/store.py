@@ -40,6 +40,7 @@ import contextlib
 import datetime as _dt
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import sqlite3
@@ -100,6 +101,45 @@ CREATE TABLE IF NOT EXISTS voids (
 );
 CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
 """
+
+# What the readers' queries read instead of the games table, whose rows carry whole
+# records: each index holds the columns of its queries, so that status, ratings, report
+# and resume read a few bytes a game, not its record; and the digest of each games row a
+# run wrote, so that opening a store does not replay every stored game again (a new
+# store has them; a run adds them to an older one with its first write).
+_READ_AIDS = """
+CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination,
+                                                 plies);
+CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
+CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
+CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
+CREATE TABLE IF NOT EXISTS games_checked (
+    game_rowid INTEGER PRIMARY KEY, -- a games row written by a run
+    digest BLOB NOT NULL            -- _row_digest of its columns and record, as written
+);
+"""
+_SCANNED = (
+    "game_id",
+    "seat1",
+    "seat2",
+    "winner",
+    "winner_seat",
+    "termination",
+    "started",
+    "pair_key",
+    "number",
+)  # the games columns a reader checks against the record
+
+
+def _row_digest(values: tuple[object, ...], record: bytes) -> bytes:
+    """What a run wrote in a games row (the `_SCANNED` columns and the record): a reader
+    that finds the row as written needs not check its record again (a row changed since,
+    by hand, by another program or by damage to the file, is checked in full)."""
+    digest = hashlib.blake2b(repr(values).encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(b"\0")
+    digest.update(record)
+    return digest.digest()
+
 
 _TABLES = ("meta", "engines", "games", "voids")
 READERS_WAIT = 30.0  # seconds a starting run waits for readers of its store to finish
@@ -263,6 +303,8 @@ def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str
         return "the row's start time is not the record's"
     if not isinstance(row["pair_key"], str):
         return "pair_key is not text"
+    if type(row["number"]) is not int:
+        return "number is not an integer"
     return ""
 
 
@@ -363,6 +405,7 @@ class Store:
         self._writer = False  # opened to write: failures get the run's hints
         self._origin = ""  # where the path came from (a tournament file's key)
         self._wal_pending = False  # switch to WAL mode before the first write
+        self._digests = False  # the store keeps the digests of the games rows written
 
     # ----------------------------------------------------------------- opening
 
@@ -432,8 +475,8 @@ class Store:
             # only a power loss can take back the last commits, never corrupt the file.
             db.execute("PRAGMA synchronous=NORMAL")
             if new:
-                store._use_wal()
-                db.executescript(_SCHEMA)
+                store._use_wal(indexes=False)
+                db.executescript(_SCHEMA + _READ_AIDS)
                 store._set_meta("schema", str(SCHEMA_VERSION))
             else:
                 # An existing store is switched to WAL by the first write, not before: a
@@ -486,9 +529,8 @@ class Store:
                 # temporary tables that live in memory, not in the file.
                 store._exec("ROLLBACK")
                 db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE")
-                                 .replace("CREATE INDEX IF NOT EXISTS games_by_number ON games",
-                                          "CREATE INDEX IF NOT EXISTS temp.games_by_number"
-                                          " ON games"))  # fmt: skip
+                                 .replace("CREATE INDEX IF NOT EXISTS ",
+                                          "CREATE INDEX IF NOT EXISTS temp."))  # fmt: skip
                 store._exec("BEGIN")
         except BaseException:
             store.close()
@@ -502,6 +544,7 @@ class Store:
         if not entries:
             return True
         tables = {str(name) for kind, name in entries if kind == "table"}
+        self._digests = "games_checked" in tables
         where = str(self.path)
         hint = RUN_HINT if run else "restore it from a copy"
         if "meta" not in tables:
@@ -576,11 +619,20 @@ class Store:
                 found.append(Damage(name, "engines", int(rowid), _label("name", engine),
                                     problem))  # fmt: skip
         bad_games: list[int] = []
-        columns = ("game_id", "seat1", "seat2", "winner", "winner_seat", "termination",
-                   "started", "pair_key")  # fmt: skip
-        cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}"
-                              " FROM games ORDER BY rowid")  # fmt: skip
-        for rowid, record, *values in self._rows(cursor):
+        columns = _SCANNED
+        if self._digests:
+            cursor = self._cursor(
+                f"SELECT g.rowid, CAST(g.record AS BLOB), {', '.join('g.' + c for c in columns)},"
+                " c.digest FROM games AS g LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
+                " ORDER BY g.rowid"
+            )
+        else:
+            cursor = self._cursor(f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)},"
+                                  " NULL FROM games ORDER BY rowid")  # fmt: skip
+        for rowid, record, *values, digest in self._rows(cursor):
+            if (digest is not None and isinstance(record, bytes)
+                    and digest == _row_digest(tuple(values), record)):  # fmt: skip
+                continue  # as the run wrote it, and checked it then
             problem = _record_problem(record, False, dict(zip(columns, values, strict=True)))
             if problem:
                 bad_games.append(int(rowid))
@@ -639,12 +691,12 @@ class Store:
         """A query's rows as they come; a damaged page met on the way is one clear error."""
         while True:
             try:
-                row = cursor.fetchone()
+                rows = cursor.fetchmany(256)
             except DB_ERRORS as exc:
                 raise self._failure(exc) from exc
-            if row is None:
+            if not rows:
                 return
-            yield row
+            yield from rows
 
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """A read query; a damaged or foreign file is one clear error, not a traceback."""
@@ -655,7 +707,13 @@ class Store:
     _VOIDS = "(SELECT * FROM voids WHERE rowid NOT IN (SELECT value FROM json_each(?)))"
 
     def _games(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        return self._q(sql.replace("{games}", self._GAMES), (self._skip_games, *params))
+        return list(self._games_iter(sql, params))
+
+    def _games_iter(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[Any]:
+        """`_games` row by row: what a reader of every game uses, so that its memory
+        does not follow the number of games."""
+        return self._rows(self._cursor(sql.replace("{games}", self._GAMES),
+                                       (self._skip_games, *params)))  # fmt: skip
 
     # ------------------------------------------------------------------ meta
 
@@ -716,8 +774,10 @@ class Store:
 
     # ----------------------------------------------------------------- games
 
-    def _use_wal(self) -> None:
+    def _use_wal(self, *, indexes: bool = True) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
+        if indexes:  # an older store gets the readers' indexes with its first write
+            self.db.executescript(_READ_AIDS)
         self._wal_pending = False
 
     @contextlib.contextmanager
@@ -804,7 +864,7 @@ class Store:
                 )  # fmt: skip
                 return
             winner_seat = 1 if record.winner == record.seat1 else 2
-            inserted = self.db.execute(
+            cursor = self.db.execute(
                 "INSERT OR IGNORE INTO games (game_id, number, round, pair_key, seat1, seat2,"
                 " opening, winner, winner_seat, termination, plies, started, finished, record)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -812,13 +872,23 @@ class Store:
                  record.seat2, " ".join(game.opening), record.winner, winner_seat,
                  record.termination.value, record.plies, record.started, record.finished,
                  data),
-            ).rowcount  # fmt: skip
+            )  # fmt: skip
+            inserted = cursor.rowcount
             self._written += max(inserted, 0)
+            if inserted == 1:
+                values = (game.game_id, record.seat1, record.seat2, record.winner, winner_seat,
+                          record.termination.value, record.started, game.pair_key,
+                          game.number)  # fmt: skip
+                self.db.execute(
+                    "INSERT OR REPLACE INTO games_checked (game_rowid, digest) VALUES (?, ?)",
+                    (cursor.lastrowid, _row_digest(values, data.encode())),
+                )
 
-    def game_keys(self) -> set[tuple[str, str]]:
-        """(game id, start time) of every stored game: what tells one play of a game
-        from another when sources are combined."""
-        return {(str(a), str(b)) for a, b in self._games("SELECT game_id, started FROM {games}")}
+    def game_keys(self) -> Iterator[tuple[str, str]]:
+        """(game id, start time) of every stored game, row by row: what tells one play
+        of a game from another when sources are combined."""
+        for a, b in self._games_iter("SELECT game_id, started FROM {games}"):
+            yield str(a), str(b)
 
     def stored_rows(self) -> Iterator[tuple[str, str, str, int]]:
         """(pair key, seat 1, seat 2, winning seat) of every stored game in the order it
@@ -833,7 +903,7 @@ class Store:
             yield str(pair_key), str(seat1), str(seat2), int(winner_seat)
 
     def game_rows(self) -> Iterator[GameRow]:
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key FROM {games}"
         )
         for row in rows:
@@ -848,7 +918,7 @@ class Store:
     def played_rows(self) -> Iterator[tuple[GameRow, SeatPlayed, SeatPlayed]]:
         """Every stored game with what each seat played under (`SeatPlayed`), for readers
         that tell an engine's games under different conditions apart."""
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT game_id, started, seat1, seat2, winner_seat, termination, pair_key, "
             + self._SEAT_PLAYED.format(n=1)
             + ", "
@@ -871,7 +941,7 @@ class Store:
 
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""
-        rows = self._games(
+        rows = self._games_iter(
             "SELECT json_extract(record, '$.host'), json_extract(record, '$.cpu'), game_id,"
             " started, seat1, seat2, winner_seat, termination, pair_key,"
             " json_extract(record, '$.move_ms') FROM {games} ORDER BY number"
@@ -888,7 +958,7 @@ class Store:
         return [ResultRow(str(g), int(r), str(a), str(b), int(w)) for g, r, a, b, w in rows]
 
     def done_ids(self) -> set[str]:
-        return {str(row[0]) for row in self._games("SELECT game_id FROM {games}")}
+        return {str(row[0]) for row in self._games_iter("SELECT game_id FROM {games}")}
 
     def games_stored(self) -> int:
         return int(self._games("SELECT COUNT(*) FROM {games}")[0][0])
@@ -913,29 +983,42 @@ class Store:
 
     def pair_results(self) -> list[tuple[str, str, str]]:
         """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
-        rows = self._games(
+        return list(self.each_pair())
+
+    def each_pair(self) -> Iterator[tuple[str, str, str]]:
+        """`pair_results` one by one (the first two games of each pair key, by number),
+        read from the index on pair keys: memory does not follow the pairs."""
+        rows = self._games_iter(
             "SELECT pair_key, seat1, seat2, winner FROM {games} ORDER BY pair_key, number"
         )
-        out: list[tuple[str, str, str]] = []
-        current: list[tuple[str, str, str]] = []
+        first: tuple[str, str, str] | None = None
         key = None
+        count = 0
         for pair_key, seat1, seat2, winner in rows:
             if pair_key != key:
-                current = []
-                key = pair_key
-            current.append((seat1, seat2, winner))
-            if len(current) == 2:
-                a, b = sorted((current[0][0], current[0][1]))
-                wins = sum(w == a for _, _, w in current)
-                out.append((a, b, str(wins)))
-        return out
+                first, key, count = (seat1, seat2, winner), pair_key, 0
+            count += 1
+            if count == 2 and first is not None:
+                a, b = sorted((first[0], first[1]))
+                yield a, b, str((first[2] == a) + (winner == a))
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
-        rows = self._games(
-            "SELECT seat1, seat2, COUNT(*), COUNT(DISTINCT json_extract(record, '$.moves'))"
-            " FROM {games} GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
+        # Games of the same moves have as many plies: the index tells which seat orders
+        # could be all one game, and only their records are read.
+        groups = self._games(
+            "SELECT seat1, seat2, COUNT(*), MIN(plies) = MAX(plies) FROM {games}"
+            " GROUP BY seat1, seat2 HAVING COUNT(*) > 1"
         )
+        rows = []
+        for seat1, seat2, n, same_length in groups:
+            distinct = 2  # not all one game
+            if same_length:
+                distinct = self._games(
+                    "SELECT COUNT(DISTINCT json_extract(record, '$.moves')) FROM {games}"
+                    " WHERE seat1 = ? AND seat2 = ?", (seat1, seat2),
+                )[0][0]  # fmt: skip
+            rows.append((seat1, seat2, n, distinct))
         per_pairing: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, n, distinct in rows:
             per_pairing.setdefault(tuple(sorted((a, b))), []).append((int(n), int(distinct)))

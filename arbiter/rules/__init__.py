@@ -1,6 +1,14 @@
 """The Atoll rules: pure Python, no I/O. Boards are data; the win rule is derived."""
 
-from arbiter.rules.game import SWAP, Game, IllegalMove, IllegalReason, Move, Variant
+from arbiter.rules.game import (
+    SWAP,
+    Game,
+    IllegalMove,
+    IllegalReason,
+    Move,
+    Variant,
+    replay_winner,
+)
 from arbiter.rules.geometry import VALID_ATOLL_SIZES, Color, Geometry, Island, atoll, hex_board
 
 __all__ = [
@@ -16,4 +24,5 @@ __all__ = [
     "Variant",
     "atoll",
     "hex_board",
+    "replay_winner",
 ]

@@ -287,3 +287,77 @@ class Game:
             return render(self.geometry, list(self.colors), last=last)
         return render(self.geometry, list(self.colors), last=last, chain=self.winning_chain(),
                       mark_last=True)  # fmt: skip
+
+
+_TABLES: dict[str, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...], int]] = {}
+
+
+def _tables(geom: Geometry) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...], int]:
+    """Per board: each cell's shores owned by Black, by White, and the island count."""
+    found = _TABLES.get(geom.key)
+    if found is None:
+        owned = [tuple(tuple(k for k in geom.shores[cell] if geom.islands[k].owner is color)
+                       for cell in range(geom.n_cells))
+                 for color in (Color.BLACK, Color.WHITE)]  # fmt: skip
+        found = _TABLES[geom.key] = (owned[0], owned[1], len(geom.islands))
+    return found
+
+
+def replay_winner(variant: Variant, moves: list[str]) -> Color | None:
+    """Who has connected once `moves` (move names) are played from the empty board, as
+    `Game.play` move by move would find it, and IllegalMove where it would refuse one:
+    the check every record gets when it is read, so it is one tight loop for moves as
+    the referee writes them (canonical cell names, a swap as move 2), and a replay with
+    `Game` for anything else (which then says what is wrong)."""
+    geom = variant.geometry
+    index = geom.name_index
+    n = geom.n_cells
+    black_shores, white_shores, k = _tables(geom)
+    neighbours = geom.neighbours
+    winning = geom.winning_masks
+    colors = [0] * n
+    parent = list(range(n + k))
+    mask = [0] * n + [1 << i for i in range(k)]
+    placed = 0
+    last = len(moves) - 1
+    for ply, move in enumerate(moves):
+        cell = index.get(move)
+        if cell is None or colors[cell]:
+            if move == SWAP and ply == 1 and variant.pie:
+                continue
+            return _replayed(variant, moves)
+        c = 1 if placed % 2 == 0 else 2
+        placed += 1
+        colors[cell] = c
+        m = 0
+        for other in neighbours[cell]:
+            if colors[other] != c:
+                continue
+            while parent[other] != other:  # find, halving the path
+                parent[other] = parent[parent[other]]
+                other = parent[other]
+            if other != cell:
+                parent[other] = cell
+                m |= mask[other]
+        for i in (black_shores if c == 1 else white_shores)[cell]:
+            other = n + i
+            while parent[other] != other:
+                parent[other] = parent[parent[other]]
+                other = parent[other]
+            if other != cell:
+                parent[other] = cell
+                m |= mask[other]
+        mask[cell] = m
+        root = cell
+        if mask[root] in winning:
+            if ply != last:
+                return _replayed(variant, moves)
+            return Color.BLACK if c == 1 else Color.WHITE
+    return None
+
+
+def _replayed(variant: Variant, moves: list[str]) -> Color | None:
+    game = Game(variant)
+    for move in moves:
+        game.play(move)
+    return game.winner

@@ -27,7 +27,13 @@ from arbiter.results.conditions import SourceConditions
 from arbiter.results.ratings import Difference
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Sprt, Verdict
-from arbiter.results.standings import UNBOUNDED, Standings, head_to_head, seat_advantage
+from arbiter.results.standings import (
+    UNBOUNDED,
+    Selection,
+    Standings,
+    head_to_head,
+    seat_advantage,
+)
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
 from arbiter.views.conditions import conditions as conditions_table
@@ -395,11 +401,16 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
                   sources: list[str], anchor: tuple[str, float] | None = None,
                   conditions: Sequence[SourceConditions] = (),
                   download: str = "games.jsonl",
-                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = ()
-                  ) -> str:  # fmt: skip
+                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
+                  selection: Selection | None = None, read: int | None = None,
+                  voids: int | None = None, boards: Sequence[str] = ()) -> str:  # fmt: skip
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
-    sequential test (source, test, pairing with the engine under test first, state)."""
+    sequential test (source, test, pairing with the engine under test first, state).
+
+    `records` are the games the page embeds, chosen by `selection` (None: every game)
+    among the `read` games counted (`voids` of them void attempts, `boards` the variants
+    they were played on); the page says how many it leaves out and how to see them."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
     lines: list[str] = []
@@ -424,8 +435,12 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         cross_names=cross_names, grid=grid, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
         anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
-        games=len(views), voids=sum(g["r"] == "void" for g in views),
-        variants=sorted({g["vn"] for g in views}), page_size=PAGE_SIZE,
+        games=len(views),
+        voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
+        read=len(views) if read is None else read,
+        omitted=0 if read is None else max(read - len(views), 0),
+        selection=selection,
+        variants=sorted({*boards, *(g["vn"] for g in views)}), page_size=PAGE_SIZE,
         conditions=conditions_table(conditions) if conditions else None,
         download=_text(download, 120), unreadable=lines.count(""),
         min_widths={key: board_min_width(p) for key, p in pictures.items()},

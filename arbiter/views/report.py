@@ -6,11 +6,13 @@ structurally: views know runs only through the values they are handed).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from arbiter.engines.process import exit_status
@@ -18,13 +20,18 @@ from arbiter.results.ratings import DEFAULT_PRIOR
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.score import MatchResult
 from arbiter.results.standings import difference_text, los_text, rounded
-from arbiter.text import shorten, terminal
+from arbiter.text import escape, shorten, terminal
 
 if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
     from arbiter.runs.driver import RunOutcome
     from arbiter.runs.schedule import ScheduledGame
 
 log = logging.getLogger(__name__)
+
+try:  # as tabulate measures cells, where it can
+    from wcwidth import wcswidth as _wcswidth
+except ImportError:  # pragma: no cover - wcwidth comes with tabulate's extras
+    _wcswidth = None  # type: ignore[assignment]
 
 LEGENDS = {
     8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
@@ -87,16 +94,43 @@ def move_list(moves: list[str], upto: int, width: int = 78) -> list[str]:
     return lines
 
 
-def list_games(records: list[GameRecord]) -> list[str]:
-    """One line per game: id, players, result, plies (for `show` without --game)."""
-    from tabulate import tabulate
+LIST_HEADERS = ("#", "id", "seats", "result", "plies")
 
-    rows = [
-        [n, r.game_id, f"{r.seat1} vs {r.seat2}", describe_result(r, brief=True), r.plies]
-        for n, r in enumerate(records, 1)
-    ]
-    return tabulate(rows, ["#", "id", "seats", "result", "plies"], tablefmt="simple",
-                    disable_numparse=True).splitlines()  # fmt: skip
+
+def list_games(records: Iterable[GameRecord]) -> Iterator[str]:
+    """One line per game: id, players, result, plies (for `show` without --game), as a
+    plain table whose columns fit every row. The rows are spooled to a temporary file as
+    they are read, so that memory does not follow the number of games; the lines come
+    once the records are read."""
+    widths = [_width(h) + 2 for h in LIST_HEADERS]  # as tabulate's "simple" pads headers
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+        for n, r in enumerate(records, 1):
+            row = [str(n), r.game_id, f"{r.seat1} vs {r.seat2}",
+                   describe_result(r, brief=True), str(r.plies)]  # fmt: skip
+            row = [escape(cell, newlines=True) for cell in row]
+            for i, cell in enumerate(row):
+                widths[i] = max(widths[i], _width(cell))
+            spool.write(json.dumps(row) + "\n")
+        if not spool.tell():
+            return
+        yield _row(LIST_HEADERS, widths)
+        yield _row(["-" * w for w in widths], widths)
+        spool.seek(0)
+        for line in spool:
+            yield _row(json.loads(line), widths)
+
+
+def _width(text: str) -> int:
+    """Columns a cell takes on a terminal (wide characters count two)."""
+    if _wcswidth is None:
+        return len(text)
+    width = _wcswidth(text)
+    return len(text) if width < 0 else int(width)
+
+
+def _row(cells: Sequence[str], widths: list[int]) -> str:
+    return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths, strict=True)
+                     ).rstrip()  # fmt: skip
 
 
 def describe_result(record: GameRecord, *, brief: bool = False) -> str:

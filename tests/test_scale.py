@@ -1,0 +1,225 @@
+"""Results at any scale: readers whose memory does not follow the games, a report that
+embeds the selection it documents, and `show --game` that finds one game of many.
+
+The games come from bench/scale_bench.py (legal Atoll games replicated from a few random
+playouts, with distinct ids, pairs and seats), written as a records file or through the
+store's own writer.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from commands import invoke
+
+from arbiter.results.records import GameRecord
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "scale_bench.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("scale_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("scale_bench", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+scale = _bench()
+
+
+def generated(n: int, **kw: Any) -> Iterator[dict[str, Any]]:
+    return scale.games(n, templates_count=20, **kw)  # type: ignore[no-any-return]
+
+
+def page_data(page: Path) -> dict[str, Any]:
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text,
+                      re.S)  # fmt: skip
+    assert found is not None
+    return json.loads(found.group(1))  # type: ignore[no-any-return]
+
+
+def test_the_report_of_a_large_store_embeds_its_selection_and_counts_every_game(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "big.sqlite"
+    kw = {"engines": 6, "templates_count": 20, "faults": 0.05}
+    scale.write_store(store, 400, **kw)
+    games = list(scale.games(400, **kw))
+    faults = [g for g in games if g["termination"] != "connection"]
+    assert 5 < len(faults) < 60
+    page = tmp_path / "report.html"
+    done = invoke("report", str(store), "-o", str(page), "--games", "30")
+    assert done.returncode == 0, done.stderr
+    embedded = [g["id"] for g in page_data(page)["games"]]
+    # The documented selection: the 30 most recent, every game lost by a fault, the
+    # last 2 of each pairing; in schedule (here: stored) order.
+    last_of_pairing: dict[tuple[str, ...], list[str]] = {}
+    for g in games:
+        last_of_pairing.setdefault(tuple(sorted((g["seat1"], g["seat2"]))), []).append(g["game_id"])
+    wanted = {g["game_id"] for g in games[-30:]} | {g["game_id"] for g in faults}
+    for ids in last_of_pairing.values():
+        wanted |= set(ids[-2:])
+    order = [g["game_id"] for g in games]
+    assert embedded == [i for i in order if i in wanted]
+    assert len(last_of_pairing) == 15 and len(embedded) < 120
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    assert f"This page embeds {len(embedded)} of the 400 games read" in text
+    assert f"The other {400 - len(embedded)} are counted" in text
+    assert "arbiter show" in text and "arbiter tournament export" in text
+    # Every engine, pairing and fault is still in the tables.
+    assert "400 rated games" in text
+    for i in range(6):
+        assert text.count(f"engine-{i:02d}") >= 6  # leaderboard, plot, cross table rows
+    cells = re.findall(r'<td class="(?:ahead|behind|even)"', text)
+    assert len(cells) == 30  # 15 pairings, both ways round
+    verdicts = sorted({g["termination"] for g in faults})
+    assert all(f'<th scope="col">faults: {v}</th>' in text for v in verdicts)
+    counted = [0] * len(verdicts)
+    for row in re.findall(r'<tr data-engine="\d+">(.*?)</tr>', text, re.S):
+        cells = re.findall(r"<td>(.*?)</td>", row)[-len(verdicts) :]
+        for i, cell in enumerate(cells):
+            counted[i] += 0 if cell == "\u2013" else int(cell)
+    assert counted == [sum(g["termination"] == v for g in faults) for v in verdicts]
+    assert done.stderr.count("not embedded") == 1
+    # --all-games embeds every game, and says nothing is left out.
+    every = tmp_path / "all.html"
+    done = invoke("report", str(store), "-o", str(every), "--all-games")
+    assert done.returncode == 0, done.stderr
+    assert [g["id"] for g in page_data(every)["games"]] == order
+    assert 'id="omitted"' not in every.read_text(encoding="utf-8")
+
+
+def test_show_game_finds_the_last_game_of_a_large_file_building_only_that_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = tmp_path / "big.jsonl"
+    with open(records, "w", encoding="utf-8") as handle:
+        for data in generated(3000):
+            handle.write(json.dumps(data, separators=(",", ":")) + "\n")
+    built = []
+    real = GameRecord.from_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[GameRecord], data: Any) -> GameRecord:
+        built.append(data.get("game_id"))
+        return real(cls, data)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(GameRecord, "from_json", classmethod(counting))
+    for wanted in ("scale-3000", "3000", "scale-300"):  # id, match game number, id again
+        built.clear()
+        shown = invoke("show", str(records), "--game", wanted)
+        assert shown.returncode == 0, shown.stderr
+        name = wanted if wanted.startswith("scale") else f"scale-{wanted}"
+        assert shown.stdout.startswith(f"Game {name}:"), shown.stdout[:200]
+        assert built == [name]
+    built.clear()
+    ambiguous = invoke("show", str(records), "--game", "scale-")
+    assert ambiguous.returncode == 2
+    assert "more than 1000 games start with 'scale-'" in ambiguous.stderr
+    assert built == []
+    # The list is whole, one line per game, and same as the table it always was.
+    listed = invoke("show", str(records))
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 3002 and lines[-1].split()[:2] == ["3000", "scale-3000"]
+    assert all(len(line) <= len(lines[1]) for line in lines)
+
+
+def _peaks(folder: Path, n: int, *, store: bool, engines: int = 50) -> dict[str, float]:
+    """Peak RSS (MB) of each reader, run as a child process, over n games."""
+    records = folder / f"g{n}.jsonl"
+    scale.write_records(records, n, engines=engines, templates_count=50)
+    commands = {
+        "ratings": ["ratings", str(records)],
+        "show": ["show", str(records)],
+        "show --game": ["show", str(records), "--game", f"scale-{n}"],
+        "report": ["report", str(records), "-o", str(folder / f"r{n}.html")],
+    }
+    if store:
+        sqlite = folder / f"g{n}.sqlite"
+        scale.write_store(sqlite, n, engines=engines, templates_count=50)
+        commands |= {
+            "status (store)": ["tournament", "status", str(sqlite)],
+            "ratings (store)": ["ratings", str(sqlite)],
+            "export (store)": ["tournament", "export", str(sqlite), "--records",
+                               str(folder / f"e{n}.jsonl")],
+            "report (store)": ["report", str(sqlite), "-o", str(folder / f"s{n}.html")],
+        }  # fmt: skip
+    return {label: scale.measure(args)[1] for label, args in commands.items()}
+
+
+def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
+    """Small: 5,000 games take no more memory to read than 1,000, within 20 MB (reading
+    them all into memory, as the readers once did, took 6 to 8 KB a game). Ten engines:
+    the report's selection (the last games of each pairing) is full at 1,000 games."""
+    small = _peaks(tmp_path, 1000, store=False, engines=10)
+    large = _peaks(tmp_path, 5000, store=False, engines=10)
+    for label, peak in large.items():
+        assert peak - small[label] < 20, (label, small[label], peak)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_readers_memory_at_200000_games_stays_near_20000(tmp_path: Path) -> None:
+    """Every reader, on a records file and on a store: 200,000 games within 60 MB of
+    the peak at 20,000 (what grows is a few bytes a game: the set that tells plays
+    apart, the ids a status counts against its schedule)."""
+    small, large = _peaks(tmp_path, 20_000, store=True), _peaks(tmp_path, 200_000, store=True)
+    for label, peak in large.items():
+        assert peak - small[label] < 60, (label, small[label], peak)
+
+
+def test_opening_a_store_checks_only_rows_changed_since_a_run_wrote_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's rows carry their digest: opening the store does not replay them again,
+    but a row changed since (here by hand) is checked in full and left out as damaged."""
+    import sqlite3
+
+    from arbiter.results import store as store_module
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 50, engines=4, templates_count=5)
+    checked: list[object] = []
+    real = store_module._record_problem
+
+    def counting(value: object, void: bool, row: Any) -> str:
+        checked.append(row["game_id"])
+        return real(value, void, row)
+
+    monkeypatch.setattr(store_module, "_record_problem", counting)
+    with Store.open_read(path) as store:
+        assert store.games_stored() == 50 and not store.damage
+    assert checked == []
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
+                    " WHERE game_id = 'scale-7'")  # fmt: skip
+        con.execute("UPDATE games SET winner_seat = 3 - winner_seat WHERE game_id = 'scale-9'")
+    with Store.open_read(path) as store:
+        assert store.games_stored() == 48
+        assert [d.label for d in store.damage] == ["game_id 'scale-7'", "game_id 'scale-9'"]
+    assert checked == ["scale-7", "scale-9"]
+
+
+def test_identical_pairings_read_records_only_where_the_plies_agree(tmp_path: Path) -> None:
+    from arbiter.results.store import Store
+
+    same, varied = tmp_path / "same.sqlite", tmp_path / "varied.sqlite"
+    scale.write_store(same, 8, engines=2, templates_count=1, faults=0.0)
+    scale.write_store(varied, 8, engines=2, templates_count=4, faults=0.0, seed=3)
+    with Store.open_read(same) as store:
+        assert store.identical_pairings() == [("engine-00", "engine-01", 8)]
+    with Store.open_read(varied) as store:
+        assert store.identical_pairings() == []
