@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arbiter.results.ratings import expected_score  # noqa: E402
+from arbiter.results.elo import expected_score  # noqa: E402
 from arbiter.results.records import read_records  # noqa: E402
 from arbiter.results.sprt import PAIR_SCORES, Sprt  # noqa: E402
 

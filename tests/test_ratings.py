@@ -11,13 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
+from arbiter.results.elo import elo_from_score, expected_score
 from arbiter.results.ratings import (
     DEFAULT_PRIOR,
     PairStats,
     RatingFit,
-    elo_from_score,
     estimate_difference,
-    expected_score,
     fit,
 )
 

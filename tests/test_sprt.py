@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from arbiter.results.ratings import expected_score
+from arbiter.results.elo import expected_score
 from arbiter.results.sprt import (
     PAIR_SCORES,
     Sprt,

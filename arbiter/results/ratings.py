@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arbiter._numpy import np, npt
+from arbiter.results.elo import _LOGIT_PER_ELO, Z95, Difference
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -45,10 +46,6 @@ IntArray = npt.NDArray[np.int64]
 DEFAULT_PRIOR = 2.0
 """Virtual games per engine, scored 50% against the pool mean (see the module docstring)."""
 
-Z95 = 1.959964
-"""Two-sided 95% quantile of the standard normal distribution."""
-
-_LOGIT_PER_ELO = math.log(10.0) / 400.0
 _TOLERANCE_ELO = 1e-6
 _MAX_ITERATIONS = 100
 _MAX_STEP = 400.0 * _LOGIT_PER_ELO
@@ -57,19 +54,6 @@ _SMALL_STEP = 1e-2 * _LOGIT_PER_ELO
 # Beyond this logit (about 7000 Elo) a game's outcome carries no measurable information: the
 # maximum is at infinity.
 _MAX_LOGIT = 40.0
-
-
-def elo_from_score(score: float) -> float:
-    """Elo difference for an expected score strictly between 0 and 1."""
-    return -400.0 * math.log10(1.0 / score - 1.0)
-
-
-def expected_score(diff_elo: float) -> float:
-    """Expected score of the side that is ``diff_elo`` stronger (inverse of elo_from_score).
-
-    Written with tanh so that huge differences give 0 or 1 instead of overflowing.
-    """
-    return 0.5 * (1.0 + math.tanh(0.5 * _LOGIT_PER_ELO * diff_elo))
 
 
 @dataclass(frozen=True)
@@ -90,28 +74,6 @@ class PairStats:
     @property
     def score(self) -> float:
         return self.wins / self.games if self.games else 0.5
-
-
-@dataclass(frozen=True)
-class Difference:
-    """An Elo difference as a fit measures it, or None where the games do not bound it.
-
-    Attributes:
-        elo: The estimate; None when its interval is unbounded (no unique maximum of the
-            likelihood, see the module docstring), for then any number would be where an
-            iteration happened to stop, not a measurement.
-        error: 95% half-width of ``elo``; None when ``elo`` is.
-        los: Likelihood of superiority, the probability that the difference is positive;
-            None when it is undefined (an unbounded difference).
-    """
-
-    elo: float | None
-    error: float | None
-    los: float | None
-
-    @property
-    def bounded(self) -> bool:
-        return self.elo is not None
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from arbiter.results.ratings import DEFAULT_PRIOR, Difference, PairStats, estimate_difference
+from arbiter.results.elo import Difference
+from arbiter.results.ratings import DEFAULT_PRIOR, PairStats, estimate_difference
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import Estimate, PairTally, Sprt, Verdict, judge, paired, stopped_estimate
 from arbiter.results.store import Scheduled

@@ -19,10 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arbiter._numpy import np
-from arbiter.results.ratings import Z95, Difference, expected_score
+from arbiter.results.elo import Z95, Difference, expected_score
+
+if TYPE_CHECKING:
+    from arbiter._numpy import np
 
 PAIR_SCORES = (0.0, 0.5, 1.0)  # lost twice, split, won twice
 MODELS = ("pairs", "games")
@@ -66,6 +68,8 @@ def constrained_mle(counts: Sequence[float], scores: Sequence[float], mean: floa
     Every count must be positive (see `regularised`) and the mean strictly inside the
     scores' range, so that the root exists and is unique (the sum falls with lam).
     """
+    from arbiter._numpy import np  # imported when a test needs it
+
     q = np.asarray(counts, dtype=float)
     q = q / q.sum()
     d = np.asarray(scores, dtype=float) - mean
@@ -98,6 +102,8 @@ def regularised(counts: Sequence[int]) -> list[float]:
 def pair_llr(pairs: Sequence[int], elo0: float, elo1: float) -> float:
     """The GSPRT's log-likelihood ratio of H1 against H0 on pair classes
     [lost twice, split, won twice] counted for the engine under test."""
+    from arbiter._numpy import np  # imported when a test needs it
+
     if sum(pairs) == 0:
         return 0.0
     n = regularised(pairs)
@@ -125,6 +131,8 @@ def paired(fitted: Difference, pairs: Sequence[int]) -> Difference:
     when they decide. With fewer than `PAIRED_MINIMUM` whole pairs, or none split and
     none one-sided, the variance says too little, and the fit's interval stands.
     """
+    from arbiter._numpy import np  # imported when a test needs it
+
     n = sum(pairs)
     if fitted.elo is None or fitted.error is None or n < PAIRED_MINIMUM:
         return fitted
@@ -171,6 +179,8 @@ def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
     tilted to each candidate mean as the test's own maximum-likelihood distributions are.
     None when no pair was played; infinite ends where the data bound nothing.
     """
+    from arbiter._numpy import np  # imported when a test needs it
+
     total = sum(pairs)
     if total == 0:
         return None
@@ -231,6 +241,8 @@ class _Walk:
     def stronger(self, elos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each Elo difference: P(an outcome at least as strong as the observed one),
         and P(a stronger one)."""
+        from arbiter._numpy import np  # imported when a test needs it
+
         p = np.array([constrained_mle(self.counts, PAIR_SCORES, expected_score(e))
                       for e in elos])  # fmt: skip
         t_ = self.test

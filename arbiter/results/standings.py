@@ -32,13 +32,8 @@ from tabulate import tabulate
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.results.conditions import SourceConditions
-from arbiter.results.ratings import (
-    DEFAULT_PRIOR,
-    Difference,
-    RatingFit,
-    estimate_difference,
-    fit,
-)
+from arbiter.results.elo import Difference
+from arbiter.results.ratings import DEFAULT_PRIOR, RatingFit, estimate_difference, fit
 from arbiter.results.records import FAULTS, BadLine, GameRecord, Termination, read_records
 from arbiter.results.sprt import paired
 from arbiter.results.store import Damage, SeatPlayed, Store, resolved

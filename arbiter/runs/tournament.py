@@ -20,7 +20,7 @@ import os
 from collections.abc import Collection, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arbiter.engines.config import (
     EnginesFile,
@@ -43,13 +43,6 @@ from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
-from arbiter.runs.adaptive import (
-    AdaptiveSchedule,
-    StopRule,
-    adaptive_json,
-    adaptive_lines,
-    parse_until,
-)
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     Fixed,
@@ -62,7 +55,9 @@ from arbiter.runs.schedule import (
     tournament_games,
     tournament_size,
 )
-from arbiter.runs.swiss import SwissSchedule, swiss_json, swiss_table
+
+if TYPE_CHECKING:  # the Swiss and adaptive formats, with networkx and numpy, load when used
+    from arbiter.runs.adaptive import StopRule
 
 _TOURNAMENT_KEYS = {
     "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
@@ -159,10 +154,14 @@ class Tournament:
         """The games left to play, as a run reads them: a fixed schedule passes over the
         stored games; a Swiss one is rebuilt from their results."""
         if self.format is Format.SWISS:
+            from arbiter.runs.swiss import SwissSchedule
+
             results = {row.game_id: row.winner_seat for row in store.results()}
             return SwissSchedule(self.name, self.engines, self.rounds, self.variant,
                                  self.openings, self.seed, results)  # fmt: skip
         if self.format is Format.ADAPTIVE:
+            from arbiter.runs.adaptive import AdaptiveSchedule
+
             return AdaptiveSchedule(self.name, self.engines, self.budget, self.variant,
                                     self.openings, self.seed, store.results(), self.rule,
                                     self.min_games)  # fmt: skip
@@ -177,31 +176,39 @@ class Tournament:
         """How many games of this schedule are stored (`schedule`: as `schedule(store)`
         made it before any game of this run)."""
         schedule = self.schedule(store) if schedule is None else schedule
-        if isinstance(schedule, SwissSchedule | AdaptiveSchedule):
-            return schedule.done()
+        if self.format in (Format.SWISS, Format.ADAPTIVE):
+            return int(schedule.done())  # type: ignore[attr-defined]
         done = store.done_ids()
         return sum(1 for gid in self.ids() if gid in done)
 
     def left(self, schedule: object, done: int) -> int:
         """Games still to play: none once an adaptive run's stop rule has settled."""
-        if isinstance(schedule, AdaptiveSchedule) and schedule.over:
+        if self.format is Format.ADAPTIVE and schedule.over:  # type: ignore[attr-defined]
             return 0
         return max(0, self.total - done)
 
     def summary(self, schedule: object) -> list[str]:
         """What a format shows beside the Elo table (a Swiss's points and tie-breaks, an
         adaptive run's budget and stop rule)."""
-        if isinstance(schedule, SwissSchedule):
-            return [swiss_table(schedule)]
-        if isinstance(schedule, AdaptiveSchedule):
-            return adaptive_lines(schedule)
+        if self.format is Format.SWISS:
+            from arbiter.runs.swiss import swiss_table
+
+            return [swiss_table(schedule)]  # type: ignore[arg-type]
+        if self.format is Format.ADAPTIVE:
+            from arbiter.runs.adaptive import adaptive_lines
+
+            return adaptive_lines(schedule)  # type: ignore[arg-type]
         return []
 
     def summary_json(self, schedule: object) -> dict[str, Any]:
-        if isinstance(schedule, SwissSchedule):
-            return {"swiss": swiss_json(schedule)}
-        if isinstance(schedule, AdaptiveSchedule):
-            return {"adaptive": adaptive_json(schedule)}
+        if self.format is Format.SWISS:
+            from arbiter.runs.swiss import swiss_json
+
+            return {"swiss": swiss_json(schedule)}  # type: ignore[arg-type]
+        if self.format is Format.ADAPTIVE:
+            from arbiter.runs.adaptive import adaptive_json
+
+            return {"adaptive": adaptive_json(schedule)}  # type: ignore[arg-type]
         return {}
 
     @property
@@ -552,6 +559,8 @@ def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
                               hint='set until = "top:3" (or "order"),'
                               " or remove the key")  # fmt: skip
         return budget, None, min_games
+    from arbiter.runs.adaptive import StopRule, parse_until
+
     try:
         top = parse_until(until)
     except ValueError as exc:

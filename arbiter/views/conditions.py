@@ -74,6 +74,10 @@ def _text(value: object, limit: int = TEXT_CHARS) -> str:
 
 
 def _argv(argv: Iterable[Any]) -> str:
+    """A command as a shell would read it; a stored value that is no list (a damaged
+    row) is shown as it is, never trusted to be one."""
+    if not isinstance(argv, list | tuple):
+        return _text(argv)
     return _text(shlex.join(str(word) for word in argv))
 
 

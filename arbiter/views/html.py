@@ -24,7 +24,7 @@ import jinja2
 
 from arbiter.engines.process import exit_status
 from arbiter.results.conditions import SourceConditions
-from arbiter.results.ratings import Difference
+from arbiter.results.elo import Difference
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Sprt, Verdict
 from arbiter.results.standings import (
