@@ -159,6 +159,7 @@ def _peaks(folder: Path, n: int, *, store: bool, engines: int = 50) -> dict[str,
     return {label: scale.measure(args)[1] for label, args in commands.items()}
 
 
+@pytest.mark.slow  # about 10 s of child processes; the 200,000-game version is slow too
 def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
     """Small: 5,000 games take no more memory to read than 1,000, within 20 MB (reading
     them all into memory, as the readers once did, took 6 to 8 KB a game). Ten engines:

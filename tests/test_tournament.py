@@ -370,7 +370,11 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
 
 @pytest.mark.parametrize(
     ("model", "verdict"),
-    [("pairs", "H1"), ("pairs", "H0"), pytest.param("games", "H1", marks=pytest.mark.slow)],
+    [
+        ("pairs", "H1"),
+        pytest.param("pairs", "H0", marks=pytest.mark.slow),
+        pytest.param("games", "H1", marks=pytest.mark.slow),
+    ],
 )
 def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> None:
     """Equal engines accept H0 (elo0 = 0); against an engine that resigns every game it
@@ -674,6 +678,7 @@ def _gauntlet_with_tests(tmp_path: Path) -> Path:
     return write_tournament(tmp_path, header, engines)
 
 
+@pytest.mark.slow  # the fast run's tournament test is the decided test staying decided
 def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
     done = arbiter("tournament", "run", str(t), "-q")
@@ -855,6 +860,7 @@ def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
     assert points == pairs_per_round * rounds + (engines % 2) * rounds
 
 
+@pytest.mark.slow  # test_swiss.py covers byes; the fast run keeps the kill -9 case
 def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path: Path) -> None:
     t = swiss_file(tmp_path, 3, 2)
     done = arbiter("tournament", "run", str(t), "-q")
@@ -898,6 +904,7 @@ def started_games(lines: Iterable[str], stop: Callable[[int], bool] | None = Non
     return started
 
 
+@pytest.mark.slow  # test_adaptive.py covers the schedule in-process
 def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_strongest_first(
         tmp_path: Path) -> None:  # fmt: skip
     weak = [bot(f"weak{i}", "resign", "--after", "2") for i in range(5)]
