@@ -459,6 +459,7 @@ def test_a_sandboxed_game_longer_than_an_idle_thread_lives(tmp_path: Path) -> No
     assert played.record.move_ms[0] > 10_500
 
 
+@pytest.mark.slow  # check on its own and sandboxed games are in the fast run
 def test_check_runs_an_engine_the_way_a_sandboxed_tournament_will(tmp_path: Path) -> None:
     engine = f"{sys.executable} {BADBOT} ok"
     if sandbox.unavailable() is None:

@@ -84,6 +84,7 @@ def _starts(path: Path) -> int:
     return int(status["engine_starts"]["count"])
 
 
+@pytest.mark.slow  # a dozen sandboxed starts; the sandbox and the warm budget each have fast tests
 @pytest.mark.skipif(sandbox.unavailable() is not None, reason="no sandbox (bubblewrap) here")
 def test_a_sandboxed_engine_is_fresh_every_game_unless_kept_for_its_pairing(
     tmp_path: Path,
