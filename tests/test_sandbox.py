@@ -93,6 +93,8 @@ def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int]
         tc,
         "--size",
         "7",
+        "--random-openings",  # the attacker places the first stone
+        "0",
         "--records",
         str(records),
         "-q",
