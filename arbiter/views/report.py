@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from wcwidth import wcswidth
+
 from arbiter.engines.process import exit_status
 from arbiter.results.ratings import DEFAULT_PRIOR
 from arbiter.results.records import GameRecord, Termination
@@ -28,10 +30,6 @@ if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no 
 
 log = logging.getLogger(__name__)
 
-try:  # as tabulate measures cells, where it can
-    from wcwidth import wcswidth as _wcswidth
-except ImportError:  # pragma: no cover - wcwidth comes with tabulate's extras
-    _wcswidth = None  # type: ignore[assignment]
 
 LEGENDS = {
     8: "X black stone, O white stone, . empty; islands: N E S W Black's, n e s w White's",
@@ -121,10 +119,9 @@ def list_games(records: Iterable[GameRecord]) -> Iterator[str]:
 
 
 def _width(text: str) -> int:
-    """Columns a cell takes on a terminal (wide characters count two)."""
-    if _wcswidth is None:
-        return len(text)
-    width = _wcswidth(text)
+    """Columns a cell takes on a terminal (wide characters count two), measured as
+    tabulate measures them (it uses wcwidth too), so the columns line up."""
+    width = wcswidth(text)
     return len(text) if width < 0 else int(width)
 
 
