@@ -1126,7 +1126,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
     """
     from arbiter.results.store import Store
     from arbiter.runs.run import open_executor, run
-    from arbiter.runs.tournament import check_conditions, load_tournament
+    from arbiter.runs.tournament import PairingTests, check_conditions, load_tournament
     from arbiter.views.report import TournamentProgress
 
     if dask is not None:
@@ -1154,14 +1154,14 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             option = "--concurrency" if concurrency else f"{t.path}: tournament.concurrency ="
             _warn_oversubscribed(concurrency or t.concurrency, plan.left, option)
 
+        # The run's own tests, kept up to date as games are stored: the tables every
+        # few games need not read the store's games again.
+        tests = next((sink for sink in plan.sinks if isinstance(sink, PairingTests)), None)
+
         def tables() -> str:
             parts = [*t.summary(plan.games), _store_standings(store)]
-            tests = t.tests(store)
-            parts += (
-                []
-                if tests is None
-                else ["\n".join(f"{a} vs {b}: {v.line()}" for (a, b), v in tests.verdicts())]
-            )
+            if tests is not None:
+                parts.append("\n".join(f"{a} vs {b}: {v.line()}" for (a, b), v in tests.verdicts()))
             return "\n\n".join(parts)
 
         stored = t.stored(store, plan.games)
@@ -1277,9 +1277,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
                 hosts = split_by_host(store)
             if kind == "Tournament" and t.sprt is not None:
                 tests = t.tests(store)
-                stored = store.done_ids()
-                left = sum(1 for gid, engines in t.slots()
-                           if gid not in stored and not tests.decided(engines))  # fmt: skip
+                left = t.left_undecided(store, tests)
     left = t.total - done if left is None else left
     verdicts = [] if tests is None else tests.verdicts()
     if as_json:

@@ -110,10 +110,11 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         if plan.left and not plan.stop():
             checked = await executor.preflight(list(plan.settings.engines), plan.variant,
                                                plan.tcs)  # fmt: skip
-            if _can_leave_out(plan, checked):
+            problem = _left_out_or_problem(plan, checked)
+            if not problem:
                 left_out = dict(checked.failures)
-            elif checked.problem:
-                outcome = RunOutcome(aborted=checked.problem, config_error=checked.config_error,
+            else:
+                outcome = RunOutcome(aborted=problem, config_error=checked.config_error,
                                      notes=list(executor.notes))  # fmt: skip
                 reporter.run_finished(outcome)
                 return outcome
@@ -151,20 +152,20 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         return outcome
 
 
-def _can_leave_out(plan: Plan, checked: Preflight) -> bool:
-    """Whether the engines that could not start are left out rather than the run stopped:
-    only where the plan says so, when nothing else is wrong (a variant an engine cannot
-    play is the operator's to fix), and while the schedule has games without them."""
+def _left_out_or_problem(plan: Plan, checked: Preflight) -> str:
+    """Why the run stops after the preflight, or "" when it goes on: nothing was wrong,
+    or the engines that could not start are left out. They are only where the plan says
+    so, when nothing else is wrong (a variant an engine cannot play is the operator's to
+    fix), and while the schedule has games without them."""
     failed = checked.failures
     if (plan.leave_out is None or not failed or checked.config_error
             or checked.problem not in failed.values()):  # fmt: skip
-        return False
+        return checked.problem
     if plan.leave_out(failed.keys()):
-        return True
+        return ""
     names = ", ".join(plan.settings.engines[key].label for key in failed)
-    checked.problem = (f"{checked.problem}; without {names} no game of the schedule is left"
-                       " to play, so the run stops")  # fmt: skip
-    return False
+    return (f"{checked.problem}; without {names} no game of the schedule is left to play,"
+            " so the run stops")  # fmt: skip
 
 
 def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,

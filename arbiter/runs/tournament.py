@@ -231,9 +231,7 @@ class Tournament:
         tests = self.tests(store)
         if tests is not None:
             sinks.append(tests)
-            done = store.done_ids()
-            left = sum(1 for gid, engines in self.slots() if gid not in done
-                       and not tests.decided(engines))  # fmt: skip
+            left = self.left_undecided(store, tests)
         return Plan(
             settings=ExecutorSettings(
                 engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
@@ -245,6 +243,13 @@ class Tournament:
             keep=None if tests is None else tests.keep,
             transcripts=transcripts,
         )  # fmt: skip
+
+    def left_undecided(self, store: Store, tests: PairingTests) -> int:
+        """Games still to play when pairings are tested: the schedule's not stored, but
+        for those of pairings whose test has decided."""
+        done = store.done_ids()
+        return sum(1 for gid, engines in self.slots()
+                   if gid not in done and not tests.decided(engines))  # fmt: skip
 
     def playable_without(self, engines: Collection[str]) -> bool:
         """Whether some pairing of the schedule is left once these engines sit out (a
