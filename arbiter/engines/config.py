@@ -237,7 +237,7 @@ def engine_definition(
     limits = parse_limits(table["limits"], f"{where}.limits") if "limits" in table else Limits()
     spec = EngineSpec(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
-        tc=tc, options=_options(table, where), dialect=_dialect(table, where),
+        tc=tc, options=_options(table, where), dialect=dialect_from(table, where),
         sandbox=confined, limits=limits, read=_read(table, where, here, local),
         cwd_given="cwd" in table,
     )  # fmt: skip
@@ -340,7 +340,7 @@ def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: s
     return tuple(value)
 
 
-def _dialect(table: dict[str, Any], where: str) -> Dialect:
+def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     """The engine's declared dialect: what it plays and how it says it."""
     islands = _int_list(table, "islands", where, (4, 8),
                         "8 for Atoll, 4 for Hex, e.g. islands = [4]")  # fmt: skip

@@ -121,6 +121,19 @@ def fault_from_error(exc: EngineError, what: str, *, started: bool = False) -> F
 class Player:
     """One engine, as a seat at the board sees it."""
 
+    # Network time per move that is not charged to the clock (only a remote engine has
+    # any: `arbiter.engines.remote`); a local engine's wire is the pipe, and it has none.
+    latency_allowance = 0.0
+    remote = False
+
+    def allowance(self, elapsed: float) -> float:
+        """The part of `elapsed`, the wait for this engine's move, not charged to it."""
+        return 0.0
+
+    def reported_ms(self) -> float:
+        """What the engine's own side said its last move took (-1: nothing said)."""
+        return -1.0
+
     def __init__(self, session: EngineSession, host: Host, dialect: Dialect,
                  command_timeout: float) -> None:  # fmt: skip
         self.session = session

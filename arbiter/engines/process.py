@@ -186,30 +186,9 @@ class Engine:
 
     async def handshake(self) -> EngineInfo:
         """Learn name, version and commands, all within the handshake deadline."""
-        replies = await self.session.pipeline(
-            [("protocol_version",), ("name",), ("version",), ("list_commands",)],
-            timeout=self.deadlines.handshake,
-        )
-        self.info = EngineInfo(
-            protocol_version=replies[0].strip()[:INFO_CAP],
-            name=replies[1].strip()[:INFO_CAP],
-            version=replies[2].strip()[:INFO_CAP],
-            commands=frozenset(line.strip() for line in replies[3].splitlines() if line.strip()),
-        )
-        if self.spec.name is None and self.info.name:
-            self.name = self.session.name = text.name(self.info.name)
-        if self.info.protocol_version != "2":
-            raise ProtocolError(
-                self.name,
-                f"answered protocol_version with {self.info.protocol_version[:40]!r}; this"
-                " referee speaks protocol version 2 (GTP v2): answer 2",
-            )
-        for line in self.spec.options:
-            words = line.split()
-            try:
-                await self.session.command(words[0], *words[1:], timeout=self.deadlines.command)
-            except EngineFailure as exc:
-                raise EngineFailure(self.name, f"option {line!r}", exc.message) from exc
+        self.info = await handshake(self.session, self.deadlines, self.spec.options,
+                                    named=self.spec.name is not None)  # fmt: skip
+        self.name = self.session.name
         return self.info
 
     async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -322,6 +301,38 @@ class Engine:
     def kill(self) -> None:
         """Kill the whole group now; the context manager still reaps it."""
         _kill_group(self.process.pid, signal.SIGKILL)
+
+
+async def handshake(session: EngineSession, deadlines: Deadlines, options: Sequence[str], *,
+                    named: bool) -> EngineInfo:  # fmt: skip
+    """The handshake over any session: name, version and commands within the handshake
+    deadline, then the definition's option lines. Unless the definition `named` it, the
+    session takes the name the engine gives."""
+    replies = await session.pipeline(
+        [("protocol_version",), ("name",), ("version",), ("list_commands",)],
+        timeout=deadlines.handshake,
+    )
+    info = EngineInfo(
+        protocol_version=replies[0].strip()[:INFO_CAP],
+        name=replies[1].strip()[:INFO_CAP],
+        version=replies[2].strip()[:INFO_CAP],
+        commands=frozenset(line.strip() for line in replies[3].splitlines() if line.strip()),
+    )
+    if not named and info.name:
+        session.name = text.name(info.name)
+    if info.protocol_version != "2":
+        raise ProtocolError(
+            session.name,
+            f"answered protocol_version with {info.protocol_version[:40]!r}; this"
+            " referee speaks protocol version 2 (GTP v2): answer 2",
+        )
+    for line in options:
+        words = line.split()
+        try:
+            await session.command(words[0], *words[1:], timeout=deadlines.command)
+        except EngineFailure as exc:
+            raise EngineFailure(session.name, f"option {line!r}", exc.message) from exc
+    return info
 
 
 def harness_limit(exc: OSError) -> str | None:

@@ -12,7 +12,7 @@ engine. A failure of the harness itself always voids the game.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,10 @@ class _Progress:
     moves: list[str] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
     stalled: float = 0.0  # seconds of the engines' waits the harness itself was stalled
+    # Kept only when a remote engine plays: per ply, the network time not charged and
+    # the engine's own time as its client reported it (-1: not reported).
+    allowance_ms: list[float] = field(default_factory=list)
+    reported_ms: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -160,32 +164,35 @@ class Referee:
     def __init__(self, config: RefereeConfig | None = None) -> None:
         self.config = config or RefereeConfig()
 
-    async def play(self, spec: GameSpec, players: Sequence[Player], *,
-                   host: str = "", cpu: str = "") -> GameOutcome:  # fmt: skip
+    async def play(self, spec: GameSpec, players: Sequence[Player], *, host: str = "",
+                   cpu: str = "", on_move: Callable[[str], None] | None = None
+                   ) -> GameOutcome:  # fmt: skip
         """The game's record (made once, naming the machine it was played on), the seats
-        whose engines must be restarted, and the game's full transcript if asked for."""
+        whose engines must be restarted, and the game's full transcript if asked for.
+        `on_move` is told each move as it is played (a live page follows the game)."""
         if not self.config.transcript_bytes:
-            return await self._play(spec, players, host, cpu)
+            return await self._play(spec, players, host, cpu, on_move)
         game_log = GameLog(self.config.transcript_bytes)
         for seat, player in enumerate(players, 1):
             player.log_to(game_log, seat)
         try:
-            outcome = await self._play(spec, players, host, cpu)
+            outcome = await self._play(spec, players, host, cpu, on_move)
         finally:
             for player in players:
                 player.log_to(None)
         outcome.transcript = transcript(outcome.record, game_log)
         return outcome
 
-    async def _play(self, spec: GameSpec, players: Sequence[Player], host: str, cpu: str
-                    ) -> GameOutcome:  # fmt: skip
+    async def _play(self, spec: GameSpec, players: Sequence[Player], host: str, cpu: str,
+                    on_move: Callable[[str], None] | None) -> GameOutcome:  # fmt: skip
         started = timestamp()
         game = Game(spec.variant)
         progress = _Progress()
         faulty: set[int] = set()
         try:
             await self._setup(spec, players)
-            winner_seat, termination = await self._play_moves(spec, players, game, progress)
+            winner_seat, termination = await self._play_moves(spec, players, game, progress,
+                                                              on_move)  # fmt: skip
             verdict = _Verdict(termination, winner_seat)
         except _Fault as fault:
             verdict = await self._judge_fault(fault, players, progress)
@@ -223,6 +230,8 @@ class Referee:
             white=names[1 - black_seat],
             moves=progress.moves,
             move_ms=progress.move_ms,
+            allowance_ms=progress.allowance_ms,
+            reported_ms=progress.reported_ms,
             opening=min(len(spec.opening), len(progress.moves)),
             winner=None if seat is None else names[seat],
             winner_color=None if seat is None else (
@@ -266,12 +275,14 @@ class Referee:
         players: Sequence[Player],
         game: Game,
         progress: _Progress,
+        on_move: Callable[[str], None] | None = None,
     ) -> tuple[int, Termination]:
         cfg = self.config
         beat = pauses.heartbeat()
         clocks = [GameClock(spec.tc[0], cfg.margin), GameClock(spec.tc[1], cfg.margin)]
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
+        network = players[0].remote or players[1].remote
         for text in spec.opening:
             # Openings are validated when the schedule is built; a bad one is a harness bug.
             color = game.to_move
@@ -280,6 +291,11 @@ class Referee:
             name = game.move_name(move)
             progress.moves.append(name)
             progress.move_ms.append(0.0)
+            if on_move is not None:
+                on_move(name)
+            if network:
+                progress.allowance_ms.append(0.0)
+                progress.reported_ms.append(-1.0)
             for seat in (0, 1):
                 pending[seat].append((color.letter, name))
             if move == SWAP:
@@ -298,6 +314,8 @@ class Referee:
                     player = players[seat]
                     clock = clocks[seat]
                     budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
+                    if network:
+                        budget += player.latency_allowance
                     try:
                         reply = await player.turn(pending[seat], by_color, color, budget, scope)
                     except Fault as fault:
@@ -310,6 +328,11 @@ class Referee:
                         elapsed = max(0.0, elapsed - stalled)
                         progress.stalled += stalled
                     pending[seat].clear()
+                    if network:
+                        free = min(elapsed, player.allowance(elapsed))
+                        elapsed -= free
+                        progress.allowance_ms.append(round(free * 1000, 1))
+                        progress.reported_ms.append(player.reported_ms())
                     if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
                         raise _Fault(seat, Fault(
                             Termination.TIME,
@@ -329,6 +352,8 @@ class Referee:
                     name = game.move_name(move)
                     progress.moves.append(name)
                     progress.move_ms.append(round(elapsed * 1000, 1))
+                    if on_move is not None:
+                        on_move(name)
                     pending[1 - seat].append((color.letter, name))
                     if move == SWAP:
                         owner = {Color.BLACK: owner[Color.WHITE], Color.WHITE: owner[Color.BLACK]}

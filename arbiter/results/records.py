@@ -42,6 +42,8 @@ class Termination(StrEnum):
     CRASH = "crash"
     STALL = "stall"
     DESYNC = "desync"
+    # A remote engine's connection dropped mid-game and did not come back in time.
+    DISCONNECT = "disconnect"
     # A resource limit of the engine's definition (see arbiter.engines.sandbox.Limits), named
     # where the kernel tells which one; otherwise the fault keeps its own name.
     MEMORY = "memory"
@@ -143,6 +145,11 @@ class GameRecord:
     # Milliseconds of the engines' waits during which the harness itself was stalled
     # (paused, suspended, starved): never charged to an engine (written only when not 0).
     stalled_ms: float = 0.0
+    # Engines over the network (the arena): per ply, the network time not charged to the
+    # mover's clock, and the time the mover's client said its engine took (-1: nothing
+    # said, or not a remote engine). Recorded, never trusted; written only when kept.
+    allowance_ms: list[float] = field(default_factory=list)
+    reported_ms: list[float] = field(default_factory=list)
     schema: int = SCHEMA
 
     @property
@@ -182,6 +189,10 @@ class GameRecord:
             del data["stalled_ms"]
         if not self.opening:
             del data["opening"]
+        if not self.allowance_ms:
+            del data["allowance_ms"]
+        if not self.reported_ms:
+            del data["reported_ms"]
         if self.evidence is None:
             del data["evidence"]
         else:
@@ -194,7 +205,8 @@ class GameRecord:
             "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
             "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
             "move_ms", "opening", "tc", "started", "finished", "versions", "seed", "pair",
-            "commands", "answers", "host", "cpu", "stalled_ms", "evidence",
+            "commands", "answers", "host", "cpu", "stalled_ms", "allowance_ms", "reported_ms",
+            "evidence",
         ]  # fmt: skip
         return {k: data[k] for k in order if k in data}
 
@@ -321,6 +333,8 @@ _RECORD_FIELDS: dict[str, Any] = {
         isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values()),
     "evidence": (dict, type(None)),
     "stalled_ms": lambda v: _is_number(v) and v >= 0,
+    "allowance_ms": _are_numbers,
+    "reported_ms": _are_numbers,
 }  # fmt: skip
 _EVIDENCE_FIELDS: dict[str, Any] = {
     "engine": str, "detail": str, "stderr_tail": str,

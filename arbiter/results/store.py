@@ -884,6 +884,33 @@ class Store:
                     (cursor.lastrowid, _row_digest(values, data.encode())),
                 )
 
+    def last_number(self) -> int:
+        """The highest game number stored (0 if none): an arena numbers its games on."""
+        rows = self._q("SELECT MAX(number) FROM games")
+        return int(rows[0][0] or 0) if rows else 0
+
+    def recent_games(self, limit: int, before: int | None = None
+                     ) -> list[tuple[int, GameRecord]]:  # fmt: skip
+        """The last `limit` games stored (number and record), newest first, those
+        numbered below `before` if given: a page of a long history, read by the number
+        index. A damaged row is left out (the readers that name damage report it)."""
+        sql = ("SELECT number, record FROM {games} WHERE number < ? ORDER BY number DESC"
+               " LIMIT ?" if before is not None else
+               "SELECT number, record FROM {games} ORDER BY number DESC LIMIT ?")  # fmt: skip
+        params: tuple[Any, ...] = (before, limit) if before is not None else (limit,)
+        out = []
+        for number, text in self._games(sql, params):
+            try:
+                out.append((int(number), GameRecord.from_json(json.loads(text))))
+            except (TypeError, ValueError):
+                continue
+        return out
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep a note of the run's own in the store (an arena's registered names)."""
+        with self._transaction():
+            self._set_meta(key, value)
+
     def game_keys(self) -> Iterator[tuple[str, str]]:
         """(game id, start time) of every stored game, row by row: what tells one play
         of a game from another when sources are combined."""

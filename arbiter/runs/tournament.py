@@ -479,7 +479,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
 
         check_address(file_dask, f"{where}.dask")
     local = engines_here and file_dask is None
-    engines, conditions = _engines(file, here, table, data.get("engine", []), where, local)
+    engines, conditions = parse_engines(file, here, table, data.get("engine", []), where, local)
     if len(engines) < 2:
         raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),
                           hint=_EXAMPLE)  # fmt: skip
@@ -625,9 +625,12 @@ def read_openings(path: Path, variant: Variant, where: str, hint: str) -> Openin
     return Openings(lines=tuple(lines))
 
 
-def _engines(
+def parse_engines(
     file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str, local: bool = True
 ) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
+    """The engines a file defines: by key (`engines`, from its `engines_file` or the
+    bundled bots) and in `[[engine]]` tables, with the table's `sandbox` and `limits` as
+    defaults; and each one's conditions of play, as the store keeps them."""
     engines: dict[str, EngineSpec] = {}
     conditions: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}

@@ -15,7 +15,7 @@ import base64
 import gzip
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -29,6 +29,7 @@ from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Sprt, Verdict
 from arbiter.results.standings import (
     UNBOUNDED,
+    Games,
     Selection,
     Standings,
     head_to_head,
@@ -483,3 +484,27 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
         p=p, stones=stones, last=pos.last, chain=pos.chain, swapped=swapped, title=title,
         desc=desc if shown else "No moves.",
     )  # fmt: skip
+
+
+def render_gathered(board: Standings, keep: Games, *, title: str,
+                    anchors: Mapping[str, float] | None, sources: list[str], download: str,
+                    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
+                    selection: Selection | None = None) -> str:  # fmt: skip
+    """The report of what `standings.gather` read into `keep`: the boards its games were
+    played on, the conditions of each source, the selection it embeds."""
+    variants = set()
+    for source in keep.sources:
+        for islands, size, pie in source.variants:
+            try:
+                variants.add(str(Variant(islands, size, pie)))
+            except (TypeError, ValueError):
+                continue
+    return render_report(board, keep.records, title=title, anchors=anchors, sources=sources,
+                         conditions=keep.sources, download=download, tests=tests,
+                         selection=selection, read=keep.read, voids=keep.voids,
+                         boards=sorted(variants))  # fmt: skip
+
+
+def arena_page(name: str) -> str:
+    """The arena's live page: a shell that fills itself from the API and `/events`."""
+    return _environment().get_template("arena.html").render(name=name)

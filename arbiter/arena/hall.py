@@ -1,0 +1,339 @@
+"""The arena's hall: who is here, who plays whom, and every game into the store.
+
+Engines come and go: a remote engine is here while its client is logged in (a `Link`),
+an engine the server runs itself (`[[engine]]`) is always here. Whenever two engines
+are idle they are paired, close ratings first with some randomness (as CGOS pairs), and
+play a seat-swapped pair of games from one fresh opening; then both are idle again. Two
+of the server's own engines never play each other: they are there to play the remote
+engines (anchors, usually), and their games against each other would only spend CPU.
+
+Everything after the players is the tournaments' code: the referee plays the game, the
+store keeps it (once, in one transaction, after it ended), the ratings are the joint fit
+over the whole store with the anchors held at their ratings. A game in flight when the
+server stops is never stored: it is void, and the next start goes on from the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from arbiter.arena.config import Arena
+from arbiter.engines.player import Player
+from arbiter.engines.process import Deadlines, Engine, EngineInfo, start_engine
+from arbiter.engines.remote import Link, RemoteHost, RemotePlayer
+from arbiter.errors import EngineError
+from arbiter.executors.jobs import machine
+from arbiter.games.referee import GameSpec, Referee, RefereeConfig
+from arbiter.results.records import GameRecord
+from arbiter.results.store import EngineEntry, Store
+from arbiter.rules import Variant
+from arbiter.runs.schedule import derive, random_opening
+from arbiter.text import escape
+
+log = logging.getLogger(__name__)
+
+RATING_PULL = 16.0  # the Elo step per game of the running estimate that pairing uses
+PAIRING_NOISE = 100.0  # Elo of randomness in who is close to whom
+RECENT = 50  # finished games the hall remembers for the live page
+
+
+@dataclass(frozen=True)
+class ArenaGame:
+    """One game as the store keys it (the `Scheduled` of a tournament's game)."""
+
+    game_id: str
+    number: int
+    round: int
+    pair_key: str
+    engines: tuple[str, str]
+    opening: tuple[str, ...]
+
+
+@dataclass
+class Participant:
+    """An engine of the arena, remote or the server's own."""
+
+    name: str
+    local: bool
+    capacity: int = 1  # games at once
+    busy: int = 0
+    rating: float = 0.0  # the running estimate pairing uses (the store's fit is the truth)
+    link: Link | None = None  # a remote engine's session, while it is logged in
+    player: Player | None = None  # its seat at the board, once its handshake is done
+    engine: Engine | None = None  # a local engine's process, kept warm between games
+    info: EngineInfo = field(default_factory=EngineInfo)
+    last_opponent: str = ""
+    address: str = ""
+
+    @property
+    def present(self) -> bool:
+        if self.local:
+            return True
+        link = self.link
+        return link is not None and link.dead is None and link.connected and self.player is not None
+
+    @property
+    def idle(self) -> bool:
+        return self.present and self.busy < self.capacity
+
+
+@dataclass
+class LiveGame:
+    """A game in progress, as the live page shows it."""
+
+    game_id: str
+    seat1: str
+    seat2: str
+    size: int
+    islands: int
+    moves: list[str] = field(default_factory=list)
+
+
+Publish = Callable[[str, Mapping[str, Any]], None]  # event name, JSON-able data
+
+
+class Hall:
+    """The arena's engines and games (module docstring)."""
+
+    def __init__(self, arena: Arena, store: Store, nursery: trio.Nursery,
+                 publish: Publish | None = None) -> None:  # fmt: skip
+        self.arena = arena
+        self.store = store
+        self.nursery = nursery
+        self.publish = publish or (lambda event, data: None)
+        self.deadlines = Deadlines(command=arena.command_timeout)
+        self.referee = Referee(RefereeConfig(margin=arena.margin))
+        self.participants: dict[str, Participant] = {}
+        self.live: dict[str, LiveGame] = {}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)
+        self.rng = random.Random()
+        self._wake = trio.lowlevel.ParkingLot()
+        self._dirty = True
+        self._registered: set[str] = set(store.engine_definitions())
+        self.games_played = 0
+        self.next_pair = store.last_number() // 2 + 1  # game numbers 2n and 2n + 1
+        anchors = arena.anchors
+        self.start_rating = sum(anchors.values()) / len(anchors) if anchors else 0.0
+        for name in arena.engines:
+            self.participants[name] = Participant(name, local=True,
+                                                  rating=anchors.get(name, self.start_rating))
+        self._register(list(arena.engines))
+
+    # ------------------------------------------------------------------ engines
+
+    def _register(self, names: list[str]) -> None:
+        """Add engines the store has not seen (a remote engine when it first plays)."""
+        new = [n for n in names if n not in self._registered]
+        if not new:
+            return
+        entries = {}
+        for name in new:
+            if name in self.arena.engines:
+                spec = self.arena.engines[name]
+                definition = dict(self.arena.engine_conditions.get(name, {}))
+                entries[name] = EngineEntry(definition, spec.argv)
+            else:
+                entries[name] = EngineEntry({"remote": True}, ())
+        self.store.begin(self.arena.name, self.arena.conditions(),
+                         {"arena": str(self.arena.path)}, entries)  # fmt: skip
+        self._registered.update(new)
+
+    def seed_ratings(self, ratings: Mapping[str, float]) -> None:
+        for name, elo in ratings.items():
+            if name in self.participants:
+                self.participants[name].rating = elo
+
+    def arrived(self, name: str, link: Link, player: RemotePlayer, info: EngineInfo,
+                capacity: int) -> None:  # fmt: skip
+        """A remote engine logged in and passed its handshake."""
+        p = self.participants.get(name)
+        if p is None:
+            start = self.arena.anchors.get(name, self.start_rating)
+            p = self.participants[name] = Participant(name, local=False, rating=start)
+        p.link, p.player, p.info, p.capacity = link, player, info, capacity
+        p.address = link.address
+        self.publish("engine", {"name": name, "connected": True})
+        self.changed()
+
+    def left(self, name: str, link: Link) -> None:
+        """A remote engine's session ended (its games in flight end by themselves)."""
+        p = self.participants.get(name)
+        if p is not None and p.link is link:
+            p.link = p.player = None
+            self.publish("engine", {"name": name, "connected": False})
+        self.changed()
+
+    def session_of(self, name: str) -> Link | None:
+        p = self.participants.get(name)
+        return None if p is None else p.link
+
+    def changed(self) -> None:
+        """Something that pairing depends on changed: look again."""
+        self._dirty = True
+        self._wake.unpark_all()
+
+    def connected(self) -> list[dict[str, Any]]:
+        """Who is here, for the live page: names are identities; nothing an engine said
+        goes out unescaped."""
+        out = []
+        for p in sorted(self.participants.values(), key=lambda p: p.name):
+            if not p.present:
+                continue
+            out.append({
+                "name": p.name, "remote": not p.local, "playing": p.busy,
+                "engine": escape(p.info.name), "version": escape(p.info.version),
+                "rating": round(p.rating),
+            })  # fmt: skip
+        return out
+
+    # ------------------------------------------------------------------ pairing
+
+    async def run(self) -> None:
+        """Pair idle engines for as long as the arena runs."""
+        while True:
+            if not self._dirty:
+                await self._wake.park()
+            self._dirty = False
+            for a, b in self.pairs():
+                a.busy += 1
+                b.busy += 1
+                number = self.next_pair
+                self.next_pair += 1
+                self.nursery.start_soon(self._play_pair, a, b, number)
+
+    def pairs(self) -> list[tuple[Participant, Participant]]:
+        """Idle engines in pairs: sorted by rating with some noise, neighbours meet; two
+        of the server's own engines never do, and the last opponent is avoided when
+        another is there."""
+        idle = [p for p in self.participants.values() if p.idle]
+        if sum(1 for p in idle if not p.local) == 0:
+            return []
+        keyed = sorted(idle, key=lambda p: p.rating + self.rng.gauss(0.0, PAIRING_NOISE))
+        out: list[tuple[Participant, Participant]] = []
+        while len(keyed) >= 2:
+            a = keyed.pop(0)
+            choices = [b for b in keyed if not (a.local and b.local)]
+            if not choices:
+                continue
+            fresh = [b for b in choices[:3] if b.name != a.last_opponent]
+            b = (fresh or choices)[0]
+            keyed.remove(b)
+            out.append((a, b))
+        return out
+
+    # ------------------------------------------------------------------ games
+
+    def opening(self, number: int) -> tuple[str, ...]:
+        if not self.arena.random_openings:
+            return ()
+        seed = derive(self.arena.seed, f"arena-{number}")
+        return random_opening(self.arena.variant, 1, seed)
+
+    async def _play_pair(self, a: Participant, b: Participant, number: int) -> None:
+        try:
+            opening = self.opening(number)
+            self._register([a.name, b.name])
+            a.last_opponent, b.last_opponent = b.name, a.name
+            for k, (first, second) in enumerate(((a, b), (b, a)), 1):
+                if not (first.present and second.present):
+                    break
+                game = ArenaGame(f"p{number:06d}-{k}", 2 * number + k - 1, number,
+                                 f"p{number:06d}", (first.name, second.name), opening)  # fmt: skip
+                await self._play(game, first, second)
+        finally:
+            a.busy -= 1
+            b.busy -= 1
+            self.changed()
+
+    async def _player(self, p: Participant) -> Player | None:
+        if not p.local:
+            return p.player
+        if p.engine is None:
+            spec = self.arena.engines[p.name]
+            try:
+                p.engine = await start_engine(spec, self.nursery, self.deadlines)
+            except EngineError as exc:
+                log.warning("engine %s did not start: %s", p.name, exc.detail)
+                return None
+            p.info = p.engine.info
+        player = Player.of(p.engine)
+        player.name = p.name
+        return player
+
+    async def _play(self, game: ArenaGame, first: Participant, second: Participant) -> None:
+        v: Variant = self.arena.variant
+        spec = GameSpec(game_id=game.game_id, variant=v, tc=(self.arena.tc, self.arena.tc),
+                        opening=game.opening, seed=None, pair=game.pair_key)  # fmt: skip
+        one, two = await self._player(first), await self._player(second)
+        if one is None or two is None:
+            return
+        players = [one, two]
+        for player, p in zip(players, (first, second), strict=True):
+            player.name = p.name
+            if player.unsupported(v) is not None:
+                return
+        live = self.live[game.game_id] = LiveGame(game.game_id, first.name, second.name,
+                                                  v.size, v.islands)  # fmt: skip
+        self.publish("start", {"game": game.game_id, "seat1": first.name, "seat2": second.name,
+                               "size": v.size, "islands": v.islands})  # fmt: skip
+
+        def moved(move: str) -> None:
+            live.moves.append(move)
+            self.publish("move", {"game": game.game_id, "move": move, "ply": len(live.moves)})
+
+        host, cpu = machine()
+        try:
+            outcome = await self.referee.play(spec, players, host=host, cpu=cpu, on_move=moved)
+        finally:
+            self.live.pop(game.game_id, None)
+        record = outcome.record
+        self.store.write(game, record)  # stored before anyone is told
+        self.games_played += 1
+        for seat in outcome.faulty:
+            p = (first, second)[seat]
+            if p.local and p.engine is not None:
+                engine, p.engine = p.engine, None
+                await engine.aclose()
+        self._rate(record)
+        summary = game_summary(record, game.number)
+        self.recent.appendleft(summary)
+        self.publish("game", summary)
+
+    def _rate(self, record: GameRecord) -> None:
+        """The running estimate pairing uses: one Elo step per rated game. The anchors
+        stay where they are."""
+        if record.void or record.winner is None:
+            return
+        w = self.participants.get(record.winner)
+        loser = record.loser
+        lo = self.participants.get(loser) if loser else None
+        if w is None or lo is None:
+            return
+        expected = 1.0 / (1.0 + 10.0 ** ((lo.rating - w.rating) / 400.0))
+        step = RATING_PULL * (1.0 - expected)
+        if w.name not in self.arena.anchors:
+            w.rating += step
+        if lo.name not in self.arena.anchors:
+            lo.rating -= step
+
+    async def aclose(self) -> None:
+        for p in self.participants.values():
+            if p.engine is not None:
+                engine, p.engine = p.engine, None
+                await engine.aclose()
+
+
+def game_summary(record: GameRecord, number: int) -> dict[str, Any]:
+    """A finished game as the page and `/api/games` list it."""
+    return {
+        "number": number, "game": record.game_id, "seat1": record.seat1, "seat2": record.seat2,
+        "winner": record.winner, "termination": record.termination.value, "void": record.void,
+        "plies": record.plies, "finished": record.finished, "reason": escape(record.reason),
+    }  # fmt: skip

@@ -1,0 +1,443 @@
+"""The arena's port: HTTP for browsers, WebSocket for engines, on one trio listener.
+
+The port faces the internet, so the listener is a gate before it is a server: it counts
+connections per address and in all and closes those over the limits at once; a
+request's head must arrive whole, within `HEAD_SECONDS` and `HEAD_BYTES`, or the
+connection is dropped (a slow sender holds nothing for long); an engine must log in
+within `LOGIN_SECONDS`, at most `logins_per_minute` times a minute from one address; a
+connected engine that stops answering pings is cut off. h11 parses HTTP and
+trio-websocket (over wsproto) frames the WebSocket, both well-kept, small and
+trio-native; the gate, the routes and the login are the arena's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
+
+from arbiter.arena.config import Arena, PlayerEntry, hash_token
+from arbiter.arena.hall import Hall
+from arbiter.engines.config import check_name, dialect_from
+from arbiter.engines.process import handshake
+from arbiter.engines.remote import (
+    CLOSE_BUSY,
+    CLOSE_REFUSED,
+    CLOSE_RESTART,
+    ENGINE_PATH,
+    MAX_FRAME,
+    MAX_TEXT,
+    PROTOCOL,
+    Link,
+    RemoteHost,
+    RemotePlayer,
+    control,
+    parse_control,
+)
+from arbiter.errors import ArbiterError, ConfigError, EngineError
+from arbiter.protocol.session import EngineSession
+
+log = logging.getLogger(__name__)
+
+HEAD_SECONDS = 10.0
+HEAD_BYTES = 16 * 1024
+LOGIN_SECONDS = 10.0
+PING_EVERY = 5.0
+PING_WAIT = 15.0  # a connection that has not answered a ping by then is half-open: cut
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    address: str
+
+
+class Respond:
+    """Writes one HTTP response on a connection (which then closes)."""
+
+    def __init__(self, stream: trio.SocketStream, conn: h11.Connection) -> None:
+        self.stream = stream
+        self.conn = conn
+
+    async def _send(self, event: Any) -> None:
+        data = self.conn.send(event)
+        if data:
+            await self.stream.send_all(data)
+
+    async def whole(self, status: int, body: bytes, content_type: str,
+                    extra: tuple[tuple[str, str], ...] = ()) -> None:  # fmt: skip
+        headers = [("content-type", content_type), ("content-length", str(len(body))),
+                   ("connection", "close"), ("cache-control", "no-store"),
+                   ("x-content-type-options", "nosniff"), *extra]  # fmt: skip
+        await self._send(h11.Response(status_code=status, headers=headers))
+        await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+
+    async def begin_stream(self, content_type: str) -> None:
+        headers = [("content-type", content_type), ("cache-control", "no-store"),
+                   ("connection", "close"), ("x-accel-buffering", "no")]  # fmt: skip
+        await self._send(h11.Response(status_code=200, headers=headers))
+
+    async def chunk(self, data: bytes) -> None:
+        await self._send(h11.Data(data=data))
+
+
+Route = Callable[[Request, Respond], Awaitable[None]]
+
+
+class _Replay(trio.abc.Stream):
+    """A stream that first gives back the bytes already read from it (the request head
+    the gate read), so that the WebSocket library reads the handshake itself."""
+
+    def __init__(self, head: bytes, stream: trio.SocketStream) -> None:
+        self._head = head
+        self._stream = stream
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._head:
+            size = max_bytes or len(self._head)
+            out, self._head = self._head[:size], self._head[size:]
+            return out
+        return bytes(await self._stream.receive_some(max_bytes))
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class Gate:
+    """Connection and login limits per address (module docstring)."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.open: Counter[str] = Counter()
+        self.total = 0
+        self.refused = 0
+        self._logins: dict[str, deque[float]] = {}
+
+    def enter(self, address: str) -> bool:
+        a = self.arena
+        if self.total >= a.max_connections or self.open[address] >= a.connections_per_address:
+            self.refused += 1
+            return False
+        self.open[address] += 1
+        self.total += 1
+        return True
+
+    def leave(self, address: str) -> None:
+        self.total -= 1
+        self.open[address] -= 1
+        if not self.open[address]:
+            del self.open[address]
+
+    def login_allowed(self, address: str) -> bool:
+        now = time.monotonic()
+        times = self._logins.setdefault(address, deque())
+        while times and now - times[0] > 60.0:
+            times.popleft()
+        if len(times) >= self.arena.logins_per_minute:
+            return False
+        times.append(now)
+        if len(self._logins) > 100_000:  # a flood of addresses: forget the oldest
+            self._logins.pop(next(iter(self._logins)))
+        return True
+
+
+class Server:
+    """The listener, the gate, the routes and the engines' login."""
+
+    def __init__(self, arena: Arena, hall: Hall, routes: dict[str, Route],
+                 registered: dict[str, str], register: Callable[[str, str], None]
+                 ) -> None:  # fmt: skip
+        self.arena = arena
+        self.hall = hall
+        self.routes = routes
+        self.gate = Gate(arena)
+        self.registered = registered  # open registration: name -> token hash
+        self.register = register
+        self.links: dict[str, Link] = {}
+
+    async def serve(self, nursery: trio.Nursery,
+                    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
+        a = self.arena
+        try:
+            listeners = await trio.open_tcp_listeners(a.port, host=a.host, backlog=1024)
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {a.host}:{a.port}: {exc.strerror}",
+                              where=f"{a.path}: arena.listen",
+                              hint="choose a free port, or stop what holds this one")  # fmt: skip
+        port = listeners[0].socket.getsockname()[1]
+        task_status.started(port)
+        await trio.serve_listeners(self._connection, listeners, handler_nursery=nursery)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        try:
+            address = str(stream.socket.getpeername()[0])
+        except OSError:
+            await stream.aclose()
+            return
+        if not self.gate.enter(address):
+            await trio.aclose_forcefully(stream)
+            return
+        try:
+            await self._handle(stream, address)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError,
+                ConnectionClosed):  # fmt: skip
+            pass
+        except Exception:
+            log.exception("connection from %s failed", address)
+        finally:
+            self.gate.leave(address)
+            await trio.aclose_forcefully(stream)
+
+    async def _handle(self, stream: trio.SocketStream, address: str) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=HEAD_BYTES)
+        raw = bytearray()
+        event: Any = h11.NEED_DATA
+        with trio.move_on_after(HEAD_SECONDS):
+            while True:
+                event = conn.next_event()
+                if event is not h11.NEED_DATA:
+                    break
+                data = await stream.receive_some(4096)
+                if not data:
+                    return
+                raw += data
+                conn.receive_data(bytes(data))
+        if not isinstance(event, h11.Request):
+            return  # too slow, too long, or not HTTP: dropped
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
+        target = event.target.decode("latin-1")
+        request = Request(event.method.decode("latin-1"), target, headers, address)
+        if headers.get("upgrade", "").lower() == "websocket":
+            await self._websocket(_Replay(bytes(raw), stream), request)
+            return
+        respond = Respond(stream, conn)
+        path = target.split("?", 1)[0]
+        route = self.routes.get(path)
+        if request.method not in ("GET", "HEAD"):
+            await respond.whole(405, b"only GET\n", "text/plain; charset=utf-8")
+        elif route is None:
+            await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
+        else:
+            await route(request, respond)
+
+    # ------------------------------------------------------------------ engines
+
+    async def _websocket(self, stream: _Replay, request: Request) -> None:
+        async with trio.open_nursery() as nursery:
+            with trio.move_on_after(HEAD_SECONDS):
+                ws_request = await wrap_server_stream(nursery, stream, message_queue_size=8,
+                                                      max_message_size=MAX_FRAME)  # fmt: skip
+            if request.target.split("?", 1)[0] != ENGINE_PATH:
+                await ws_request.reject(404, body=b"engines connect at /engine\n")
+                return
+            protocol = PROTOCOL if PROTOCOL in ws_request.proposed_subprotocols else None
+            ws = await ws_request.accept(subprotocol=protocol)
+            try:
+                await self._engine(ws, request.address)
+            finally:
+                with trio.move_on_after(2):
+                    await ws.aclose()
+                nursery.cancel_scope.cancel()
+
+    async def _refuse(self, ws: WebSocketConnection, code: int, reason: str) -> None:
+        with trio.move_on_after(2):
+            await ws.send_message(control("refused", reason=reason))
+            await ws.aclose(code, reason[:120])
+
+    async def _engine(self, ws: WebSocketConnection, address: str) -> None:
+        a = self.arena
+        if not self.gate.login_allowed(address):
+            await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
+            return
+        login: dict[str, Any] = {}
+        with trio.move_on_after(LOGIN_SECONDS):
+            message = await ws.get_message()
+            if isinstance(message, str):
+                try:
+                    login = parse_control(message)
+                except ValueError:
+                    login = {}
+        if login.get("type") != "login" or login.get("protocol") != PROTOCOL:
+            await self._refuse(ws, CLOSE_REFUSED, f"log in first: a {PROTOCOL} login message")
+            return
+        name, token = login.get("name"), login.get("token")
+        if not isinstance(name, str) or not isinstance(token, str):
+            await self._refuse(ws, CLOSE_REFUSED, "the login needs a name and a token")
+            return
+        problem = self._authenticate(name, token)
+        if problem is not None:
+            await self._refuse(ws, CLOSE_REFUSED, problem)
+            return
+        entry = a.players.get(name) or PlayerEntry(name, "")
+        link = self.links.get(name)
+        session, received = login.get("session"), login.get("received", 0)
+        if (link is not None and link.dead is None and isinstance(session, str)
+                and session == link.session_id and isinstance(received, int)):  # fmt: skip
+            if await link.attach(ws, address, received):
+                await ws.send_message(control("welcome", session=link.session_id, resume=True,
+                                              received=link.received))  # fmt: skip
+                await self._pump(ws, link)
+                return
+        if link is not None and link.dead is None:
+            if link.connected:
+                await self._refuse(ws, CLOSE_BUSY, f"{name} is connected already (from"
+                                   f" {link.address}); one connection per name")  # fmt: skip
+                return
+            link.kill("it logged in again without resuming", disconnect=True)
+        await self._new_session(ws, address, name, entry, login)
+
+    def _authenticate(self, name: str, token: str) -> str | None:
+        """Why this login is refused, or None. One message for a wrong name or token
+        would hide typos from honest users; the names are public on the live page."""
+        a = self.arena
+        entry = a.players.get(name)
+        if entry is not None:
+            return None if entry.accepts(token) else f"wrong token for {name}"
+        if name in a.engines:
+            return f"{name} is one of the arena's own engines; choose another name"
+        stored = self.registered.get(name)
+        if stored is not None:
+            return None if PlayerEntry(name, stored).accepts(token) else f"wrong token for {name}"
+        if not a.open_registration:
+            return (f"{name} is not a player of this arena; ask its organiser for a token"
+                    " (`arbiter arena token NAME`)")  # fmt: skip
+        try:
+            check_name(name, "name")
+        except ConfigError as exc:
+            return f"{name!r} cannot be a name: {exc.message}"
+        if len(token) < 16:
+            return "choose a token of at least 16 characters (it registers the name)"
+        hashed = hash_token(token)
+        self.registered[name] = hashed
+        self.register(name, hashed)
+        return None
+
+    async def _new_session(self, ws: WebSocketConnection, address: str, name: str,
+                           entry: PlayerEntry, login: dict[str, Any]) -> None:  # fmt: skip
+        a = self.arena
+        try:
+            dialect_table = login.get("dialect") or {}
+            if not isinstance(dialect_table, dict):
+                raise ConfigError("dialect must be a table", where="login")
+            dialect = dialect_from(dialect_table, f"{name}'s login")
+        except ConfigError as exc:
+            await self._refuse(ws, CLOSE_REFUSED, f"{exc.message}")
+            return
+        options = login.get("options") or []
+        if not (isinstance(options, list) and all(isinstance(o, str) and o.strip()
+                                                  for o in options)):  # fmt: skip
+            await self._refuse(ws, CLOSE_REFUSED, "options must be a list of command lines")
+            return
+        link = Link(name, secrets.token_hex(12), a.disconnect_grace,
+                    on_dead=lambda dead: self.hall.left(dead.name, dead))  # fmt: skip
+        self.links[name] = link
+        await link.attach(ws, address, 0)
+        await ws.send_message(control("welcome", session=link.session_id, resume=False,
+                                      received=0))  # fmt: skip
+        session = EngineSession(link, link, name)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pump, ws, link)
+            try:
+                info = await handshake(session, self.hall.deadlines, options, named=True)
+            except (EngineError, ArbiterError) as exc:
+                reason = f"handshake failed: {getattr(exc, 'detail', exc)}"
+                link.kill(reason)
+                await self._refuse(ws, CLOSE_RESTART, reason)
+                return
+            player = RemotePlayer(session, RemoteHost(link, info), dialect,
+                                  a.command_timeout, a.latency_allowance)  # fmt: skip
+            player.name = name
+            problem = player.unsupported(a.variant)
+            if problem is not None:
+                link.kill(problem)
+                await self._refuse(ws, CLOSE_REFUSED, problem)
+                return
+            self.hall.arrived(name, link, player, info, entry.games_at_once)
+
+    async def _pump(self, ws: WebSocketConnection, link: Link) -> None:
+        """Relay one connection into its link until either ends; ping it meanwhile."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._ping, ws, link)
+            nursery.start_soon(_cancel_on, link.died, nursery.cancel_scope)
+            try:
+                while link.dead is None:
+                    message = await ws.get_message()
+                    if isinstance(message, bytes):
+                        link.engine_wrote(message)
+                        continue
+                    try:
+                        data = parse_control(message)
+                    except ValueError:
+                        link.kill("sent a message that is not the relay's")
+                        break
+                    self._controlled(link, data)
+            except ConnectionClosed:
+                link.lost(ws)
+                if link.dead is None and not self._busy(link):
+                    link.kill("disconnected between games")
+                elif link.dead is None:
+                    self.nursery_timer(link)
+            nursery.cancel_scope.cancel()
+        if link.dead is not None and link.ws is ws:
+            await link.close(CLOSE_RESTART, link.dead)
+
+    def _busy(self, link: Link) -> bool:
+        p = self.hall.participants.get(link.name)
+        return p is not None and p.busy > 0 and p.link is link
+
+    def nursery_timer(self, link: Link) -> None:
+        """Start the grace period of a link whose connection dropped mid-game."""
+        self.hall.nursery.start_soon(_expire_after, link)
+
+    @staticmethod
+    def _controlled(link: Link, data: dict[str, Any]) -> None:
+        kind = data["type"]
+        if kind == "stderr" and isinstance(data.get("text"), str):
+            link.stderr.append(data["text"][:MAX_TEXT].encode("utf-8", "replace"))
+        elif kind == "t" and type(data.get("ms")) in (int, float):
+            link.reported = float(data["ms"])
+        elif kind == "exited" and type(data.get("code")) is int:
+            link.engine_exited(data["code"])
+
+    @staticmethod
+    async def _ping(ws: WebSocketConnection, link: Link) -> None:
+        while True:
+            start = trio.current_time()
+            with trio.move_on_after(PING_WAIT):
+                await ws.ping()
+                link.stats.rtts.append(trio.current_time() - start)
+                await trio.sleep(PING_EVERY)
+                continue
+            await ws.aclose(1001, "no answer to pings")
+            return
+
+
+async def _cancel_on(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _expire_after(link: Link) -> None:
+    """The grace period: a timer, not a synchronisation (the link decides)."""
+    await trio.sleep(link.grace)
+    link.expire()

@@ -1,0 +1,46 @@
+"""`arbiter arena serve`: one process that holds the store, the port and the games.
+
+The store is locked for the server's life, like a tournament's run: a second server on
+the same file is refused. Stopping (Ctrl-C, SIGTERM) cancels the games in flight, which
+are never stored; the next start numbers its games on from the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import trio
+
+from arbiter.arena.config import Arena
+from arbiter.arena.hall import Hall
+from arbiter.arena.net import Server
+from arbiter.arena.web import Broadcast, Site, registered_players
+from arbiter.results.store import Store
+
+
+async def serve(arena: Arena, say: Callable[[str], None]) -> None:
+    store, _ = Store.open_for_run(arena.output, origin=f"{arena.path}: arena.output")
+    with store:
+        broadcast = Broadcast()
+        registered = registered_players(store)
+
+        def register(name: str, token_hash: str) -> None:
+            registered[name] = token_hash
+            store.remember("arena_registered", json.dumps(registered, sort_keys=True))
+
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery, broadcast.publish)
+            site = Site(arena, hall, broadcast)
+            server = Server(arena, hall, site.routes(), registered, register)
+            try:
+                port = await nursery.start(server.serve, nursery)
+                host = f"[{arena.host}]" if ":" in arena.host else arena.host
+                say(f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
+                    f" ws://{host}:{port}/engine); {store.games_stored()} games stored in"
+                    f" {arena.output}. Ctrl-C stops it.")  # fmt: skip
+                nursery.start_soon(site.refresh_standings)
+                await hall.run()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await hall.aclose()

@@ -1,0 +1,227 @@
+"""What browsers read: the live page, its events, a read-only JSON API and the report.
+
+The live page is a shell that fills itself from the API and follows `/events`
+(server-sent events: one-way, plain HTTP, reconnecting by themselves in every
+browser). It sets every piece of text with `textContent`, never as markup, so nothing
+an engine says can become a tag. `/report` is the tournaments' own HTML report of the
+arena's store (leaderboard, ratings plot, cross table, games and viewer), made again
+when games have been stored since, at most every `REPORT_EVERY` seconds; the standings
+are the joint fit over the whole store with the anchors held at their ratings, made
+in a worker thread so that games in play never wait for them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+import trio
+
+from arbiter.arena.config import Arena
+from arbiter.arena.hall import Hall, game_summary
+from arbiter.arena.net import Request, Respond, Route
+from arbiter.results.store import Store
+
+if TYPE_CHECKING:
+    from arbiter.results.standings import Games, Standings
+
+log = logging.getLogger(__name__)
+
+STANDINGS_EVERY = 2.0  # seconds between fits while games are being stored
+REPORT_EVERY = 10.0
+SUBSCRIBER_QUEUE = 256  # events a slow page may fall behind by before it is dropped
+MAX_SUBSCRIBERS = 1000
+HEARTBEAT = 15.0
+PAGE_LIMIT = 200  # games per page of /api/games
+
+
+class Broadcast:
+    """Events to every page that follows `/events`; a page that cannot keep up is
+    dropped (it reconnects and reads the state afresh) rather than slowing the games."""
+
+    def __init__(self) -> None:
+        self._subscribers: set[trio.MemorySendChannel[bytes]] = set()
+
+    def publish(self, event: str, data: Mapping[str, Any]) -> None:
+        if not self._subscribers:
+            return
+        frame = f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+        for channel in list(self._subscribers):
+            try:
+                channel.send_nowait(frame)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                self._subscribers.discard(channel)
+                channel.close()
+
+    def subscribe(self) -> trio.MemoryReceiveChannel[bytes] | None:
+        if len(self._subscribers) >= MAX_SUBSCRIBERS:
+            return None
+        send, receive = trio.open_memory_channel[bytes](SUBSCRIBER_QUEUE)
+        self._subscribers.add(send)
+        return receive
+
+
+def arena_standings(store_path: Path, anchors: Mapping[str, float],
+                    keep: Games | None = None) -> Standings | None:  # fmt: skip
+    """The joint fit over the arena's store, the anchors that have games held at their
+    ratings (None: no rated game yet). Read-only, so it runs beside the server."""
+    from arbiter.results.ratings import DEFAULT_PRIOR
+    from arbiter.results.standings import gather, standings
+
+    tally, _, _ = gather([str(store_path)], keep)
+    if not tally.games:
+        return None
+    pinned = {n: e for n, e in anchors.items() if n in tally.names}
+    return standings(tally, prior=DEFAULT_PRIOR, anchors=pinned or None)
+
+
+def standings_json(store_path: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
+    """The object `arbiter ratings --json` prints, for the arena's store (in a thread)."""
+    from arbiter.results.standings import to_json
+
+    board = arena_standings(store_path, anchors)
+    return {"engines": [], "games": 0} if board is None else to_json(board)
+
+
+def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> str:
+    """The tournaments' report of the arena's store (in a thread)."""
+    from arbiter.results.standings import Games, Selection
+    from arbiter.views.html import render_gathered
+
+    selection = Selection()
+    keep = Games(selection=selection)
+    board = arena_standings(store_path, anchors, keep)
+    if board is None:
+        return ("<!doctype html><meta charset=utf-8><title>No games yet</title>"
+                "<p>No rated games yet: this page fills as games end.")  # fmt: skip
+    pinned = {n: e for n, e in anchors.items() if n in board.tally.names}
+    return render_gathered(board, keep, title=title, anchors=pinned,
+                           sources=[store_path.name], download="arena-games.jsonl",
+                           selection=selection)  # fmt: skip
+
+
+class Site:
+    """The routes, with the standings and the report cached between games."""
+
+    def __init__(self, arena: Arena, hall: Hall, broadcast: Broadcast) -> None:
+        self.arena = arena
+        self.hall = hall
+        self.broadcast = broadcast
+        self._standings: bytes = b'{"engines":[],"games":0}'
+        self._standings_at = -1  # games_played when last made
+        self._report: bytes = b""
+        self._report_at = -1
+        self._report_time = -REPORT_EVERY
+        self._lock = trio.Lock()
+
+    def routes(self) -> dict[str, Route]:
+        return {
+            "/": self.page, "/api/standings": self.standings, "/api/games": self.games,
+            "/api/live": self.live, "/events": self.events, "/report": self.report,
+        }  # fmt: skip
+
+    async def refresh_standings(self) -> None:
+        """Fit again when games were stored since: a loop beside the games."""
+        while True:
+            played = self.hall.games_played
+            if played != self._standings_at:
+                try:
+                    data = await trio.to_thread.run_sync(
+                        standings_json, self.arena.output, self.arena.anchors)  # fmt: skip
+                except Exception:
+                    log.exception("the arena's standings could not be made")
+                else:
+                    self._standings = json.dumps(data).encode()
+                    self._standings_at = played
+                    ratings = {e["name"]: e["elo"] for e in data.get("engines", [])
+                               if e.get("elo") is not None}  # fmt: skip
+                    self.hall.seed_ratings(ratings)
+                    self.broadcast.publish("standings", {"games": data.get("games", 0)})
+            await trio.sleep(STANDINGS_EVERY)
+
+    async def page(self, request: Request, respond: Respond) -> None:
+        from arbiter.views.html import arena_page
+
+        body = arena_page(self.arena.name).encode()
+        await respond.whole(200, body, "text/html; charset=utf-8", (
+            ("content-security-policy", "default-src 'self'; script-src 'unsafe-inline';"
+             " style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'"),))  # fmt: skip
+
+    async def standings(self, request: Request, respond: Respond) -> None:
+        await respond.whole(200, self._standings, "application/json")
+
+    async def games(self, request: Request, respond: Respond) -> None:
+        query = parse_qs(request.target.partition("?")[2])
+        try:
+            limit = min(int(query.get("limit", ["50"])[0]), PAGE_LIMIT)
+            before_text = query.get("before", [None])[0]
+            before = int(before_text) if before_text is not None else None
+            if limit < 1:
+                raise ValueError
+        except ValueError:
+            await respond.whole(400, b'{"error":"limit and before are whole numbers"}',
+                                "application/json")  # fmt: skip
+            return
+        rows = self.hall.store.recent_games(limit, before)
+        out = [game_summary(record, number) for number, record in rows]
+        data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
+        await respond.whole(200, json.dumps(data).encode(), "application/json")
+
+    def live_state(self) -> dict[str, Any]:
+        return {
+            "arena": self.arena.name,
+            "connected": self.hall.connected(),
+            "playing": [{"game": g.game_id, "seat1": g.seat1, "seat2": g.seat2, "size": g.size,
+                         "islands": g.islands, "moves": g.moves}
+                        for g in self.hall.live.values()],
+            "recent": list(self.hall.recent),
+            "games": self.hall.games_played,
+        }  # fmt: skip
+
+    async def live(self, request: Request, respond: Respond) -> None:
+        await respond.whole(200, json.dumps(self.live_state()).encode(), "application/json")
+
+    async def events(self, request: Request, respond: Respond) -> None:
+        channel = self.broadcast.subscribe()
+        if channel is None:
+            await respond.whole(503, b"too many pages follow this arena\n",
+                                "text/plain; charset=utf-8")  # fmt: skip
+            return
+        async with channel:
+            await respond.begin_stream("text/event-stream")
+            first = json.dumps(self.live_state(), separators=(",", ":"))
+            await respond.chunk(f"retry: 2000\nevent: state\ndata: {first}\n\n".encode())
+            while True:
+                with trio.move_on_after(HEARTBEAT) as quiet:
+                    frame = await channel.receive()
+                if quiet.cancelled_caught:
+                    frame = b": still here\n\n"
+                with trio.move_on_after(HEARTBEAT):  # a reader that stops reading is dropped
+                    await respond.chunk(frame)
+                    continue
+                return
+
+    async def report(self, request: Request, respond: Respond) -> None:
+        async with self._lock:
+            played = self.hall.games_played
+            now = trio.current_time()
+            if not self._report or (played != self._report_at
+                                    and now - self._report_time >= REPORT_EVERY):  # fmt: skip
+                page = await trio.to_thread.run_sync(report_page, self.arena.output,
+                                                     self.arena.name, self.arena.anchors)  # fmt: skip
+                self._report, self._report_at, self._report_time = page.encode(), played, now
+        await respond.whole(200, self._report, "text/html; charset=utf-8")
+
+
+def registered_players(store: Store) -> dict[str, str]:
+    """Names that registered themselves (open registration): name -> token hash."""
+    text = store.meta("arena_registered")
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

@@ -1,0 +1,315 @@
+"""Engines over the network: a session whose stream is a WebSocket relay, not a pipe.
+
+An arena's client (`arbiter arena connect`) runs an engine on its own machine and relays
+its stdin and stdout over one WebSocket: binary messages carry the engine's bytes as
+they are, text messages carry JSON control messages (the login, the engine's stderr,
+its exit, the time the client saw it take). The server speaks to the engine exactly as
+to a local one: its `Player` writes commands into a `Link`, a byte stream that outlives
+one connection. When the connection drops, the link waits `grace` seconds for the same
+client to come back; the client keeps its engine running and both ends resend what the
+other has not received (each counts the bytes it has received), so a dropped
+connection costs nothing but the time it was down, which the clock still charges. A
+link whose connection does not come back in time is dead, and the game it was in is
+lost by `disconnect`.
+
+The server's clock is the truth: per move, network time up to the arena's
+`latency_allowance` is not charged, measured as the round trip of the WebSocket pings
+the server sends (the client answers them in its network stack, not through its
+engine); what the client reports about its engine's time is recorded, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from arbiter.engines.dialect import Dialect
+from arbiter.engines.player import Fault, Player
+from arbiter.engines.process import EngineInfo, StderrLog, exit_status
+from arbiter.engines.sandbox import Breach
+from arbiter.protocol.session import EngineSession
+from arbiter.results.records import Termination
+
+PROTOCOL = "atoll-arena/1"  # the WebSocket subprotocol and the login's "protocol"
+ENGINE_PATH = "/engine"  # where engines connect on the arena's port
+RETAIN = 1 << 20  # bytes each end keeps of what it sent, to resend after a reconnect
+MAX_FRAME = 64 * 1024  # the largest message either end sends or accepts
+MAX_UNREAD = 1 << 20  # bytes an engine may write that nobody asked for before it is cut off
+MAX_TEXT = 4096  # characters kept of any text a client sends (stderr pieces, reasons)
+
+# Close codes (4000-4999 are the application's): what a client does next depends on them.
+CLOSE_RESTART = 4000  # the engine faulted: restart it, then log in afresh
+CLOSE_REFUSED = 4001  # wrong name or token, or a bad login: do not retry
+CLOSE_BUSY = 4002  # the name is connected already, or too many logins: retry later
+CLOSE_STOPPING = 4003  # the server is shutting down: reconnect with backoff
+
+
+class Retained:
+    """What one end sent, counted from the session's first byte, with its last `cap`
+    bytes kept so that they can be sent again to a peer that missed them."""
+
+    def __init__(self, cap: int = RETAIN) -> None:
+        self.cap = cap
+        self.total = 0
+        self._data = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        self._data += data
+        if len(self._data) > self.cap:
+            del self._data[: len(self._data) - self.cap]
+
+    def since(self, received: int) -> bytes | None:
+        """The bytes after the first `received`, or None if they are no longer kept (or
+        `received` is more than was ever sent: the peer is not this session's)."""
+        start = self.total - len(self._data)
+        if not start <= received <= self.total:
+            return None
+        return bytes(self._data[received - start :])
+
+
+def frames(data: bytes) -> list[bytes]:
+    """`data` cut into messages no larger than MAX_FRAME."""
+    return [data[i : i + MAX_FRAME] for i in range(0, len(data), MAX_FRAME)] or [b""]
+
+
+def control(kind: str, **fields: Any) -> str:
+    """A control message as it goes over the wire."""
+    return json.dumps({"type": kind, **fields}, separators=(",", ":"))
+
+
+def parse_control(text: str) -> dict[str, Any]:
+    """A control message from the other end; ValueError if it is not one."""
+    if len(text) > MAX_FRAME:
+        raise ValueError("control message too long")
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ValueError("a control message is a JSON object with a string 'type'")
+    return data
+
+
+@dataclass
+class LinkStats:
+    """What the server measured of a link's network: ping round trips (seconds)."""
+
+    rtts: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+
+    def network_time(self) -> float:
+        """The round trip a move's wait is taken to include: the largest of the last
+        few pings, so that a move made while the network is slow is not overcharged."""
+        return max(self.rtts) if self.rtts else 0.0
+
+
+class Link:
+    """The server's end of one remote engine session: a byte stream to its engine that
+    outlives a dropped connection for `grace` seconds (module docstring)."""
+
+    def __init__(self, name: str, session_id: str, grace: float, *,
+                 on_dead: Callable[[Link], None] | None = None) -> None:  # fmt: skip
+        self.name = name
+        self.session_id = session_id
+        self.grace = grace
+        self.sent = Retained()
+        self.received = 0  # bytes of the engine's output received in this session
+        self.stats = LinkStats()
+        self.stderr = StderrLog()
+        self.returncode: int | None = None
+        self.reported: float = -1.0  # ms the client last said its engine took to answer
+        self.address = ""
+        self.ws: WebSocketConnection | None = None
+        self.dead: str | None = None  # why the session is over
+        self.disconnected_at: float | None = None  # trio time the connection dropped
+        self.drops = 0
+        self._unread = bytearray()
+        self._lot = trio.lowlevel.ParkingLot()
+        self._send_lock = trio.Lock()
+        self._exited = trio.Event()
+        self.died = trio.Event()
+        self._on_dead = on_dead or (lambda link: None)
+
+    # ------------------------------------------------------------- the byte stream
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.dead is not None:
+            raise trio.BrokenResourceError(self.dead)
+        piece = bytes(data)
+        async with self._send_lock:
+            self.sent.add(piece)
+            ws = self.ws
+            if ws is None:
+                return  # kept, and sent when the client comes back
+            try:
+                for frame in frames(piece):
+                    await ws.send_message(frame)
+            except ConnectionClosed:
+                self.lost(ws)
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        while not self._unread:
+            if self.dead is not None:
+                if self.returncode is not None:
+                    return b""  # the engine exited: its stdout is at its end
+                raise trio.BrokenResourceError(self.dead)
+            await self._lot.park()
+        size = max_bytes or 65536
+        out = bytes(self._unread[:size])
+        del self._unread[:size]
+        return out
+
+    # ------------------------------------------------------------- the connection
+
+    def engine_wrote(self, data: bytes) -> None:
+        """Bytes of the engine's output, relayed by the client."""
+        self.received += len(data)
+        self._unread += data
+        if len(self._unread) > MAX_UNREAD:
+            self.kill(f"wrote more than {MAX_UNREAD} bytes that were never read")
+        self._lot.unpark_all()
+
+    def engine_exited(self, code: int) -> None:
+        self.returncode = code
+        self._exited.set()
+        self.kill(f"the engine exited on the client's machine: {exit_status(code)}")
+
+    async def attach(self, ws: WebSocketConnection, address: str, peer_received: int) -> bool:
+        """Take a (re)connection; resend what the client has not received. False if that
+        is no longer kept: the session cannot go on."""
+        if self.dead is not None:
+            return False
+        async with self._send_lock:
+            missing = self.sent.since(peer_received)
+            if missing is None:
+                return False
+            self.ws, self.address = ws, address
+            self.disconnected_at = None
+            try:
+                if missing:
+                    for frame in frames(missing):
+                        await ws.send_message(frame)
+            except ConnectionClosed:
+                self.lost(ws)
+        return True
+
+    def lost(self, ws: WebSocketConnection) -> None:
+        """The connection `ws` dropped; the session waits `grace` seconds for it."""
+        if self.ws is not ws:
+            return  # an older connection, already replaced
+        self.ws = None
+        self.drops += 1
+        self.disconnected_at = trio.current_time()
+
+    @property
+    def connected(self) -> bool:
+        return self.ws is not None
+
+    def expire(self) -> None:
+        """Called as time passes: a connection down for longer than the grace ends it."""
+        if self.dead is None and self.disconnected_at is not None:
+            if trio.current_time() - self.disconnected_at >= self.grace:
+                self.kill(f"its connection dropped and did not come back within"
+                          f" {self.grace:g} s", disconnect=True)  # fmt: skip
+
+    def kill(self, why: str, *, disconnect: bool = False) -> None:
+        """End the session: any wait on it fails now."""
+        if self.dead is not None:
+            return
+        self.dead = why
+        self.disconnect = disconnect
+        self.died.set()
+        self._lot.unpark_all()
+        self._on_dead(self)
+
+    disconnect = False  # the session ended because its connection did not come back
+
+    async def close(self, code: int, reason: str) -> None:
+        ws, self.ws = self.ws, None
+        if ws is not None:
+            with trio.move_on_after(2):
+                await ws.aclose(code, reason[:120])
+
+    async def wait_exited(self, timeout: float) -> None:
+        with trio.move_on_after(timeout):
+            await self._exited.wait()
+
+
+class RemoteHost:
+    """A remote engine as the referee's `Host`: what can be known and done from here."""
+
+    def __init__(self, link: Link, info: EngineInfo) -> None:
+        self.link = link
+        self.info = info
+        self.stderr = link.stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.link.returncode
+
+    def kill(self) -> None:
+        """The session ends; the client is told to restart its engine (its state is
+        unknown after a fault) and log in afresh."""
+        self.link.kill("ended by the referee after a fault; restart the engine")
+
+    async def wait_exit(self, timeout: float) -> int | None:
+        await self.link.wait_exited(timeout)
+        return self.link.returncode
+
+    async def settle_stderr(self, timeout: float) -> None:
+        for _ in range(3):
+            await trio.lowlevel.checkpoint()
+
+    def exit_words(self, code: int) -> str:
+        return f"{exit_status(code)} (on its own machine)"
+
+    def breach(self) -> Breach | None:
+        return None
+
+
+class RemotePlayer(Player):
+    """A seat held by a remote engine: the clock is charged the wait less the network
+    time (up to `latency_allowance`), and a dropped connection is a `disconnect`."""
+
+    remote = True
+
+    def __init__(self, session: EngineSession, host: RemoteHost, dialect: Dialect,
+                 command_timeout: float, latency_allowance: float) -> None:  # fmt: skip
+        super().__init__(session, host, dialect, command_timeout)
+        self.link = host.link
+        self.latency_allowance = latency_allowance
+
+    def allowance(self, elapsed: float) -> float:
+        return min(self.latency_allowance, elapsed, self.link.stats.network_time())
+
+    def reported_ms(self) -> float:
+        value = self.link.reported
+        self.link.reported = -1.0
+        return value if math.isfinite(value) and value >= 0 else -1.0
+
+    def _disconnected(self, fault: Fault) -> Fault:
+        link = self.link
+        if link.disconnect or (link.dead is None and not link.connected):
+            fault.kind = Termination.DISCONNECT
+            fault.detail = (f"{fault.detail}; {link.dead}" if link.dead else
+                            f"{fault.detail}; its connection was down")  # fmt: skip
+        return fault
+
+    async def turn(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().turn(*args, **kwargs)
+        except Fault as fault:
+            raise self._disconnected(fault) from fault.__cause__
+
+    async def new_game(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            await super().new_game(*args, **kwargs)
+        except Fault as fault:
+            raise self._disconnected(fault) from fault.__cause__
+
+    def timed_out(self) -> Fault:
+        return self._disconnected(super().timed_out())

@@ -1,0 +1,138 @@
+"""A real arena server and real clients on 127.0.0.1, for the arena's tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from arbiter.arena.config import hash_token
+
+TOKENS = {name: f"token-of-{name}-0123456789" for name in ("alice", "bob", "carol", "dave")}
+
+
+def arena_file(folder: Path, *, players: tuple[str, ...] = ("alice", "bob", "carol"),
+               extra: str = "", engines: str = 'engines = ["random"]\nanchors = { random = 0 }',
+               port: int = 0) -> Path:  # fmt: skip
+    entries = "".join(
+        f'\n[[player]]\nname = "{n}"\ntoken_hash = "{hash_token(TOKENS[n])}"\n' for n in players
+    )
+    path = folder / "arena.toml"
+    path.write_text(f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "10+0.1"\n'
+                    f'size = 7\n{engines}\n{extra}\n{entries}')  # fmt: skip
+    return path
+
+
+class Lines:
+    """A process's stderr, read line by line in a thread (it never blocks the test)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self.lines.append("<EOF>")
+            self._cond.notify_all()
+
+    def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    if needle in line:
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.lines and self.lines[-1] == "<EOF>"):
+                    raise AssertionError(f"no line with {needle!r} in:\n" + "\n".join(self.lines))
+                self._cond.wait(left)
+
+    def text(self) -> str:
+        with self._cond:
+            return "\n".join(self.lines)
+
+
+class Proc:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "arbiter", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        self.out = Lines(self.popen.stdout)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+        return self.popen.wait(timeout)
+
+
+class Server(Proc):
+    def __init__(self, file: Path) -> None:
+        super().__init__(["arena", "serve", str(file)], file.parent)
+        line = self.out.wait_for("is listening on")
+        self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
+            body = r.read()
+            return json.loads(body) if r.headers.get_content_type() == "application/json" \
+                else body.decode()  # fmt: skip
+
+
+def client(server_port: int, name: str, engine: str, cwd: Path, *, token: str | None = None
+           ) -> Proc:  # fmt: skip
+    return Proc(["arena", "connect", f"127.0.0.1:{server_port}", "--name", name, engine], cwd,
+                {"ARBITER_ARENA_TOKEN": token if token is not None else TOKENS[name]})  # fmt: skip
+
+
+@contextmanager
+def events(port: int, timeout: float = 60.0) -> Iterator[Iterator[tuple[str, Any]]]:
+    """The server's events as they come, (name, data); a silent stream fails the test."""
+    response = urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=timeout)
+
+    def read() -> Iterator[tuple[str, Any]]:
+        name = ""
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                yield name, json.loads(line[6:])
+
+    try:
+        yield read()
+    finally:
+        response.close()
+
+
+def wait_games(stream: Iterator[tuple[str, Any]], count: int,
+               where: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+    """The next `count` finished games (those `where` accepts)."""
+    games = []
+    for name, data in stream:
+        if name == "game" and (where is None or where(data)):
+            games.append(data)
+            if len(games) == count:
+                return games
+    raise AssertionError("the event stream ended")
+
+
+def readable_within(sock: Any, timeout: float) -> bool:
+    return bool(select.select([sock], [], [], timeout)[0])
