@@ -398,7 +398,7 @@ def board_min_width(p: BoardPicture) -> int:
 
 
 def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
-                  sources: list[str], anchor: tuple[str, float] | None = None,
+                  sources: list[str],
                   conditions: Sequence[SourceConditions] = (),
                   download: str = "games.jsonl",
                   tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
@@ -434,7 +434,8 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
         cross_names=cross_names, grid=grid, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
-        anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
+        anchors=[(name(a), _signed(v)) for a, v in f.anchors],
+        floating=[[name(n) for n in g] for g in f.floating],
         games=len(views),
         voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
         read=len(views) if read is None else read,
