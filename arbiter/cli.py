@@ -1460,8 +1460,7 @@ def _anchor(text: str) -> tuple[str, float]:
 @main.command(
     epilog=examples(
         "arbiter ratings tournaments/demo.toml --matrix",
-        "arbiter ratings a.sqlite b.jsonl --anchor random=0 --format markdown",
-        "arbiter ratings league.toml --anchor random=0 --anchor mcts=1500",
+        "arbiter ratings a.sqlite b.jsonl --anchor random=0 --anchor mcts=1500 --format markdown",
     )
 )
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
