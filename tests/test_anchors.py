@@ -349,6 +349,16 @@ def test_engines_apart_from_the_anchors_are_said_to_float(tmp_path: Path) -> Non
     plain = json.loads(invoke(*args, "--json", "--prior", "0").stdout)
     why = "e, f never played an anchored engine, directly or through other engines"
     assert why in plain["unbounded"]
+    # The report says so too.
+    page = tmp_path / "r.html"
+    assert invoke("report", str(records), "-o", str(page), "--anchor", "a=0").returncode == 0
+    assert ("e, f never played an anchored engine, even through others: their ratings are"
+            " not on the anchors' scale.") in page.read_text()  # fmt: skip
+    # With an anchor in each group, both groups are on the anchors' scale.
+    each = invoke("ratings", str(records), "--anchor", "a=0", "--anchor", "e=500", "--json")
+    assert json.loads(each.stdout)["floating"] is None
+    note = invoke("ratings", str(records), "--anchor", "a=0", "--anchor", "e=500").stdout
+    assert "each group is placed by its own anchors" in note and "Warning" not in note
 
 
 def test_report_caption_names_every_anchor(tmp_path: Path) -> None:
