@@ -14,7 +14,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -1432,9 +1432,19 @@ def _export_sgf(store: Any, out: str, force: bool) -> None:
 # --------------------------------------------------------------------- ratings
 
 
-def _anchor(text: str | None) -> tuple[str, float] | None:
-    if text is None:
-        return None
+def _anchors(texts: Sequence[str]) -> dict[str, float]:
+    """The --anchor values (each NAME=ELO) as engine name: Elo, in the order given."""
+    out: dict[str, float] = {}
+    for text in texts:
+        name, elo = _anchor(text)
+        if name in out:
+            raise ConfigError(f"--anchor names {name!r} twice (at {out[name]:g} and {elo:g})",
+                              hint="give each anchored engine one rating")  # fmt: skip
+        out[name] = elo
+    return out
+
+
+def _anchor(text: str) -> tuple[str, float]:
     name, sep, value = text.rpartition("=")
     try:
         elo = float(value) if sep and name else float("x")
@@ -1450,7 +1460,7 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
 @main.command(
     epilog=examples(
         "arbiter ratings tournaments/demo.toml --matrix",
-        "arbiter ratings a.sqlite b.jsonl --anchor random=0 --format markdown",
+        "arbiter ratings a.sqlite b.jsonl --anchor random=0 --anchor mcts=1500 --format markdown",
     )
 )
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -1464,9 +1474,11 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
 )
 @click.option(
     "--anchor",
-    default=None,
+    "anchors",
+    multiple=True,
     metavar="NAME=ELO",
-    help="Give this engine this rating (default: the pool mean is 0).",
+    help="Hold this engine at this rating and fit the others against it; repeat it to"
+    " anchor several engines (default: the pool mean is 0).",
 )
 @click.option(
     "--format",
@@ -1495,7 +1507,7 @@ def _anchor(text: str | None) -> tuple[str, float] | None:
 )
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
-def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, fmt: str,
+def ratings(sources: tuple[str, ...], prior: float | None, anchors: tuple[str, ...], fmt: str,
             as_json: bool, matrix: bool, split_by: str | None,
             strict: bool) -> None:  # fmt: skip
     """The leaderboard of tournament files, stores or records files (combined).
@@ -1516,7 +1528,7 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
             raise ConfigError(str(exc), where="--split-by",
                               hint="e.g. --split-by conditions, or --split-by tc,version"
                               ) from exc  # fmt: skip
-    board, _ = _gathered_standings(sources, prior, anchor, strict, split=split)
+    board, _ = _gathered_standings(sources, prior, anchors, strict, split=split)
     if as_json or fmt == "json":
         from arbiter.results.standings import to_json
 
@@ -1549,9 +1561,11 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 @click.option("--prior", type=FiniteFloat(0), default=None, help="As for `ratings`.  [default: 2]")
 @click.option(
     "--anchor",
-    default=None,
+    "anchors",
+    multiple=True,
     metavar="NAME=ELO",
-    help="Give this engine this rating (default: the pool mean is 0).",
+    help="Hold this engine at this rating and fit the others against it; repeat it to"
+    " anchor several engines (default: the pool mean is 0).",
 )
 @click.option(
     "--games",
@@ -1571,7 +1585,8 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchor: str | None, f
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
 def report(sources: tuple[str, ...], output: str, title: str | None, prior: float | None,
-           anchor: str | None, recent: int, all_games: bool, strict: bool) -> None:  # fmt: skip
+           anchors: tuple[str, ...], recent: int, all_games: bool,
+           strict: bool) -> None:  # fmt: skip
     """Write a tournament report: one HTML page that works offline.
 
     SOURCES as for `ratings` (tournament files, stores, records files, combined). The
@@ -1584,30 +1599,20 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     The page says how many games it leaves out and how to see them.
     """
     from arbiter.results.standings import Games, Selection
-    from arbiter.rules import Variant
-    from arbiter.views.html import render_report
+    from arbiter.views.html import render_gathered
 
     if resolved(output, "--output") in {resolved(s) for s in sources}:
         raise ConfigError("the report would overwrite one of its sources", where=output,
                           hint="choose a new .html path")  # fmt: skip
     selection = Selection(recent=None if all_games else recent)
     keep = Games(selection=selection)
-    board, names = _gathered_standings(sources, prior, anchor, strict, keep)
+    board, names = _gathered_standings(sources, prior, anchors, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
-    variants = set()
-    for source in keep.sources:
-        for islands, size, pie in source.variants:
-            try:
-                variants.add(str(Variant(islands, size, pie)))  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                continue
     records = keep.records
-    page = render_report(board, records, title=heading, anchor=_anchor(anchor),
-                         sources=[Path(s).name for s in sources], conditions=keep.sources,
-                         download=Path(output).stem + "-games.jsonl",
-                         tests=_pairing_tests(sources),
-                         selection=None if all_games else selection, read=keep.read,
-                         voids=keep.voids, boards=sorted(variants))  # fmt: skip
+    page = render_gathered(board, keep, title=heading, sources=[Path(s).name for s in sources],
+                           download=Path(output).stem + "-games.jsonl",
+                           tests=_pairing_tests(sources),
+                           selection=None if all_games else selection)  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
     left = keep.read - len(records)
     say(f"Wrote {output}: {board.games} rated games, {len(records)} in the viewer"
@@ -1741,7 +1746,7 @@ def arena_token(name: str, games_at_once: int) -> None:
     check_name(name, "NAME")
     token = new_token()
     emit(token)
-    entry = f"\n[[player]]\nname = {json.dumps(name)}\ntoken_hash = \"{hash_token(token)}\"\n"
+    entry = f'\n[[player]]\nname = {json.dumps(name)}\ntoken_hash = "{hash_token(token)}"\n'
     if games_at_once != 1:
         entry += f"games_at_once = {games_at_once}\n"
     emit(entry)
@@ -1817,7 +1822,7 @@ def arena_export(ctx: click.Context, file: str, records_out: str, force: bool,
                fmt=None, out=None, force=force, strict=strict)  # fmt: skip
 
 
-def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: str | None,
+def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: Sequence[str],
                         strict: bool, keep: Any = None,
                         split: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:  # fmt: skip
     """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
@@ -1829,6 +1834,7 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
     from arbiter.results.standings import Identities, gather, standings
     from arbiter.runs.tournament import load_tournament
 
+    pinned = _anchors(anchors)  # before reading: a mistyped option costs no time
     # A tournament file stands for its store, and gives the report its schedule's order.
     stores = []
     for index, source in enumerate(sources):
@@ -1865,16 +1871,18 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchor: s
         say(f"Warning: {mixed}{remedy}.", err=True)
     if prior is not None and not 0 <= prior <= 1e6:  # also refuses nan
         raise ConfigError(f"--prior {prior} is out of range", hint="give 0 to 1000000 games")
-    pinned = _anchor(anchor)
-    if pinned is not None and pinned[0] not in tally.names:
-        split_names = identities.split_names(pinned[0], labels)
+    for anchor in pinned:
+        if anchor in tally.names:
+            continue
+        split_names = identities.split_names(anchor, labels)
         if split_names:
-            raise ConfigError(f"--anchor names {pinned[0]!r}, whose games are rated apart"
+            raise ConfigError(f"--anchor names {anchor!r}, whose games are rated apart"
                               f" by {', '.join(split or ())}", hint="anchor one of "
                               + ", ".join(repr(n) for n in split_names))  # fmt: skip
-        raise ConfigError(f"--anchor names {pinned[0]!r}, which has no games here",
+        raise ConfigError(f"--anchor names {anchor!r}, which has no games here",
                           hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
-    board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior, anchor=pinned)
+    board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior,
+                      anchors=pinned or None)  # fmt: skip
     return board, names
 
 

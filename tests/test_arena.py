@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from arena_helpers import TOKENS, Server, arena_file, client, events, wait_games
+from arena_helpers import Server, arena_file, client, events, wait_games
 from commands import invoke
 
 from arbiter.arena.client import arena_url

@@ -10,6 +10,7 @@ server down or restarting, the network gone) is retried with backoff, until stop
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable
 from typing import Any
@@ -57,7 +58,8 @@ def arena_url(text: str) -> str:
         return text if text.rstrip("/").endswith(ENGINE_PATH) else text.rstrip("/") + ENGINE_PATH
     if "://" in text:
         raise ConfigError(f"{text!r} is not an arena address",
-                          hint="give HOST:PORT, ws://HOST:PORT or wss://HOST (behind TLS)")  # fmt: skip
+                          hint="give HOST:PORT, ws://HOST:PORT or wss://HOST"
+                          " (behind TLS)")  # fmt: skip
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ConfigError(f"{text!r} is not HOST:PORT", hint="e.g. arena.example.org:8080")
@@ -85,10 +87,10 @@ class _Stderr(StderrLog):
 
     def append(self, chunk: bytes) -> None:
         super().append(chunk)
-        try:
+        # The server behind or away: it keeps what it got.
+        with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError,
+                                 trio.ClosedResourceError):  # fmt: skip
             self._send.send_nowait(chunk[:MAX_TEXT])
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the server is behind or away: it keeps what it got
 
 
 class Client:
@@ -150,10 +152,8 @@ class Client:
         ws = self.ws
         if ws is None:
             return
-        try:
+        with contextlib.suppress(ConnectionClosed):  # resent from `out` after a reconnect
             await ws.send_message(message)
-        except ConnectionClosed:
-            pass  # resent from `out` after the reconnect
 
     async def _engine_output(self, engine: Engine) -> None:
         while True:
@@ -230,10 +230,10 @@ class Client:
                             return True
                         self.received += len(message)
                         self.last_input = trio.current_time()
-                        try:
+                        # If it exited, the output task says so.
+                        with contextlib.suppress(trio.BrokenResourceError,
+                                                 trio.ClosedResourceError):  # fmt: skip
                             await engine.pipes.send_all(message)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError):
-                            pass  # it exited: the output task says so
             except ConnectionClosed as exc:
                 return self._closed(exc)
             finally:
@@ -259,5 +259,3 @@ async def connect(url: str, name: str, token: str, spec: EngineSpec,
     except EngineError as exc:
         raise ConfigError(f"the engine did not start: {exc.detail}",
                           hint="check it with `arbiter check ENGINE`") from exc  # fmt: skip
-
-

@@ -44,7 +44,7 @@ _ARENA_KEYS: dict[str, type] = {
 }  # fmt: skip
 _PLAYER_KEYS: dict[str, type] = {"name": str, "token_hash": str, "games_at_once": int}
 _TOP_KEYS = {"arena", "player", "engine"}
-_EXAMPLE = 'arbiter arena token NAME prints a [[player]] entry to paste in'
+_EXAMPLE = "arbiter arena token NAME prints a [[player]] entry to paste in"
 
 
 @dataclass(frozen=True)
@@ -215,8 +215,9 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
     for anchor, value in anchors_table.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
                 value) or abs(value) > 100_000:  # fmt: skip
-            raise ConfigError(f"the anchor {anchor!r} needs an Elo number", where=f"{where}.anchors",
-                              hint='e.g. anchors = { heuristic = 1500 }')  # fmt: skip
+            raise ConfigError(f"the anchor {anchor!r} needs an Elo number",
+                              where=f"{where}.anchors",
+                              hint="e.g. anchors = { heuristic = 1500 }")  # fmt: skip
         anchors[anchor] = float(value)
     engines, conditions = parse_engines(file, here, table, data.get("engine", []), where,
                                         engines_here)  # fmt: skip
@@ -232,7 +233,8 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         extra = set(entry) - set(_PLAYER_KEYS)
         if extra:
             raise ConfigError(f"unknown key(s) {', '.join(sorted(extra))}", where=spot,
-                              hint="a [[player]] has name, token_hash and games_at_once")  # fmt: skip
+                              hint="a [[player]] has name, token_hash and"
+                              " games_at_once")  # fmt: skip
         player_name = _get(entry, "name", spot, None, _PLAYER_KEYS)
         check_name(player_name, f"{spot}.name")
         spot = f"{file}: player {player_name!r}"
@@ -242,7 +244,8 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         token_hash = _get(entry, "token_hash", spot, None, _PLAYER_KEYS)
         if token_hash is None or not valid_hash(token_hash):
             raise ConfigError("token_hash is missing or not a hash", where=f"{spot}.token_hash",
-                              hint=_EXAMPLE + "; the file keeps the hash, never the token")  # fmt: skip
+                              hint=_EXAMPLE + "; the file keeps the hash, never the"
+                              " token")  # fmt: skip
         at_once = _get(entry, "games_at_once", spot, 1, _PLAYER_KEYS)
         if not 1 <= at_once <= 64:
             raise ConfigError("must be between 1 and 64", where=f"{spot}.games_at_once")
@@ -251,7 +254,8 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         if anchor not in engines and anchor not in players:
             raise ConfigError(f"the anchor {anchor!r} is not an engine or player of the arena",
                               where=f"{where}.anchors",
-                              hint=f"names: {', '.join([*engines, *players]) or '(none)'}")  # fmt: skip
+                              hint="names: "
+                              + (", ".join([*engines, *players]) or "(none)"))  # fmt: skip
     return Arena(
         path=file, name=name, host=host, port=port, tc=tc, variant=variant,
         random_openings=random_openings, seed=seed, margin=margin, output=output,

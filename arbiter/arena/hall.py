@@ -27,7 +27,7 @@ import trio
 from arbiter.arena.config import Arena
 from arbiter.engines.player import Player
 from arbiter.engines.process import Deadlines, Engine, EngineInfo, start_engine
-from arbiter.engines.remote import Link, RemoteHost, RemotePlayer
+from arbiter.engines.remote import Link, RemotePlayer
 from arbiter.errors import EngineError
 from arbiter.executors.jobs import machine
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
@@ -122,8 +122,9 @@ class Hall:
         anchors = arena.anchors
         self.start_rating = sum(anchors.values()) / len(anchors) if anchors else 0.0
         for name in arena.engines:
-            self.participants[name] = Participant(name, local=True,
-                                                  rating=anchors.get(name, self.start_rating))
+            self.participants[name] = Participant(
+                name, local=True, rating=anchors.get(name, self.start_rating)
+            )
         self._register(list(arena.engines))
 
     # ------------------------------------------------------------------ engines

@@ -175,15 +175,17 @@ class Server:
         self.register = register
         self.links: dict[str, Link] = {}
 
-    async def serve(self, nursery: trio.Nursery,
-                    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:  # fmt: skip
+    async def serve(
+        self, nursery: trio.Nursery, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         a = self.arena
         try:
             listeners = await trio.open_tcp_listeners(a.port, host=a.host, backlog=1024)
         except OSError as exc:
             raise ConfigError(f"cannot listen on {a.host}:{a.port}: {exc.strerror}",
                               where=f"{a.path}: arena.listen",
-                              hint="choose a free port, or stop what holds this one")  # fmt: skip
+                              hint="choose a free port, or stop what holds this one",
+                              ) from exc  # fmt: skip
         port = listeners[0].socket.getsockname()[1]
         task_status.started(port)
         await trio.serve_listeners(self._connection, listeners, handler_nursery=nursery)
@@ -292,12 +294,12 @@ class Server:
         link = self.links.get(name)
         session, received = login.get("session"), login.get("received", 0)
         if (link is not None and link.dead is None and isinstance(session, str)
-                and session == link.session_id and isinstance(received, int)):  # fmt: skip
-            if await link.attach(ws, address, received):
-                await ws.send_message(control("welcome", session=link.session_id, resume=True,
-                                              received=link.received))  # fmt: skip
-                await self._pump(ws, link)
-                return
+                and session == link.session_id and isinstance(received, int)
+                and await link.attach(ws, address, received)):  # fmt: skip
+            await ws.send_message(control("welcome", session=link.session_id, resume=True,
+                                          received=link.received))  # fmt: skip
+            await self._pump(ws, link)
+            return
         if link is not None and link.dead is None:
             if link.connected:
                 await self._refuse(ws, CLOSE_BUSY, f"{name} is connected already (from"

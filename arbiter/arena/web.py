@@ -98,10 +98,14 @@ def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> s
     if board is None:
         return ("<!doctype html><meta charset=utf-8><title>No games yet</title>"
                 "<p>No rated games yet: this page fills as games end.")  # fmt: skip
-    pinned = {n: e for n, e in anchors.items() if n in board.tally.names}
-    return render_gathered(board, keep, title=title, anchors=pinned,
-                           sources=[store_path.name], download="arena-games.jsonl",
-                           selection=selection)  # fmt: skip
+    return render_gathered(
+        board,
+        keep,
+        title=title,
+        sources=[store_path.name],
+        download="arena-games.jsonl",
+        selection=selection,
+    )
 
 
 class Site:
@@ -211,8 +215,9 @@ class Site:
             now = trio.current_time()
             if not self._report or (played != self._report_at
                                     and now - self._report_time >= REPORT_EVERY):  # fmt: skip
-                page = await trio.to_thread.run_sync(report_page, self.arena.output,
-                                                     self.arena.name, self.arena.anchors)  # fmt: skip
+                page = await trio.to_thread.run_sync(
+                    report_page, self.arena.output, self.arena.name, self.arena.anchors
+                )
                 self._report, self._report_at, self._report_time = page.encode(), played, now
         await respond.whole(200, self._report, "text/html; charset=utf-8")
 

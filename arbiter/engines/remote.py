@@ -211,10 +211,12 @@ class Link:
 
     def expire(self) -> None:
         """Called as time passes: a connection down for longer than the grace ends it."""
-        if self.dead is None and self.disconnected_at is not None:
-            if trio.current_time() - self.disconnected_at >= self.grace:
-                self.kill(f"its connection dropped and did not come back within"
-                          f" {self.grace:g} s", disconnect=True)  # fmt: skip
+        down = self.disconnected_at
+        if self.dead is None and down is not None and trio.current_time() - down >= self.grace:
+            self.kill(
+                f"its connection dropped and did not come back within {self.grace:g} s",
+                disconnect=True,
+            )
 
     def kill(self, why: str, *, disconnect: bool = False) -> None:
         """End the session: any wait on it fails now."""

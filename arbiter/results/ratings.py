@@ -19,22 +19,46 @@ that cannot separate the seat advantage from the ratings), the fit stops with
 ``converged=False``: the ratings are where the iteration stopped and every error bar is
 infinite.
 
-Scale. Ratings are centred so that the mean rating of the pool is 0, or shifted so that the
-anchor engine has the requested Elo. Error bars are 95% half-widths from the curvature of
-the penalised log-likelihood at its maximum; with the centring they are errors relative to
-the pool mean, with an anchor relative to the anchor (whose own error is 0). An engine
-without games is rated 0 (the pool mean, all it has is the prior) with an infinite error.
+Scale. Ratings are centred so that the mean rating of the pool is 0, or set by anchors:
+engines whose ratings are given and held fixed. Error bars are 95% half-widths from the
+curvature of the penalised log-likelihood at its maximum; with the centring they are errors
+relative to the pool mean, with anchors relative to the anchors (whose own error is 0). An
+engine without games is rated 0 (the pool mean, all it has is the prior) with an infinite
+error.
+
+Anchors. The ratings of the anchored engines are not parameters: :func:`fit` maximises the
+same penalised likelihood over the other ratings and the seat term, with the anchors held at
+their values, and the covariance is that of the free ratings given the anchors. The
+likelihood and the prior only see differences of ratings, so with one anchor this is the
+centred fit shifted until the anchor reads its value (which is how it is computed); with two
+or more, the anchors also fix the spread between them, and the games between the engines
+that are not anchored are fitted on that scale. The prior stays what it is without anchors:
+virtual games against the pool mean, the mean of all the engines with games, anchors
+included. It is a shrinkage of the differences between engines, not a statement about where
+the scale lies, so the anchors alone place the scale, and one anchor gives exactly the
+unanchored differences; an engine pulled towards the pool mean is pulled towards the anchors
+only as far as they are part of the pool. An anchor without games keeps its value and error
+0 and takes no part in the fit.
+
+A component of the pool (below) that holds no anchor with games is not on the anchors'
+scale: no game relates it to them. It is listed in :attr:`RatingFit.floating`; with a prior
+it is placed against the pool mean by the prior alone (finite ratings, but not comparable
+with the anchored ones), and under plain maximum likelihood (``prior=0``) its level is
+undetermined, so the fit reports ``converged=False``. Every component that holds an anchor
+is rated on the anchors' scale, even when the pool is not connected.
 
 Connectivity. Engines are linked when they played at least one game with each other. When
 the pool falls into several components the fit still runs (the prior keeps the offsets
 between components finite) and :attr:`RatingFit.connected` is False: ratings in different
-components are not comparable, since no game measured the difference between them.
+components are not comparable, since no game measured the difference between them, unless
+each component holds an anchor (then each is placed by its anchors, as far as their values
+are right).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arbiter._numpy import np, npt
@@ -87,9 +111,11 @@ class RatingFit:
 
     Attributes:
         names: Engine names, in the order given to :func:`fit`.
-        elo: Ratings in Elo, centred on the pool mean or shifted to the anchor.
-        error: 95% half-widths of ``elo``, relative to the pool mean or to the anchor.
-        covariance: Covariance of ``elo`` in Elo squared, on the same reference.
+        elo: Ratings in Elo, centred on the pool mean or on the anchors' scale.
+        error: 95% half-widths of ``elo``, relative to the pool mean or to the anchors
+            (0 for an anchored engine).
+        covariance: Covariance of ``elo`` in Elo squared, on the same reference: given
+            the anchors, whose rows and columns are 0.
         seat_advantage: Seat-1 advantage in Elo (0 when the seat term is off).
         seat_error: 95% half-width of ``seat_advantage`` (0 when the seat term is off,
             infinite when there are no games).
@@ -104,7 +130,11 @@ class RatingFit:
             reached it. When False the ratings are where the iteration stopped and every
             error is infinite.
         iterations: Newton iterations used.
-        anchor: The anchor engine and its Elo, or None when centred on the pool mean.
+        anchors: The anchored engines and their Elo, in the order given; empty when the
+            ratings are centred on the pool mean.
+        floating: With anchors, the components (with games) that hold no anchor with
+            games, whose ratings are not on the anchors' scale (module docstring); empty
+            without anchors.
         unbounded: When not ``converged``, why the games do not bound the ratings, in
             words a reader can check against the results (an engine that won every game,
             a group that beat every engine outside it, a seat that won every game);
@@ -125,15 +155,25 @@ class RatingFit:
     components: list[list[str]]
     converged: bool
     iterations: int
-    anchor: tuple[str, float] | None = None
+    anchors: tuple[tuple[str, float], ...] = ()
+    floating: tuple[tuple[str, ...], ...] = ()
     unbounded: tuple[str, ...] = ()
+
+    @property
+    def anchor(self) -> tuple[str, float] | None:
+        """The anchor when there is exactly one (None when centred or with several)."""
+        return self.anchors[0] if len(self.anchors) == 1 else None
+
+    def anchored(self, i: int) -> bool:
+        """Whether engine ``i``'s rating was given (an anchor) rather than fitted."""
+        return any(name == self.names[i] for name, _ in self.anchors)
 
     def order(self) -> list[int]:
         """Indices of the engines, best first; equal ratings are ordered by name."""
         return sorted(range(len(self.names)), key=lambda i: (-float(self.elo[i]), self.names[i]))
 
     def bounded(self, i: int) -> bool:
-        """Whether engine ``i``'s rating is an estimate: its interval is finite (the anchor,
+        """Whether engine ``i``'s rating is an estimate: its interval is finite (an anchor,
         whose rating is given, always is)."""
         return math.isfinite(float(self.error[i]))
 
@@ -156,7 +196,8 @@ class RatingFit:
     def los(self, i: int, j: int) -> float | None:
         """Likelihood of superiority: the probability that engine ``i`` is stronger than ``j``;
         None when their difference is unbounded (an infinite error makes it undefined, not
-        an even chance)."""
+        an even chance). Between two anchors the difference is given, with no error: 0 or 1.
+        """
         d = float(self.elo[i] - self.elo[j])
         sd = self._diff_sd(i, j)
         if not math.isfinite(sd):
@@ -185,12 +226,14 @@ def fit(
     *,
     prior: float = DEFAULT_PRIOR,
     anchor: tuple[str, float] | None = None,
+    anchors: Mapping[str, float] | None = None,
     seat_term: bool = True,
 ) -> RatingFit:
     """Rate a pool jointly, so that every game informs every rating through its opponents.
 
-    Check ``converged`` (False: no unique maximum, errors infinite) and ``connected``
-    (False: ratings in different components are not comparable) before printing.
+    Check ``converged`` (False: no unique maximum, errors infinite), ``connected`` (False:
+    ratings in different components are not comparable) and, with anchors, ``floating``
+    (components not on the anchors' scale) before printing.
 
     Args:
         names: Engine names, distinct.
@@ -198,15 +241,17 @@ def fit(
             and ``j`` in seat 2 that ``i`` won.
         seat1_losses: ``(n, n)`` counts; ``[i, j]`` is the number of those games ``j`` won.
         prior: Virtual games per engine scored 50% against the pool mean (module docstring).
-        anchor: ``(name, elo)`` to report ratings relative to that engine, at that Elo,
-            instead of centring them on the pool mean.
+        anchor: ``(name, elo)``: one anchor, the same as ``anchors={name: elo}``.
+        anchors: Engine name to Elo: ratings held fixed at these values, the others fitted
+            against them (module docstring), instead of centring on the pool mean.
         seat_term: Fit the seat-1 advantage; False fixes it at 0, for schedules that are not
             seat-balanced.
 
     Raises:
         ValueError: Counts that are not non-negative integers of shape ``(n, n)`` with a zero
-            diagonal, repeated names, a negative prior, or an unknown anchor name (the
-            message lists the known names) or a non-finite anchor Elo.
+            diagonal, repeated names, a negative prior, both ``anchor`` and ``anchors``, an
+            unknown anchor name (the message lists the known names) or a non-finite anchor
+            Elo.
     """
     names_t = tuple(names)
     n = len(names_t)
@@ -216,15 +261,9 @@ def fit(
     losses = _counts(seat1_losses, n, "seat1_losses")
     if not (math.isfinite(prior) and prior >= 0.0):
         raise ValueError(f"prior must be a finite number of games >= 0, not {prior!r}")
-    anchor_index = None
-    if anchor is not None:
-        name, value = anchor
-        if name not in names_t:
-            listed = ", ".join(names_t) if names_t else "(none)"
-            raise ValueError(f"unknown anchor engine {name!r}; known engines: {listed}")
-        if not math.isfinite(value):
-            raise ValueError(f"anchor Elo must be finite, not {value!r}")
-        anchor_index = names_t.index(name)
+    if anchor is not None and anchors is not None:
+        raise ValueError("give anchor or anchors, not both")
+    pinned = _pinned(names_t, dict([anchor]) if anchor is not None else anchors or {})
 
     played = wins + losses
     games = played.sum(axis=1) + played.sum(axis=0)
@@ -234,6 +273,12 @@ def fit(
     components = [[names_t[i] for i in group] for group in groups]
     active = np.flatnonzero(games > 0)
     seat = seat_term and active.size > 0
+    position = np.cumsum(games > 0) - 1  # an engine with games: its index among them
+    # The anchors that take part in the fit: those with games (the others only keep their
+    # value), in the parameters' order, with their ratings in logits.
+    fixed = {int(position[i]): value * _LOGIT_PER_ELO for i, value in pinned if games[i] > 0}
+    held = {i for i, _ in pinned if games[i] > 0}
+    floating = [g for g in groups if games[g[0]] > 0 and held.isdisjoint(g)] if pinned else []
 
     model = _Model(
         wins[np.ix_(active, active)].astype(np.float64),
@@ -243,14 +288,21 @@ def fit(
     )
     # Each gauge direction moves the ratings of one part of the pool together without
     # changing the likelihood: the whole pool when the prior ties it together, each
-    # component on its own under plain maximum likelihood.
-    if prior > 0.0:
+    # component on its own under plain maximum likelihood. Two or more anchors are held
+    # fixed instead, which leaves only the components without an anchor free to move, and
+    # those only without a prior (the prior ties them to the pool mean, hence to the
+    # anchors). One anchor is a shift of the centred fit (module docstring).
+    constrained = len(pinned) > 1 and bool(fixed)
+    if constrained:
+        gauge_groups = [] if prior > 0.0 else [position[group] for group in floating]
+    elif prior > 0.0:
         gauge_groups = [np.arange(active.size)] if active.size else []
     else:
-        position = np.cumsum(games > 0) - 1
         gauge_groups = [position[group] for group in groups if games[group[0]] > 0]
-    params, converged, iterations, cov = _maximise(model, gauge_groups)
-    if prior == 0.0 and len(gauge_groups) > 1:
+    params, converged, iterations, cov = _maximise(
+        model, gauge_groups, fixed if constrained else {}
+    )
+    if prior == 0.0 and len(gauge_groups) > (0 if constrained else 1):
         converged = False
 
     elo = np.zeros(n)
@@ -268,19 +320,22 @@ def fit(
         converged = False
     seat_advantage = float(params[-1]) / _LOGIT_PER_ELO if seat else 0.0
 
-    if anchor is not None and anchor_index is not None:
-        elo += anchor[1] - elo[anchor_index]
+    if len(pinned) == 1:
+        [(anchor_index, value)] = pinned
+        elo += value - elo[anchor_index]
         covariance, known = _relative_to(covariance, known, anchor_index)
     covariance[~known, :] = 0.0
     covariance[:, ~known] = 0.0
     covariance[~known, ~known] = math.inf
-    if anchor_index is not None:
-        covariance[anchor_index, anchor_index] = 0.0
+    for i, value in pinned:
+        elo[i] = value
+        covariance[i, :] = covariance[:, i] = 0.0
     error = Z95 * np.sqrt(np.maximum(np.diag(covariance), 0.0))
 
     for array in (elo, error, covariance, games, engine_wins, engine_losses):
         array.setflags(write=False)
-    why = () if converged else _why_unbounded(names_t, wins, losses, groups, prior, seat)
+    why = () if converged else _why_unbounded(
+        names_t, wins, losses, groups, prior, seat, floating if constrained else None)  # fmt: skip
     return RatingFit(
         names=names_t,
         elo=elo,
@@ -296,9 +351,28 @@ def fit(
         components=components,
         converged=converged,
         iterations=iterations,
-        anchor=(anchor[0], float(anchor[1])) if anchor is not None else None,
+        anchors=tuple((names_t[i], value) for i, value in pinned),
+        floating=tuple(tuple(names_t[i] for i in g) for g in floating),
         unbounded=why,
     )
+
+
+def _pinned(names: tuple[str, ...], anchors: Mapping[str, float]) -> list[tuple[int, float]]:
+    """The anchors as (engine index, Elo), in the order given; ValueError for a name that is
+    not an engine's or a value that is not a finite number."""
+    out = []
+    for name, value in anchors.items():
+        if name not in names:
+            listed = ", ".join(names) if names else "(none)"
+            raise ValueError(f"unknown anchor engine {name!r}; known engines: {listed}")
+        try:
+            elo = float(value)
+        except (TypeError, ValueError):
+            elo = math.nan
+        if not math.isfinite(elo):
+            raise ValueError(f"anchor Elo must be finite, not {value!r} (engine {name!r})")
+        out.append((names.index(name), elo))
+    return out
 
 
 def estimate_difference(a_seat1: tuple[int, int], b_seat1: tuple[int, int], *,
@@ -327,13 +401,16 @@ def _why_unbounded(
     groups: list[list[int]],
     prior: float,
     seat: bool,
+    floating: list[list[int]] | None = None,
 ) -> tuple[str, ...]:
     """Why the likelihood has no unique maximum, from the results themselves.
 
     Under plain maximum likelihood a rating runs off to infinity when its engine, or a
     group of engines, won (or lost) every game it played against the rest of its part of
     the pool: the beat graph (an edge from every engine to each one it beat at least
-    once) is then not strongly connected within that part.
+    once) is then not strongly connected within that part. With anchors held fixed
+    (``floating`` lists the components that hold none), a component without an anchor has
+    no level of its own, where without anchors only several components lack one.
     """
     played = wins + losses
     beat = (wins + losses.T) > 0  # beat[i, j]: i won at least once against j
@@ -355,7 +432,10 @@ def _why_unbounded(
         for n, seat_won in ((1, int(wins.sum())), (2, int(losses.sum()))):
             if total and seat_won == total:
                 reasons.append(f"seat {n} won all {total} games")
-    if prior == 0.0 and len([g for g in groups if played[np.ix_(g, g)].sum()]) > 1:
+    if prior == 0.0 and floating is not None:
+        reasons += [f"{', '.join(names[i] for i in g)} never played an anchored engine,"
+                    " directly or through other engines" for g in floating]  # fmt: skip
+    elif prior == 0.0 and len([g for g in groups if played[np.ix_(g, g)].sum()]) > 1:
         reasons.append("the engines fall into groups that never played each other")
     if not reasons and prior == 0.0 and seat:
         one_way = [
@@ -533,41 +613,69 @@ def _sigmoid_pair(x: FloatArray) -> tuple[FloatArray, FloatArray]:
 
 
 def _maximise(
-    model: _Model, gauge_groups: list[npt.NDArray[np.intp]]
+    model: _Model,
+    gauge_groups: list[npt.NDArray[np.intp]],
+    fixed: Mapping[int, float] | None = None,
 ) -> tuple[FloatArray, bool, int, FloatArray | None]:
     """Damped Newton ascent; returns parameters, convergence, iterations and covariance.
 
     The gauge directions (flat in the likelihood) are given a unit curvature scaled to the
     problem so that the Newton system is regular; steps then leave each group's mean where
-    it is, which keeps the ratings centred.
+    it is, which keeps the ratings centred. ``fixed`` holds parameters (by index, in logits)
+    at their values: the ascent moves the others, and the covariance is theirs given the
+    fixed ones (whose rows and columns are 0), not centred.
     """
     size = model.k + (1 if model.seat else 0)
     params = np.zeros(size)
     if model.k == 0:
         return params, True, 0, np.zeros((size, size))
-    gauge = np.zeros((size, len(gauge_groups)))
+    fixed = fixed or {}
+    whole = not fixed
+    free = np.array([i for i in range(size) if i not in fixed], dtype=np.intp)
+    if fixed:
+        held = np.array(list(fixed.values()))
+        params[list(fixed)] = held
+        params[free[free < model.k]] = held.mean()  # the free ratings start amid the anchors
+        if free.size == 0:
+            return params, True, 0, np.zeros((size, size))
+    free_ratings = int(np.count_nonzero(free < model.k))
+    gauge = np.zeros((free.size, len(gauge_groups)))
     for col, group in enumerate(gauge_groups):
-        gauge[group, col] = 1.0 / math.sqrt(len(group))
+        gauge[np.searchsorted(free, group), col] = 1.0 / math.sqrt(len(group))
+
+    def derivatives(params: FloatArray) -> tuple[FloatArray, FloatArray]:
+        grad, hess = model.derivatives(params)
+        if whole:
+            return grad, hess
+        return grad[free], hess[np.ix_(free, free)]
+
+    def moved(params: FloatArray, step: FloatArray) -> FloatArray:
+        if whole:
+            return params + step
+        out = params.copy()
+        out[free] += step
+        return out
 
     def regular(hess: FloatArray) -> tuple[FloatArray, float]:
-        scale = float(np.mean(np.diag(hess)[: model.k])) or 1.0
+        diagonal = np.diag(hess)[:free_ratings]
+        scale = (float(np.mean(diagonal)) if diagonal.size else 0.0) or 1.0
         return hess + scale * (gauge @ gauge.T), scale
 
     converged = False
     iterations = 0
     while iterations < _MAX_ITERATIONS:
         iterations += 1
-        grad, hess = model.derivatives(params)
+        grad, hess = derivatives(params)
         step = _solve(regular(hess)[0], grad)
         if step is None:
             break
         size_now = float(np.abs(step).max())
         if size_now < _TOLERANCE_ELO * _LOGIT_PER_ELO:
-            params = params + step
+            params = moved(params, step)
             converged = True
             break
         if size_now <= _SMALL_STEP:
-            params = params + step
+            params = moved(params, step)
             continue
         if size_now > _MAX_STEP:
             step *= _MAX_STEP / size_now
@@ -575,7 +683,7 @@ def _maximise(
         slope = float(grad @ step)
         t = 1.0
         while t > 1e-6:
-            trial = params + t * step
+            trial = moved(params, t * step)
             if model.value(trial) >= current + 1e-4 * t * slope:
                 break
             t *= 0.5
@@ -587,7 +695,7 @@ def _maximise(
     if not converged:
         return params, False, iterations, None
 
-    _, hess = model.derivatives(params)
+    _, hess = derivatives(params)
     regular_hess, scale = regular(hess)
     if model.prior == 0.0:
         eig = np.linalg.eigvalsh(regular_hess)
@@ -598,10 +706,15 @@ def _maximise(
     except np.linalg.LinAlgError:
         return params, False, iterations, None
     cov: FloatArray = inverse - (gauge @ gauge.T) / scale
-    k = model.k
-    centre = np.eye(size)
-    centre[:k, :k] -= 1.0 / k
-    cov = centre @ cov @ centre.T
+    if whole:
+        k = model.k
+        centre = np.eye(size)
+        centre[:k, :k] -= 1.0 / k
+        cov = centre @ cov @ centre.T
+    else:
+        given = np.zeros((size, size))
+        given[np.ix_(free, free)] = cov
+        cov = given
     if not np.all(np.isfinite(cov)):
         return params, False, iterations, None
     return params, True, iterations, cov

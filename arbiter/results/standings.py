@@ -628,7 +628,9 @@ class Standings:
 
 
 def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
-              anchor: tuple[str, float] | None = None) -> Standings:  # fmt: skip
+              anchors: Mapping[str, float] | None = None) -> Standings:  # fmt: skip
+    """The leaderboard of `tally`, centred on the pool mean or with `anchors` (engine name:
+    Elo) held at their ratings and the others fitted against them (see ratings.fit)."""
     names = list(tally.names)
     index = {name: i for i, name in enumerate(names)}
     n = len(names)
@@ -638,7 +640,7 @@ def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
         wins[index[a], index[b]] += k
     for (a, b), k in tally.seat_losses.items():
         losses[index[a], index[b]] += k
-    result = fit(names, wins, losses, prior=prior, anchor=anchor)
+    result = fit(names, wins, losses, prior=prior, anchors=anchors)
     order = result.order()
     rows = []
     for rank, i in enumerate(order, 1):
@@ -733,6 +735,8 @@ def to_json(s: Standings, *, matrix: bool = False) -> dict[str, Any]:
         "connected": f.connected,
         "components": [list(c) for c in f.components] if not f.connected else None,
         "unbounded": list(f.unbounded) or None,
+        "anchors": [{"name": a, "elo": rounded(v)} for a, v in f.anchors] or None,
+        "floating": [list(g) for g in f.floating] or None,
     }  # fmt: skip
     if matrix:
         out["matrix"] = matrix_json(s)
@@ -787,12 +791,26 @@ def footer(s: Standings) -> list[str]:
             " Elo is shown (a number would only say where the fit stopped)"
             + (f"; a prior keeps them finite (--prior {DEFAULT_PRIOR:g}, the default)."
                if s.prior == 0 else "."), _WIDTH)  # fmt: skip
+    if f.anchors:
+        lines.append("Anchored (held at these ratings, the others fitted against them): "
+                     + ", ".join(f"{a} {signed(v)}" for a, v in f.anchors) + ".")  # fmt: skip
+    if f.floating:
+        groups = "; ".join(", ".join(g) for g in f.floating)
+        lines += textwrap.wrap(
+            f"Warning: {groups} never played an anchored engine, even through others: their"
+            " ratings are not on the anchors' scale"
+            + (" (the prior alone places them against the pool mean)." if s.prior else "."),
+            _WIDTH)  # fmt: skip
     if not f.connected:
         groups = "; ".join(", ".join(c) for c in f.components)
         lines.append(
             f"Warning: the engines fall into {len(f.components)} groups that never played"
             f" each other ({groups}); ratings across groups are not comparable."
-        )
+            if not f.anchors or f.floating else
+            f"Note: the engines fall into {len(f.components)} groups that never played each"
+            f" other ({groups}); each group is placed by its own anchors, so ratings across"
+            " groups are as comparable as the anchors' values."
+        )  # fmt: skip
     return lines
 
 

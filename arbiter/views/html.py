@@ -15,7 +15,7 @@ import base64
 import gzip
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -399,7 +399,7 @@ def board_min_width(p: BoardPicture) -> int:
 
 
 def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
-                  sources: list[str], anchor: tuple[str, float] | None = None,
+                  sources: list[str],
                   conditions: Sequence[SourceConditions] = (),
                   download: str = "games.jsonl",
                   tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
@@ -435,7 +435,8 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
         cross_names=cross_names, grid=grid, pictures=pictures,
         engines=payload["engines"], terminations=terminations, payload=payload,
-        anchor=None if anchor is None else (name(anchor[0]), _signed(anchor[1])),
+        anchors=[(name(a), _signed(v)) for a, v in f.anchors],
+        floating=[[name(n) for n in g] for g in f.floating],
         games=len(views),
         voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
         read=len(views) if read is None else read,
@@ -486,8 +487,8 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
     )  # fmt: skip
 
 
-def render_gathered(board: Standings, keep: Games, *, title: str,
-                    anchors: Mapping[str, float] | None, sources: list[str], download: str,
+def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[str],
+                    download: str,
                     tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
                     selection: Selection | None = None) -> str:  # fmt: skip
     """The report of what `standings.gather` read into `keep`: the boards its games were
@@ -496,10 +497,10 @@ def render_gathered(board: Standings, keep: Games, *, title: str,
     for source in keep.sources:
         for islands, size, pie in source.variants:
             try:
-                variants.add(str(Variant(islands, size, pie)))
+                variants.add(str(Variant(islands, size, pie)))  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 continue
-    return render_report(board, keep.records, title=title, anchors=anchors, sources=sources,
+    return render_report(board, keep.records, title=title, sources=sources,
                          conditions=keep.sources, download=download, tests=tests,
                          selection=selection, read=keep.read, voids=keep.voids,
                          boards=sorted(variants))  # fmt: skip
