@@ -63,6 +63,9 @@ class Lines:
                     raise AssertionError(f"no line with {needle!r} in:\n" + "\n".join(self.lines))
                 self._cond.wait(left)
 
+    def join(self) -> None:
+        self._thread.join(10)
+
     def text(self) -> str:
         with self._cond:
             return "\n".join(self.lines)
@@ -80,7 +83,21 @@ class Proc:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         if self.popen.poll() is None:
             self.popen.send_signal(sig)
-        return self.popen.wait(timeout)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        """The exit status, once the process has ended and its output is read."""
+        try:
+            code = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+            raise
+        finally:
+            self.out.join()
+            assert self.popen.stdout is not None
+            self.popen.stdout.close()
+        return code
 
 
 class Server(Proc):

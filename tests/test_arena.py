@@ -126,10 +126,10 @@ def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> N
     server = Server(arena_file(tmp_path))
     try:
         wrong = client(server.port, "alice", "random", tmp_path, token="not-the-token-at-all")
-        assert wrong.popen.wait(30) == 2
+        assert wrong.wait() == 2
         assert "wrong token for alice" in wrong.out.text()
         stranger = client(server.port, "mallory", "random", tmp_path, token="x" * 20)
-        assert stranger.popen.wait(30) == 2
+        assert stranger.wait() == 2
         assert "not a player of this arena" in stranger.out.text()
     finally:
         server.stop()

@@ -202,9 +202,7 @@ class Client:
                 raise NotNow("the server's answer is not an arena's") from exc
             if reply["type"] == "refused":
                 reason = str(reply.get("reason", ""))[:MAX_TEXT]
-                with trio.move_on_after(2):
-                    await ws.get_message()  # the close frame and its code
-                if ws.closed is not None and ws.closed.code == CLOSE_REFUSED:
+                if reply.get("retry") is False:
                     raise Refused(reason)
                 raise NotNow(reason)
             if reply["type"] != "welcome":

@@ -263,7 +263,7 @@ class Server:
 
     async def _refuse(self, ws: WebSocketConnection, code: int, reason: str) -> None:
         with trio.move_on_after(2):
-            await ws.send_message(control("refused", reason=reason))
+            await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])
 
     async def _engine(self, ws: WebSocketConnection, address: str) -> None:
