@@ -1697,9 +1697,12 @@ def arena_serve(file: str) -> None:
     help="Engines file for ENGINE names (default: engines/engines.toml here, then the"
     " bundled bots).",
 )
+@click.option("--sessions", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Engine processes to run, each playing one game at a time (up to the"
+              " games_at_once of the arena's entry for NAME).")  # fmt: skip
 @handle_errors
 def arena_connect(address: str, engine: str, name: str, token: str | None,
-                  engines_file: str | None) -> None:  # fmt: skip
+                  engines_file: str | None, sessions: int) -> None:  # fmt: skip
     """Run ENGINE here and relay it to the arena at ADDRESS until stopped.
 
     ADDRESS is HOST:PORT, or a ws:// or wss:// URL. ENGINE is a name from an engines
@@ -1718,7 +1721,7 @@ def arena_connect(address: str, engine: str, name: str, token: str | None,
     spec = resolve_engine(engine, _engines(engines_file))
     try:
         run_trio(functools.partial(connect, url, name, token, spec,
-                                   lambda line: say(line, err=True)))  # fmt: skip
+                                   lambda line: say(line, err=True), sessions))  # fmt: skip
     except Refused as exc:
         raise ConfigExit(one_line(f"the arena refused {name}: {exc}")) from exc
     except BaseExceptionGroup as group:

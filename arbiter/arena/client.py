@@ -250,10 +250,13 @@ class Client:
 
 
 async def connect(url: str, name: str, token: str, spec: EngineSpec,
-                  say: Callable[[str], None]) -> None:  # fmt: skip
-    """Relay `spec`'s engine to the arena at `url` until stopped (module docstring)."""
+                  say: Callable[[str], None], sessions: int = 1) -> None:  # fmt: skip
+    """Relay `spec`'s engine to the arena at `url` until stopped (module docstring):
+    `sessions` engine processes, each its own connection, for as many games at once."""
     try:
-        await Client(url, name, token, spec, say).run()
+        async with trio.open_nursery() as nursery:
+            for _ in range(sessions):
+                nursery.start_soon(Client(url, name, token, spec, say).run)
     except EngineError as exc:
         raise ConfigError(f"the engine did not start: {exc.detail}",
                           hint="check it with `arbiter check ENGINE`") from exc  # fmt: skip

@@ -57,31 +57,49 @@ class ArenaGame:
 
 
 @dataclass
+class Session:
+    """One remote engine process, logged in: it plays one game at a time."""
+
+    link: Link
+    player: RemotePlayer
+    playing: bool = False
+
+    @property
+    def usable(self) -> bool:
+        return self.link.dead is None and self.link.connected
+
+
+@dataclass
 class Participant:
-    """An engine of the arena, remote or the server's own."""
+    """An engine of the arena, remote or the server's own. A remote engine whose entry
+    allows several games at once has a session per game (`arena connect --sessions`)."""
 
     name: str
     local: bool
-    capacity: int = 1  # games at once
-    busy: int = 0
+    busy: int = 0  # pairs in play
     rating: float = 0.0  # the running estimate pairing uses (the store's fit is the truth)
-    link: Link | None = None  # a remote engine's session, while it is logged in
-    player: Player | None = None  # its seat at the board, once its handshake is done
+    sessions: list[Session] = field(default_factory=list)
     engine: Engine | None = None  # a local engine's process, kept warm between games
     info: EngineInfo = field(default_factory=EngineInfo)
     last_opponent: str = ""
-    address: str = ""
 
     @property
     def present(self) -> bool:
-        if self.local:
-            return True
-        link = self.link
-        return link is not None and link.dead is None and link.connected and self.player is not None
+        return self.local or any(s.usable for s in self.sessions)
 
     @property
     def idle(self) -> bool:
-        return self.present and self.busy < self.capacity
+        if self.local:
+            return self.busy == 0
+        return any(s.usable and not s.playing for s in self.sessions)
+
+    def claim(self) -> Session | None:
+        """A free session for a pair (None for the server's own engine)."""
+        if self.local:
+            return None
+        session = next(s for s in self.sessions if s.usable and not s.playing)
+        session.playing = True
+        return session
 
 
 @dataclass
@@ -151,29 +169,25 @@ class Hall:
             if name in self.participants:
                 self.participants[name].rating = elo
 
-    def arrived(self, name: str, link: Link, player: RemotePlayer, info: EngineInfo,
-                capacity: int) -> None:  # fmt: skip
+    def arrived(self, name: str, link: Link, player: RemotePlayer, info: EngineInfo) -> None:
         """A remote engine logged in and passed its handshake."""
         p = self.participants.get(name)
         if p is None:
             start = self.arena.anchors.get(name, self.start_rating)
             p = self.participants[name] = Participant(name, local=False, rating=start)
-        p.link, p.player, p.info, p.capacity = link, player, info, capacity
-        p.address = link.address
+        p.sessions = [s for s in p.sessions if s.link.dead is None]
+        p.sessions.append(Session(link, player))
+        p.info = info
         self.publish("engine", {"name": name, "connected": True})
         self.changed()
 
     def left(self, name: str, link: Link) -> None:
         """A remote engine's session ended (its games in flight end by themselves)."""
         p = self.participants.get(name)
-        if p is not None and p.link is link:
-            p.link = p.player = None
-            self.publish("engine", {"name": name, "connected": False})
+        if p is not None:
+            p.sessions = [s for s in p.sessions if s.link is not link or s.playing]
+            self.publish("engine", {"name": name, "connected": p.present})
         self.changed()
-
-    def session_of(self, name: str) -> Link | None:
-        p = self.participants.get(name)
-        return None if p is None else p.link
 
     def changed(self) -> None:
         """Something that pairing depends on changed: look again."""
@@ -189,6 +203,7 @@ class Hall:
                 continue
             out.append({
                 "name": p.name, "remote": not p.local, "playing": p.busy,
+                "sessions": sum(s.usable for s in p.sessions),
                 "engine": escape(p.info.name), "version": escape(p.info.version),
                 "rating": round(p.rating),
             })  # fmt: skip
@@ -207,20 +222,24 @@ class Hall:
                 b.busy += 1
                 number = self.next_pair
                 self.next_pair += 1
-                self.nursery.start_soon(self._play_pair, a, b, number)
+                seats = ((a, a.claim()), (b, b.claim()))
+                self.nursery.start_soon(self._play_pair, seats, number)
 
     def pairs(self) -> list[tuple[Participant, Participant]]:
         """Idle engines in pairs: sorted by rating with some noise, neighbours meet; two
         of the server's own engines never do, and the last opponent is avoided when
         another is there."""
-        idle = [p for p in self.participants.values() if p.idle]
+        idle = []
+        for p in self.participants.values():  # a name with free sessions, once a free one
+            free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
+            idle += [p] * (free if p.idle else 0)
         if sum(1 for p in idle if not p.local) == 0:
             return []
         keyed = sorted(idle, key=lambda p: p.rating + self.rng.gauss(0.0, PAIRING_NOISE))
         out: list[tuple[Participant, Participant]] = []
         while len(keyed) >= 2:
             a = keyed.pop(0)
-            choices = [b for b in keyed if not (a.local and b.local)]
+            choices = [b for b in keyed if b is not a and not (a.local and b.local)]
             if not choices:
                 continue
             fresh = [b for b in choices[:3] if b.name != a.last_opponent]
@@ -237,25 +256,32 @@ class Hall:
         seed = derive(self.arena.seed, f"arena-{number}")
         return random_opening(self.arena.variant, 1, seed)
 
-    async def _play_pair(self, a: Participant, b: Participant, number: int) -> None:
+    async def _play_pair(self, seats: tuple[tuple[Participant, Session | None], ...],
+                         number: int) -> None:  # fmt: skip
+        (a, _), (b, _) = seats
         try:
             opening = self.opening(number)
             self._register([a.name, b.name])
             a.last_opponent, b.last_opponent = b.name, a.name
-            for k, (first, second) in enumerate(((a, b), (b, a)), 1):
-                if not (first.present and second.present):
+            for k, (first, second) in enumerate((seats, seats[::-1]), 1):
+                if not all(s is None or s.usable for _, s in (first, second)):
                     break
+                names = (first[0].name, second[0].name)
                 game = ArenaGame(f"p{number:06d}-{k}", 2 * number + k - 1, number,
-                                 f"p{number:06d}", (first.name, second.name), opening)  # fmt: skip
+                                 f"p{number:06d}", names, opening)  # fmt: skip
                 await self._play(game, first, second)
         finally:
-            a.busy -= 1
-            b.busy -= 1
+            for p, session in seats:
+                p.busy -= 1
+                if session is not None:
+                    session.playing = False
+                    if session.link.dead is not None:
+                        p.sessions = [s for s in p.sessions if s is not session]
             self.changed()
 
-    async def _player(self, p: Participant) -> Player | None:
-        if not p.local:
-            return p.player
+    async def _player(self, p: Participant, session: Session | None) -> Player | None:
+        if session is not None:
+            return session.player
         if p.engine is None:
             spec = self.arena.engines[p.name]
             try:
@@ -268,11 +294,13 @@ class Hall:
         player.name = p.name
         return player
 
-    async def _play(self, game: ArenaGame, first: Participant, second: Participant) -> None:
+    async def _play(self, game: ArenaGame, seat1: tuple[Participant, Session | None],
+                    seat2: tuple[Participant, Session | None]) -> None:  # fmt: skip
         v: Variant = self.arena.variant
         spec = GameSpec(game_id=game.game_id, variant=v, tc=(self.arena.tc, self.arena.tc),
                         opening=game.opening, seed=None, pair=game.pair_key)  # fmt: skip
-        one, two = await self._player(first), await self._player(second)
+        first, second = seat1[0], seat2[0]
+        one, two = await self._player(*seat1), await self._player(*seat2)
         if one is None or two is None:
             return
         players = [one, two]

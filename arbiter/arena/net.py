@@ -173,7 +173,7 @@ class Server:
         self.gate = Gate(arena)
         self.registered = registered  # open registration: name -> token hash
         self.register = register
-        self.links: dict[str, Link] = {}
+        self.links: dict[str, list[Link]] = {}  # each name's live sessions
 
     async def serve(
         self, nursery: trio.Nursery, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
@@ -291,21 +291,28 @@ class Server:
             await self._refuse(ws, CLOSE_REFUSED, problem)
             return
         entry = a.players.get(name) or PlayerEntry(name, "")
-        link = self.links.get(name)
+        links = self.links[name] = [k for k in self.links.get(name, []) if k.dead is None]
         session, received = login.get("session"), login.get("received", 0)
-        if (link is not None and link.dead is None and isinstance(session, str)
-                and session == link.session_id and isinstance(received, int)
+        link = next((k for k in links if k.session_id == session), None)
+        if (link is not None and isinstance(received, int)
                 and await link.attach(ws, address, received)):  # fmt: skip
             await ws.send_message(control("welcome", session=link.session_id, resume=True,
                                           received=link.received))  # fmt: skip
             await self._pump(ws, link)
             return
-        if link is not None and link.dead is None:
-            if link.connected:
-                await self._refuse(ws, CLOSE_BUSY, f"{name} is connected already (from"
-                                   f" {link.address}); one connection per name")  # fmt: skip
-                return
+        if link is not None:  # its own session, which cannot go on: it starts afresh
             link.kill("it logged in again without resuming", disconnect=True)
+            links.remove(link)
+        while len(links) >= entry.games_at_once:
+            waiting = [k for k in links if not k.connected]
+            if not waiting:
+                where = ", ".join(sorted({k.address for k in links}))
+                await self._refuse(ws, CLOSE_BUSY, f"{name} is connected already (from"
+                                   f" {where}); its entry allows {entry.games_at_once}"
+                                   " session(s)")  # fmt: skip
+                return
+            waiting[0].kill("its client logged in again without resuming", disconnect=True)
+            links.remove(waiting[0])
         await self._new_session(ws, address, name, entry, login)
 
     def _authenticate(self, name: str, token: str) -> str | None:
@@ -352,7 +359,7 @@ class Server:
             return
         link = Link(name, secrets.token_hex(12), a.disconnect_grace,
                     on_dead=lambda dead: self.hall.left(dead.name, dead))  # fmt: skip
-        self.links[name] = link
+        self.links.setdefault(name, []).append(link)
         await link.attach(ws, address, 0)
         await ws.send_message(control("welcome", session=link.session_id, resume=False,
                                       received=0))  # fmt: skip
@@ -374,7 +381,7 @@ class Server:
                 link.kill(problem)
                 await self._refuse(ws, CLOSE_REFUSED, problem)
                 return
-            self.hall.arrived(name, link, player, info, entry.games_at_once)
+            self.hall.arrived(name, link, player, info)
 
     async def _pump(self, ws: WebSocketConnection, link: Link) -> None:
         """Relay one connection into its link until either ends; ping it meanwhile."""
@@ -405,7 +412,7 @@ class Server:
 
     def _busy(self, link: Link) -> bool:
         p = self.hall.participants.get(link.name)
-        return p is not None and p.busy > 0 and p.link is link
+        return p is not None and any(s.link is link and s.playing for s in p.sessions)
 
     def nursery_timer(self, link: Link) -> None:
         """Start the grace period of a link whose connection dropped mid-game."""
