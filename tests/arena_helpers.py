@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -153,3 +154,63 @@ def wait_games(stream: Iterator[tuple[str, Any]], count: int,
 
 def readable_within(sock: Any, timeout: float) -> bool:
     return bool(select.select([sock], [], [], timeout)[0])
+
+
+class Proxy:
+    """A TCP proxy in front of the server, in threads: `delay` seconds added to every
+    chunk each way (a slow network), and `cut()` drops every connection it carries (a
+    network that fails), while it keeps accepting new ones."""
+
+    def __init__(self, target_port: int, delay: float = 0.0) -> None:
+        import socket
+
+        self.target = target_port
+        self.delay = delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._open: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                down, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                up = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                down.close()
+                continue
+            with self._lock:
+                self._open += [down, up]
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: Any, sink: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                if self.delay:
+                    time.sleep(self.delay)  # the network's latency, not a synchronisation
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(2)
+
+    def cut(self) -> None:
+        with self._lock:
+            carried, self._open = self._open, []
+        for s in carried:
+            with contextlib.suppress(OSError):
+                s.shutdown(2)
+            s.close()
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()

@@ -294,12 +294,12 @@ class Server:
         links = self.links[name] = [k for k in self.links.get(name, []) if k.dead is None]
         session, received = login.get("session"), login.get("received", 0)
         link = next((k for k in links if k.session_id == session), None)
-        if (link is not None and isinstance(received, int)
-                and await link.attach(ws, address, received)):  # fmt: skip
-            await ws.send_message(control("welcome", session=link.session_id, resume=True,
-                                          received=link.received))  # fmt: skip
-            await self._pump(ws, link)
-            return
+        if link is not None and isinstance(received, int):
+            welcome = control("welcome", session=link.session_id, resume=True,
+                              received=link.received)  # fmt: skip
+            if await link.attach(ws, address, received, welcome):
+                await self._pump(ws, link)
+                return
         if link is not None:  # its own session, which cannot go on: it starts afresh
             link.kill("it logged in again without resuming", disconnect=True)
             links.remove(link)
@@ -360,9 +360,8 @@ class Server:
         link = Link(name, secrets.token_hex(12), a.disconnect_grace,
                     on_dead=lambda dead: self.hall.left(dead.name, dead))  # fmt: skip
         self.links.setdefault(name, []).append(link)
-        await link.attach(ws, address, 0)
-        await ws.send_message(control("welcome", session=link.session_id, resume=False,
-                                      received=0))  # fmt: skip
+        await link.attach(ws, address, 0, control("welcome", session=link.session_id,
+                                                  resume=False, received=0))  # fmt: skip
         session = EngineSession(link, link, name)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._pump, ws, link)

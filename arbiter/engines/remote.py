@@ -178,9 +178,10 @@ class Link:
         self._exited.set()
         self.kill(f"the engine exited on the client's machine: {exit_status(code)}")
 
-    async def attach(self, ws: WebSocketConnection, address: str, peer_received: int) -> bool:
-        """Take a (re)connection; resend what the client has not received. False if that
-        is no longer kept: the session cannot go on."""
+    async def attach(self, ws: WebSocketConnection, address: str, peer_received: int,
+                     greeting: str) -> bool:  # fmt: skip
+        """Take a (re)connection: send `greeting` (the welcome), then what the client has
+        not received. False if that is no longer kept: the session cannot go on."""
         if self.dead is not None:
             return False
         async with self._send_lock:
@@ -190,6 +191,7 @@ class Link:
             self.ws, self.address = ws, address
             self.disconnected_at = None
             try:
+                await ws.send_message(greeting)
                 if missing:
                     for frame in frames(missing):
                         await ws.send_message(frame)
