@@ -61,6 +61,27 @@ def test_a_bad_arena_file_is_a_usage_error_naming_the_key(tmp_path: Path, text: 
     assert where in result.stderr
 
 
+def test_the_server_does_not_start_with_an_own_engine_that_cannot_play(tmp_path: Path
+                                                                      ) -> None:  # fmt: skip
+    hex_only = (
+        f'[[engine]]\nname = "hexer"\ncommand = ["{sys.executable}", "{BADBOT}", "ok"]'
+        "\nsizes = [5]\n"
+    )
+    file = arena_file(tmp_path, players=(), engines=hex_only)
+    result = invoke("arena", "serve", str(file))
+    assert result.returncode == 2, result.stderr
+    assert "hexer" in result.stderr and "size 7" in result.stderr
+    dead = (
+        f'[[engine]]\nname = "dead"\ncommand = ["{sys.executable}", "-c",'
+        ' "import sys; sys.exit(3)"]\n'
+    )
+    file = arena_file(tmp_path, players=(), engines=dead)
+    result = invoke("arena", "serve", str(file))
+    assert result.returncode == 1, result.stderr
+    assert "dead" in result.stderr and "exit status 3" in result.stderr
+    assert not (tmp_path / "test-arena.sqlite").exists()  # nothing is created for nothing
+
+
 def test_addresses_become_the_engines_door() -> None:
     assert arena_url("host:8080") == "ws://host:8080/engine"
     assert arena_url("wss://arena.example.org") == "wss://arena.example.org/engine"

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 RATING_PULL = 16.0  # the Elo step per game of the running estimate that pairing uses
 PAIRING_NOISE = 100.0  # Elo of randomness in who is close to whom
 RECENT = 50  # finished games the hall remembers for the live page
+REST_FIRST = 5.0  # seconds a server's engine that failed to start waits, doubling
+REST_MOST = 300.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Participant:
     engine: Engine | None = None  # a local engine's process, kept warm between games
     info: EngineInfo = field(default_factory=EngineInfo)
     last_opponent: str = ""
+    resting_until: float = 0.0  # a local engine that failed to start waits till then
+    failures: int = 0
 
     @property
     def present(self) -> bool:
@@ -90,7 +94,7 @@ class Participant:
     @property
     def idle(self) -> bool:
         if self.local:
-            return self.busy == 0
+            return self.busy == 0 and trio.current_time() >= self.resting_until
         return any(s.usable and not s.playing for s in self.sessions)
 
     def claim(self) -> Session | None:
@@ -178,6 +182,8 @@ class Hall:
         p.sessions = [s for s in p.sessions if s.link.dead is None]
         p.sessions.append(Session(link, player))
         p.info = info
+        log.info("%s logged in from %s (%s %s)", name, link.address, escape(info.name),
+                 escape(info.version))  # fmt: skip
         self.publish("engine", {"name": name, "connected": True})
         self.changed()
 
@@ -287,8 +293,15 @@ class Hall:
             try:
                 p.engine = await start_engine(spec, self.nursery, self.deadlines)
             except EngineError as exc:
-                log.warning("engine %s did not start: %s", p.name, exc.detail)
+                # It started at the check: wait longer after each failure, then try again.
+                p.failures += 1
+                rest = min(REST_MOST, REST_FIRST * 2 ** (p.failures - 1))
+                p.resting_until = trio.current_time() + rest
+                self.nursery.start_soon(self._wake_after, rest)
+                log.warning("engine %s did not start (%s); trying again in %.0f s", p.name,
+                            exc.detail, rest)  # fmt: skip
                 return None
+            p.failures = 0
             p.info = p.engine.info
         player = Player.of(p.engine)
         player.name = p.name
@@ -325,15 +338,25 @@ class Hall:
         record = outcome.record
         self.store.write(game, record)  # stored before anyone is told
         self.games_played += 1
-        for seat in outcome.faulty:
-            p = (first, second)[seat]
+        log.info("game %s: %s", game.game_id, "void: " + record.reason if record.void else
+                 f"{record.winner} beat {record.loser} by {record.termination}"
+                 + (f" ({record.reason})" if record.reason else ""))  # fmt: skip
+        for seat, p in enumerate((first, second)):
+            # A faulty engine is restarted; a confined one (sandbox, limits) lasts a game,
+            # so that nothing it left running or wrote reaches the next, as in tournaments.
             if p.local and p.engine is not None:
-                engine, p.engine = p.engine, None
-                await engine.aclose()
+                definition = self.arena.engines[p.name]
+                if seat in outcome.faulty or definition.sandbox or definition.limits:
+                    engine, p.engine = p.engine, None
+                    await engine.aclose()
         self._rate(record)
         summary = game_summary(record, game.number)
         self.recent.appendleft(summary)
         self.publish("game", summary)
+
+    async def _wake_after(self, seconds: float) -> None:
+        await trio.sleep(seconds)  # a rest that ends: pairing looks again
+        self.changed()
 
     def _rate(self, record: GameRecord) -> None:
         """The running estimate pairing uses: one Elo step per rated game. The anchors

@@ -16,10 +16,31 @@ from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall
 from arbiter.arena.net import Server
 from arbiter.arena.web import Broadcast, Site, registered_players
+from arbiter.errors import ArbiterError, ConfigError
+from arbiter.executors.jobs import ExecutorSettings
+from arbiter.executors.preflight import preflight
 from arbiter.results.store import Store
 
 
+async def check_engines(arena: Arena) -> None:
+    """Before the port opens: each of the server's own engines starts and can play the
+    arena's variant, or the server does not start (the operator's to fix)."""
+    if not arena.engines:
+        return
+    settings = ExecutorSettings(arena.engines)
+    checked = await preflight(settings, list(arena.engines), arena.variant,
+                              {key: arena.tc for key in arena.engines})  # fmt: skip
+    if checked.problem:
+        where = f"{arena.path}: engine"
+        if checked.config_error:
+            raise ConfigError(checked.problem, where=where,
+                              hint="fix the engine's definition or the arena's variant")  # fmt: skip
+        raise ArbiterError(f"{checked.problem} (the arena's own engine; fix it or remove it"
+                           f" from {arena.path})")  # fmt: skip
+
+
 async def serve(arena: Arena, say: Callable[[str], None]) -> None:
+    await check_engines(arena)
     store, _ = Store.open_for_run(arena.output, origin=f"{arena.path}: arena.output")
     with store:
         broadcast = Broadcast()
