@@ -232,25 +232,26 @@ class Hall:
                 self.nursery.start_soon(self._play_pair, seats, number)
 
     def pairs(self) -> list[tuple[Participant, Participant]]:
-        """Idle engines in pairs: sorted by rating with some noise, neighbours meet; two
-        of the server's own engines never do, and the last opponent is avoided when
-        another is there."""
-        idle = []
-        for p in self.participants.values():  # a name with free sessions, once a free one
+        """Idle engines in pairs, as CGOS pairs them: in a random order, each takes the
+        free engine nearest in rating (with some noise), another than its last opponent
+        when there is one; two of the server's own engines never meet."""
+        idle: list[Participant] = []
+        for p in self.participants.values():  # a name once per free session
             free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
             idle += [p] * (free if p.idle else 0)
-        if sum(1 for p in idle if not p.local) == 0:
+        if not any(not p.local for p in idle):
             return []
-        keyed = sorted(idle, key=lambda p: p.rating + self.rng.gauss(0.0, PAIRING_NOISE))
+        self.rng.shuffle(idle)
+        noisy = {id(p): p.rating + self.rng.gauss(0.0, PAIRING_NOISE) for p in idle}
         out: list[tuple[Participant, Participant]] = []
-        while len(keyed) >= 2:
-            a = keyed.pop(0)
-            choices = [b for b in keyed if b is not a and not (a.local and b.local)]
+        while idle:
+            a = idle.pop()
+            choices = [b for b in idle if b is not a and not (a.local and b.local)]
             if not choices:
                 continue
-            fresh = [b for b in choices[:3] if b.name != a.last_opponent]
-            b = (fresh or choices)[0]
-            keyed.remove(b)
+            fresh = [b for b in choices if b.name != a.last_opponent] or choices
+            b = min(fresh, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
+            idle.remove(b)
             out.append((a, b))
         return out
 

@@ -34,7 +34,7 @@ async def check_engines(arena: Arena) -> None:
         where = f"{arena.path}: engine"
         if checked.config_error:
             raise ConfigError(checked.problem, where=where,
-                              hint="fix the engine's definition or the arena's variant")  # fmt: skip
+                              hint="fix its definition or the arena's variant")  # fmt: skip
         raise ArbiterError(f"{checked.problem} (the arena's own engine; fix it or remove it"
                            f" from {arena.path})")  # fmt: skip
 
