@@ -28,6 +28,7 @@ def stored(store: Path) -> list[tuple[str, int]]:
                  for r, v in s.records(voids=False))]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     proxy = Proxy(server.port)
@@ -52,6 +53,7 @@ def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path:
         server.stop()
 
 
+@pytest.mark.slow
 def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None:
     """Behind a proxy that adds 60 ms each way, alice's moves are charged the wait less
     the measured round trip (about 120 ms, at most the allowance); bob's nothing."""
@@ -85,6 +87,7 @@ def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None
         assert any(ms >= 0 for ms in r["reported_ms"])
 
 
+@pytest.mark.slow
 def test_the_server_killed_and_restarted_goes_on_while_clients_reconnect(tmp_path: Path) -> None:
     file = arena_file(tmp_path, players=("alice", "bob", "carol"))
     server = Server(file)
@@ -121,6 +124,7 @@ def test_the_server_killed_and_restarted_goes_on_while_clients_reconnect(tmp_pat
     assert len(numbers) == len(set(numbers))
 
 
+@pytest.mark.slow
 def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     alice = client(server.port, "alice", SLOW, tmp_path)
@@ -142,6 +146,7 @@ def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
         assert s.void_count() == 0  # never stored half, not even as a void attempt
 
 
+@pytest.mark.slow
 def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_path: Path
                                                                          ) -> None:  # fmt: skip
     file = arena_file(tmp_path, players=(), engines='engines = ["random", "mc-fast"]\n'
