@@ -28,7 +28,7 @@ from arbiter.arena.config import Arena
 from arbiter.engines.player import Player
 from arbiter.engines.process import Deadlines, Engine, EngineInfo, start_engine
 from arbiter.engines.remote import Link, RemotePlayer
-from arbiter.errors import EngineError
+from arbiter.errors import EngineError, StoreError
 from arbiter.executors.jobs import machine
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
 from arbiter.results.records import GameRecord
@@ -277,6 +277,12 @@ class Hall:
                 game = ArenaGame(f"p{number:06d}-{k}", 2 * number + k - 1, number,
                                  f"p{number:06d}", names, opening)  # fmt: skip
                 await self._play(game, first, second)
+        except (StoreError, trio.Cancelled):
+            raise  # the store is the truth: without it the arena stops
+        except Exception:
+            # A fault of the arena's own in one pair must not stop the others; the
+            # referee already turns any fault during a game into a void record.
+            log.exception("pair %d (%s, %s) failed", number, a.name, b.name)
         finally:
             for p, session in seats:
                 p.busy -= 1
