@@ -1641,10 +1641,8 @@ def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:
 
 @main.group(
     epilog=examples(
-        "arbiter arena token alice >> arena.toml   # the token goes to alice, the entry stays",
         "arbiter arena serve arena.toml",
         "arbiter arena connect arena.example.org:8080 --name alice --token T mybot",
-        "arbiter arena status arena.toml",
     )
 )
 def arena() -> None:
@@ -1653,7 +1651,7 @@ def arena() -> None:
 
 @arena.command(
     "serve",
-    epilog=examples("arbiter arena serve arena.toml", "arbiter -v arena serve arena.toml"),
+    epilog=examples("arbiter arena serve arena.toml", "arbiter arena serve ladder/arena.toml"),
 )
 @click.argument("file", type=click.Path(dir_okay=False))
 @handle_errors
