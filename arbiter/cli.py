@@ -1651,9 +1651,10 @@ def arena() -> None:
 
 @arena.command(
     "serve",
-    epilog=examples("arbiter arena serve arena.toml", "arbiter arena serve ladder/arena.toml"),
+    epilog=examples("arbiter arena serve arena.toml", "arbiter arena serve arena.toml -v"),
 )
 @click.argument("file", type=click.Path(dir_okay=False))
+@log_options
 @handle_errors
 def arena_serve(file: str) -> None:
     """Run the arena of FILE until stopped: engines connect, play and are rated.
@@ -1698,6 +1699,7 @@ def arena_serve(file: str) -> None:
 @click.option("--sessions", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Engine processes to run, each playing one game at a time (up to the"
               " games_at_once of the arena's entry for NAME).")  # fmt: skip
+@log_options
 @handle_errors
 def arena_connect(address: str, engine: str, name: str, token: str | None,
                   engines_file: str | None, sessions: int) -> None:  # fmt: skip
