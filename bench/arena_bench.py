@@ -22,11 +22,18 @@ seconds. Per step:
 
 - logged in: the remote engines GET /api/live lists as connected once the logins of the
   step are done (or `--login-timeout` has passed), and the wall time from the step's
-  first new connection to its last welcome;
+  first new connection to its last engine's answer to the handshake (the server
+  welcomes a login, runs the handshake through the relay, then pairs the engine);
 - server RSS (VmRSS of the server process, from /proc, at the end of the period) and the
   server's CPU use over the period (utime + stime; 100% is one core);
-- games per second: "game" events on GET /events (one reader, in a thread) during the
-  period, checked against the server's own count in /api/live;
+- games per second: the games the server stored during the period (its count in
+  /api/live); and moves per second, the `genmove` commands the engines answered. After
+  a step adds many engines at once their games start together and end together, so
+  games per second is lumpy over a short period and moves per second is the steadier
+  figure of throughput;
+- the server's resend buffers: each session keeps the last `RETAIN` bytes it sent, to
+  resend after a reconnect; the sum of min(RETAIN, bytes sent) over the sessions is
+  printed beside the RSS (it grows with every game an engine plays, up to RETAIN);
 - network time per move: for each engine move of the games that ended in the period,
   read back from the store after the run, the server's measured wait for the answer
   (`move_ms` charged + `allowance_ms` not charged) less what the engine's client
@@ -35,12 +42,20 @@ seconds. Per step:
   event loop, the loopback TCP and WebSocket framing both ways, and this process's event
   loop (which runs every simulated engine on the same two cores: at high counts part of
   the figure is the simulator's own queueing). The referee excludes from `move_ms` any
-  span in which the server's event loop itself stalled (arbiter/pauses.py); the stalled
-  milliseconds are shown beside.
+  span in which the server's event loop itself stalled (arbiter/pauses.py), so the
+  figure leaves those out; the stalled milliseconds are shown beside (summed over the
+  games: a stall that many games waited through counts once per game).
 
 At the end the server is stopped with SIGTERM and its store read back through the real
-CLI (`arbiter arena export FILE --records OUT`): every game seen to end on /events is in
-the store exactly once, no game id is stored twice, and no stored game is void.
+CLI (`arbiter arena export FILE --records OUT`): every game seen to end on GET /events
+(followed by a child process, raw bytes, so that it is not the slow reader) is in the
+store exactly once, no game id is stored twice, no stored game is void, and the store
+holds at least the games the server counted just before SIGTERM. The server drops a
+page that falls more than its queue behind (arbiter/arena/web.py); the reader then
+follows again and the reconnections are counted, so "seen" may be fewer than stored.
+
+The figures depend on the machine and on what else runs on it: the load average
+before and after is printed, and the server's CPU share beside each step.
 """
 
 from __future__ import annotations
@@ -400,6 +415,7 @@ class Step:
     period: float = 0.0
     games: list[str] = field(default_factory=list)
     api_games: int = 0
+    moves: int = 0  # genmove commands the engines answered in the period
     retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
 
 
@@ -439,17 +455,19 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
             print(f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
                   f" in /api/live; logins took {step.login_s:.1f} s", flush=True)  # fmt: skip
             api0 = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
-            cpu0, t0 = server.cpu_seconds(), time.monotonic()
+            cpu0, t0, moves0 = server.cpu_seconds(), time.monotonic(), tally.moves
             await trio.sleep(args.period)
             t1 = time.monotonic()
             step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
+            step.moves = tally.moves - moves0
             step.period = t1 - t0
             step.games = events.between(t0, t1)
             step.api_games = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
             step.api_games -= api0
             step.rss_mb = server.status("VmRSS") / 1024
             step.retained_mb = sum(min(RETAIN, e.received) for e in engines) / 2**20
-            print(f"{target} engines: {step.api_games / step.period:.1f} games/s over"
+            print(f"{target} engines: {step.api_games / step.period:.1f} games/s,"
+                  f" {step.moves / step.period:.0f} moves/s over"
                   f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
                   f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
                   f" {step.retained_mb:.1f} MB)", flush=True)  # fmt: skip
@@ -520,7 +538,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=7)
     parser.add_argument("--islands", type=int, default=8, choices=(4, 8))
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", type=Path, help="keep the arena file, store and export here")
+    parser.add_argument(
+        "--keep", type=Path, help="keep the arena file, store, export and server log here"
+    )
     parser.add_argument(
         "--quick", action="store_true", help="4 engines, 3 s: that it runs, not the figures"
     )
@@ -568,6 +588,8 @@ def main() -> None:
             terminations[record["termination"]] += 1
             voids += bool(record.get("void"))
         server_log = server.lines
+        if args.keep:
+            (work / "server.log").write_text("\n".join(server_log) + "\n")
 
     print()
     print(f"load average (1 min) before the run {load0:.2f}, after {os.getloadavg()[0]:.2f}"
@@ -578,13 +600,14 @@ def main() -> None:
     print()
     print(
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
-        " | net ms/move p50 | p99 | max | moves | stalled ms |"
+        " | moves/s | net ms/move p50 | p99 | max | moves measured | stalled ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for step in steps:
         net, stalled, _ = per_move_network(records, step.games)
         print(f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
-              f" {step.cpu:.0%} | {step.api_games / step.period:.1f} | {pct(net, 0.5):.2f} |"
+              f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
+              f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
               f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
               f" {stalled:.0f} |")  # fmt: skip
     seen = set(events.ended)
