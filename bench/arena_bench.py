@@ -416,6 +416,7 @@ class Step:
     games: list[str] = field(default_factory=list)
     api_games: int = 0
     moves: int = 0  # genmove commands the engines answered in the period
+    lag: list[float] = field(default_factory=list)  # this process's event-loop lag, ms
     retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
 
 
@@ -431,7 +432,18 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
     def remote_live() -> int:
         return sum(1 for e in server.get("/api/live")["connected"] if e["remote"])
 
+    lags: list[float] = []
+
+    async def watch_lag() -> None:
+        """How late this process's event loop wakes a task (every 50 ms): the part of
+        the network figure that is the simulator's own queueing."""
+        while True:
+            due = time.monotonic() + 0.05
+            await trio.sleep(0.05)
+            lags.append((time.monotonic() - due) * 1000)
+
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_lag)
         for target in ramp:
             step = Step(target)
             start = time.monotonic()
@@ -456,10 +468,12 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
                   f" in /api/live; logins took {step.login_s:.1f} s", flush=True)  # fmt: skip
             api0 = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
             cpu0, t0, moves0 = server.cpu_seconds(), time.monotonic(), tally.moves
+            lags.clear()
             await trio.sleep(args.period)
             t1 = time.monotonic()
             step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
             step.moves = tally.moves - moves0
+            step.lag = list(lags)
             step.period = t1 - t0
             step.games = events.between(t0, t1)
             step.api_games = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
@@ -600,16 +614,18 @@ def main() -> None:
     print()
     print(
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
-        " | moves/s | net ms/move p50 | p99 | max | moves measured | stalled ms |"
+        " | moves/s | net ms/move p50 | p99 | max | moves measured | stalled ms"
+        " | simulator lag ms p50 | p99 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for step in steps:
         net, stalled, _ = per_move_network(records, step.games)
         print(f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
               f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
               f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
               f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
-              f" {stalled:.0f} |")  # fmt: skip
+              f" {stalled:.0f} | {pct(step.lag, 0.5):.1f} |"
+              f" {pct(step.lag, 0.99):.1f} |")  # fmt: skip
     seen = set(events.ended)
     lost = sorted(seen - set(stored))
     doubled = sorted(g for g, n in stored.items() if n > 1)
