@@ -47,18 +47,6 @@ def test_the_token_command_prints_a_token_and_an_entry_that_accepts_it(tmp_path:
     assert not arena.players["alice"].accepts(token[:-1])
 
 
-@pytest.mark.parametrize("text, where", [
-    ('[arena]\nname = "x"\n', "listen is missing"),
-    ('[arena]\nlisten = "nowhere"\n', "arena.listen"),
-    ('[arena]\nlisten = "127.0.0.1:0"\ntc = "inf"\n', "arena.tc"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { ghost = 0 }\n', "arena.anchors"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { random = "high" }\nengines = ["random"]\n',
-     "arena.anchors"),
-    ('[arena]\nlisten = "127.0.0.1:0"\n[[player]]\nname = "a"\ntoken_hash = "plain"\n',
-     "token_hash"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nlatency_allowance = -1\n', "latency_allowance"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nbogus = 1\n', "unknown key"),
-])  # fmt: skip
 class _Page(Respond):
     """A page following /events that reads whatever it is sent at once."""
 
@@ -111,6 +99,18 @@ async def test_a_page_that_falls_behind_gets_what_was_queued_then_is_dropped_qui
     assert SUBSCRIBER_QUEUE <= page.data.count(b"event: move") < 2 * SUBSCRIBER_QUEUE
 
 
+@pytest.mark.parametrize("text, where", [
+    ('[arena]\nname = "x"\n', "listen is missing"),
+    ('[arena]\nlisten = "nowhere"\n', "arena.listen"),
+    ('[arena]\nlisten = "127.0.0.1:0"\ntc = "inf"\n', "arena.tc"),
+    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { ghost = 0 }\n', "arena.anchors"),
+    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { random = "high" }\nengines = ["random"]\n',
+     "arena.anchors"),
+    ('[arena]\nlisten = "127.0.0.1:0"\n[[player]]\nname = "a"\ntoken_hash = "plain"\n',
+     "token_hash"),
+    ('[arena]\nlisten = "127.0.0.1:0"\nlatency_allowance = -1\n', "latency_allowance"),
+    ('[arena]\nlisten = "127.0.0.1:0"\nbogus = 1\n', "unknown key"),
+])  # fmt: skip
 def test_a_bad_arena_file_is_a_usage_error_naming_the_key(tmp_path: Path, text: str,
                                                           where: str) -> None:  # fmt: skip
     file = tmp_path / "arena.toml"
