@@ -7,13 +7,20 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
+import trio
+import trio.testing
 from arena_helpers import Server, arena_file, client, events, wait_games
 from commands import invoke
 
 from arbiter.arena.client import arena_url
 from arbiter.arena.config import hash_token, load_arena, token_matches
+from arbiter.arena.hall import Hall
+from arbiter.arena.net import Request, Respond
+from arbiter.arena.web import SUBSCRIBER_QUEUE, Broadcast, Site
 from arbiter.errors import ConfigError
 
 BADBOT = Path(__file__).parent / "engines" / "badbot.py"
@@ -38,6 +45,58 @@ def test_the_token_command_prints_a_token_and_an_entry_that_accepts_it(tmp_path:
     arena = load_arena(file)
     assert arena.players["alice"].accepts(token)
     assert not arena.players["alice"].accepts(token[:-1])
+
+
+class _Page(Respond):
+    """A page following /events that reads whatever it is sent at once."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    async def begin_stream(self, content_type: str) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def chunk(self, data: bytes) -> None:
+        self.data += data
+        await trio.lowlevel.checkpoint()
+
+
+async def test_a_page_keeps_up_when_each_pass_publishes_many_events(tmp_path: Path) -> None:
+    """Many games in play publish a move each in one pass of the event loop; a page is
+    written to once a pass, so it must get all that is queued in that write."""
+    arena = load_arena(arena_file(tmp_path))
+    broadcast = Broadcast()
+    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0)
+    site = Site(arena, cast(Hall, hall), broadcast)
+    page = _Page()
+    burst, passes = SUBSCRIBER_QUEUE // 4, 20
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(site.events, Request("GET", "/events", {}, "127.0.0.1"), page)
+        await trio.testing.wait_all_tasks_blocked()
+        for n in range(passes):
+            for k in range(burst):
+                broadcast.publish("move", {"ply": n * burst + k})
+            await trio.lowlevel.checkpoint()  # one pass: the page's task runs once
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert page.data.count(b"event: move") == burst * passes
+
+
+async def test_a_page_that_falls_behind_gets_what_was_queued_then_is_dropped_quietly(
+        tmp_path: Path) -> None:  # fmt: skip
+    arena = load_arena(arena_file(tmp_path))
+    broadcast = Broadcast()
+    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0)
+    page = _Page()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(Site(arena, cast(Hall, hall), broadcast).events,
+                               Request("GET", "/events", {}, "127.0.0.1"), page)  # fmt: skip
+            await trio.testing.wait_all_tasks_blocked()
+            for k in range(2 * SUBSCRIBER_QUEUE):  # the page's task cannot run meanwhile
+                broadcast.publish("move", {"ply": k})
+    # The route returned by itself (nothing to log); the page reconnects and reads afresh.
+    assert SUBSCRIBER_QUEUE <= page.data.count(b"event: move") < 2 * SUBSCRIBER_QUEUE
 
 
 @pytest.mark.parametrize("text, where", [

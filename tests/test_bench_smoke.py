@@ -92,3 +92,10 @@ def test_pairing_bench_runs() -> None:
     out = run(str(BENCH / "pairing_bench.py"), "--quick")
     assert "adaptive top:3 @ 240" in out and "round-robin @ 480" in out and "swiss @ 120" in out
     assert out.count("stopped early in") == 6
+
+
+def test_arena_bench_runs() -> None:
+    out = run(str(BENCH / "arena_bench.py"), "--quick")
+    assert "4 engines: 4 welcomed, 4 listed as connected in /api/live" in out
+    assert "| 4 | 4 |" in out and "net ms/move p50" in out
+    assert "lost 0, stored twice 0, void 0" in out

@@ -201,11 +201,22 @@ class Site:
             await respond.chunk(f"retry: 2000\nevent: state\ndata: {first}\n\n".encode())
             while True:
                 with trio.move_on_after(HEARTBEAT) as quiet:
-                    frame = await channel.receive()
+                    try:
+                        frames = [await channel.receive()]
+                    except trio.EndOfChannel:
+                        return  # dropped for falling behind: the page reads the state afresh
                 if quiet.cancelled_caught:
-                    frame = b": still here\n\n"
+                    frames = [b": still here\n\n"]
+                # What is queued goes out in one write: one pass of the event loop can
+                # publish many events (a move of every game in play), and a frame per
+                # write would leave the page further behind with each pass until dropped.
+                while len(frames) < SUBSCRIBER_QUEUE:
+                    try:
+                        frames.append(channel.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
                 with trio.move_on_after(HEARTBEAT):  # a reader that stops reading is dropped
-                    await respond.chunk(frame)
+                    await respond.chunk(b"".join(frames))
                     continue
                 return
 

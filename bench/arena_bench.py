@@ -1,0 +1,652 @@
+#!/usr/bin/env python3
+"""The arena under load: one real server against many simulated remote engines.
+
+Run: python bench/arena_bench.py [--quick] [--ramp 100,200,500,1000] [--period S]
+[--tc TC] [--size N] [--islands 4|8] [--keep DIR].
+
+The server is a real `python -m arbiter arena serve` process on 127.0.0.1 (port 0), with
+one `[[player]]` entry per simulated engine (token hashes made by
+`arbiter.arena.config.hash_token`), no engines of its own (all of its CPU goes to the
+network path, the referee and the store) and the per-address limits raised, since every
+engine comes from 127.0.0.1. The engines are simulated in this one process (trio and
+trio-websocket): each speaks the relay protocol of docs/guide/arena.md itself, answers
+every command at once, tracks the position with `arbiter.rules` from the `play` commands
+it is sent and answers `genmove` with a random empty cell, so every move is legal. Before
+each answer it sends `{"type": "t", "ms": ...}`, the time from receiving the command's
+bytes to answering, which the server records per move as `reported_ms`.
+
+For each step of the ramp, engines are added until the step's count is connected (each
+engine logs in once; a refused or dropped login is counted and tried again after a
+short pause, as `arbiter arena connect` does), then the arena plays for `--period`
+seconds. Per step:
+
+- logged in: the remote engines GET /api/live lists as connected once the logins of the
+  step are done (or `--login-timeout` has passed), and the wall time from the step's
+  first new connection to its last engine's answer to the handshake (the server
+  welcomes a login, runs the handshake through the relay, then pairs the engine);
+- server RSS (VmRSS of the server process, from /proc, at the end of the period) and the
+  server's CPU use over the period (utime + stime; 100% is one core);
+- games per second: the games the server stored during the period (its count in
+  /api/live); and moves per second, the `genmove` commands the engines answered. After
+  a step adds many engines at once their games start together and end together, so
+  games per second is lumpy over a short period and moves per second is the steadier
+  figure of throughput;
+- the server's resend buffers: each session keeps the last `RETAIN` bytes it sent, to
+  resend after a reconnect; the sum of min(RETAIN, bytes sent) over the sessions is
+  printed beside the RSS (it grows with every game an engine plays, up to RETAIN);
+- network time per move: for each engine move of the games that ended in the period,
+  read back from the store after the run, the server's measured wait for the answer
+  (`move_ms` charged + `allowance_ms` not charged) less what the engine's client
+  reported it took (`reported_ms`). It is everything between the referee's write of the
+  commands and its read of the answer that is not the engine thinking: the server's own
+  event loop, the loopback TCP and WebSocket framing both ways, and this process's event
+  loop (which runs every simulated engine on the same two cores: at high counts part of
+  the figure is the simulator's own queueing). The referee excludes from `move_ms` any
+  span in which the server's event loop itself stalled (arbiter/pauses.py), so the
+  figure leaves those out; the stalled milliseconds are shown beside (summed over the
+  games: a stall that many games waited through counts once per game).
+
+At the end the server is stopped with SIGTERM and its store read back through the real
+CLI (`arbiter arena export FILE --records OUT`): every game seen to end on GET /events
+(followed by a child process, raw bytes, so that it is not the slow reader) is in the
+store exactly once, no game id is stored twice, no stored game is void, and the store
+holds at least the games the server counted just before SIGTERM. The server drops a
+page that falls more than its queue behind (arbiter/arena/web.py); the reader then
+follows again and the reconnections are counted, so "seen" may be fewer than stored.
+
+The figures depend on the machine and on what else runs on it: the load average
+before and after is printed, and the server's CPU share beside each step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import trio  # noqa: E402
+from trio_websocket import (  # noqa: E402
+    ConnectionClosed,
+    ConnectionRejected,
+    HandshakeError,
+    open_websocket_url,
+)
+
+from arbiter.arena.config import hash_token  # noqa: E402
+from arbiter.bots.skeleton import COMMAND_NAMES  # noqa: E402
+from arbiter.engines.remote import (  # noqa: E402
+    MAX_FRAME,
+    PROTOCOL,
+    RETAIN,
+    control,
+    parse_control,
+)
+from arbiter.rules import Game, Variant  # noqa: E402
+
+
+def token_of(i: int) -> str:
+    return f"bench-token-{i:05d}-0123456789abcdef"
+
+
+def name_of(i: int) -> str:
+    return f"sim{i:04d}"
+
+
+def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Path:
+    players = "".join(
+        f'\n[[player]]\nname = "{name_of(i)}"\ntoken_hash = "{hash_token(token_of(i))}"\n'
+        for i in range(engines)
+    )
+    path = work / "arena.toml"
+    path.write_text(
+        f'[arena]\nname = "bench"\nlisten = "127.0.0.1:0"\ntc = "{tc}"\nsize = {size}\n'
+        f'islands = {islands}\noutput = "bench.sqlite"\nconnections_per_address = 100000\n'
+        f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n{players}"
+    )
+    return path
+
+
+# ------------------------------------------------------------------ the server
+
+
+class ServerProcess:
+    """`arbiter arena serve FILE` as a child process; its output read in a thread."""
+
+    def __init__(self, file: Path) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "arbiter", "arena", "serve", str(file)], cwd=file.parent,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self._port: int | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(60) or self._port is None:
+            self.popen.kill()
+            raise SystemExit("the arena server did not start:\n" + "\n".join(self.lines))
+        self.port = self._port
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.lines.append(line.rstrip("\n"))
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+            if found:
+                self._port = int(found.group(1))
+                self._ready.set()
+        self._ready.set()
+
+    def status(self, key: str) -> int:
+        """A /proc/PID/status figure in KiB (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+        return 0
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def get(self, path: str) -> Any:
+        url = f"http://127.0.0.1:{self.port}{path}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> int:
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            code = self.popen.wait(60)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            code = self.popen.wait()
+        self._thread.join(10)
+        return code
+
+
+FOLLOW = r"""
+import re, socket, sys, time
+# Raw bytes, not a line reader: the stream is busy (every move of every game), and a
+# slow reader is dropped. Each server-sent event is whole inside one HTTP chunk, so
+# the chunk-size lines never split one.
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+sock.sendall(b"GET /events HTTP/1.1\r\nHost: bench\r\n\r\n")
+print("open", flush=True)
+game = re.compile(rb'event: game\ndata: \{"number":\d+,"game":"([^"]+)"')
+tail = b""
+while data := sock.recv(1 << 20):
+    now = time.monotonic()
+    data = tail + data
+    end = data.rfind(b"\n\n")
+    if end < 0:
+        tail = data
+        continue
+    ids = game.findall(data, 0, end)
+    tail = data[end:]
+    if ids:
+        print("\n".join(f"{now} {g.decode()}" for g in ids), flush=True)
+"""
+
+
+class Events:
+    """GET /events followed by a child process (a reader in this process, sharing its
+    interpreter with the simulated engines, would fall behind and be dropped by the
+    server): when each game was seen to end, in CLOCK_MONOTONIC, which both share.
+    When the server drops the stream, a new reader follows it again (counted)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.ended: dict[str, float] = {}
+        self.duplicates = 0  # a game event seen twice
+        self.reconnects = 0  # the stream ended while the server ran (a reader dropped)
+        self.stopping = False
+        self._open = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._open.wait(30):
+            raise SystemExit("GET /events did not answer")
+
+    def _run(self) -> None:
+        while not self.stopping:
+            child = subprocess.Popen([sys.executable, "-c", FOLLOW, str(self.port)], text=True,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)  # fmt: skip
+            assert child.stdout is not None
+            for line in child.stdout:
+                if line.startswith("open"):
+                    self._open.set()
+                    continue
+                when, game = line.split()
+                if game in self.ended:
+                    self.duplicates += 1
+                self.ended[game] = float(when)
+            child.wait()
+            if not self.stopping:
+                self.reconnects += 1
+                time.sleep(0.2)
+
+    def join(self) -> None:
+        self._thread.join(10)
+
+    def between(self, start: float, end: float) -> list[str]:
+        return [g for g, t in list(self.ended.items()) if start <= t < end]
+
+
+# ------------------------------------------------------------------ simulated engines
+
+
+@dataclass
+class Tally:
+    """What the simulated engines saw, for the whole run."""
+
+    welcomed: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    closed: Counter[int] = field(default_factory=Counter)
+    moves: int = 0
+    bad_commands: Counter[str] = field(default_factory=Counter)
+
+
+class SimEngine:
+    """One remote engine: the relay protocol and an instant, legal GTP engine in one."""
+
+    def __init__(self, index: int, url: str, tally: Tally, seed: int) -> None:
+        self.index = index
+        self.url = url
+        self.tally = tally
+        self.rng = random.Random(seed * 100_003 + index)
+        self.islands, self.size, self.pie = 8, 11, True
+        self.game: Game | None = None
+        self.pending = b""
+        self.welcomed = trio.Event()
+        self.stopped = False
+        self.done = trio.Event()  # its connection, once playing, was closed by the server
+        self.ready = trio.Event()  # it answered the handshake's last command
+        self.ready_at = 0.0
+        self.received = 0  # bytes of commands the server sent it (its session's, resent none)
+
+    # ---- the engine
+
+    def _fresh(self) -> Game:
+        self.game = Game(Variant(self.islands, self.size, self.pie))
+        return self.game
+
+    def answer(self, line: str) -> str:
+        words = line.split()
+        cmd_id = words.pop(0) if words and words[0].isdigit() else ""
+        if not words:
+            return ""
+        name, args = words[0], words[1:]
+        try:
+            ok, text = True, self._execute(name, args)
+        except (ValueError, IndexError) as exc:
+            self.tally.bad_commands[name] += 1
+            ok, text = False, str(exc) or "syntax error"
+        head = ("=" if ok else "?") + cmd_id
+        return (f"{head} {text}" if text else head) + "\n\n"
+
+    def _execute(self, name: str, args: list[str]) -> str:
+        if name == "protocol_version":
+            return "2"
+        if name == "name":
+            return "sim"
+        if name == "version":
+            return "1.0"
+        if name == "list_commands":
+            if not self.ready.is_set():
+                self.ready_at = time.monotonic()
+                self.ready.set()
+            return "\n".join(COMMAND_NAMES)
+        if name == "known_command":
+            return "true" if args[0] in COMMAND_NAMES else "false"
+        if name == "boardsize":
+            self.size, self.game = int(args[0]), None
+            return ""
+        if name == "atoll-islands":
+            self.islands, self.game = int(args[0]), None
+            return ""
+        if name == "atoll-pie":
+            self.pie, self.game = args[0].lower() == "on", None
+            return ""
+        if name == "clear_board":
+            self._fresh()
+            return ""
+        if name == "play":
+            game = self.game or self._fresh()
+            game.play(args[1])  # IllegalMove is a ValueError: answered with "?"
+            return ""
+        if name == "genmove":
+            game = self.game or self._fresh()
+            cell = self.rng.choice(game.legal_cells())
+            game.play(cell)
+            self.tally.moves += 1
+            return game.move_name(cell)
+        if name in ("time_settings", "time_left", "atoll-time_settings", "atoll-time_left",
+                    "quit", "showboard"):  # fmt: skip
+            return ""
+        raise ValueError("unknown command")
+
+    # ---- the relay
+
+    async def run(self, stop: trio.Event) -> None:
+        """Log in (again, after a refusal or a dropped login) until welcomed, then play
+        until the server closes the connection or `stop` is set."""
+        backoff = 0.5
+        while not stop.is_set():
+            try:
+                await self._connection(stop)
+            except (OSError, HandshakeError, ConnectionRejected, trio.TooSlowError) as exc:
+                self.tally.errors[type(exc).__name__] += 1
+            if self.stopped or stop.is_set():
+                return
+            with trio.move_on_after(backoff * self.rng.uniform(0.8, 1.2)):
+                await stop.wait()
+            backoff = min(10.0, backoff * 2)
+
+    async def _connection(self, stop: trio.Event) -> None:
+        self.pending, self.game = b"", None
+        async with open_websocket_url(self.url, subprotocols=[PROTOCOL],
+                                      max_message_size=MAX_FRAME, connect_timeout=60,
+                                      disconnect_timeout=5) as ws:  # fmt: skip
+            await ws.send_message(control(
+                "login", protocol=PROTOCOL, name=name_of(self.index),
+                token=token_of(self.index), session=None, received=0, dialect={},
+                options=[]))  # fmt: skip
+            try:
+                await self._relay(ws)
+            except ConnectionClosed as exc:
+                code = exc.reason.code if exc.reason is not None else 1006
+                self.tally.closed[int(code)] += 1
+                if self.welcomed.is_set():
+                    self.stopped = True  # a connection that was playing ends the engine
+                    self.done.set()
+
+    async def _relay(self, ws: Any) -> None:
+        while True:
+            message = await ws.get_message()
+            if isinstance(message, str):
+                data = parse_control(message)
+                if data["type"] == "welcome":
+                    self.tally.welcomed += 1
+                    self.welcomed.set()
+                elif data["type"] == "refused":
+                    self.tally.refused[str(data.get("reason", ""))[:60]] += 1
+                continue
+            start = time.perf_counter()
+            self.received += len(message)
+            self.pending += message
+            *lines, self.pending = self.pending.split(b"\n")
+            out = "".join(self.answer(line.decode()) for line in lines if line.strip())
+            if out:
+                took = (time.perf_counter() - start) * 1000
+                await ws.send_message(control("t", ms=round(took, 3)))
+                await ws.send_message(out.encode())
+
+
+# ------------------------------------------------------------------ the run
+
+
+@dataclass
+class Step:
+    engines: int
+    live: int = 0
+    login_s: float = 0.0
+    welcomed: int = 0
+    rss_mb: float = 0.0
+    cpu: float = 0.0
+    period: float = 0.0
+    games: list[str] = field(default_factory=list)
+    api_games: int = 0
+    moves: int = 0  # genmove commands the engines answered in the period
+    lag: list[float] = field(default_factory=list)  # this process's event-loop lag, ms
+    retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
+
+
+async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
+                ramp: list[int], tally: Tally, counted: list[int]) -> list[Step]:  # fmt: skip
+    """The ramp (module docstring); `counted[0]` is set to the server's count of games
+    stored just before it is stopped."""
+    url = f"ws://127.0.0.1:{server.port}/engine"
+    stop = trio.Event()
+    engines: list[SimEngine] = []
+    steps = []
+
+    def remote_live() -> int:
+        return sum(1 for e in server.get("/api/live")["connected"] if e["remote"])
+
+    lags: list[float] = []
+
+    async def watch_lag() -> None:
+        """How late this process's event loop wakes a task (every 50 ms): the part of
+        the network figure that is the simulator's own queueing."""
+        while True:
+            due = time.monotonic() + 0.05
+            await trio.sleep(0.05)
+            lags.append((time.monotonic() - due) * 1000)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch_lag)
+        for target in ramp:
+            step = Step(target)
+            start = time.monotonic()
+            new = [SimEngine(i, url, tally, args.seed) for i in range(len(engines), target)]
+            engines += new
+            for engine in new:
+                nursery.start_soon(engine.run, stop)
+            # Welcomed is not yet playing: the server welcomes a login, then runs the
+            # engine's handshake through the relay, and then lists it in the hall.
+            with trio.move_on_after(args.login_timeout):
+                for engine in new:
+                    await engine.ready.wait()
+                step.live = await trio.to_thread.run_sync(remote_live)
+                while step.live < target:
+                    await trio.sleep(0.5)
+                    step.live = await trio.to_thread.run_sync(remote_live)
+            step.login_s = max((e.ready_at for e in new if e.ready.is_set()), default=start) - start
+            if step.live < target:
+                step.login_s = time.monotonic() - start
+            step.welcomed = sum(e.welcomed.is_set() for e in engines)
+            print(f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
+                  f" in /api/live; logins took {step.login_s:.1f} s", flush=True)  # fmt: skip
+            api0 = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
+            cpu0, t0, moves0 = server.cpu_seconds(), time.monotonic(), tally.moves
+            lags.clear()
+            await trio.sleep(args.period)
+            t1 = time.monotonic()
+            step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
+            step.moves = tally.moves - moves0
+            step.lag = list(lags)
+            step.period = t1 - t0
+            step.games = events.between(t0, t1)
+            step.api_games = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
+            step.api_games -= api0
+            step.rss_mb = server.status("VmRSS") / 1024
+            step.retained_mb = sum(min(RETAIN, e.received) for e in engines) / 2**20
+            print(f"{target} engines: {step.api_games / step.period:.1f} games/s,"
+                  f" {step.moves / step.period:.0f} moves/s over"
+                  f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
+                  f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
+                  f" {step.retained_mb:.1f} MB)", flush=True)  # fmt: skip
+            steps.append(step)
+        # Stop the server with the engines still connected and playing.
+        counted[0] = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
+        events.stopping = True
+        code = await trio.to_thread.run_sync(server.stop)
+        print(f"server stopped with SIGTERM: exit status {code}", flush=True)
+        with trio.move_on_after(15):
+            for engine in engines:
+                if engine.welcomed.is_set():
+                    await engine.done.wait()
+        stop.set()
+        nursery.cancel_scope.cancel()  # engines still logging in or closing
+    return steps
+
+
+def per_move_network(records: dict[str, dict[str, Any]], games: list[str]
+                     ) -> tuple[list[float], float, int]:  # fmt: skip
+    """Per engine move: server-measured wait less the engine's reported time (ms); the
+    stalled ms of those games; the moves that had no reported time."""
+    out, stalled, missing = [], 0.0, 0
+    for game in games:
+        record = records.get(game)
+        if record is None or "allowance_ms" not in record:
+            continue
+        stalled += record.get("stalled_ms", 0.0)
+        opening = record.get("opening", 0)
+        plies = zip(record["move_ms"], record["allowance_ms"], record["reported_ms"], strict=True)
+        for i, (charged, free, told) in enumerate(plies):
+            if i < opening:
+                continue
+            if told < 0:
+                missing += 1
+                continue
+            out.append(charged + free - told)
+    return out, stalled, missing
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--ramp",
+        default="100,200,500,1000",
+        help="engine counts, one step each (default 100,200,500,1000)",
+    )
+    parser.add_argument(
+        "--period",
+        type=float,
+        default=20.0,
+        help="seconds of play measured at each step (default 20)",
+    )
+    parser.add_argument(
+        "--login-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a step's logins may take before it goes on (default 120)",
+    )
+    parser.add_argument("--tc", default="30+0.5", help="the arena's time control")
+    parser.add_argument("--size", type=int, default=7)
+    parser.add_argument("--islands", type=int, default=8, choices=(4, 8))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--keep", type=Path, help="keep the arena file, store, export and server log here"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="4 engines, 3 s: that it runs, not the figures"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.ramp, args.period = "4", 3.0
+    ramp = sorted({int(n) for n in args.ramp.split(",") if n.strip()})
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * ramp[-1] + 256
+    if soft < need:  # both processes hold one socket per engine (the server inherits it)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, need), hard))
+    with tempfile.TemporaryDirectory() as scratch:
+        work = args.keep or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        file = arena_file(work, ramp[-1], args.tc, args.size, args.islands)
+        (work / "bench.sqlite").unlink(missing_ok=True)
+        load0 = os.getloadavg()[0]
+        server = ServerProcess(file)
+        events = Events(server.port)
+        tally = Tally()
+        counted = [0]
+        rusage0 = resource.getrusage(resource.RUSAGE_SELF)
+        wall0 = time.monotonic()
+        try:
+            steps = trio.run(drive, server, events, args, ramp, tally, counted)
+        finally:
+            if server.popen.poll() is None:
+                server.popen.kill()
+        rusage1 = resource.getrusage(resource.RUSAGE_SELF)
+        events.join()
+        client_cpu = (rusage1.ru_utime + rusage1.ru_stime - rusage0.ru_utime
+                      - rusage0.ru_stime) / (time.monotonic() - wall0)  # fmt: skip
+        out = work / "games.jsonl"
+        subprocess.run([sys.executable, "-m", "arbiter", "arena", "export", str(file),
+                        "--records", str(out), "--force"], check=True, cwd=work,
+                       stdin=subprocess.DEVNULL, capture_output=True)  # fmt: skip
+        stored: Counter[str] = Counter()
+        records: dict[str, dict[str, Any]] = {}
+        terminations: Counter[str] = Counter()
+        voids = 0
+        for line in out.read_text().splitlines():
+            record = json.loads(line)
+            stored[record["game_id"]] += 1
+            records[record["game_id"]] = record
+            terminations[record["termination"]] += 1
+            voids += bool(record.get("void"))
+        server_log = server.lines
+        if args.keep:
+            (work / "server.log").write_text("\n".join(server_log) + "\n")
+
+    print()
+    print(f"load average (1 min) before the run {load0:.2f}, after {os.getloadavg()[0]:.2f}"
+          f" on {os.cpu_count()} cores")  # fmt: skip
+    print(f"arena: tc {args.tc}, {'Hex' if args.islands == 4 else 'Atoll'} size {args.size};"
+          f" {sum(tally.refused.values())} refusals, {sum(tally.errors.values())} connection"
+          f" errors; simulator process CPU {client_cpu:.0%} of one core over the run")  # fmt: skip
+    print()
+    print(
+        "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
+        " | moves/s | net ms/move p50 | p99 | max | moves measured | stalled ms"
+        " | simulator lag ms p50 | p99 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for step in steps:
+        net, stalled, _ = per_move_network(records, step.games)
+        print(f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
+              f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
+              f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
+              f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
+              f" {stalled:.0f} | {pct(step.lag, 0.5):.1f} |"
+              f" {pct(step.lag, 0.99):.1f} |")  # fmt: skip
+    seen = set(events.ended)
+    lost = sorted(seen - set(stored))
+    doubled = sorted(g for g, n in stored.items() if n > 1)
+    print()
+    print(f"games: {len(seen)} seen to end on /events, {counted[0]} counted by the server"
+          f" before SIGTERM, {sum(stored.values())} stored; lost"
+          f" {len(lost)}, stored twice {len(doubled)}, void {voids}, events seen twice"
+          f" {events.duplicates}, event stream reconnects {events.reconnects}")  # fmt: skip
+    print(f"terminations: {dict(sorted(terminations.items()))}")
+    if tally.refused or tally.errors or tally.bad_commands:
+        print(f"refused: {dict(tally.refused)}; errors: {dict(tally.errors)};"
+              f" commands answered '?': {dict(tally.bad_commands)}")  # fmt: skip
+    print(f"connections closed by code: {dict(sorted(tally.closed.items()))}")
+    trouble = [line for line in server_log if "Traceback" in line or "ERROR" in line
+               or "did not run for" in line]  # fmt: skip
+    print(f"server log: {len(server_log)} lines, {len(trouble)} of errors or stalls")
+    for line in trouble[:10]:
+        print(f"  {line[:160]}")
+    if lost or doubled or voids or sum(stored.values()) < counted[0]:
+        raise SystemExit(f"games lost {lost[:5]} or doubled {doubled[:5]} or void ({voids})")
+
+
+if __name__ == "__main__":
+    main()
