@@ -137,6 +137,7 @@ def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
                     in_flight = data["game"]
                     break
         assert server.stop() in (0, 130, 143)
+        alice.out.wait_for("the arena is stopping")  # told, not cut off
     finally:
         alice.stop()
         bob.stop()

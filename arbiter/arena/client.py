@@ -41,7 +41,7 @@ from arbiter.errors import ConfigError, EngineError
 
 BACKOFF_FIRST = 0.5
 BACKOFF_MOST = 30.0
-WELCOME_SECONDS = 60.0  # the server answers the login after the engine's handshake
+WELCOME_SECONDS = 20.0  # the server answers a login at once (the handshake comes after)
 
 
 class Refused(Exception):

@@ -32,6 +32,7 @@ from arbiter.engines.remote import (
     CLOSE_BUSY,
     CLOSE_REFUSED,
     CLOSE_RESTART,
+    CLOSE_STOPPING,
     ENGINE_PATH,
     MAX_FRAME,
     MAX_TEXT,
@@ -241,6 +242,17 @@ class Server:
             await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
         else:
             await route(request, respond)
+
+    async def stop(self) -> None:
+        """Tell every connected engine the server is stopping (close 4003), so that its
+        client reconnects with backoff instead of taking it for a network fault."""
+        with trio.move_on_after(3):
+            async with trio.open_nursery() as nursery:
+                for links in self.links.values():
+                    for link in links:
+                        if link.connected:
+                            why = "the arena is stopping; reconnect later"
+                            nursery.start_soon(link.close, CLOSE_STOPPING, why)
 
     # ------------------------------------------------------------------ engines
 

@@ -64,4 +64,5 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                 await hall.run()
             finally:
                 with trio.CancelScope(shield=True):
+                    await server.stop()
                     await hall.aclose()

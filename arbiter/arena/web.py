@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 STANDINGS_EVERY = 2.0  # seconds between fits while games are being stored
 REPORT_EVERY = 10.0
-SUBSCRIBER_QUEUE = 256  # events a slow page may fall behind by before it is dropped
+SUBSCRIBER_QUEUE = 4096  # events a slow page may fall behind by before it is dropped
+FIT_SHARE = 5.0  # the pause after a fit, in fits: a fit takes at most a sixth of the time
 MAX_SUBSCRIBERS = 1000
 HEARTBEAT = 15.0
 PAGE_LIMIT = 200  # games per page of /api/games
@@ -132,7 +133,9 @@ class Site:
         """Fit again when games were stored since: a loop beside the games."""
         while True:
             played = self.hall.games_played
+            took = 0.0
             if played != self._standings_at:
+                started = trio.current_time()
                 try:
                     data = await trio.to_thread.run_sync(
                         standings_json, self.arena.output, self.arena.anchors)  # fmt: skip
@@ -145,7 +148,10 @@ class Site:
                                if e.get("elo") is not None}  # fmt: skip
                     self.hall.seed_ratings(ratings)
                     self.broadcast.publish("standings", {"games": data.get("games", 0)})
-            await trio.sleep(STANDINGS_EVERY)
+                took = trio.current_time() - started
+            # The fit grows with the store and the field: it may take a fifth of the time
+            # at most, so that a large arena's games keep the CPU.
+            await trio.sleep(max(STANDINGS_EVERY, FIT_SHARE * took))
 
     async def page(self, request: Request, respond: Respond) -> None:
         from arbiter.views.html import arena_page

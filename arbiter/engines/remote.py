@@ -39,7 +39,10 @@ from arbiter.results.records import Termination
 
 PROTOCOL = "atoll-arena/1"  # the WebSocket subprotocol and the login's "protocol"
 ENGINE_PATH = "/engine"  # where engines connect on the arena's port
-RETAIN = 1 << 20  # bytes each end keeps of what it sent, to resend after a reconnect
+# Bytes each end keeps of what it sent, to resend after a reconnect: what can be in
+# flight while a connection is down for a grace period is one turn's commands or answer,
+# a few hundred bytes; a thousand sessions hold at most 64 MB.
+RETAIN = 64 * 1024
 MAX_FRAME = 64 * 1024  # the largest message either end sends or accepts
 MAX_UNREAD = 1 << 20  # bytes an engine may write that nobody asked for before it is cut off
 MAX_TEXT = 4096  # characters kept of any text a client sends (stderr pieces, reasons)
