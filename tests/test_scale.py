@@ -224,3 +224,184 @@ def test_identical_pairings_read_records_only_where_the_plies_agree(tmp_path: Pa
         assert store.identical_pairings() == [("engine-00", "engine-01", 8)]
     with Store.open_read(varied) as store:
         assert store.identical_pairings() == []
+
+
+def _bypassing_triggers(path: Path, sql: str) -> None:
+    """Change a games row as damage to the file would: without the triggers firing
+    (they are dropped for the change and made again as they were)."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        made = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                           " AND tbl_name = 'games'").fetchall()  # fmt: skip
+        assert len(made) == 3
+        con.execute("BEGIN")
+        for name, _ in made:
+            con.execute(f"DROP TRIGGER {name}")
+        con.execute(sql)
+        for _, text in made:
+            con.execute(text)
+        con.execute("COMMIT")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _untouched(path: Path) -> tuple[bytes, int, list[str]]:
+    return path.read_bytes(), path.stat().st_mtime_ns, sorted(p.name for p in path.parent.iterdir())
+
+
+def test_a_reader_trusts_the_digests_and_checks_a_record_when_it_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store whose triggers keep its digests reads no record; a record damaged
+    behind the triggers' back (as a damaged disk would) is found, named and left out by
+    the command that reads it, and refused under --strict; no reader changes the file."""
+    from arbiter.results import store as store_module
+    from arbiter.results.store import Store
+
+    path = tmp_path / "db" / "s.sqlite"
+    scale.write_store(path, 300, engines=5, templates_count=10)
+    _bypassing_triggers(path, "UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
+                              " WHERE game_id = 'scale-7'")  # fmt: skip
+    before = _untouched(path)
+    hashed: list[bytes] = []
+    real = store_module._row_digest
+
+    def counting(values: tuple[object, ...], record: bytes) -> bytes:
+        hashed.append(record)
+        return real(values, record)
+
+    monkeypatch.setattr(store_module, "_row_digest", counting)
+    with Store.open_read(path) as store:
+        assert store.games_stored() == 300 and not store.damage
+    assert hashed == []  # not a record read at opening
+    status = invoke("tournament", "status", str(path), "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["games"] == 300
+    assert hashed == [] and _untouched(path) == before
+    out = tmp_path / "out" / "e.jsonl"
+    out.parent.mkdir()
+    done = invoke("tournament", "export", str(path), "--records", str(out))
+    assert done.returncode == 0, done.stderr
+    [skipped] = [x for x in done.stderr.splitlines() if x.startswith("skipped")]
+    assert skipped.startswith(f"skipped {path}: games row 7 (game_id 'scale-7'): record is not")
+    ids = [json.loads(line)["game_id"] for line in out.read_text().splitlines()]
+    assert len(ids) == 299 and "scale-7" not in ids and len(hashed) == 300
+    strict = invoke("tournament", "export", str(path), "--records", str(out.with_name("s.jsonl")),
+                    "--strict")  # fmt: skip
+    assert strict.returncode == 2 and "games row 7 (game_id 'scale-7')" in strict.stderr
+    assert not out.with_name("s.jsonl").exists() and list(out.parent.iterdir()) == [out]
+    report = invoke("report", str(path), "-o", str(tmp_path / "out" / "r.html"), "--all-games")
+    assert report.returncode == 0 and "games row 7 (game_id 'scale-7')" in report.stderr
+    assert _untouched(path) == before
+
+
+def test_export_writes_each_record_as_it_always_did(tmp_path: Path) -> None:
+    """The records a run wrote go out as stored, the others decoded and written anew:
+    byte for byte what decoding every record and writing it compact gives."""
+    import contextlib
+    import dataclasses
+    import sqlite3
+
+    from arbiter.results.store import Store
+    from arbiter.runs.schedule import ScheduledGame
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 120, engines=4, templates_count=10, faults=0.1)
+    first = GameRecord.from_json(next(generated(1, engines=4)))
+    void = dataclasses.replace(first, game_id="scale-1", void=True, termination=scale_void(),
+                               winner=None, winner_color=None, reason="engine did not start",
+                               moves=[], move_ms=[], swapped=False,
+                               seat1="engine-00 \u00e9", black="engine-00 \u00e9")  # fmt: skip
+    with Store.open(path) as writer:
+        writer.write(ScheduledGame(1, "scale-1", ("engine-00", "engine-01"), 1, "p"), void)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        # Hand-written rows: indented JSON, and a name outside ASCII written raw.
+        (text,) = con.execute("SELECT record FROM games WHERE game_id = 'scale-5'").fetchone()
+        data = json.loads(text)
+        con.execute("UPDATE games SET record = ? WHERE game_id = 'scale-5'",
+                    (json.dumps(data, indent=1),))  # fmt: skip
+        data = json.loads(con.execute("SELECT record FROM games WHERE game_id = 'scale-6'"
+                                      ).fetchone()[0])  # fmt: skip
+        data["host"] = "n\u00f8de \u2603"
+        con.execute("UPDATE games SET record = ? WHERE game_id = 'scale-6'",
+                    (json.dumps(data, ensure_ascii=False),))  # fmt: skip
+        stored = [r for (r,) in con.execute("SELECT record FROM games ORDER BY number")]
+        stored += [r for (r,) in con.execute("SELECT record FROM voids ORDER BY id")]
+    expected = "".join(json.dumps(json.loads(r), separators=(",", ":")) + "\n" for r in stored)
+    out = tmp_path / "e.jsonl"
+    done = invoke("tournament", "export", str(path), "--records", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "skipped" not in done.stderr and len(stored) == 121
+    assert out.read_bytes() == expected.encode()
+
+
+def scale_void() -> Any:
+    from arbiter.results.records import Termination
+
+    return Termination.SETUP
+
+
+def test_conditions_played_are_counted_as_games_are_stored_and_changed(tmp_path: Path) -> None:
+    """What each engine played under comes from the counts the triggers keep, and says
+    what reading every record says: after games stored by a run, edited, deleted and
+    damaged by hand, and for an older store (no triggers) that a run then writes to."""
+    import contextlib
+    import sqlite3
+
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 60, engines=4, templates_count=5)
+
+    def both() -> tuple[list[Any], list[Any]]:
+        with Store.open_read(path) as store:
+            kept = store._kept
+            counted = sorted(store.conditions_played(), key=repr)
+            store._kept = False  # read from every record instead
+            read = sorted(store.conditions_played(), key=repr)
+            store._kept = kept
+            return counted, read
+
+    def edit(*sql: str) -> None:
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+            for statement in sql:
+                con.execute(statement)
+
+    counted, read = both()
+    assert counted == read and sum(n for *_, n in counted) == 120
+    edit("UPDATE games SET record = json_set(record, '$.tc.seat1', '1+0.5') WHERE rowid <= 5",
+         "UPDATE games SET record = json_set(record, '$.versions', json('{\"a\": \"2\"}'))"
+         " WHERE rowid = 9",
+         "DELETE FROM games WHERE rowid IN (11, 12)",
+         "UPDATE games SET record = '{\"schema\": 1' WHERE rowid = 20")  # fmt: skip
+    counted, read = both()
+    assert counted == read and sum(n for *_, n in counted) == 2 * (60 - 3)
+    assert any(played.tc == "1+0.5" for _, played, _ in counted)
+    # An older store: no triggers, no counts; read from the records, until a run writes.
+    edit(
+        "DROP TRIGGER games_inserted",
+        "DROP TRIGGER games_updated",
+        "DROP TRIGGER games_deleted",
+        "DROP TABLE seats_played",
+        "UPDATE games SET record = json_set(record, '$.tc.seat2', '9+0') WHERE rowid = 30",
+    )
+    with Store.open_read(path) as store:
+        assert not store._kept and len(store.damage) == 1
+        old = sorted(store.conditions_played(), key=repr)
+    assert any(played.tc == "9+0" for _, played, _ in old)
+    edit("DELETE FROM games WHERE rowid = 20")  # a run does not build on a damaged row
+    with Store.open(path) as writer:
+        record = GameRecord.from_json(next(generated(1, engines=4)))
+        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 999),
+                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+    counted, read = both()
+    assert counted == read and sum(n for *_, n in counted) == 2 * (60 - 3 + 1)
+    assert any(played.tc == "9+0" for _, played, _ in counted)
+    with Store.open_read(path) as store:
+        assert store._kept
+
+
+def dataclasses_replace(record: GameRecord, **changes: Any) -> GameRecord:
+    import dataclasses
+
+    return dataclasses.replace(record, **changes)

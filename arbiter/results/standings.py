@@ -582,11 +582,11 @@ def gather(sources: Iterable[str], keep: Games | None = None,
         with Store.open_read(path) as store:
             if keep is not None:
                 keep.begin(index, SourceConditions.of_store(label, store))
-            damaged.extend(store.damage)
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
             tally.add_store(store, keep, identities, label)
+            damaged.extend(store.damage)  # those found opening it, and reading its records
     bad: list[BadLine] = []
     for index, source in files:  # after the stores, so that a store's copy is the one kept
         label = labels[index] if index < len(labels) else source

@@ -281,5 +281,5 @@ class StoredMatch:
 
     def stored(self, store: Store) -> int:
         """How many games of this match are stored."""
-        numbers = (match_game_number(self.name, game_id) for game_id in store.done_ids())
+        numbers = (match_game_number(self.name, game_id) for game_id in store.game_ids())
         return sum(1 for n in numbers if n is not None and n <= self.total)
