@@ -175,7 +175,7 @@ def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
 def test_readers_memory_at_200000_games_stays_near_20000(tmp_path: Path) -> None:
     """Every reader, on a records file and on a store: 200,000 games within 60 MB of
     the peak at 20,000 (what grows is a few bytes a game: the set that tells plays
-    apart, the ids a status counts against its schedule)."""
+    apart)."""
     small, large = _peaks(tmp_path, 20_000, store=True), _peaks(tmp_path, 200_000, store=True)
     for label, peak in large.items():
         assert peak - small[label] < 60, (label, small[label], peak)

@@ -37,8 +37,8 @@ A reader of a store whose triggers are in place reads no record to open it: the 
 drop the digest of any games row inserted, changed or deleted by anyone, so only the
 rows without one are checked then, and each record the reader goes on to read (export,
 report, the games of `show`) is checked against its digest as it is read. What a reader
-of the columns alone (status, ratings) cannot see is damage to the file that changed a
-record behind SQLite's back; `PRAGMA integrity_check` and the next run's opening do.
+of the columns alone (status, ratings) does not see is damage to the file that changed a
+record behind SQLite's back (no trigger ran); the next run's opening does.
 """
 
 from __future__ import annotations
