@@ -405,3 +405,28 @@ def dataclasses_replace(record: GameRecord, **changes: Any) -> GameRecord:
     import dataclasses
 
     return dataclasses.replace(record, **changes)
+
+
+def test_a_run_writes_to_a_store_whose_counts_table_was_dropped(tmp_path: Path) -> None:
+    """The triggers write to `seats_played`: a store that lost that table (by hand) gets
+    it again, counted anew, with the next game a run stores, instead of failing it."""
+    import contextlib
+    import sqlite3
+
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 20, engines=3, templates_count=3)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        con.execute("DROP TABLE seats_played")
+    with Store.open_read(path) as store:
+        assert not store._kept
+        read = sorted(store.conditions_played(), key=repr)
+    record = GameRecord.from_json(next(generated(1, engines=3)))
+    with Store.open(path) as writer:
+        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
+                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+    with Store.open_read(path) as store:
+        assert store._kept and store.games_stored() == 21
+        counted = sorted(store.conditions_played(), key=repr)
+    assert sum(n for *_, n in read) == 40 and sum(n for *_, n in counted) == 42
