@@ -430,3 +430,33 @@ def test_a_run_writes_to_a_store_whose_counts_table_was_dropped(tmp_path: Path) 
         assert store._kept and store.games_stored() == 21
         counted = sorted(store.conditions_played(), key=repr)
     assert sum(n for *_, n in read) == 40 and sum(n for *_, n in counted) == 42
+
+
+def test_a_match_store_counts_its_games_by_their_ids_in_sql(tmp_path: Path) -> None:
+    """Status counts a match's stored games in SQL, as `match_game_number` reads an id:
+    NAME-N, N from 1 to the match's games, in digits without a leading zero."""
+    from arbiter.results.store import EngineEntry, Store
+    from arbiter.runs.schedule import match_game_number
+
+    ids = ["m-1", "m-2", "m-10", "m-0", "m-01", "m-+5", "m-5a", "m-", "mx-5", "m-x-3", "m-1x",
+           "m-99999999999999999999", "m-\u0665", "m-3-4", "n-2", "m.-4", "m-12"]  # fmt: skip
+    path = tmp_path / "m.sqlite"
+    with Store.open(path) as store:
+        store.begin(
+            "m",
+            {"kind": "match"},
+            {"name": "m", "games": 12},
+            {e: EngineEntry({"command": e}, (e,)) for e in ("engine-00", "engine-01")},
+        )
+        for number, (data, game_id) in enumerate(
+            zip(generated(len(ids), engines=2), ids, strict=True), 1
+        ):
+            data["game_id"] = game_id
+            store.write(scale._Slot(data, number), scale._record(data))  # fmt: skip
+    with Store.open_read(path) as store:
+        assert store.games_stored() == len(ids) and not store.damage
+        for last in (0, 1, 2, 10, 11, 12, 10**6):
+            numbers = [match_game_number("m", g) for g in ids]
+            expected = sum(1 for n in numbers if n is not None and n <= last)
+            assert store.numbered_stored("m-", last) == expected, last
+        assert store.numbered_stored("m-", 12) == 4  # m-1, m-2, m-10, m-12
