@@ -460,3 +460,71 @@ def test_a_match_store_counts_its_games_by_their_ids_in_sql(tmp_path: Path) -> N
             expected = sum(1 for n in numbers if n is not None and n <= last)
             assert store.numbered_stored("m-", last) == expected, last
         assert store.numbered_stored("m-", 12) == 4  # m-1, m-2, m-10, m-12
+
+
+def test_pairs_counted_are_the_pairs_read_one_by_one(tmp_path: Path) -> None:
+    """Status and ratings count seat-swapped pairs by outcome: the same outcomes as the
+    first two games of each pair key read one by one, also for keys with one game, with
+    three, or with games between other engines (a store edited by hand)."""
+    import contextlib
+    import sqlite3
+    from collections import Counter
+
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 200, engines=5, templates_count=10, faults=0.1)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        for sql in (
+            "UPDATE games SET pair_key = 'p0000001' WHERE game_id = 'scale-5'",  # 3 games
+            "UPDATE games SET pair_key = 'lone' WHERE game_id = 'scale-9'",  # 1 game
+            "UPDATE games SET pair_key = 'p0000006' WHERE game_id = 'scale-31'",
+            "DELETE FROM games WHERE game_id = 'scale-14'",  # (other engines)
+        ):
+            con.execute(sql)
+    with Store.open_read(path) as store:
+        read = Counter((a, b, int(w)) for a, b, w in store.each_pair())
+        counted = {(a, b, w): n for a, b, w, n in store.pair_counts()}
+    assert counted == dict(read) and sum(read.values()) == 97
+
+
+def test_a_row_replaced_by_hand_is_checked_and_its_counts_are_not_used(tmp_path: Path) -> None:
+    """INSERT OR REPLACE fires no delete trigger: the replaced row's digest and seat
+    counts stay behind. The totals tell a reader so; it then finds the new row (no
+    digest) and checks it, and reads conditions from the records; a run counts anew."""
+    import contextlib
+    import sqlite3
+
+    from arbiter.results.store import Store
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 30, engines=3, templates_count=3)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        row = con.execute("SELECT * FROM games WHERE game_id = 'scale-4'").fetchone()
+        data = json.loads(row[-1])
+        data["tc"]["seat1"] = "3+0"
+        marks = ",".join("?" * len(row))
+        con.execute(f"INSERT OR REPLACE INTO games VALUES ({marks})",
+                    (*row[:-1], json.dumps(data)))  # fmt: skip
+        con.execute("UPDATE games SET record = '{' WHERE game_id = 'scale-5'")
+        for _ in range(2):  # ... and a replaced row whose record is damaged
+            row = con.execute("SELECT * FROM games WHERE game_id = 'scale-6'").fetchone()
+            con.execute(f"INSERT OR REPLACE INTO games VALUES ({marks})", (*row[:-1], "[]"))
+    with Store.open_read(path) as store:
+        assert not store._kept
+        assert [d.label for d in store.damage] == ["game_id 'scale-5'", "game_id 'scale-6'"]
+        played = store.conditions_played()
+        assert sum(n for *_, n in played) == 2 * 28
+        assert any(p.tc == "3+0" for _, p, _ in played)
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
+        con.execute("DELETE FROM games WHERE game_id IN ('scale-5', 'scale-6')")
+    record = GameRecord.from_json(next(generated(1, engines=3)))
+    with Store.open(path) as writer:
+        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
+                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+    with Store.open_read(path) as store:
+        assert store._kept and not store.damage
+        counted = sorted(store.conditions_played(), key=repr)
+        store._kept = False
+        assert counted == sorted(store.conditions_played(), key=repr)
+    assert sum(n for *_, n in counted) == 2 * 29
