@@ -14,7 +14,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -577,14 +577,10 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
 
     bad: list[BadLine] = []
     if sgf is not None:
-        games = list(read_records(records, None if strict else bad))
-        for problem in bad:
-            say(f"skipped {problem}", err=True)
-        _no_games(games, records)
         if ply is not None or svg is not None:
             raise ConfigError("--sgf writes whole games, not a position", where="--sgf",
                               hint="give --ply and --svg in a command of their own")  # fmt: skip
-        _show_sgf(games, game_id, records, sgf)
+        _show_sgf(read_records(records, None if strict else bad), bad, game_id, records, sgf)
         return
     if game_id is None and ply is None and svg is None:
         shown = 0
@@ -697,14 +693,25 @@ def _count(ids: set[str]) -> str:
     return f"more than {_MANY}" if len(ids) > _MANY else str(len(ids))
 
 
-def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> None:
+def _show_sgf(games: Iterator[Any], bad: list[BadLine], game_id: str | None, where: str,
+              out: str) -> None:  # fmt: skip
     """`show --sgf`: one game (a void attempt too, its result `Void`), or every rated Hex
-    game of the file as one SGF collection, saying what was left out."""
+    game of the file as one SGF collection, saying what was left out. The file is read
+    once, as the collection is written: memory does not follow the number of games."""
     from arbiter.views import sgf as sgf_format
 
+    def skipped() -> None:
+        for problem in bad:
+            say(f"skipped {problem}", err=True)
+        bad.clear()
+
     notes: list[str] = []
+    trees: Iterable[str]
     if game_id is not None:
-        chosen = _choose_game(games, game_id, where)
+        try:
+            chosen = _choose_game(games, game_id, where)
+        finally:
+            skipped()
         if not sgf_format.is_hex(chosen):
             raise ConfigError(f"game {chosen.game_id} is an Atoll game; "
                               f"{sgf_format.NO_STANDARD_FORMAT}", where=where,
@@ -716,17 +723,8 @@ def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> No
         what = f"game {chosen.game_id}"
     else:
         selection = sgf_format.Selection()
-        trees = list(sgf_format.collection(games, selection))
-        if not trees:
-            raise ConfigError(
-                "no rated Hex game to write as SGF"
-                + (f"; {sgf_format.NO_STANDARD_FORMAT}" if selection.atoll else ""),
-                where=where,
-                hint="this file is the record to share" if selection.atoll else
-                "a void attempt is written only when named with --game",
-            )  # fmt: skip
-        what = sgf_format.games(len(trees))
-        notes = selection.notes()
+        trees = _sgf_collection(games, selection, skipped, where)
+        what = ""
     if out == "-":
         for tree in trees:
             try:
@@ -738,12 +736,42 @@ def _show_sgf(games: list[Any], game_id: str | None, where: str, out: str) -> No
                 return
     else:
         _write_whole(out, trees, (b"(",))
+    if game_id is None:
+        what = sgf_format.games(selection.written)
+        notes = selection.notes()
     say(f"Wrote {what} as SGF to {'standard output' if out == '-' else out}.", err=True)
     for note in notes:
         say(note, err=True)
 
 
-def _write_whole(path: str, pieces: list[str], kinds: tuple[bytes, ...]) -> None:
+def _sgf_collection(games: Iterator[Any], selection: Any, skipped: Callable[[], None],
+                    where: str) -> Iterator[str]:  # fmt: skip
+    """The SGF trees of the rated Hex games, as the records are read; a file that held no
+    game, or no rated Hex game, is an error once it is read (nothing was written yet)."""
+    from arbiter.views import sgf as sgf_format
+
+    count = 0
+
+    def counted() -> Iterator[Any]:
+        nonlocal count
+        for game in games:
+            count += 1
+            yield game
+
+    yield from sgf_format.collection(counted(), selection)
+    skipped()
+    _no_games(count, where)
+    if not selection.written:
+        raise ConfigError(
+            "no rated Hex game to write as SGF"
+            + (f"; {sgf_format.NO_STANDARD_FORMAT}" if selection.atoll else ""),
+            where=where,
+            hint="this file is the record to share" if selection.atoll else
+            "a void attempt is written only when named with --game",
+        )  # fmt: skip
+
+
+def _write_whole(path: str, pieces: Iterable[str], kinds: tuple[bytes, ...]) -> None:
     """Write a file whole or not at all; a file already there is replaced only if it
     starts like one of `kinds` (never a store, a records file or a tournament file given
     by mistake); a device, pipe or FIFO is streamed to."""
@@ -1055,13 +1083,18 @@ def _tournament_notes(store: Any, outside: int = 0) -> list[str]:
 
 
 def _damaged(store: Any, strict: bool) -> None:
-    """A reader's damaged store rows: skipped with a line each, or refused (--strict)."""
+    """A reader's damaged store rows: skipped with a line each, or refused (--strict);
+    so are those found later, as the records they are in are read."""
     from arbiter.results.store import READ_HINT
 
-    for damage in store.damage:
+    def found(damage: Any) -> None:
         if strict:
             raise ConfigError(str(damage), hint=READ_HINT)
         say(f"skipped {damage}", err=True)
+
+    for damage in store.damage:
+        found(damage)
+    store.on_damage = found
 
 
 def _outside(t: Any, store: Any, schedule: Any = None) -> tuple[int, int]:
@@ -1401,8 +1434,7 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
         if sgf:
             _export_sgf(store, out, force)
             return
-        lines = (json.dumps(data, separators=(",", ":")) + "\n" for data, _ in store.records())
-        n = write_lines(out, lines, force=force, hint="choose a new .jsonl path")
+        n = write_lines(out, store.record_lines(), force=force, hint="choose a new .jsonl path")
     say(f"Wrote {n} records to {out}.", err=True)
 
 

@@ -255,3 +255,45 @@ def test_names_are_escaped_and_hold_no_control_character(played: Played) -> None
     assert not any(ord(c) < 32 and c != "\n" for c in text) and "\x1b" not in text
     [game] = games_of(out)
     assert game.get_root().get("PB") == "evil\\x1b[31m]\\x0a\\"
+
+
+def test_show_sgf_streams_the_collection_as_it_reads_the_records(played: Played) -> None:
+    """`show --sgf` writes each game as it reads it: the first game's tree comes out of a
+    pipe before the rest of the records go in, and the whole output is the collection
+    the store's export writes of the same games, byte for byte."""
+    import selectors
+    import subprocess
+
+    lines = played.swaps.read_text().splitlines(keepends=True)
+    export = played.folder / "streamed-export.sgf"
+    done = invoke("tournament", "export", str(played.store), "--format", "sgf", "--out",
+                  str(export))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "show", "/dev/stdin", "--sgf", "-"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    ) as child:  # fmt: skip
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            child.stdin.write(lines[0].encode())
+            child.stdin.flush()
+            first = b""
+            with selectors.DefaultSelector() as selector:
+                selector.register(child.stdout, selectors.EVENT_READ)
+                while not first.endswith(b")\n"):
+                    assert selector.select(timeout=60), "no game came out before the input ended"
+                    chunk = os.read(child.stdout.fileno(), 1 << 16)
+                    assert chunk, "the command ended before writing a game"
+                    first += chunk
+            child.stdin.write("".join(lines[1:]).encode())
+            child.stdin.close()
+            rest = child.stdout.read()
+            assert child.wait(timeout=60) == 0
+        finally:
+            if child.poll() is None:
+                child.kill()
+    assert first + rest == export.read_bytes()
+    assert len(games_of(export)) == 4 and first.count(b"(;") == 1
+    out = played.folder / "streamed-show.sgf"
+    shown = invoke("show", str(played.swaps), "--sgf", str(out))
+    assert shown.returncode == 0 and out.read_bytes() == export.read_bytes()

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -216,15 +217,15 @@ def test_status_reads_one_snapshot_while_a_run_writes(copy: Path, monkeypatch: p
     writer = sqlite3.connect(store, isolation_level=None)
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("SELECT COUNT(*) FROM games").fetchone()  # its -wal and -shm are open
-    original = Store.done_ids
+    original = Store.stored_of
 
-    def done_ids_then_a_run_stores_more(self: Store) -> set[str]:
-        ids = original(self)
-        marks = ",".join("?" * len(later[0]))
-        writer.executemany(f"INSERT INTO games VALUES ({marks})", later)
-        return ids
+    def a_run_stores_more_then_stored_of(self: Store, items: Any, key: Any) -> Any:
+        if games_stored(store) == 3:
+            marks = ",".join("?" * len(later[0]))
+            writer.executemany(f"INSERT INTO games VALUES ({marks})", later)
+        return original(self, items, key)
 
-    monkeypatch.setattr(Store, "done_ids", done_ids_then_a_run_stores_more)
+    monkeypatch.setattr(Store, "stored_of", a_run_stores_more_then_stored_of)
     try:
         result = CliRunner().invoke(main, ["tournament", "status", str(copy), "--json"])
     finally:

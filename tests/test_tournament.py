@@ -763,10 +763,13 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
         assert not (tmp_path / "t.sqlite").exists()
 
 
-def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(tmp_path: Path) -> None:
+def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """At concurrency 2 a pair may still be playing when its pairing's test decides: its
     games are stored and rated, but the test counts no pair after its decision, in the
-    run and when read again from the store, so it never comes undecided."""
+    run and when read again from the store, so it never comes undecided. Status counts
+    what is left without holding the stored ids (its memory follows the pairings)."""
     header = (BASIC.replace("rounds = 1", "rounds = 8")
               + "\nsprt = { elo0 = -150, elo1 = 150 }")  # fmt: skip
     t = write_tournament(tmp_path, header, [bot("hero"), bot("weak", "resign")])
@@ -778,6 +781,15 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(tmp_path: Path
     data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
     [test] = data["sprt"]
     assert test["result"] == "H1" and test["pairs"] == [0, 0, 4] and data["left"] == 0
+
+    def every_id(store: Store) -> set[str]:
+        raise AssertionError("status held every stored id")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Store, "done_ids", every_id)
+        status = invoke("tournament", "status", str(t), "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout) == data
     t.write_text(t.read_text().replace("rounds = 8", "rounds = 9"))
     again = arbiter("tournament", "run", str(t), "-q")
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored

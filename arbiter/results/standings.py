@@ -271,9 +271,9 @@ class Tally:
                 a = min(seat1, seat2)
                 self.add_pair(seat1, seat2, (first[2] == a) + (winner == a))
 
-    def add_pair(self, x: str, y: str, wins_of_first_sorted: int) -> None:
+    def add_pair(self, x: str, y: str, wins_of_first_sorted: int, n: int = 1) -> None:
         a, b = sorted((x, y))
-        self.pairs.setdefault((a, b), [0, 0, 0])[2 - wins_of_first_sorted] += 1
+        self.pairs.setdefault((a, b), [0, 0, 0])[2 - wins_of_first_sorted] += n
 
     @property
     def games(self) -> int:
@@ -368,8 +368,8 @@ class Tally:
             tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        for a, b, wins in store.each_pair():
-            tally.add_pair(a, b, int(wins))
+        for a, b, wins, n in store.pair_counts():
+            tally.add_pair(a, b, wins, n)
         return tally
 
 
@@ -582,11 +582,11 @@ def gather(sources: Iterable[str], keep: Games | None = None,
         with Store.open_read(path) as store:
             if keep is not None:
                 keep.begin(index, SourceConditions.of_store(label, store))
-            damaged.extend(store.damage)
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
             tally.add_store(store, keep, identities, label)
+            damaged.extend(store.damage)  # those found opening it, and reading its records
     bad: list[BadLine] = []
     for index, source in files:  # after the stores, so that a store's copy is the one kept
         label = labels[index] if index < len(labels) else source

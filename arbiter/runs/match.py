@@ -281,5 +281,4 @@ class StoredMatch:
 
     def stored(self, store: Store) -> int:
         """How many games of this match are stored."""
-        numbers = (match_game_number(self.name, game_id) for game_id in store.done_ids())
-        return sum(1 for n in numbers if n is not None and n <= self.total)
+        return store.numbered_stored(f"{self.name}-", self.total)

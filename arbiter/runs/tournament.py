@@ -178,8 +178,7 @@ class Tournament:
         schedule = self.schedule(store) if schedule is None else schedule
         if self.format in (Format.SWISS, Format.ADAPTIVE):
             return int(schedule.done())  # type: ignore[attr-defined]
-        done = store.done_ids()
-        return sum(1 for gid in self.ids() if gid in done)
+        return sum(there for _, there in store.stored_of(self.ids(), str))
 
     def left(self, schedule: object, done: int) -> int:
         """Games still to play: none once an adaptive run's stop rule has settled."""
@@ -247,9 +246,8 @@ class Tournament:
     def left_undecided(self, store: Store, tests: PairingTests) -> int:
         """Games still to play when pairings are tested: the schedule's not stored, but
         for those of pairings whose test has decided."""
-        done = store.done_ids()
-        return sum(1 for gid, engines in self.slots()
-                   if gid not in done and not tests.decided(engines))  # fmt: skip
+        return sum(1 for (_, engines), there in store.stored_of(self.slots(), lambda s: s[0])
+                   if not there and not tests.decided(engines))  # fmt: skip
 
     def playable_without(self, engines: Collection[str]) -> bool:
         """Whether some pairing of the schedule is left once these engines sit out (a
