@@ -12,6 +12,7 @@ trio-native; the gate, the routes and the login are the arena's own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -202,11 +203,9 @@ class Server:
             return
         try:
             await self._handle(stream, address)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError,
-                ConnectionClosed):  # fmt: skip
-            pass
-        except Exception:
-            log.exception("connection from %s failed", address)
+        except Exception as exc:
+            if not _peer_gone(exc):
+                log.exception("connection from %s failed", address)
         finally:
             self.gate.leave(address)
             await trio.aclose_forcefully(stream)
@@ -274,7 +273,7 @@ class Server:
                 nursery.cancel_scope.cancel()
 
     async def _refuse(self, ws: WebSocketConnection, code: int, reason: str) -> None:
-        with trio.move_on_after(2):
+        with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):  # gone already
             await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])
 
@@ -450,6 +449,18 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
+
+
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)
+
+
+def _peer_gone(exc: BaseException) -> bool:
+    """Whether `exc` only says that the peer went away or spoke garbage: the everyday
+    lot of a port on the internet, which the log is not for (an attacker could fill
+    it), also when it comes out of a nursery as a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_peer_gone(e) for e in exc.exceptions)
+    return isinstance(exc, _GONE)
 
 
 async def _cancel_on(event: trio.Event, scope: trio.CancelScope) -> None:
