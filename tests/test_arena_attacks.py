@@ -76,3 +76,61 @@ async def test_hostile_logins_are_refused_in_words_and_leave_no_traceback(
             assert arena.server.gate.total == 0
             assert "alice" not in arena.server.hall.participants
     assert tracebacks(caplog) == []
+
+
+async def test_a_websocket_upgrade_elsewhere_than_the_engines_door_is_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Refused upgrades are answered and closed at once, not held open (each open
+    connection holds one of the address's few places)."""
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        stream = await trio.open_tcp_stream("127.0.0.1", arena.port)
+        async with stream:
+            await stream.send_all(b"GET /elsewhere HTTP/1.1\r\nhost: x\r\n" + UPGRADE + b"\r\n")
+            got = b""
+            while b"engines connect at /engine" not in got:
+                got += await stream.receive_some(4096)
+            assert got.startswith(b"HTTP/1.1 404")
+            await trio.testing.wait_all_tasks_blocked()
+            assert arena.server.gate.total == 0
+    assert tracebacks(caplog) == []
+
+
+async def test_an_upgrade_the_websocket_library_refuses_is_closed_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(net, "HEAD_SECONDS", 0.2)
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        no_key = b"GET /engine HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"
+        got, closed = await raw_exchange(arena.port, no_key)
+        assert got.startswith(b"HTTP/1.1 400") and closed
+        with trio.fail_after(5):
+            while arena.server.gate.total:  # the handler ends within HEAD_SECONDS
+                await trio.sleep(0.01)
+    assert tracebacks(caplog) == []
+
+
+async def test_slow_heads_and_silent_websockets_are_dropped_on_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slowloris: a head trickled byte by byte is cut at HEAD_SECONDS, however steady;
+    a WebSocket that never logs in is refused at LOGIN_SECONDS."""
+    monkeypatch.setattr(net, "HEAD_SECONDS", 0.5)
+    monkeypatch.setattr(net, "LOGIN_SECONDS", 0.3)
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        head = b"GET /api/live HTTP/1.1\r\n" + b"x-pad: " + b"a" * 200 + b"\r\n\r\n"
+        stream = await trio.open_tcp_stream("127.0.0.1", arena.port)
+        start = trio.current_time()
+        sent = 0
+        async with stream:
+            with pytest.raises(trio.BrokenResourceError), trio.fail_after(5):
+                for byte in head:
+                    await stream.send_all(bytes([byte]))
+                    sent += 1
+                    await trio.sleep(0.02)
+        assert sent < len(head)
+        assert 0.4 < trio.current_time() - start < 2.0
+        async with trio.open_nursery() as nursery:
+            ws = await open_ws(nursery, arena.port)
+            got, code, _ = await until_closed(ws)
+        assert code == CLOSE_REFUSED and "log in first" in json.loads(got[0])["reason"]

@@ -257,11 +257,19 @@ class Server:
 
     async def _websocket(self, stream: _Replay, request: Request) -> None:
         async with trio.open_nursery() as nursery:
+            # The library's reader runs in `nursery` until the connection ends: every
+            # way out cancels it, or a refused upgrade would hold its connection open.
+            ws_request = None
             with trio.move_on_after(HEAD_SECONDS):
                 ws_request = await wrap_server_stream(nursery, stream, message_queue_size=8,
                                                       max_message_size=MAX_FRAME)  # fmt: skip
+            if ws_request is None:  # refused by the library itself (it answered 400)
+                nursery.cancel_scope.cancel()
+                return
             if request.target.split("?", 1)[0] != ENGINE_PATH:
-                await ws_request.reject(404, body=b"engines connect at /engine\n")
+                with trio.move_on_after(2):
+                    await ws_request.reject(404, body=b"engines connect at /engine\n")
+                nursery.cancel_scope.cancel()
                 return
             protocol = PROTOCOL if PROTOCOL in ws_request.proposed_subprotocols else None
             ws = await ws_request.accept(subprotocol=protocol)
