@@ -134,3 +134,42 @@ async def test_slow_heads_and_silent_websockets_are_dropped_on_time(
             ws = await open_ws(nursery, arena.port)
             got, code, _ = await until_closed(ws)
         assert code == CLOSE_REFUSED and "log in first" in json.loads(got[0])["reason"]
+
+
+async def logged_in(nursery: trio.Nursery, port: int, who: str = "alice",
+                    **fields: Any) -> FakeEngine:  # fmt: skip
+    ws = await open_ws(nursery, port)
+    await ws.send_message(login(who, **fields))
+    engine = FakeEngine(ws)
+    await engine.welcome()
+    await engine.handshake()
+    return engine
+
+
+async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Numbers too big for a float, NaN, infinities, strings and booleans in control
+    messages change nothing and break nothing; the session goes on."""
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        async with trio.open_nursery() as nursery:
+            ws = await open_ws(nursery, arena.port)
+            await ws.send_message(login("alice"))
+            engine = FakeEngine(ws)
+            await engine.welcome()
+            for text in ('{"type":"t","ms":1' + "0" * 400 + "}", '{"type":"t","ms":NaN}',
+                         '{"type":"t","ms":-Infinity}', '{"type":"t","ms":"9"}',
+                         '{"type":"t","ms":true}', '{"type":"exited","code":"3"}',
+                         '{"type":"exited","code":1.5}', '{"type":"exited","code":true}',
+                         '{"type":"stderr","text":5}', '{"type":"nonsense"}'):  # fmt: skip
+                await ws.send_message(text)
+            await engine.handshake()
+            await trio.testing.wait_all_tasks_blocked()
+            (link,) = arena.server.links["alice"]
+            assert link.dead is None and link.connected
+            assert arena.server.hall.participants["alice"].present
+            # A huge exit code is still an exit: the session ends in words.
+            await ws.send_message('{"type":"exited","code":1' + "0" * 400 + "}")
+            _, code, reason = await until_closed(ws)
+            assert code == CLOSE_RESTART and "exited" in reason
+    assert tracebacks(caplog) == []

@@ -438,11 +438,17 @@ class Server:
 
     @staticmethod
     def _controlled(link: Link, data: dict[str, Any]) -> None:
+        """A control message from the client, whose fields may be anything JSON holds:
+        an integer too big for a float included (not a fault: the report is untrusted
+        anyway, and what cannot be a float is recorded as unknown)."""
         kind = data["type"]
         if kind == "stderr" and isinstance(data.get("text"), str):
             link.stderr.append(data["text"][:MAX_TEXT].encode("utf-8", "replace"))
         elif kind == "t" and type(data.get("ms")) in (int, float):
-            link.reported = float(data["ms"])
+            try:
+                link.reported = float(data["ms"])
+            except OverflowError:
+                link.reported = -1.0
         elif kind == "exited" and type(data.get("code")) is int:
             link.engine_exited(data["code"])
 
