@@ -8,6 +8,7 @@ its log; the tests that measure play under attack run a real server process inst
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -133,6 +134,14 @@ class FakeEngine:
         line, self._buffer = self._buffer.split(b"\n", 1)
         self.commands.append(line.decode())
         return line.decode()
+
+    async def agree(self) -> None:
+        """Answer every command with an empty success, until the connection ends (enough
+        for a game's set-up, never for a move)."""
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                number = (await self.command()).split()[0]
+                await self.ws.send_message(f"={number}\n\n".encode())
 
     async def handshake(self) -> None:
         answers = {"protocol_version": "2", "name": self.name, "version": self.version,

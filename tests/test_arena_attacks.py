@@ -173,3 +173,58 @@ async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
             _, code, reason = await until_closed(ws)
             assert code == CLOSE_RESTART and "exited" in reason
     assert tracebacks(caplog) == []
+
+
+async def test_a_session_id_is_only_ever_resumed_by_its_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob, logged in with his own token, claims alice's session id (with a plausible
+    count and a bogus one): he gets a fresh session of his own; alice's is untouched."""
+    async with arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena:
+        async with trio.open_nursery() as nursery:
+            alice = await logged_in(nursery, arena.port, "alice")
+            for received in (alice.received, 10**9, -1):
+                ws = await open_ws(nursery, arena.port)
+                await ws.send_message(login("bob", session=alice.session, received=received))
+                bob = FakeEngine(ws)
+                reply = await bob.welcome()
+                assert reply["resume"] is False and reply["session"] != alice.session
+                assert (await bob.command()).endswith("protocol_version")
+                await drop(ws)
+            await trio.testing.wait_all_tasks_blocked()
+            (link,) = arena.server.links["alice"]
+            assert link.session_id == alice.session and link.dead is None and link.connected
+            assert all(k.session_id != alice.session for k in arena.server.links["bob"])
+            await drop(alice.ws)
+
+
+async def test_a_resumed_session_drops_the_connection_it_replaced_and_lives_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client whose connection went half-open resumes on a new one: the old one is
+    closed by the server (it must not relay into the session any more), and its end,
+    whenever it comes, does not end the session that now lives on the new one."""
+    async with arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena:
+        async with trio.open_nursery() as nursery:
+            old = await logged_in(nursery, arena.port, "alice")
+            ws = await open_ws(nursery, arena.port)
+            await ws.send_message(login("alice", session=old.session, received=old.received))
+            new = FakeEngine(ws)
+            reply = await new.welcome()
+            assert reply["resume"] is True and reply["session"] == old.session
+            with trio.fail_after(5):
+                _, code, _ = await until_closed(old.ws)
+            assert code is not None
+            await trio.testing.wait_all_tasks_blocked()
+            (link,) = arena.server.links["alice"]
+            assert link.dead is None and link.ws is not None
+            # The session is alive on the new connection: bob arrives, they are paired,
+            # and the game's set-up comes on the new connection.
+            bob = await logged_in(nursery, arena.port, "bob")
+            nursery.start_soon(bob.agree)
+            with trio.fail_after(10):
+                first = await new.command()
+            assert "boardsize" in first or "atoll-islands" in first or "clear_board" in first
+            await drop(ws)
+            await drop(bob.ws)
+    assert tracebacks(caplog) == []

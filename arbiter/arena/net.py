@@ -402,13 +402,21 @@ class Server:
             self.hall.arrived(name, link, player, info)
 
     async def _pump(self, ws: WebSocketConnection, link: Link) -> None:
-        """Relay one connection into its link until either ends; ping it meanwhile."""
+        """Relay one connection into its link until either ends, or a newer connection
+        resumes the session (only the link's current connection speaks for it, and only
+        its end starts the grace); ping it meanwhile."""
+        replaced = link.replaced
+        if link.ws is not ws:
+            return
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._ping, ws, link)
             nursery.start_soon(_cancel_on, link.died, nursery.cancel_scope)
+            nursery.start_soon(_cancel_on, replaced, nursery.cancel_scope)
             try:
                 while link.dead is None:
                     message = await ws.get_message()
+                    if link.ws is not ws:
+                        break
                     if isinstance(message, bytes):
                         link.engine_wrote(message)
                         continue
@@ -419,13 +427,17 @@ class Server:
                         break
                     self._controlled(link, data)
             except ConnectionClosed:
-                link.lost(ws)
-                if link.dead is None and not self._busy(link):
-                    link.kill("disconnected between games")
-                elif link.dead is None:
-                    self.nursery_timer(link)
+                if link.ws is ws:
+                    link.lost(ws)
+                    if link.dead is None and not self._busy(link):
+                        link.kill("disconnected between games")
+                    elif link.dead is None:
+                        self.nursery_timer(link)
             nursery.cancel_scope.cancel()
-        if link.dead is not None and link.ws is ws:
+        if replaced.is_set():
+            with trio.move_on_after(2):
+                await ws.aclose(1000, "a newer connection resumed this session")
+        elif link.dead is not None and link.ws is ws:
             await link.close(CLOSE_RESTART, link.dead)
 
     def _busy(self, link: Link) -> bool:

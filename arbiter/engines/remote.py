@@ -135,6 +135,7 @@ class Link:
         self._send_lock = trio.Lock()
         self._exited = trio.Event()
         self.died = trio.Event()
+        self.replaced = trio.Event()  # set when a newer connection takes the session over
         self._on_dead = on_dead or (lambda link: None)
 
     # ------------------------------------------------------------- the byte stream
@@ -192,6 +193,8 @@ class Link:
             if missing is None:
                 return False
             self.ws, self.address = ws, address
+            self.replaced.set()  # the connection before, if any, speaks for it no more
+            self.replaced = trio.Event()
             self.disconnected_at = None
             try:
                 await ws.send_message(greeting)
