@@ -25,8 +25,10 @@ from arbiter.arena.config import load_arena
 from arbiter.arena.serve import serve
 from arbiter.engines.remote import ENGINE_PATH, MAX_FRAME, PROTOCOL
 
-COMMANDS = ("protocol_version name version known_command list_commands quit boardsize"
-            " clear_board play genmove atoll-islands atoll-pie").split()  # fmt: skip
+COMMANDS = (
+    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
+    "boardsize", "clear_board", "play", "genmove", "atoll-islands", "atoll-pie",
+)  # fmt: skip
 
 
 @dataclass

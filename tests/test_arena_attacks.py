@@ -24,8 +24,8 @@ from arena_attack import (
 )
 from arena_helpers import TOKENS
 
-from arbiter.arena import net, web
-from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME
+from arbiter.arena import net
+from arbiter.engines.remote import CLOSE_REFUSED, CLOSE_RESTART
 
 UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
            b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n")  # fmt: skip
@@ -55,26 +55,28 @@ async def test_hostile_logins_are_refused_in_words_and_leave_no_traceback(
         ('{"type": "login", "name": "alice", "token": 1e999}', "log in first"),
         (b"\x00" * 10, "log in first"),
     ]  # fmt: skip
-    async with arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena:
-        async with trio.open_nursery() as nursery:
-            for message, words in hostile:
-                ws = await open_ws(nursery, arena.port)
-                await ws.send_message(message)
-                got, code, _ = await until_closed(ws)
-                assert code == CLOSE_REFUSED, (message, got)
-                refused = json.loads(got[0])
-                assert refused["type"] == "refused" and refused["retry"] is False
-                assert words in refused["reason"], (message, refused)
-            # A client that goes away during its engine's handshake.
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        for message, words in hostile:
             ws = await open_ws(nursery, arena.port)
-            await ws.send_message(login("alice"))
-            engine = FakeEngine(ws)
-            await engine.welcome()
-            await engine.command()
-            await drop(ws)
-            await trio.testing.wait_all_tasks_blocked()
-            assert arena.server.gate.total == 0
-            assert "alice" not in arena.server.hall.participants
+            await ws.send_message(message)
+            got, code, _ = await until_closed(ws)
+            assert code == CLOSE_REFUSED, (message, got)
+            refused = json.loads(got[0])
+            assert refused["type"] == "refused" and refused["retry"] is False
+            assert words in refused["reason"], (message, refused)
+        # A client that goes away during its engine's handshake.
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice"))
+        engine = FakeEngine(ws)
+        await engine.welcome()
+        await engine.command()
+        await drop(ws)
+        await trio.testing.wait_all_tasks_blocked()
+        assert arena.server.gate.total == 0
+        assert "alice" not in arena.server.hall.participants
     assert tracebacks(caplog) == []
 
 
@@ -101,12 +103,14 @@ async def test_an_upgrade_the_websocket_library_refuses_is_closed_without_a_trac
 ) -> None:
     monkeypatch.setattr(net, "HEAD_SECONDS", 0.2)
     async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
-        no_key = b"GET /engine HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"
+        no_key = (
+            b"GET /engine HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"
+        )
         got, closed = await raw_exchange(arena.port, no_key)
         assert got.startswith(b"HTTP/1.1 400") and closed
         with trio.fail_after(5):
-            while arena.server.gate.total:  # the handler ends within HEAD_SECONDS
-                await trio.sleep(0.01)
+            while arena.server.gate.total:  # noqa: ASYNC110 (a counter, not an event)
+                await trio.sleep(0.01)  # the handler ends within HEAD_SECONDS
     assert tracebacks(caplog) == []
 
 
@@ -151,27 +155,29 @@ async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
 ) -> None:
     """Numbers too big for a float, NaN, infinities, strings and booleans in control
     messages change nothing and break nothing; the session goes on."""
-    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
-        async with trio.open_nursery() as nursery:
-            ws = await open_ws(nursery, arena.port)
-            await ws.send_message(login("alice"))
-            engine = FakeEngine(ws)
-            await engine.welcome()
-            for text in ('{"type":"t","ms":1' + "0" * 400 + "}", '{"type":"t","ms":NaN}',
-                         '{"type":"t","ms":-Infinity}', '{"type":"t","ms":"9"}',
-                         '{"type":"t","ms":true}', '{"type":"exited","code":"3"}',
-                         '{"type":"exited","code":1.5}', '{"type":"exited","code":true}',
-                         '{"type":"stderr","text":5}', '{"type":"nonsense"}'):  # fmt: skip
-                await ws.send_message(text)
-            await engine.handshake()
-            await trio.testing.wait_all_tasks_blocked()
-            (link,) = arena.server.links["alice"]
-            assert link.dead is None and link.connected
-            assert arena.server.hall.participants["alice"].present
-            # A huge exit code is still an exit: the session ends in words.
-            await ws.send_message('{"type":"exited","code":1' + "0" * 400 + "}")
-            _, code, reason = await until_closed(ws)
-            assert code == CLOSE_RESTART and "exited" in reason
+    async with (
+        arena_in_process(tmp_path, monkeypatch, engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice"))
+        engine = FakeEngine(ws)
+        await engine.welcome()
+        for text in ('{"type":"t","ms":1' + "0" * 400 + "}", '{"type":"t","ms":NaN}',
+                     '{"type":"t","ms":-Infinity}', '{"type":"t","ms":"9"}',
+                     '{"type":"t","ms":true}', '{"type":"exited","code":"3"}',
+                     '{"type":"exited","code":1.5}', '{"type":"exited","code":true}',
+                     '{"type":"stderr","text":5}', '{"type":"nonsense"}'):  # fmt: skip
+            await ws.send_message(text)
+        await engine.handshake()
+        await trio.testing.wait_all_tasks_blocked()
+        (link,) = arena.server.links["alice"]
+        assert link.dead is None and link.connected
+        assert arena.server.hall.participants["alice"].present
+        # A huge exit code is still an exit: the session ends in words.
+        await ws.send_message('{"type":"exited","code":1' + "0" * 400 + "}")
+        _, code, reason = await until_closed(ws)
+        assert code == CLOSE_RESTART and "exited" in reason
     assert tracebacks(caplog) == []
 
 
@@ -180,22 +186,24 @@ async def test_a_session_id_is_only_ever_resumed_by_its_own_name(
 ) -> None:
     """Bob, logged in with his own token, claims alice's session id (with a plausible
     count and a bogus one): he gets a fresh session of his own; alice's is untouched."""
-    async with arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena:
-        async with trio.open_nursery() as nursery:
-            alice = await logged_in(nursery, arena.port, "alice")
-            for received in (alice.received, 10**9, -1):
-                ws = await open_ws(nursery, arena.port)
-                await ws.send_message(login("bob", session=alice.session, received=received))
-                bob = FakeEngine(ws)
-                reply = await bob.welcome()
-                assert reply["resume"] is False and reply["session"] != alice.session
-                assert (await bob.command()).endswith("protocol_version")
-                await drop(ws)
-            await trio.testing.wait_all_tasks_blocked()
-            (link,) = arena.server.links["alice"]
-            assert link.session_id == alice.session and link.dead is None and link.connected
-            assert all(k.session_id != alice.session for k in arena.server.links["bob"])
-            await drop(alice.ws)
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        alice = await logged_in(nursery, arena.port, "alice")
+        for received in (alice.received, 10**9, -1):
+            ws = await open_ws(nursery, arena.port)
+            await ws.send_message(login("bob", session=alice.session, received=received))
+            bob = FakeEngine(ws)
+            reply = await bob.welcome()
+            assert reply["resume"] is False and reply["session"] != alice.session
+            assert (await bob.command()).endswith("protocol_version")
+            await drop(ws)
+        await trio.testing.wait_all_tasks_blocked()
+        (link,) = arena.server.links["alice"]
+        assert link.session_id == alice.session and link.dead is None and link.connected
+        assert all(k.session_id != alice.session for k in arena.server.links["bob"])
+        await drop(alice.ws)
 
 
 async def test_a_resumed_session_drops_the_connection_it_replaced_and_lives_on(
@@ -204,27 +212,50 @@ async def test_a_resumed_session_drops_the_connection_it_replaced_and_lives_on(
     """A client whose connection went half-open resumes on a new one: the old one is
     closed by the server (it must not relay into the session any more), and its end,
     whenever it comes, does not end the session that now lives on the new one."""
-    async with arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena:
-        async with trio.open_nursery() as nursery:
-            old = await logged_in(nursery, arena.port, "alice")
-            ws = await open_ws(nursery, arena.port)
-            await ws.send_message(login("alice", session=old.session, received=old.received))
-            new = FakeEngine(ws)
-            reply = await new.welcome()
-            assert reply["resume"] is True and reply["session"] == old.session
-            with trio.fail_after(5):
-                _, code, _ = await until_closed(old.ws)
-            assert code is not None
-            await trio.testing.wait_all_tasks_blocked()
-            (link,) = arena.server.links["alice"]
-            assert link.dead is None and link.ws is not None
-            # The session is alive on the new connection: bob arrives, they are paired,
-            # and the game's set-up comes on the new connection.
-            bob = await logged_in(nursery, arena.port, "bob")
-            nursery.start_soon(bob.agree)
-            with trio.fail_after(10):
-                first = await new.command()
-            assert "boardsize" in first or "atoll-islands" in first or "clear_board" in first
-            await drop(ws)
-            await drop(bob.ws)
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        old = await logged_in(nursery, arena.port, "alice")
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice", session=old.session, received=old.received))
+        new = FakeEngine(ws)
+        reply = await new.welcome()
+        assert reply["resume"] is True and reply["session"] == old.session
+        with trio.fail_after(5):
+            _, code, _ = await until_closed(old.ws)
+        assert code is not None
+        await trio.testing.wait_all_tasks_blocked()
+        (link,) = arena.server.links["alice"]
+        assert link.dead is None and link.ws is not None
+        # The session is alive on the new connection: bob arrives, they are paired,
+        # and the game's set-up comes on the new connection.
+        bob = await logged_in(nursery, arena.port, "bob")
+        nursery.start_soon(bob.agree)
+        with trio.fail_after(10):
+            first = await new.command()
+        assert "boardsize" in first or "atoll-islands" in first or "clear_board" in first
+        await drop(ws)
+        await drop(bob.ws)
+    assert tracebacks(caplog) == []
+
+
+async def test_bad_queries_of_the_games_api_are_answered_400(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        for query in ("limit=abc", "limit=0", "limit=-5", "before=x", "before=" + "9" * 40,
+                      "before=-" + "9" * 40, "limit=" + "9" * 5000, "before=1e3",
+                      "limit=%ff%fe", "before=%00"):  # fmt: skip
+            got, closed = await raw_exchange(
+                arena.port, f"GET /api/games?{query} HTTP/1.1\r\nhost: x\r\n\r\n".encode()
+            )
+            assert got.startswith(b"HTTP/1.1 400") and closed, (query, got[:100])
+            assert json.loads(got.split(b"\r\n\r\n", 1)[1])["error"]
+        for query in ("", "limit=1000000", "before=0", "limit=3&before=5&limit=x"):
+            got, _ = await raw_exchange(
+                arena.port, f"GET /api/games?{query} HTTP/1.1\r\nhost: x\r\n\r\n".encode()
+            )
+            assert got.startswith(b"HTTP/1.1 200"), (query, got[:100])
+            assert json.loads(got.split(b"\r\n\r\n", 1)[1])["games"] == []
     assert tracebacks(caplog) == []

@@ -170,11 +170,11 @@ class Site:
             limit = min(int(query.get("limit", ["50"])[0]), PAGE_LIMIT)
             before_text = query.get("before", [None])[0]
             before = int(before_text) if before_text is not None else None
-            if limit < 1:
-                raise ValueError
+            if limit < 1 or (before is not None and not 0 <= before < 2**63):
+                raise ValueError  # (the store's numbers are SQLite integers)
         except ValueError:
-            await respond.whole(400, b'{"error":"limit and before are whole numbers"}',
-                                "application/json")  # fmt: skip
+            problem = b'{"error":"limit is a whole number from 1; before, a game number"}'
+            await respond.whole(400, problem, "application/json")
             return
         rows = self.hall.store.recent_games(limit, before)
         out = [game_summary(record, number) for number, record in rows]
