@@ -24,7 +24,7 @@ from arena_attack import (
 )
 from arena_helpers import TOKENS
 
-from arbiter.arena import net
+from arbiter.arena import net, web
 from arbiter.engines.remote import CLOSE_REFUSED, CLOSE_RESTART
 
 UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
@@ -258,4 +258,25 @@ async def test_bad_queries_of_the_games_api_are_answered_400(
             )
             assert got.startswith(b"HTTP/1.1 200"), (query, got[:100])
             assert json.loads(got.split(b"\r\n\r\n", 1)[1])["games"] == []
+    assert tracebacks(caplog) == []
+
+
+async def test_a_page_that_falls_behind_on_events_is_dropped_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More events than a page's queue holds, published at once: the page is dropped
+    (it reconnects and reads the state afresh) and nothing is logged."""
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        stream = await trio.open_tcp_stream("127.0.0.1", arena.port)
+        async with stream:
+            await stream.send_all(b"GET /events HTTP/1.1\r\nhost: x\r\n\r\n")
+            got = b""
+            while b"event: state" not in got:
+                got += await stream.receive_some(65536)
+            for n in range(web.SUBSCRIBER_QUEUE + 1):
+                arena.server.hall.publish("move", {"game": "g", "move": "a1", "ply": n})
+            with trio.fail_after(5):
+                while chunk := await stream.receive_some(65536):
+                    got += chunk
+        assert got.count(b"event: move") <= web.SUBSCRIBER_QUEUE
     assert tracebacks(caplog) == []
