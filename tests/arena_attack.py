@@ -168,3 +168,32 @@ async def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> tuple[by
                 pass
             return got, True
     return got, False
+
+
+def frame(opcode: int, payload: bytes, *, fin: bool) -> bytes:
+    """One masked WebSocket frame, as a client sends it (RFC 6455, section 5.2)."""
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 1 << 16:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+    mask = b"\x01\x02\x03\x04"
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+async def raw_websocket(port: int) -> trio.SocketStream:
+    """A plain connection through the WebSocket upgrade at the engines' door."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(
+        f"GET {ENGINE_PATH} HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: websocket\r\n"
+        f"sec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"sec-websocket-protocol: {PROTOCOL}\r\n\r\n".encode()
+    )
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += await stream.receive_some(4096)
+    assert got.startswith(b"HTTP/1.1 101"), got
+    return stream

@@ -17,15 +17,17 @@ from arena_attack import (
     FakeEngine,
     arena_in_process,
     drop,
+    frame,
     login,
     open_ws,
     raw_exchange,
+    raw_websocket,
     until_closed,
 )
 from arena_helpers import TOKENS
 
 from arbiter.arena import net, web
-from arbiter.engines.remote import CLOSE_REFUSED, CLOSE_RESTART
+from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME, MAX_UNREAD
 
 UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
            b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n")  # fmt: skip
@@ -280,3 +282,65 @@ async def test_a_page_that_falls_behind_on_events_is_dropped_quietly(
                     got += chunk
         assert got.count(b"event: move") <= web.SUBSCRIBER_QUEUE
     assert tracebacks(caplog) == []
+
+
+async def test_oversized_and_endless_websocket_messages_are_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One message over MAX_FRAME, or a message whose fragments never end: the server
+    closes with 1009 once MAX_FRAME is passed, having read little more."""
+    async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
+        async with trio.open_nursery() as nursery:
+            ws = await open_ws(nursery, arena.port)
+            await ws.send_message("x" * (MAX_FRAME + 1))
+            _, code, _ = await until_closed(ws)
+            assert code == 1009
+        stream = await raw_websocket(arena.port)
+        sent = 0
+        async with stream:
+            with pytest.raises(trio.BrokenResourceError), trio.fail_after(10):
+                await stream.send_all(frame(0x2, b"\x00" * 4096, fin=False))
+                while True:  # continuation frames, forever
+                    await stream.send_all(frame(0x0, b"\x00" * 4096, fin=False))
+                    sent += 4096
+        assert sent < 64 * MAX_FRAME  # (what the kernel's buffers took before the reset)
+    assert tracebacks(caplog) == []
+
+
+async def test_engine_output_that_nobody_asked_for_is_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A logged-in client that floods binary messages between games: the session ends
+    at MAX_UNREAD bytes, with a reason, and its name is free again."""
+    async with (
+        arena_in_process(tmp_path, monkeypatch, engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        engine = await logged_in(nursery, arena.port, "alice")
+        with trio.fail_after(10):
+            for _ in range(MAX_UNREAD // MAX_FRAME + 1):
+                await engine.ws.send_message(b"y" * MAX_FRAME)
+            _, code, reason = await until_closed(engine.ws)
+        assert code == CLOSE_RESTART and "never read" in reason
+        assert not arena.server.hall.participants["alice"].present
+        again = await logged_in(nursery, arena.port, "alice")
+        await drop(again.ws)
+
+
+async def test_logins_from_one_address_are_limited_per_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood of logins (right or wrong tokens alike) from one address: after
+    logins_per_minute, each is refused with 'retry later' before its token is read."""
+    async with (
+        arena_in_process(tmp_path, monkeypatch, engines="", extra="logins_per_minute = 3") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        answers = []
+        for token in ("wrong-token-0123456789",) * 3 + (TOKENS["alice"],) * 2:
+            ws = await open_ws(nursery, arena.port)
+            await ws.send_message(login("alice", token=token))
+            got, code, _ = await until_closed(ws)
+            answers.append((code, json.loads(got[0])))
+        assert [code for code, _ in answers] == [CLOSE_REFUSED] * 3 + [CLOSE_BUSY] * 2
+        assert all("too many logins" in a["reason"] and a["retry"] for _, a in answers[3:])
