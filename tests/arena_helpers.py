@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -73,11 +74,17 @@ class Lines:
 
 
 class Proc:
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None, *,
+                 open_files: int | None = None) -> None:  # fmt: skip
+        def limit() -> None:  # in the child: its open-file limit, soft and hard
+            if open_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "arbiter", *args], cwd=cwd, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, **(env or {})},
+            preexec_fn=limit if open_files is not None else None,
         )  # fmt: skip
         self.out = Lines(self.popen.stdout)
 
@@ -102,8 +109,8 @@ class Proc:
 
 
 class Server(Proc):
-    def __init__(self, file: Path) -> None:
-        super().__init__(["arena", "serve", str(file)], file.parent)
+    def __init__(self, file: Path, *, open_files: int | None = None) -> None:
+        super().__init__(["arena", "serve", str(file)], file.parent, open_files=open_files)
         line = self.out.wait_for("is listening on")
         self.port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
 

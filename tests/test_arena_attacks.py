@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from arena_attack import (
     raw_websocket,
     until_closed,
 )
-from arena_helpers import TOKENS
+from arena_helpers import TOKENS, Server, arena_file, client, events, wait_games
 
 from arbiter.arena import net, web
 from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME, MAX_UNREAD
@@ -344,3 +345,70 @@ async def test_logins_from_one_address_are_limited_per_minute(
             answers.append((code, json.loads(got[0])))
         assert [code for code, _ in answers] == [CLOSE_REFUSED] * 3 + [CLOSE_BUSY] * 2
         assert all("too many logins" in a["reason"] and a["retry"] for _, a in answers[3:])
+
+
+HOSTILE_NAME = '<script>alert("n")</script>\x1b[31mred\u202e'
+HOSTILE_VERSION = "<img src=x onerror=alert(1)>\x1b]0;title\x07"
+
+
+async def test_what_an_engine_says_about_itself_reaches_the_live_api_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Markup and terminal escapes in an engine's name and version: /api/live serves
+    them as JSON strings (JSON, nosniff), control characters written as escapes, and the
+    live page sets all text with textContent."""
+    async with (
+        arena_in_process(tmp_path, monkeypatch, engines="") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice"))
+        engine = FakeEngine(ws, name=HOSTILE_NAME, version=HOSTILE_VERSION)
+        await engine.welcome()
+        await engine.handshake()
+        await trio.testing.wait_all_tasks_blocked()
+        got, _ = await raw_exchange(arena.port, b"GET /api/live HTTP/1.1\r\nhost: x\r\n\r\n")
+        head, body = got.split(b"\r\n\r\n", 1)
+        assert b"content-type: application/json" in head and b"nosniff" in head
+        (alice,) = json.loads(body)["connected"]
+        assert alice["name"] == "alice"
+        for text in (alice["engine"], alice["version"]):
+            assert text.isprintable() and "\x1b" not in text
+        assert alice["engine"].startswith('<script>alert("n")</script>')
+        page, _ = await raw_exchange(arena.port, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        assert b"textContent" in page
+        for sink in (b"innerHTML", b"outerHTML", b"insertAdjacentHTML", b"document.write"):
+            assert sink not in page
+        assert b"content-security-policy: default-src 'self'" in page
+        await drop(ws)
+
+
+def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path) -> None:
+    """A server whose open-file limit (256 here, soft and hard) is below max_connections:
+    it says so and lets no more connections in than its files allow, keeping some for
+    its store and engines; a flood of 400 idle connections from one address (the
+    per-address limit raised) neither makes it fail to accept nor stops the games."""
+    file = arena_file(tmp_path, players=("alice", "bob"), extra="connections_per_address = 100000")
+    server = Server(file, open_files=256)
+    idle: list[socket.socket] = []
+    clients = [client(server.port, "alice", "heuristic", tmp_path),
+               client(server.port, "bob", "random", tmp_path)]  # fmt: skip
+    try:
+        with events(server.port) as stream:
+            wait_games(stream, 2)
+            for _ in range(400):
+                idle.append(socket.create_connection(("127.0.0.1", server.port)))
+            wait_games(stream, 6)  # play goes on
+        for s in idle:
+            s.close()
+        live = server.get("/api/live")  # (a connection the flood no longer keeps out)
+        assert {e["name"] for e in live["connected"]} == {"alice", "bob", "random"}
+    finally:
+        for s in idle:
+            s.close()
+        for c in clients:
+            c.stop()
+        server.stop()
+    out = server.out.text()
+    assert "Too many open files" not in out and "EMFILE" not in out
+    assert "The open-file limit (256) allows" in out

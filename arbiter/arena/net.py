@@ -54,6 +54,10 @@ HEAD_BYTES = 16 * 1024
 LOGIN_SECONDS = 10.0
 PING_EVERY = 5.0
 PING_WAIT = 15.0  # a connection that has not answered a ping by then is half-open: cut
+# Open files kept free of connections: the store and its readers, the listeners, threads,
+# and per engine the server runs itself, its pipes (it may have to restart mid-flood).
+FILES_RESERVE = 64
+FILES_PER_ENGINE = 8
 
 
 @dataclass
@@ -130,6 +134,7 @@ class Gate:
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
+        self.capacity = arena.max_connections  # lowered to fit the open-file limit
         self.open: Counter[str] = Counter()
         self.total = 0
         self.refused = 0
@@ -137,7 +142,7 @@ class Gate:
 
     def enter(self, address: str) -> bool:
         a = self.arena
-        if self.total >= a.max_connections or self.open[address] >= a.connections_per_address:
+        if self.total >= self.capacity or self.open[address] >= a.connections_per_address:
             self.refused += 1
             return False
         self.open[address] += 1
@@ -176,6 +181,7 @@ class Server:
         self.registered = registered  # open registration: name -> token hash
         self.register = register
         self.links: dict[str, list[Link]] = {}  # each name's live sessions
+        self.open_files = 0  # the open-file limit, once listening
 
     async def serve(
         self, nursery: trio.Nursery, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
@@ -188,6 +194,9 @@ class Server:
                               where=f"{a.path}: arena.listen",
                               hint="choose a free port, or stop what holds this one",
                               ) from exc  # fmt: skip
+        reserve = FILES_RESERVE + FILES_PER_ENGINE * len(a.engines)
+        self.open_files = open_file_limit(a.max_connections + reserve)
+        self.gate.capacity = max(1, min(a.max_connections, self.open_files - reserve))
         port = listeners[0].socket.getsockname()[1]
         task_status.started(port)
         await trio.serve_listeners(self._connection, listeners, handler_nursery=nursery)
@@ -475,6 +484,28 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
+
+
+def open_file_limit(wanted: int) -> int:
+    """This process's limit of open files, first raised toward `wanted` as far as the
+    hard limit allows. Every connection is a file: a server whose connections may
+    exceed the limit fails to accept (logging each retry), and its own engines and store
+    cannot open what they need while a flood holds them all."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no such limit to know
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    if soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    return int(soft)
 
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)

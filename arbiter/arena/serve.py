@@ -60,6 +60,10 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                 say(f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
                     f" ws://{host}:{port}/engine); {store.games_stored()} games stored in"
                     f" {arena.output}. Ctrl-C stops it.")  # fmt: skip
+                if server.gate.capacity < arena.max_connections:
+                    say(f"The open-file limit ({server.open_files}) allows"
+                        f" {server.gate.capacity} connections at once, not max_connections ="
+                        f" {arena.max_connections}; raise it (ulimit -n) for more.")  # fmt: skip
                 nursery.start_soon(site.refresh_standings)
                 await hall.run()
             finally:
