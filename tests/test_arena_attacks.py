@@ -276,12 +276,12 @@ async def test_a_page_that_falls_behind_on_events_is_dropped_quietly(
             got = b""
             while b"event: state" not in got:
                 got += await stream.receive_some(65536)
-            for n in range(web.SUBSCRIBER_QUEUE + 1):
+            for n in range(web.SUBSCRIBER_QUEUE + 2):  # (one may go straight to a waiting reader)
                 arena.server.hall.publish("move", {"game": "g", "move": "a1", "ply": n})
             with trio.fail_after(5):
                 while chunk := await stream.receive_some(65536):
                     got += chunk
-        assert got.count(b"event: move") <= web.SUBSCRIBER_QUEUE
+        assert got.count(b"event: move") <= web.SUBSCRIBER_QUEUE + 1
     assert tracebacks(caplog) == []
 
 
