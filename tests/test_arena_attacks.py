@@ -5,9 +5,12 @@ server's log holds no traceback (an attacker must not be able to fill it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from arena_attack import (
     until_closed,
 )
 from arena_helpers import TOKENS, Server, arena_file, client, events, wait_games
+from commands import invoke
 
 from arbiter.arena import net, web
 from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME, MAX_UNREAD
@@ -412,3 +416,150 @@ def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path)
     out = server.out.text()
     assert "Too many open files" not in out and "EMFILE" not in out
     assert "The open-file limit (256) allows" in out
+
+
+# Attackers at once of each kind, and from how many addresses.
+ATTACKS = {"slow head": (40, 4), "idle": (400, 20), "silent websocket": (40, 2),
+           "deaf page": (10, 1), "wrong login": (4, 1), "garbage": (4, 1)}  # fmt: skip
+
+
+async def _attack(port: int, until: float, counts: dict[str, int],
+                  kinds: frozenset[str] = frozenset(ATTACKS)) -> None:  # fmt: skip
+    """Everything at once, from addresses other than the honest clients' (127.0.0.1):
+    slow heads, idle connections, WebSockets that never log in, pages that never read
+    their events, a login flood with wrong tokens, oversized heads and garbage."""
+
+    async def connect(address: str) -> trio.SocketStream | None:
+        sock = trio.socket.socket()
+        # A small receive window, set before connecting: what a reader that never reads
+        # leaves unread soon stops the server's sending, as over a slow network.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            await sock.bind((address, 0))
+            await sock.connect(("127.0.0.1", port))
+        except OSError:
+            sock.close()
+            return None
+        return trio.SocketStream(sock)
+
+    async def repeat(kind: str, address: str, body: Any) -> None:
+        while trio.current_time() < until:
+            stream = await connect(address)
+            if stream is None:
+                await trio.sleep(0.05)
+                continue
+            counts[kind] = counts.get(kind, 0) + 1
+            async with stream:
+                with (trio.move_on_at(until),
+                      contextlib.suppress(trio.BrokenResourceError)):  # fmt: skip
+                    await body(stream)
+
+    async def slow_head(stream: trio.SocketStream) -> None:
+        for byte in b"GET / HTTP/1.1\r\n" + b"x-a: " + b"b" * 10_000:
+            await stream.send_all(bytes([byte]))
+            await trio.sleep(0.2)
+
+    async def idle(stream: trio.SocketStream) -> None:
+        await stream.receive_some(1)
+        await trio.sleep(0.05)
+
+    async def silent_ws(stream: trio.SocketStream) -> None:
+        await stream.send_all(b"GET /engine HTTP/1.1\r\nhost: x\r\n" + UPGRADE + b"\r\n")
+        while await stream.receive_some(4096):
+            pass
+
+    async def deaf_page(stream: trio.SocketStream) -> None:
+        await stream.send_all(b"GET /events HTTP/1.1\r\nhost: x\r\n\r\n")
+        await trio.sleep_until(until - 3)  # never reads, until it looks whether it was dropped
+        with trio.move_on_after(2):
+            while await stream.receive_some(65536):
+                pass
+            counts["deaf page dropped"] = counts.get("deaf page dropped", 0) + 1
+
+    async def wrong_login(stream: trio.SocketStream) -> None:
+        await stream.send_all(b"GET /engine HTTP/1.1\r\nhost: x\r\n" + UPGRADE + b"\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += await stream.receive_some(4096)
+        await stream.send_all(frame(0x1, login("alice", token="w" * 30).encode(), fin=True))
+        while await stream.receive_some(4096):
+            pass
+
+    async def garbage(stream: trio.SocketStream) -> None:
+        await stream.send_all(
+            b"\x16\x03\x01" + b"\xff" * 3000 + b"GET / HTTP/1.1\r\n" + b"X" * 40_000
+        )
+        while await stream.receive_some(4096):
+            pass
+        await trio.sleep(0.02)  # (the attacker shares the machine's two cores)
+
+    bodies = {"slow head": slow_head, "idle": idle, "silent websocket": silent_ws,
+              "deaf page": deaf_page, "wrong login": wrong_login, "garbage": garbage}  # fmt: skip
+    async with trio.open_nursery() as nursery:
+        for kind in kinds:
+            number, addresses = ATTACKS[kind]
+            for n in range(number):
+                address = f"127.0.{list(ATTACKS).index(kind) + 1}.{n % addresses + 1}"
+                nursery.start_soon(repeat, kind, address, bodies[kind])
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+@pytest.mark.slow
+async def test_games_in_flight_keep_their_pace_while_the_port_is_attacked(tmp_path: Path) -> None:
+    """Two remote engines and an anchor play; then the port is attacked from other
+    addresses for 20 s. Games keep finishing at a comparable rate, the time a move
+    takes does not jump, no game is lost to the attack, and the log stays clean."""
+    file = arena_file(tmp_path, players=("alice", "bob"))
+    server = Server(file)
+    clients = [client(server.port, "alice", "heuristic", tmp_path),
+               client(server.port, "bob", "random", tmp_path)]  # fmt: skip
+    counts: dict[str, int] = {}
+    try:
+        await trio.sleep(3)  # (the clients log in and the first games start)
+        t0 = time.time()
+        await trio.sleep(10)  # the baseline window
+        t1 = time.time()
+        await _attack(server.port, trio.current_time() + 20, counts)
+        t2 = time.time()
+    finally:
+        for c in clients:
+            c.stop()
+        assert server.stop() in (0, 130, 143)
+    out = tmp_path / "games.jsonl"
+    assert invoke("arena", "export", str(file), "--records", str(out)).returncode == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+
+    def window(start: float, end: float) -> list[dict[str, Any]]:
+        return [r for r in records if not r["void"] and start <= _epoch(r["finished"]) < end]
+
+    before, during = window(t0, t1), window(t1, t2)
+    rate_before, rate_during = len(before) / (t1 - t0), len(during) / (t2 - t1)
+
+    def waits(games: list[dict[str, Any]]) -> list[float]:  # charged + network allowance
+        return [m + a for r in games
+                for m, a in zip(r["move_ms"], r["allowance_ms"] or [0.0] * len(r["move_ms"]),
+                                strict=True)]  # fmt: skip
+
+    moves_before, moves_during = waits(before), waits(during)
+    p50 = (_percentile(moves_before, 0.5), _percentile(moves_during, 0.5))
+    p99 = (_percentile(moves_before, 0.99), _percentile(moves_during, 0.99))
+    print(f"attack: {counts}; games/s {rate_before:.2f} -> {rate_during:.2f}; move wait ms p50"
+          f" {p50[0]:.1f} -> {p50[1]:.1f}, p99 {p99[0]:.1f} -> {p99[1]:.1f}")  # fmt: skip
+    assert counts.get("idle", 0) >= 400 and counts.get("wrong login", 0) >= 4
+    # The engines, the clients and the attacker share two cores with the server: the rate
+    # may fall with the machine's load, but play must go on and moves keep their pace.
+    assert len(during) >= 20 and rate_during >= 0.25 * rate_before, (rate_before, rate_during)
+    assert p99[1] <= max(3 * p99[0], p99[0] + 100), (p99, counts)
+    odd = [(r["termination"], r["reason"]) for r in during + before
+           if r["termination"] not in ("connection", "resign")]  # fmt: skip
+    assert not odd, odd
+    text = server.out.text()
+    assert "Traceback" not in text and "EMFILE" not in text, text[-3000:]
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
