@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import socket
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from commands import invoke
 from arbiter.arena import net, web
 from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME, MAX_UNREAD
 
+BADBOT = Path(__file__).parent / "engines" / "badbot.py"
 UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
            b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n")  # fmt: skip
 
@@ -563,3 +565,35 @@ async def test_games_in_flight_keep_their_pace_while_the_port_is_attacked(tmp_pa
 
 def _epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.mark.slow
+def test_markup_and_escapes_from_a_remote_engine_stay_text_everywhere(tmp_path: Path) -> None:
+    """A remote engine that calls itself with a script tag and terminal escapes, and
+    says more on stderr: the live API, the games API, the live report, `arbiter report`
+    and the server's own output carry it as text, never as markup or escapes."""
+    evil = "<script>alert(1)</script>\\x1b[31mred\\x1b]0;t\\x07"
+    engine = (f"evil={sys.executable} {BADBOT} ok --hostile --name '{evil}'"
+              f" --say '<img src=x onerror=alert(2)>\\x1b[2J'")  # fmt: skip
+    file = arena_file(tmp_path, players=("alice",))
+    server = Server(file)
+    try:
+        with events(server.port) as stream:
+            alice = client(server.port, "alice", engine, tmp_path)
+            wait_games(stream, 2)
+        live, games = server.get("/api/live"), server.get("/api/games")
+        report = server.get("/report")
+    finally:
+        alice.stop()
+        server.stop()
+    (entry,) = [e for e in live["connected"] if e["name"] == "alice"]
+    assert entry["engine"].startswith("<script>alert(1)</script>")  # text, in JSON
+    assert "\x1b" not in json.dumps(live) + json.dumps(games)
+    assert games["games"]
+    out = tmp_path / "report.html"
+    assert invoke("report", str(tmp_path / "test-arena.sqlite"), "-o", str(out)).returncode == 0
+    for page in (report, out.read_text()):
+        assert "<script>alert(1)" not in page and "<img src=x" not in page
+        assert "\x1b" not in page
+        assert "&lt;script&gt;alert(1)" in page or "\\u003cscript\\u003ealert(1)" in page
+    assert "\x1b" not in server.out.text() + alice.out.text()
