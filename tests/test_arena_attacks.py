@@ -31,9 +31,17 @@ from arena_attack import (
 )
 from arena_helpers import TOKENS, Server, arena_file, client, events, wait_games
 from commands import invoke
+from trio_websocket import connect_websocket_url
 
 from arbiter.arena import net, web
-from arbiter.engines.remote import CLOSE_BUSY, CLOSE_REFUSED, CLOSE_RESTART, MAX_FRAME, MAX_UNREAD
+from arbiter.engines.remote import (
+    CLOSE_BUSY,
+    CLOSE_REFUSED,
+    CLOSE_RESTART,
+    MAX_FRAME,
+    MAX_UNREAD,
+    PROTOCOL,
+)
 
 BADBOT = Path(__file__).parent / "engines" / "badbot.py"
 UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
@@ -606,3 +614,34 @@ def test_markup_and_escapes_from_a_remote_engine_stay_text_everywhere(tmp_path: 
         assert "\x1b" not in page
         assert "&lt;script&gt;alert(1)" in page or "\\u003cscript\\u003ealert(1)" in page
     assert "\x1b" not in server.out.text() + alice.out.text()
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_behind_a_trusted_proxy_the_limits_count_the_clients_it_forwards_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    """Through a reverse proxy every connection comes from the proxy: when it is trusted,
+    the login limit counts the address it forwards for (one client's flood does not
+    lock the others out); when it is not, a forwarded address is the client's to make
+    up and is ignored."""
+    proxies = 'trusted_proxies = ["127.0.0.1"]' if trusted else ""
+    async with (
+        arena_in_process(
+            tmp_path, monkeypatch, engines="", extra=f"logins_per_minute = 2\n{proxies}"
+        ) as arena,  # fmt: skip
+        trio.open_nursery() as nursery,
+    ):
+
+        async def attempt(client: str) -> int | None:
+            chain = f"198.51.100.9, {client}".encode()
+            headers = [(b"x-forwarded-for", chain)]
+            ws = await connect_websocket_url(nursery, arena.url, subprotocols=[PROTOCOL],
+                                             extra_headers=headers)  # fmt: skip
+            await ws.send_message(login("alice", token="wrong-token-0123456789"))
+            _, code, _ = await until_closed(ws)
+            return code
+
+        flood = [await attempt("203.0.113.1") for _ in range(3)]
+        assert flood == [CLOSE_REFUSED, CLOSE_REFUSED, CLOSE_BUSY]
+        other = await attempt("203.0.113.2")
+        assert other == (CLOSE_REFUSED if trusted else CLOSE_BUSY)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import math
 import os
 import secrets
@@ -40,7 +41,7 @@ _ARENA_KEYS: dict[str, type] = {
     "latency_allowance": float, "anchors": dict, "open_registration": bool,
     "disconnect_grace": float, "connections_per_address": int, "logins_per_minute": int,
     "max_connections": int, "sandbox": bool, "limits": dict, "engines": list,
-    "engines_file": str, "command_timeout": float,
+    "engines_file": str, "command_timeout": float, "trusted_proxies": list,
 }  # fmt: skip
 _PLAYER_KEYS: dict[str, type] = {"name": str, "token_hash": str, "games_at_once": int}
 _TOP_KEYS = {"arena", "player", "engine"}
@@ -79,6 +80,7 @@ class Arena:
     logins_per_minute: int
     max_connections: int
     command_timeout: float
+    trusted_proxies: frozenset[str]
     players: Mapping[str, PlayerEntry]
     engines: Mapping[str, EngineSpec]
     engine_conditions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
@@ -267,5 +269,20 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         logins_per_minute=_count(table, "logins_per_minute", where, 60, 1, 1_000_000),
         max_connections=_count(table, "max_connections", where, 4096, 1, 1_000_000),
         command_timeout=_number(table, "command_timeout", where, 10.0, 0.5, 600),
+        trusted_proxies=_proxies(table, where),
         players=players, engines=engines, engine_conditions=conditions,
     )  # fmt: skip
+
+
+def _proxies(table: Mapping[str, Any], where: str) -> frozenset[str]:
+    """The reverse proxies whose `X-Forwarded-For` names the client (their own address
+    would otherwise be every client's, for the limits)."""
+    listed = _get(table, "trusted_proxies", where, [])
+    out = set()
+    for value in listed:
+        try:
+            out.add(str(ipaddress.ip_address(value)))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{value!r} is not an IP address", where=f"{where}.trusted_proxies",
+                              hint='e.g. trusted_proxies = ["127.0.0.1"]') from exc  # fmt: skip
+    return frozenset(out)

@@ -13,6 +13,7 @@ trio-native; the gate, the routes and the login are the arena's own.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import secrets
 import time
@@ -141,8 +142,13 @@ class Gate:
         self._logins: dict[str, deque[float]] = {}
 
     def enter(self, address: str) -> bool:
+        """Count a new connection from `address`; False when over a limit. A trusted
+        proxy's connections count only in the total: each is counted again, by the
+        address it forwards for, once its request head is read (`forwarded`)."""
         a = self.arena
-        if self.total >= self.capacity or self.open[address] >= a.connections_per_address:
+        limited = address not in a.trusted_proxies
+        full = limited and self.open[address] >= a.connections_per_address
+        if self.total >= self.capacity or full:
             self.refused += 1
             return False
         self.open[address] += 1
@@ -151,6 +157,20 @@ class Gate:
 
     def leave(self, address: str) -> None:
         self.total -= 1
+        self._drop(address)
+
+    def forwarded(self, address: str) -> bool:
+        """Count a connection a trusted proxy forwards for `address`."""
+        if self.open[address] >= self.arena.connections_per_address:
+            self.refused += 1
+            return False
+        self.open[address] += 1
+        return True
+
+    def forwarded_left(self, address: str) -> None:
+        self._drop(address)
+
+    def _drop(self, address: str) -> None:
         self.open[address] -= 1
         if not self.open[address]:
             del self.open[address]
@@ -237,7 +257,22 @@ class Server:
             return  # too slow, too long, or not HTTP: dropped
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
         target = event.target.decode("latin-1")
+        client = forwarded_for(headers) if address in self.arena.trusted_proxies else None
+        if client is not None:
+            if not self.gate.forwarded(client):
+                return
+            try:
+                request = Request(event.method.decode("latin-1"), target, headers, client)
+                await self._route(stream, conn, raw, request)
+            finally:
+                self.gate.forwarded_left(client)
+            return
         request = Request(event.method.decode("latin-1"), target, headers, address)
+        await self._route(stream, conn, raw, request)
+
+    async def _route(self, stream: trio.SocketStream, conn: h11.Connection, raw: bytearray,
+                     request: Request) -> None:  # fmt: skip
+        headers, target = request.headers, request.target
         if headers.get("upgrade", "").lower() == "websocket":
             await self._websocket(_Replay(bytes(raw), stream), request)
             return
@@ -518,6 +553,16 @@ def _peer_gone(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_peer_gone(e) for e in exc.exceptions)
     return isinstance(exc, _GONE)
+
+
+def forwarded_for(headers: dict[str, str]) -> str | None:
+    """The client a trusted reverse proxy forwards for: the last address it added to
+    `X-Forwarded-For` (earlier ones are the client's to make up), if it is one."""
+    value = headers.get("x-forwarded-for", "").split(",")[-1].strip()
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        return None
 
 
 async def _cancel_on(event: trio.Event, scope: trio.CancelScope) -> None:

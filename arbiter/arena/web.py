@@ -37,6 +37,7 @@ SUBSCRIBER_QUEUE = 4096  # events a slow page may fall behind by before it is dr
 FIT_SHARE = 5.0  # the pause after a fit, in fits: a fit takes at most a sixth of the time
 MAX_SUBSCRIBERS = 1000
 HEARTBEAT = 15.0
+PACE = 0.25  # seconds between writes to one page: its events are gathered meanwhile
 PAGE_LIMIT = 200  # games per page of /api/games
 
 
@@ -213,6 +214,10 @@ class Site:
                         return  # dropped for falling behind: the page reads the state afresh
                 if quiet.cancelled_caught:
                     frames = [b": still here\n\n"]
+                else:
+                    # A page is written to a few times a second at most, whatever the
+                    # games' pace: a wake-up per page per move slowed every game in play.
+                    await trio.sleep(PACE)
                 # What is queued goes out in one write: one pass of the event loop can
                 # publish many events (a move of every game in play), and a frame per
                 # write would leave the page further behind with each pass until dropped.
