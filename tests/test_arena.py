@@ -13,7 +13,7 @@ from typing import cast
 import pytest
 import trio
 import trio.testing
-from arena_helpers import Server, arena_file, client, events, wait_games
+from arena_helpers import TOKENS, Server, arena_file, client, events, wait_games
 from commands import invoke
 
 from arbiter.arena.client import arena_url
@@ -206,6 +206,8 @@ def test_four_engines_play_continuously_and_are_rated(tmp_path: Path) -> None:
     report = invoke("report", str(store), "-o", str(tmp_path / "report.html"))
     assert report.returncode == 0, report.stderr
     assert "alice" in (tmp_path / "report.html").read_text()
+    for token in (TOKENS["alice"], TOKENS["bob"], TOKENS["carol"]):  # kept hashed only
+        assert token.encode() not in store.read_bytes()
 
 
 def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> None:

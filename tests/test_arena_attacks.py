@@ -397,6 +397,7 @@ async def test_what_an_engine_says_about_itself_reaches_the_live_api_as_text(
         await drop(ws)
 
 
+@pytest.mark.slow
 def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path) -> None:
     """A server whose open-file limit (256 here, soft and hard) is below max_connections:
     it says so and lets no more connections in than its files allow, keeping some for

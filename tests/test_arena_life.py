@@ -226,6 +226,7 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         server.stop()
 
 
+@pytest.mark.slow
 def test_tokens_are_never_in_the_store_or_the_page(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     alice = client(server.port, "alice", "random", tmp_path)

@@ -47,8 +47,9 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
     [
         ("hex-rows-from-bottom", "coordinates: hex/11", "rows counted from the other end",
          "a1 is the top-left corner"),
-        ("atoll-ranks-from-top", "coordinates: atoll-8/11", "rows counted from the other end",
-         "rank 1 is the bottom cell of each file"),
+        pytest.param("atoll-ranks-from-top", "coordinates: atoll-8/11",
+                     "rows counted from the other end", "rank 1 is the bottom cell of each file",
+                     marks=pytest.mark.slow),  # the Atoll form of rows from the bottom
         ("files-from-right", "coordinates: hex/11", "letters from the right",
          "letter counted from the left"),
         pytest.param("files-from-right", "coordinates: atoll-8/11", "letters from the right",

@@ -272,7 +272,12 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
             "send logs to stderr",
             marks=pytest.mark.slow,
         ),
-        ("checkbots overruns-time", "within its clock (1.5 s)", "budget each move"),
+        pytest.param(  # test_check.py tells an engine over its clock to budget, fast
+            "checkbots overruns-time",
+            "within its clock (1.5 s)",
+            "budget each move",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "checkbots no-pipelining",
             "start-up handshake",
@@ -419,6 +424,7 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
 
 
 @pytest.mark.skipif(sandbox.unavailable() is not None, reason="no sandbox (bubblewrap) here")
+@pytest.mark.slow
 def test_a_worker_that_dies_starting_a_games_engines_names_them_as_the_match_does(
     tmp_path: Path,
 ) -> None:
@@ -600,6 +606,7 @@ def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) 
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
     store = tmp_path / "m.sqlite"
     args = ["match", "--engines", str(ENGINES), "mc-fast", "random", "--size", "7", "--tc",
@@ -615,6 +622,7 @@ def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
     assert summary["sprt"] == decided["sprt"] and summary["resumed"] == decided["games"]
 
 
+@pytest.mark.slow
 def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_path: Path) -> None:
     from arbiter.results.store import Store
 

@@ -147,6 +147,7 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
 
 
 @needs_dask
+@pytest.mark.slow
 def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
         tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from click.testing import CliRunner

@@ -133,8 +133,8 @@ def _state(pid: int) -> str:
         return ""
 
 
-@pytest.mark.parametrize("args", [["-n", "4"], pytest.param(["-n", "6", "-c", "2"],
-                                                             marks=pytest.mark.slow)],
+@pytest.mark.parametrize("args", [pytest.param(["-n", "4"], marks=pytest.mark.slow),
+                                  pytest.param(["-n", "6", "-c", "2"], marks=pytest.mark.slow)],
                          ids=["harness", "worker"])  # fmt: skip
 def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Path) -> None:
     games = _pause_during_a_game(args, tmp_path)

@@ -295,6 +295,7 @@ def test_cpu_past_the_limit_loses_by_cpu(tmp_path: Path) -> None:
     assert (record.evidence.limit["limit"], record.evidence.limit["limit_s"]) == ("cpu", 1)
 
 
+@pytest.mark.slow
 def test_the_cpu_limit_holds_without_the_sandbox_too(tmp_path: Path) -> None:
     _lost_by(play(tmp_path, "cpu", sandboxed=False, limits={"cpu_s": 1}), "cpu")
 
@@ -707,6 +708,7 @@ def _played_cleanly(done: subprocess.CompletedProcess[str], records: Path) -> li
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_the_bundled_bots_play_sandboxed(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     done = _arbiter("match", "random", "heuristic", "--sandbox", "-n", "2", "--size", "7",

@@ -107,6 +107,7 @@ def wait_for(proc: subprocess.Popen[str], prefix: str, count: int = 1) -> list[s
 # ----------------------------------------------------------- 1: a lost store
 
 
+@pytest.mark.slow
 def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: Path) -> None:
     engines = [bot("a", "slow", "--ms", "15"), bot("b", "slow", "--ms", "15")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 3")
@@ -137,6 +138,7 @@ def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: 
     assert games_stored(store) == 6
 
 
+@pytest.mark.slow
 def test_deleting_the_lock_file_lets_no_second_run_in(tmp_path: Path) -> None:
     engines = [bot("a", "slow", "--ms", "30"), bot("b", "slow", "--ms", "30")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 8"), engines)

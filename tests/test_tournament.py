@@ -139,7 +139,11 @@ def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) ->
         pytest.param(
             lambda h, e: (h + "\npie = false", e), "tournament.pie", marks=pytest.mark.slow
         ),
-        (lambda h, e: (h, [bot("a", "ok", "--ms", "1"), e[1]]), "engine 'a'.command"),
+        pytest.param(
+            lambda h, e: (h, [bot("a", "ok", "--ms", "1"), e[1]]),
+            "engine 'a'.command",
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["tc", "size", "pie", "command"],
 )
@@ -193,6 +197,7 @@ def test_an_opening_line_that_skips_the_swap_decision_is_refused(tmp_path: Path)
     assert not (tmp_path / "t.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_path: Path) -> None:
     from arbiter.bots.connection import Tables, wants_swap
 
@@ -808,7 +813,8 @@ def swiss_status(t: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("engines", "rounds", "kill_after"), [
-    (12, 5, 29),  # killed in round 3 of 5
+    # Slow: the kill -9 of a round-robin is in the fast run; a Swiss resumes the same way.
+    pytest.param(12, 5, 29, marks=pytest.mark.slow),  # killed in round 3 of 5
     pytest.param(7, 5, 8, marks=pytest.mark.slow),  # in round 3, with byes
 ])  # fmt: skip
 def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(

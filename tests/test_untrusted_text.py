@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from commands import invoke
 
 from arbiter.text import escape, name, terminal
@@ -52,6 +53,7 @@ def test_escaping_rules() -> None:
     assert all(len(line) <= 1000 for line in terminal("z" * 5000 + "\n" + "w").splitlines())
 
 
+@pytest.mark.slow
 def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     random_bot = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"

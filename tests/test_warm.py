@@ -173,6 +173,7 @@ def alive_engines(folder: Path) -> int:
     return sum(running(int(f.name)) for f in (folder / "alive").iterdir())
 
 
+@pytest.mark.slow
 def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
     tmp_path: Path,
 ) -> None:
