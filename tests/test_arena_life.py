@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 from arena_helpers import TOKENS, Proxy, Server, arena_file, client, events, wait_games
+from browsers import open_chromium
 from commands import invoke
 
 from arbiter.results.store import Store
@@ -179,30 +179,14 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
         server.stop()
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-
 @pytest.mark.slow
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.skip("needs chromium and chromedriver (Debian: apt-get install chromium"
-                    " chromium-driver)")  # fmt: skip
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium")
-    from selenium.webdriver.chrome.service import Service
+    driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-dev-shm-usage",
-                 f"--user-data-dir={tmp_path / 'chromium'}"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     alice = client(server.port, "alice", "heuristic", tmp_path)
     bob = client(server.port, "bob", SLOW, tmp_path)
-    driver: Any = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         driver.get(f"http://127.0.0.1:{server.port}/")
         wait = WebDriverWait(driver, 60)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browsers import open_chromium
 from click.testing import CliRunner
 
 from arbiter.cli import main
@@ -534,27 +535,10 @@ def test_games_are_listed_in_schedule_order(played: Played, voided: Voided) -> N
 
 # ----------------------------------------------------------------- in a browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.skip("needs chromium and chromedriver (Debian: apt-get install chromium"
-                    " chromium-driver)")  # fmt: skip
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1600",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):  # fmt: skip
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = open_chromium(tmp_path_factory.mktemp("chromium"))
     try:
         yield driver
     finally:
