@@ -230,7 +230,11 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     assert len(list(read_records(records))) == 2
 
 
-@pytest.mark.parametrize("name", ["skeleton", "random", "mc-fast"])
+@pytest.mark.parametrize("name", [
+    "skeleton",
+    pytest.param("random", marks=pytest.mark.slow),  # the bundled bots pass the same checks
+    pytest.param("mc-fast", marks=pytest.mark.slow),
+])  # fmt: skip
 def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) -> None:
     done = invoke("check", "--engines", str(ENGINES), name, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -256,8 +260,18 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
             "followed by the command's id",
             marks=pytest.mark.slow,
         ),  # the positions checks: one fast case each
-        ("badbot illegal-offboard", "positions: atoll-8/11", "must answer an empty cell"),
-        ("checkbots ignores-boardsize", "positions: atoll-8/15", "rebuild the board on boardsize"),
+        pytest.param(  # illegal answers lose games in test_faults.py, fast
+            "badbot illegal-offboard",
+            "positions: atoll-8/11",
+            "must answer an empty cell",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "checkbots ignores-boardsize",
+            "positions: atoll-8/15",
+            "rebuild the board on boardsize",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "checkbots ignores-clear-board",
             "positions: atoll-8/11",
@@ -265,7 +279,12 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
             marks=pytest.mark.slow,
         ),
         ("checkbots transposed", "positions: atoll-8/11", "rank 1 the bottom cell of its file"),
-        ("checkbots swaps-without-pie", "positions: atoll-8/11 no-pie", "never answer swap"),
+        pytest.param(  # test_check_mistakes.py has a swap without the pie rule, fast
+            "checkbots swaps-without-pie",
+            "positions: atoll-8/11 no-pie",
+            "never answer swap",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "checkbots debug-stdout",
             "positions: atoll-8/11",

@@ -56,6 +56,7 @@ def test_a_plain_gtp_hex_engine_plays_full_games_unchanged(tmp_path: Path) -> No
     assert all(g.commands["seat1"][-1] == "--always-swap" for g in games if g.seat1 == "hexer")
 
 
+@pytest.mark.slow
 def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) -> None:
     book = engines_file(tmp_path, "--islands", "8", "--always-swap",
                         extra='islands = [8]\noptions = ["param_game allow_swap 1"]\n'

@@ -190,6 +190,7 @@ def test_a_run_waits_for_a_reader_of_its_store_instead_of_refusing(copy: Path) -
 # --------------------------------------------------------- 2: one count, one snapshot
 
 
+@pytest.mark.slow
 def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 2"),
                          [bot("a"), bot("b"), bot("c")])  # fmt: skip
@@ -275,7 +276,7 @@ DAMAGE = [
         "(name 'b'): definition is not JSON",
     ),
 ]
-SLOW_DAMAGE = {"record-not-json", "record-invalid", "conditions-not-object"}
+SLOW_DAMAGE = {"record-not-json", "record-invalid", "conditions-not-object", "conditions-not-json"}
 
 
 # One damage of each table in the default run; the other kinds of damage are slow.

@@ -222,6 +222,7 @@ def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_pat
     assert decided, "no opening stone in the central zone: choose another seed"
 
 
+@pytest.mark.slow
 def test_a_store_whose_random_openings_took_the_swap_decision_is_not_resumed(
     tmp_path: Path,
 ) -> None:
@@ -601,6 +602,7 @@ def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None
     assert done.returncode == 2 and "NUL" in done.stderr and "name" in done.stderr
 
 
+@pytest.mark.slow
 def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path: Path) -> None:
     fixed = tmp_path / "fixed"  # the engine starts once this file exists
     script = f'[ -e {fixed} ] || {{ echo "no weights" >&2; exit 3; }}; exec "$0" "$@"'
