@@ -50,8 +50,9 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
         pytest.param("atoll-ranks-from-top", "coordinates: atoll-8/11",
                      "rows counted from the other end", "rank 1 is the bottom cell of each file",
                      marks=pytest.mark.slow),  # the Atoll form of rows from the bottom
-        ("files-from-right", "coordinates: hex/11", "letters from the right",
-         "letter counted from the left"),
+        pytest.param("files-from-right", "coordinates: hex/11", "letters from the right",
+                     "letter counted from the left",
+                     marks=pytest.mark.slow),  # a misread file, as rows from the bottom (fast)
         pytest.param("files-from-right", "coordinates: atoll-8/11", "letters from the right",
          "letter counted from the left",
                      marks=pytest.mark.slow),  # the same mistake on the other board
@@ -65,7 +66,8 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
         pytest.param("swaps-central-without-pie", "positions: atoll-8/11 no-pie", "swap",
          "never answer swap",
                      marks=pytest.mark.slow),  # the same mistake on the other board
-        ("refuses-7-and-23", "positions: atoll-8/23", "boardsize 23", "declare the sizes"),
+        pytest.param("refuses-7-and-23", "positions: atoll-8/23", "boardsize 23",
+                     "declare the sizes", marks=pytest.mark.slow),
         ("one-newline", "start-up handshake",
          "answered '=1 2\\n=2 checkbot-one-newline", "end every answer with an empty line"),
     ],

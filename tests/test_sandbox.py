@@ -663,6 +663,7 @@ def test_a_bad_read_key_is_one_line_and_exit_2(tmp_path: Path, value: str, what:
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     one, two = _bot_folder(bots, "one"), _bot_folder(bots, "two")

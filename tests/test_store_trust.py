@@ -276,7 +276,13 @@ DAMAGE = [
         "(name 'b'): definition is not JSON",
     ),
 ]
-SLOW_DAMAGE = {"record-not-json", "record-invalid", "conditions-not-object", "conditions-not-json"}
+SLOW_DAMAGE = {
+    "record-not-json",
+    "record-invalid",
+    "conditions-not-object",
+    "conditions-not-json",
+    "definition-not-json",
+}
 
 
 # One damage of each table in the default run; the other kinds of damage are slow.

@@ -86,6 +86,7 @@ def costs(pairing: Pairing, history: Mapping[str, History]) -> tuple[Fraction, F
 
 @settings(max_examples=300, deadline=None)
 @given(score_tables(), st.integers(0, 2**32))
+@pytest.mark.slow
 def test_a_round_is_complete_never_repeats_and_is_the_nearest_in_score(
         table: dict[str, History], seed: int) -> None:  # fmt: skip
     engines = sorted(table)

@@ -259,6 +259,7 @@ def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -
     assert len({next(iter(v)) for v in by_pair.values()}) == 3
 
 
+@pytest.mark.slow
 def test_identical_games_between_deterministic_engines_are_pointed_out(tmp_path: Path) -> None:
     first = ROOT / "tests" / "engines" / "firstcell.py"
     engines = [
