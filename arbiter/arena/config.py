@@ -30,7 +30,7 @@ from arbiter.errors import ConfigError
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
-from arbiter.runs.tournament import parse_engines
+from arbiter.runs.tournament import parse_engines, typed_key
 
 TOKEN_BYTES = 24
 _HASH = "sha256"
@@ -123,17 +123,7 @@ def valid_hash(text: str) -> bool:
 
 def _get(table: Mapping[str, Any], key: str, where: str, default: Any,
          keys: Mapping[str, type] = _ARENA_KEYS) -> Any:  # fmt: skip
-    value = table.get(key, default)
-    if value is default:
-        return value
-    expected = keys[key]
-    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-    if not ok:
-        raise ConfigError(f"must be a {expected.__name__}, not {type(value).__name__} {value!r}",
-                          where=f"{where}.{key}")  # fmt: skip
-    return value
+    return typed_key(table, key, where, default, keys)
 
 
 def _number(table: Mapping[str, Any], key: str, where: str, default: float, low: float,

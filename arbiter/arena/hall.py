@@ -31,6 +31,7 @@ from arbiter.engines.remote import Link, RemotePlayer
 from arbiter.errors import EngineError, StoreError
 from arbiter.executors.jobs import machine
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
+from arbiter.results.elo import expected_score
 from arbiter.results.records import GameRecord
 from arbiter.results.store import EngineEntry, Store
 from arbiter.rules import Variant
@@ -375,7 +376,7 @@ class Hall:
         lo = self.participants.get(loser) if loser else None
         if w is None or lo is None:
             return
-        expected = 1.0 / (1.0 + 10.0 ** ((lo.rating - w.rating) / 400.0))
+        expected = expected_score(w.rating - lo.rating)
         step = RATING_PULL * (1.0 - expected)
         if w.name not in self.arena.anchors:
             w.rating += step

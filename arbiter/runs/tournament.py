@@ -351,9 +351,13 @@ def _no_nul(value: Any, where: str) -> None:
             _no_nul(item, f"{where}[{index}]")
 
 
-def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
+def typed_key(table: Mapping[str, Any], key: str, where: str, default: Any,
+              keys: Mapping[str, type]) -> Any:  # fmt: skip
+    """`table[key]` (or `default`), which must be of the type `keys` gives it: a
+    ConfigError naming `where.key` otherwise (an integer passes as a float, a boolean
+    never as an integer)."""
     value = table.get(key, default)
-    expected = _TOURNAMENT_KEYS[key]
+    expected = keys[key]
     if value is default:
         return value
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
@@ -366,6 +370,10 @@ def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
             where=f"{where}.{key}",
         )
     return value
+
+
+def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
+    return typed_key(table, key, where, default, _TOURNAMENT_KEYS)
 
 
 def _type_name(t: type) -> str:
