@@ -196,7 +196,53 @@ def examples(*lines: str) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+# Click 8.2 shows a group's help, when it is called with nothing, by a UsageError.
+_SHOWS_HELP: tuple[type[click.UsageError], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ["NoArgsIsHelpError"]
+    if hasattr(click.exceptions, name)
+)
+
+
+class OneLineUsage(click.Group):
+    """The root command: a bad command-line value is one line on stderr (what was wrong,
+    which option, where the help is) and exit status 2, as a configuration error is;
+    Click's own report repeats the usage block above it. Every subcommand's parsing runs
+    inside the root's `make_context` or `invoke`, so this one place covers them all."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except _SHOWS_HELP:
+            raise  # a group called with nothing shows its help, as Click does
+        except click.UsageError as exc:
+            raise _one_line_usage(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _SHOWS_HELP:
+            raise  # a group called with nothing shows its help, as Click does
+        except click.UsageError as exc:
+            raise _one_line_usage(exc) from exc
+
+
+def _one_line_usage(exc: click.UsageError) -> ConfigExit:
+    """A usage error as one line: Click's message, and the help that says how to fix it."""
+    message = exc.format_message().rstrip(".")
+    if exc.ctx is not None:
+        message += f" (see '{exc.ctx.command_path} --help')"
+    return ConfigExit(one_line(message))
+
+
 @click.group(
+    cls=OneLineUsage,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=examples(
         "arbiter tournament run --example demo",
