@@ -621,6 +621,7 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
     that both work on files of any size."""
     from arbiter.views.report import describe_game, list_games
 
+    _records_only(records)
     bad: list[BadLine] = []
     if sgf is not None:
         if ply is not None or svg is not None:
@@ -654,6 +655,31 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
         raise ConfigError(str(exc), where=f"{records}: game {chosen.game_id}") from exc
     for line in lines:
         say(line)
+
+
+def _records_only(path: str) -> None:
+    """`show` reads a records file: a tournament or arena file, or a store, is named as
+    what it is (read as records, each of its lines would be reported as a bad one)."""
+    from arbiter.results.standings import source_kind
+
+    if path.endswith(".toml"):
+        what = "an arena file" if _arena_file(path) else "a tournament file"
+    elif os.path.isfile(path) and source_kind(path) == "store":
+        what = "a store"
+    else:
+        return
+    raise ConfigError(
+        f"{what}, not a records file",
+        where=path,
+        hint=f"write its games as records first: arbiter tournament export"
+        f" {shlex.quote(path)} --records games.jsonl",
+    )
+
+
+def _arena_file(path: str) -> bool:
+    from arbiter.arena.config import is_arena_file
+
+    return is_arena_file(path)
 
 
 def _no_games(games: Any, records: str) -> None:
@@ -1070,6 +1096,23 @@ def example_option(func: F) -> F:
     )(func)
 
 
+def _results_file(file: str, store_folder: Path | None = None) -> Any:
+    """A tournament or an arena file, as the commands that read results take it: for its
+    store (its `output`), and a tournament's schedule; no engine is started or looked for."""
+    from arbiter.arena.config import is_arena_file, load_arena
+    from arbiter.runs.tournament import load_tournament
+
+    if is_arena_file(file):
+        return load_arena(file, engines_here=False)
+    return load_tournament(file, engines_here=False, store_folder=store_folder)
+
+
+def _is_tournament(t: Any) -> bool:
+    from arbiter.runs.tournament import Tournament
+
+    return isinstance(t, Tournament)
+
+
 def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path | None]:
     """The tournament file a command reads, and where its store is when not beside it."""
     from arbiter.scaffold import EXAMPLES
@@ -1318,7 +1361,12 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     t: Any
     file, store_folder = _tournament_file(file, example)
     opened = None  # a match's store, read once (opening checks every row written since)
-    if not file.endswith(".toml") and source_kind(file) == "store":
+    if file.endswith(".toml"):
+        t = _results_file(file, store_folder)
+        if not _is_tournament(t):  # an arena: its own status, from its store
+            _arena_status(t, as_json, strict)
+            return
+    elif source_kind(file) == "store":
         opened = Store.open_read(file)
         try:
             t = StoredMatch.read(opened)  # a match's store: it holds its own schedule
@@ -1448,7 +1496,6 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
     from arbiter.outfile import write_lines
     from arbiter.results.standings import source_kind
     from arbiter.results.store import Store, store_files
-    from arbiter.runs.tournament import load_tournament
 
     if (records_out is None) == (out is None):
         raise ConfigError("give --records FILE or --out FILE" if out is None else
@@ -1466,8 +1513,8 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
     file, store_folder = _tournament_file(file, example)
     if not file.endswith(".toml") and source_kind(file) == "store":
         store_path, own = Path(file), [Path(file)]  # a match's store holds its own schedule
-    else:  # its engines are not started here
-        t = load_tournament(file, engines_here=False, store_folder=store_folder)
+    else:  # a tournament or arena file; its engines are not started here
+        t = _results_file(file, store_folder)
         store_path, own = t.output, [t.path]
     target = resolved(out, option)
     protected = {*(resolved(p) for p in own), *store_files(store_path)}
@@ -1701,14 +1748,13 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
 def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:
     """Each tournament file's tested pairings, as its store leaves them."""
     from arbiter.results.store import Store
-    from arbiter.runs.tournament import load_tournament
 
     out = []
     for source in sources:
         if not source.endswith(".toml"):
             continue
-        t = load_tournament(source, engines_here=False)
-        if t.sprt is None or not t.output.exists():
+        t = _results_file(source)
+        if not _is_tournament(t) or t.sprt is None or not t.output.exists():
             continue
         with Store.open_read(t.output) as store:
             tests = t.tests(store)
@@ -1847,13 +1893,22 @@ def arena_status(file: str, as_json: bool) -> None:
 
     It reads the store only, and works while the server runs."""
     from arbiter.arena.config import load_arena
+
+    _arena_status(load_arena(file, engines_here=False), as_json, strict=False)
+
+
+def _arena_status(spec: Any, as_json: bool, strict: bool) -> None:
+    """`arena status`, and `tournament status` of an arena file."""
     from arbiter.results.store import Store
 
-    spec = load_arena(file, engines_here=False)
     if not spec.output.exists():
-        raise ConfigError(f"no store yet at {spec.output}", where=file,
-                          hint="start the server: arbiter arena serve " + file)  # fmt: skip
+        raise ConfigError(
+            f"no store yet at {spec.output}",
+            where=str(spec.path),
+            hint=f"start the server: arbiter arena serve {spec.path}",
+        )
     with Store.open_read(spec.output) as store:
+        _damaged(store, strict)
         stored, voids = store.games_stored(), store.void_count()
     from arbiter.arena.web import arena_standings
 
@@ -1913,7 +1968,6 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: 
     under different conditions apart (None: the command has no --split-by)."""
     from arbiter.results.ratings import DEFAULT_PRIOR
     from arbiter.results.standings import Identities, gather, standings
-    from arbiter.runs.tournament import load_tournament
 
     pinned = _anchors(anchors)  # before reading: a mistyped option costs no time
     # A tournament file stands for its store, and gives the report its schedule's order.
@@ -1922,9 +1976,9 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: 
         if not source.endswith(".toml"):
             stores.append(source)
             continue
-        t = load_tournament(source, engines_here=False)
+        t = _results_file(source)
         stores.append(str(t.output))
-        if keep is not None:
+        if keep is not None and _is_tournament(t):
             keep.schedules[index] = {game_id: n for n, game_id in enumerate(t.ids())}
     identities = Identities(split or ())
     tally, bad, names = gather(stores, keep, identities, labels=list(sources))

@@ -3,6 +3,9 @@ read as tournament files are, bad values in one line, values quoted as they were
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,104 @@ def test_a_group_called_with_nothing_still_shows_its_help(tmp_path: Path) -> Non
     done = invoke("tournament", cwd=tmp_path)
     assert "tournament [OPTIONS] COMMAND" in done.stdout + done.stderr
     assert "Commands:" in done.stdout + done.stderr
+
+
+TOURNAMENT = """\
+[tournament]
+name = "small"
+tc = "5+0.1"
+islands = 4
+size = 5
+engines = ["random", "heuristic"]
+output = "small.sqlite"
+"""
+
+ARENA = """\
+[arena]
+name = "ladder"
+listen = "127.0.0.1:8080"
+islands = 4
+size = 5
+output = "small.sqlite"
+"""
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a tournament of two Hex games played, and an arena file whose store
+    is that tournament's."""
+    folder = tmp_path_factory.mktemp("played")
+    (folder / "small.toml").write_text(TOURNAMENT)
+    (folder / "arena.toml").write_text(ARENA)
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter", "tournament", "run", "small.toml", "-q"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def test_the_readers_take_an_arena_file_as_they_take_a_tournament_file(played: Path) -> None:
+    by_arena = invoke("ratings", "arena.toml", "--json", cwd=played)
+    by_file = invoke("ratings", "small.toml", "--json", cwd=played)
+    assert by_arena.returncode == 0, by_arena.stderr
+    assert json.loads(by_arena.stdout) == json.loads(by_file.stdout)
+    assert json.loads(by_arena.stdout)["games"] == 2
+
+    status = invoke("tournament", "status", "arena.toml", "--json", cwd=played)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["games"] == 2
+
+    report = invoke("report", "arena.toml", "-o", "arena.html", cwd=played)
+    assert report.returncode == 0, report.stderr
+    assert "2 rated games" in report.stderr
+    assert "heuristic" in (played / "arena.html").read_text()
+
+    export = invoke("tournament", "export", "arena.toml", "--records", "a.jsonl", cwd=played)
+    assert export.returncode == 0, export.stderr
+    assert len((played / "a.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    ("source", "what"),
+    [
+        ("arena.toml", "an arena file"),
+        ("small.toml", "a tournament file"),
+        ("small.sqlite", "a store"),
+    ],
+)
+def test_show_names_a_file_that_is_not_records_as_what_it_is(
+    played: Path, source: str, what: str
+) -> None:
+    done = invoke("show", source, cwd=played)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: {source}: {what}, not a records file (write its games as records first:"
+        f" arbiter tournament export {source} --records games.jsonl)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ratings", "S"],
+        ["tournament", "status", "S"],
+        ["report", "S", "-o", "r.html"],
+        ["show", "S"],
+    ],
+)
+def test_a_text_file_named_as_a_store_is_said_not_to_be_one(
+    tmp_path: Path, command: list[str]
+) -> None:
+    (tmp_path / "games.sqlite").write_text("hello\n")
+    done = invoke(*("games.sqlite" if a == "S" else a for a in command), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("Error: games.sqlite: not a SQLite store")
+    assert "TOML" not in lines[0]
+    assert (tmp_path / "games.sqlite").read_text() == "hello\n"  # a reader changes nothing

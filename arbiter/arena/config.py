@@ -152,6 +152,17 @@ def parse_listen(text: str, where: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def is_arena_file(path: str | os.PathLike[str]) -> bool:
+    """Whether a TOML file is an arena file ([arena] and no [tournament]), so that the
+    commands that read results take it as they take a tournament file. A file that
+    cannot be read is not one: its loader reports why."""
+    try:
+        data = read_toml(Path(path), "arena file", "give the path of an arena .toml file")
+    except ConfigError:
+        return False
+    return "arena" in data and "tournament" not in data
+
+
 def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Arena:
     """Read and check an arena file; raises ConfigError naming the file and key."""
     file = Path(path)

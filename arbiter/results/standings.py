@@ -535,8 +535,14 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
     return tally, bad, voids
 
 
+STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")  # the names stores are given
+
+
 def source_kind(path: str) -> str:
-    """What a SOURCE argument is: "store" or "records" (by the file's first bytes)."""
+    """What a SOURCE argument is: "store" or "records" (by the file's first bytes).
+
+    A file named as a store (`.sqlite`) that is not one is refused here, in one line:
+    read as records or TOML it would be reported as a pile of bad lines."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(16)
@@ -546,7 +552,17 @@ def source_kind(path: str) -> str:
             where=path,
             hint="give a tournament file, a store or a records file",
         ) from exc
-    return "store" if head == b"SQLite format 3\x00" else "records"
+    if head == b"SQLite format 3\x00":
+        return "store"
+    if path.lower().endswith(STORE_SUFFIXES):
+        raise ConfigError(
+            "not a SQLite store (its first bytes are not SQLite's)"
+            + (": the file is empty" if not head else ""),
+            where=path,
+            hint="give the store a run wrote (a tournament file's output), or rename a"
+            " records file to .jsonl",
+        )
+    return "records"
 
 
 def gather(sources: Iterable[str], keep: Games | None = None,
