@@ -72,3 +72,47 @@ def terminal(text: str) -> str:
 def one_line(text: str) -> str:
     """A message that must stay one line (errors): escaped, newlines too, and capped."""
     return shorten(escape(text), LINE_LIMIT)
+
+
+TOML_QUOTE_LIMIT = 200  # characters of a quoted value in an error message
+
+
+def toml_value(value: object) -> str:
+    """A value as it is written in a TOML file, for the messages that quote what a user
+    wrote: `true`, `"round"`, `{ elo0 = 0 }`, never Python's `True`, `'round'` or a dict.
+    Long values are cut (a message is one line)."""
+    text = _toml(value)
+    return text if len(text) <= TOML_QUOTE_LIMIT else text[: TOML_QUOTE_LIMIT - 3] + "..."
+
+
+def _toml(value: object) -> str:
+    import datetime
+    import json
+    import math
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # TOML's basic strings escape as JSON
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{toml_key(str(k))} = {_toml(v)}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if value is None:
+        return "nothing"  # no TOML value: a key left out
+    return repr(value)
+
+
+def toml_key(key: str) -> str:
+    """A key as TOML writes it: bare when it can be, quoted otherwise."""
+    import json
+    import re
+
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)

@@ -249,8 +249,8 @@ def test_an_address_space_limit_is_not_an_abort(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("limits", "message"), [
-    ("26", "tournament.limits: must be a table, not int 26"),
-    ("[1, 2]", "tournament.limits: must be a table, not list"),
+    ("26", "tournament.limits: must be a table, not 26"),
+    ("[1, 2]", "tournament.limits: must be a table, not [1, 2]"),
     ("{ cpu_s = 9223372036854775808 }", "cpu_s = 9223372036854775808 is out of range"),
     ("{ memory_mb = 9223372036854775807 }", "memory_mb = 9223372036854775807 is out of range"),
 ])  # fmt: skip

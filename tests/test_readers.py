@@ -144,3 +144,43 @@ def test_a_text_file_named_as_a_store_is_said_not_to_be_one(
     assert lines[0].startswith("Error: games.sqlite: not a SQLite store")
     assert "TOML" not in lines[0]
     assert (tmp_path / "games.sqlite").read_text() == "hello\n"  # a reader changes nothing
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("rounds = true", "tournament.rounds: must be an integer, not true"),
+        ("pie = 1", "tournament.pie: must be a boolean (true or false), not 1"),
+        ('margin = "1"', 'tournament.margin: must be a number, not "1"'),
+        ("sprt = false", "tournament.sprt: must be a table, not false"),
+        ("sprt = { elo0 = 0, elo1 = true }", "SPRT elo1 must be a number, not true"),
+        ('sprt = { elo0 = 0, elo1 = 5, "a b" = 1 }', 'unknown SPRT key "a b"'),
+        ("format = false", "unknown format false"),
+        ("limits = [1, 2]", "tournament.limits: must be a table, not [1, 2]"),
+    ],
+)
+def test_errors_quote_the_value_as_toml(tmp_path: Path, line: str, said: str) -> None:
+    (tmp_path / "t.toml").write_text(f'[tournament]\nengines = ["random", "mc"]\n{line}\n')
+    done = invoke("tournament", "status", "t.toml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert said in done.stderr, done.stderr
+    for python in ("True", "False", "None", "'", "bool ", "int ", "str ", "list "):
+        assert python not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("islands = [5]", "islands = [5]: 5 is not an island count of a variant: 8 (Atoll) or 4"),
+        ("islands = [8, true]", "islands must be a non-empty list of integers, not [8, true]"),
+        ("sizes = [11, 40]", "sizes = [11, 40]: 40 is not a board size (2 to 26)"),
+        ("time = false", "time must be atoll, gtp or none, not false"),
+    ],
+)
+def test_an_engine_entry_error_says_which_value_is_wrong(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    (tmp_path / "e.toml").write_text(f'[engines.x]\ncommand = ["x"]\n{line}\n')
+    done = invoke("check", "x", "--engines", "e.toml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert said in done.stderr, done.stderr

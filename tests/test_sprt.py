@@ -162,7 +162,7 @@ def test_parse_test() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("elo0=0,elo1=10,gamma=1", "unknown SPRT key 'gamma'"),
+        ("elo0=0,elo1=10,gamma=1", "unknown SPRT key gamma;"),
         ("elo1=10", "needs elo0"),
         ("alpha=0.1", "needs elo0 and elo1"),
         ("elo0=10,elo1=10", "elo1 > elo0"),

@@ -761,7 +761,7 @@ def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
     for bad, words in (("{ elo0 = 10, elo1 = 0 }", "elo1 > elo0"),
                        ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
                        ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
-                       ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "'x'"),
+                       ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "key x;"),
                        ('"elo0=0,elo1=5"', "table"),
                        ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
         t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])

@@ -35,6 +35,7 @@ from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
+from arbiter.text import toml_value
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
                "time", "sandbox", "limits", "read")  # fmt: skip
@@ -327,24 +328,31 @@ def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
     return tuple(" ".join(o.split()) for o in options)
 
 
-def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: str
-              ) -> tuple[int, ...] | None:  # fmt: skip
+def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: str,
+              what: str) -> tuple[int, ...] | None:  # fmt: skip
+    """A list of integers each in `allowed`; an error names the entry that is not
+    (`what` says what each must be)."""
     if key not in table:
         return None
     value = table[key]
     if not (isinstance(value, list) and value
-            and all(isinstance(v, int) and not isinstance(v, bool) and v in allowed
-                    for v in value)):  # fmt: skip
-        raise ConfigError(f"{key} must be a non-empty list of integers", where=f"{where}.{key}",
-                          hint=hint)  # fmt: skip
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):  # fmt: skip
+        raise ConfigError(f"{key} must be a non-empty list of integers, not"
+                          f" {toml_value(value)}", where=f"{where}.{key}", hint=hint)  # fmt: skip
+    for v in value:
+        if v not in allowed:
+            raise ConfigError(f"{key} = {toml_value(value)}: {v} is not {what}",
+                              where=f"{where}.{key}", hint=hint)  # fmt: skip
     return tuple(value)
 
 
 def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     """The engine's declared dialect: what it plays and how it says it."""
     islands = _int_list(table, "islands", where, (4, 8),
-                        "8 for Atoll, 4 for Hex, e.g. islands = [4]")  # fmt: skip
-    sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]")
+                        "e.g. islands = [4] for Hex, [8] for Atoll",
+                        "an island count of a variant: 8 (Atoll) or 4 (Hex)")  # fmt: skip
+    sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]",
+                      "a board size (2 to 26)")  # fmt: skip
     swap = table.get("swap", "swap")
     if not (isinstance(swap, str) and swap and swap.isprintable() and " " not in swap):
         raise ConfigError("swap must be one word", where=f"{where}.swap",
@@ -352,7 +360,8 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     time = table.get("time")
     if time is not None and (not isinstance(time, str)
                              or time not in {f.value for f in TimeFamily}):  # fmt: skip
-        raise ConfigError(f"time must be atoll, gtp or none, not {time!r}", where=f"{where}.time",
+        raise ConfigError(f"time must be atoll, gtp or none, not {toml_value(time)}",
+                          where=f"{where}.time",
                           hint="atoll: atoll-time_* commands; gtp: time_settings and time_left;"
                           " none: no clock commands")  # fmt: skip
     if islands is not None and sizes is not None:

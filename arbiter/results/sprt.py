@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arbiter.results.elo import Z95, Difference, expected_score
+from arbiter.text import toml_key, toml_value
 
 if TYPE_CHECKING:
     from arbiter._numpy import np
@@ -386,16 +387,18 @@ def test_from(values: Mapping[str, object]) -> Sprt:
     model = "pairs"
     for key, raw in values.items():
         if key not in allowed:
-            raise ValueError(f"unknown SPRT key {key!r}; expected {', '.join(allowed)}")
+            raise ValueError(
+                f"unknown SPRT key {toml_key(str(key))}; expected {', '.join(allowed)}"
+            )
         if key == "model":
             if raw not in MODELS:
-                raise ValueError(f"SPRT model must be pairs or games, not {raw!r}")
+                raise ValueError(f"SPRT model must be pairs or games, not {toml_value(raw)}")
             model = str(raw)
             continue
         if isinstance(raw, bool) or not isinstance(raw, int | float):
-            raise ValueError(f"SPRT {key} must be a number, not {str(raw)[:40]!r}")
+            raise ValueError(f"SPRT {key} must be a number, not {toml_value(raw)}")
         if not math.isfinite(raw):
-            raise ValueError(f"SPRT {key} must be finite, not {raw!r}")
+            raise ValueError(f"SPRT {key} must be finite, not {toml_value(raw)}")
         numbers[key] = float(raw)
     missing = [k for k in ("elo0", "elo1") if k not in numbers]
     if missing:

@@ -55,6 +55,7 @@ from arbiter.runs.schedule import (
     tournament_games,
     tournament_size,
 )
+from arbiter.text import toml_value
 
 if TYPE_CHECKING:  # the Swiss and adaptive formats, with networkx and numpy, load when used
     from arbiter.runs.adaptive import StopRule
@@ -366,7 +367,7 @@ def typed_key(table: Mapping[str, Any], key: str, where: str, default: Any,
     if not ok:
         raise ConfigError(
             f"must be {'a' if expected is not int else 'an'} {_type_name(expected)},"
-            f" not {type(value).__name__} {value!r}",
+            f" not {toml_value(value)}",
             where=f"{where}.{key}",
         )
     return value
@@ -414,7 +415,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     try:
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:
-        raise ConfigError(f"unknown format {table.get('format')!r}", where=f"{where}.format",
+        raise ConfigError(f"unknown format {toml_value(table.get('format'))}",
+                          where=f"{where}.format",
                           hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
                           ) from exc  # fmt: skip
     rounds = _get(table, "rounds", where, 1)
@@ -437,12 +439,12 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
                           where=f"{where}.warm_memory_mb")  # fmt: skip
     confine_per = _get(table, "confine_per", where, "game")
     if confine_per not in ("game", "pairing"):
-        raise ConfigError(f"unknown value {confine_per!r}", where=f"{where}.confine_per",
+        raise ConfigError(f"unknown value {toml_value(confine_per)}", where=f"{where}.confine_per",
                           hint='use "game" (a fresh process every game, the default) or'
                           ' "pairing" (kept for a pairing\'s games in a row)')  # fmt: skip
     on_start_failure = _get(table, "on_start_failure", where, "stop")
     if on_start_failure not in ("stop", "leave-out"):
-        raise ConfigError(f"unknown value {on_start_failure!r}",
+        raise ConfigError(f"unknown value {toml_value(on_start_failure)}",
                           where=f"{where}.on_start_failure",
                           hint='use "stop" (the run stops, the default) or "leave-out" (its'
                           " games are void, the rest are played)")  # fmt: skip
