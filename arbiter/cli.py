@@ -31,6 +31,8 @@ from arbiter.engines.config import (
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.games.referee import RefereeConfig
+from arbiter.outfile import STDOUT
+from arbiter.outfile import shown as output_name
 from arbiter.results.records import BadLine, RecordWriter, read_records
 from arbiter.results.store import resolved
 from arbiter.rules import IllegalMove, Variant
@@ -142,6 +144,21 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def no_dash(why: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """An output option's check: `-` means standard output for every command, and this
+    output cannot go there (`why`), so it is refused rather than written to a file named
+    `-`."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value == STDOUT:
+            raise click.BadParameter(
+                f"- is standard output, and {why}; give a path (./- for one named -)"
+            )
+        return value
+
+    return check
+
+
 def log_options(func: F) -> F:
     """`--log FILE` and `-v` for the commands that play games (see arbiter.logs)."""
 
@@ -150,6 +167,7 @@ def log_options(func: F) -> F:
         "log_file",
         type=click.Path(dir_okay=False),
         default=None,
+        callback=no_dash("the log is appended to a file (-v logs to stderr)"),
         help="Append the harness's own log (every level, tracebacks of harness"
         " faults) to this file.",
     )
@@ -177,6 +195,7 @@ def transcripts_option(func: F) -> F:
         "transcripts_dir",
         type=click.Path(file_okay=False),
         default=None,
+        callback=no_dash("transcripts are files of their own in a folder"),
         help="Write each game's full protocol transcript (both engines, timed, as cutechess's"
         " debug log; at most 1 MiB of exchanges a game, its start and its end) to a file of"
         " its own in this folder, made if missing.",
@@ -322,13 +341,20 @@ def _engines(engines_file: str | None) -> KnownEngines:
     " flight, default twice the workers' threads).  [default: 1]",
 )
 @click.option(
-    "--records", type=click.Path(dir_okay=False), help="Append one JSON line per game to this file."
+    "--records",
+    type=click.Path(dir_okay=False),
+    callback=no_dash(
+        "the match's summary goes there; write the records to a file, or export"
+        " them from --store with `tournament export STORE --records -`"
+    ),
+    help="Append one JSON line per game to this file.",
 )
 @click.option(
     "--store",
     "store_file",
     type=click.Path(dir_okay=False),
     default=None,
+    callback=no_dash("a store is a SQLite file"),
     help="Record the games in this results store (SQLite, as a tournament's);"
     " the same match run again resumes it: only the games not stored are"
     " played, and changed conditions are refused.",
@@ -648,7 +674,7 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
 
             _write_whole(svg, [position_svg(chosen, ply)], (b"<?xml", b"<svg"))
             say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
-                f" of {len(chosen.moves)} plies to {svg}.", err=True)  # fmt: skip
+                f" of {len(chosen.moves)} plies to {output_name(svg)}.", err=True)  # fmt: skip
             return
         lines = describe_game(chosen, ply)
     except IllegalMove as exc:
@@ -811,7 +837,7 @@ def _show_sgf(games: Iterator[Any], bad: list[BadLine], game_id: str | None, whe
     if game_id is None:
         what = sgf_format.games(selection.written)
         notes = selection.notes()
-    say(f"Wrote {what} as SGF to {'standard output' if out == '-' else out}.", err=True)
+    say(f"Wrote {what} as SGF to {output_name(out)}.", err=True)
     for note in notes:
         say(note, err=True)
 
@@ -1042,10 +1068,14 @@ def new_bot(file: str, name: str | None) -> None:
     Never replaces an existing file.
     """
     from arbiter.scaffold import new_bot as write_bot
+    from arbiter.scaffold import saved_as
 
     label = write_bot(file, name)
-    say(f"Wrote {file}: a bot named {label!r} that plays a random legal move.", err=True)
-    command = shlex.join(["python3", file])
+    say(
+        f"Wrote {output_name(file)}: a bot named {label!r} that plays a random legal move.",
+        err=True,
+    )
+    command = shlex.join(["python3", saved_as(file, "bot")])
     say("Next:", err=True)
     say(f"  arbiter check {shlex.quote(f'{label}={command}')}", err=True)
     say(f"  arbiter match {shlex.quote(f'{label}={command}')} random --games 10", err=True)
@@ -1073,9 +1103,14 @@ def new_tournament(file: str, bots: tuple[str, ...]) -> None:
     Never replaces an existing file.
     """
     from arbiter.scaffold import new_tournament as write_tournament
+    from arbiter.scaffold import saved_as
 
     write_tournament(file, bots)
-    say(f"Wrote {file}. Play it with: arbiter tournament run {shlex.quote(file)}", err=True)
+    say(
+        f"Wrote {output_name(file)}. Play it with: arbiter tournament run"
+        f" {shlex.quote(saved_as(file, 'tournament'))}",
+        err=True,
+    )
 
 
 # ------------------------------------------------------------------ tournaments
@@ -1528,7 +1563,7 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
             _export_sgf(store, out, force)
             return
         n = write_lines(out, store.record_lines(), force=force, hint="choose a new .jsonl path")
-    say(f"Wrote {n} records to {out}.", err=True)
+    say(f"Wrote {n} records to {output_name(out)}.", err=True)
 
 
 def _export_sgf(store: Any, out: str, force: bool) -> None:
@@ -1549,7 +1584,7 @@ def _export_sgf(store: Any, out: str, force: bool) -> None:
     records = (GameRecord.from_json(data) for data, _ in store.records())
     write_lines(out, sgf_format.collection(records, selection), force=force,
                 hint="choose a new .sgf path")  # fmt: skip
-    say(f"Wrote {sgf_format.games(selection.written)} as SGF to {out}.", err=True)
+    say(f"Wrote {sgf_format.games(selection.written)} as SGF to {output_name(out)}.", err=True)
     for note in selection.notes():
         say(note, err=True)
 
@@ -1740,7 +1775,7 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
                            selection=None if all_games else selection)  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
     left = keep.read - len(records)
-    say(f"Wrote {output}: {board.games} rated games, {len(records)} in the viewer"
+    say(f"Wrote {output_name(output)}: {board.games} rated games, {len(records)} in the viewer"
         + (f" ({left} more not embedded: --games N or --all-games embeds them)" if left else "")
         + f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
 

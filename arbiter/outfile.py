@@ -5,7 +5,9 @@ complete, so a failure leaves nothing behind and a file that appeared meanwhile 
 replaced. An existing file is replaced only when the user says so (`--force`), and then
 the same way. A device, a pipe or a FIFO (or a path naming an open descriptor, such as
 /dev/stdout) cannot be replaced by a rename and must not be: the output is streamed into
-it, without creating or truncating anything.
+it, without creating or truncating anything. `-` is standard output, for every command
+that takes an output path; one whose output cannot go there refuses it, never writing a
+file named `-`.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ import errno
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
 from arbiter.errors import ArbiterError, ConfigError, StoreError
+
+STDOUT = "-"  # the output path that means standard output
+
+
+def shown(path: str) -> str:
+    """An output path as messages name it."""
+    return "standard output" if path == STDOUT else path
+
 
 _DESCRIPTOR = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)|dev)/fd/\d+$")
 
@@ -59,7 +70,11 @@ def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
     writes, which it replaces, never a store, a records file or a tournament file given
     by mistake. A file replaced is replaced whole, keeping its permissions. The lines are
     read only once the target is known to be writable, so a refusal costs nothing.
+    `-` writes to standard output; a reader that went away (`| head`) ends the writing
+    quietly, as every command's output does.
     """
+    if path == STDOUT:
+        return _to_stdout(lines)
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
@@ -151,6 +166,24 @@ def _stream(path: str, lines: Iterable[str], hint: str) -> int:
             return _write_all(handle, lines)
     except OSError as exc:
         raise _failure(exc, path, hint, streamed=True) from exc
+
+
+def _to_stdout(lines: Iterable[str]) -> int:
+    n = 0
+    try:
+        for line in lines:
+            sys.stdout.write(line)
+            n += 1
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        null = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes nowhere
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    return n
 
 
 def _write_all(handle: TextIO, lines: Iterable[str]) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from arbiter.engines.config import bundled, check_name
 from arbiter.engines.process import BOTS_FOLDER
 from arbiter.errors import ArbiterInternalError, ConfigError
-from arbiter.outfile import write_lines
+from arbiter.outfile import STDOUT, write_lines
 
 SKELETON = BOTS_FOLDER / "skeleton.py"
 # The one line of the skeleton that names the bot; `bot_source` fills it in.
@@ -25,6 +25,15 @@ EXAMPLES = Path(__file__).resolve().parent / "examples"
 def examples() -> list[str]:
     """The tournament files installed with arbiter (`--example NAME`)."""
     return sorted(p.stem for p in EXAMPLES.glob("*.toml"))
+
+
+# What a starting point written to standard output (`-`) is called in it, as if saved so.
+STDOUT_NAMES = {"bot": "my_bot.py", "tournament": "league.toml"}
+
+
+def saved_as(path: str, kind: str) -> str:
+    """The file name a starting point speaks of: its own, or the one suggested for `-`."""
+    return STDOUT_NAMES[kind] if path == STDOUT else path
 
 
 def _label(path: str, name: str | None, where: str) -> str:
@@ -42,7 +51,7 @@ def bot_source(name: str) -> str:
 
 
 def _refuse_existing(path: str) -> None:
-    if os.path.lexists(path):
+    if path != STDOUT and os.path.lexists(path):
         raise ConfigError("the file exists and was left alone", where=path,
                           hint="choose a new file name: `new` never replaces a file")  # fmt: skip
 
@@ -50,9 +59,11 @@ def _refuse_existing(path: str) -> None:
 def new_bot(path: str, name: str | None) -> str:
     """Write the skeleton, named, as a program of its own; returns the name."""
     _refuse_existing(path)
-    label = _label(path, name, "--name" if name is not None else path)
+    label = _label(saved_as(path, "bot"), name, "--name" if name is not None else path)
     write_lines(path, bot_source(label).splitlines(keepends=True),
                 hint="choose a new file name, or remove the file first")  # fmt: skip
+    if path == STDOUT:
+        return label
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISREG(mode):  # runnable as ./my_bot.py, as its first line says
@@ -82,6 +93,7 @@ def _engine_entry(bot: str, folder: Path) -> list[str]:
 
 
 def tournament_text(path: str, bots: Sequence[str]) -> str:
+    path = saved_as(path, "tournament")
     folder = Path(path).resolve().parent
     name = _label(path, None, path)
     cores = os.cpu_count() or 2

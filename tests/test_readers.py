@@ -184,3 +184,50 @@ def test_an_engine_entry_error_says_which_value_is_wrong(
     done = invoke("check", "x", "--engines", "e.toml", cwd=tmp_path)
     assert done.returncode == 2
     assert said in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "starts"),
+    [
+        (["tournament", "export", "small.toml", "--format", "sgf", "--out", "-"], "(;FF[4]"),
+        (["tournament", "export", "arena.toml", "--records", "-"], '{"'),
+        (["report", "small.toml", "-o", "-"], "<!DOCTYPE html>"),
+        (["show", "games.jsonl", "--game", "1", "--svg", "-"], "<?xml"),
+        (["show", "games.jsonl", "--sgf", "-"], "(;FF[4]"),
+        (["new", "bot", "-"], "#!/usr/bin/env python3"),
+        (["new", "tournament", "-"], "# A round-robin"),
+    ],
+)
+def test_dash_is_standard_output_for_every_output_path(
+    played: Path, tmp_path: Path, args: list[str], starts: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("small.toml", "arena.toml", "small.sqlite"):
+        (work / name).write_bytes((played / name).read_bytes())
+    exported = invoke("tournament", "export", "small.toml", "--records", "games.jsonl", cwd=work)
+    assert exported.returncode == 0, exported.stderr
+    done = invoke(*args, cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(starts), done.stdout[:200]
+    assert "standard output" in done.stderr
+    assert not (work / "-").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["match", "random", "random", "--records", "-"],
+        ["match", "random", "random", "--store", "-"],
+        ["tournament", "run", "--example", "demo", "--log", "-"],
+        ["tournament", "run", "--example", "demo", "--transcripts", "-"],
+    ],
+)
+def test_an_output_that_cannot_go_to_standard_output_refuses_dash(
+    tmp_path: Path, args: list[str]
+) -> None:
+    done = invoke(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "- is standard output" in lines[0], done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing named -, no store, nothing played
