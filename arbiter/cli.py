@@ -1002,12 +1002,16 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
     A name in the engines file wins over a bundled bot of the same name; such a bundled
     bot is listed as overridden. The command is the one a match runs (in the folder
     shown), so it can be tried by hand.
+
+    A broken entry is listed too, and named on stderr with what is wrong; the others can
+    still be used. Exit status 1 when an entry is broken, 2 when the file cannot be read.
     """
     from arbiter.text import terminal
 
     known = _engines(engines_file)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
+    broken: list[str] = []
     for book in known.books:
         for key in book:
             entry: dict[str, Any] = {"name": key, "from": "bundled" if book.bundled
@@ -1019,6 +1023,7 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
             except ConfigError as exc:
                 entry.update(command=None, cwd=None, problem=one_line(str(exc)))
                 problems.append(one_line(str(exc)))
+                broken.append(key)
             else:
                 entry.update(command=list(spec.argv), cwd=spec.cwd)
             rows.append(entry)
@@ -1040,7 +1045,13 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
     for problem in problems:
         say(f"error: {terminal(problem)}", err=True)
     if problems:
-        sys.exit(2)
+        usable = len(rows) - len(broken)
+        say(
+            f"{len(broken)} of {len(rows)} entries broken ({terminal(', '.join(broken))}): fix"
+            f" or remove them; the other {usable} can be used.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @main.group(
