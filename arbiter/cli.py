@@ -1116,12 +1116,13 @@ def new_tournament(file: str, bots: tuple[str, ...]) -> None:
     from arbiter.scaffold import new_tournament as write_tournament
     from arbiter.scaffold import saved_as
 
-    write_tournament(file, bots)
+    estimate = write_tournament(file, bots)
     say(
         f"Wrote {output_name(file)}. Play it with: arbiter tournament run"
         f" {shlex.quote(saved_as(file, 'tournament'))}",
         err=True,
     )
+    say(f"It plays {estimate}.", err=True)
 
 
 # ------------------------------------------------------------------ tournaments

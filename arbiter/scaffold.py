@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -92,12 +93,52 @@ def _engine_entry(bot: str, folder: Path) -> list[str]:
     ]
 
 
+# The bundled bots a new tournament plays: the ladder, one bot per strength (random <
+# heuristic < mcts). The others are variants of these (mc and mc-fast: flat Monte-Carlo;
+# skeleton: a random mover) that would only lengthen the league.
+LADDER = ("random", "heuristic", "mcts")
+ROUNDS, TC, SIZE = 10, "5+0.05", 11  # what a new tournament file starts with
+
+
+def league_games(engines: int, rounds: int = ROUNDS) -> int:
+    """The games of a round-robin: two (one pair, seats swapped) per pairing and round."""
+    return engines * (engines - 1) // 2 * rounds * 2
+
+
+def time_estimate(games: int, tc: str, size: int, concurrency: int) -> str:
+    """How long a league may take, from the clock: each game's two clocks hold at most
+    twice the base time plus an increment for every cell of the board. It is an upper
+    bound for engines that spend their time; quick bots take far less."""
+    from arbiter.rules import Variant
+    from arbiter.rules.clock import TimeControl
+
+    clock = TimeControl.parse(tc)
+    cells = Variant(8, size).geometry.n_cells
+    most = 2 * clock.base + cells * clock.increment  # seconds one game can last
+    total = games * most / concurrency
+    return (
+        f"{games} games: an estimate of at most {_duration(total)} at concurrency"
+        f" {concurrency} (a game lasts at most {_duration(most)}: two clocks of {tc});"
+        " quick bots take much less (the demo's 60 games take about 80 seconds on two cores)"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} seconds"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"
+
+
 def tournament_text(path: str, bots: Sequence[str]) -> str:
     path = saved_as(path, "tournament")
     folder = Path(path).resolve().parent
     name = _label(path, None, path)
-    cores = os.cpu_count() or 2
+    concurrency = _concurrency()
+    ladder = _ladder()
     entries = [line for bot in bots for line in _engine_entry(bot, folder)]
+    estimate = league_estimate(len(bots))
     if not entries:
         entries = [
             "",
@@ -112,18 +153,20 @@ def tournament_text(path: str, bots: Sequence[str]) -> str:
         f"#   arbiter tournament run {path}",
         f"#   arbiter tournament status {path}",
         "# `arbiter tournament run --help` and the documentation's reference explain every key.",
+        *(f"# {line}" for line in textwrap.wrap(estimate[0].upper() + estimate[1:] + ".", 86)),
         "",
         "[tournament]",
         f"name = {json.dumps(name)}",
         'format = "round-robin"            # or "gauntlet": challenger = "NAME" plays the rest;',
         '                                  # or "swiss": rounds paired by score (large fields);',
         '                                  # or "adaptive" with games = N instead of rounds',
-        "rounds = 10                       # seat-swapped game pairs per pairing",
-        f"concurrency = {max(1, cores // 2)}"
-        + " " * (34 - len(f"concurrency = {max(1, cores // 2)}"))
+        f"rounds = {ROUNDS}                       # seat-swapped game pairs per pairing",
+        f"concurrency = {concurrency}"
+        + " " * (34 - len(f"concurrency = {concurrency}"))
         + "# games at once: two engines each, so at most half the cores",
-        'tc = "5+0.05"                     # base+increment seconds, as `arbiter match --tc`',
-        "size = 11                         # Atoll: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
+        f'tc = "{TC}"                     # base+increment seconds, as `arbiter match --tc`',
+        f"size = {SIZE}"
+        + "                         # Atoll: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
         "islands = 8                       # 8 for Atoll, 4 for Hex",
         "pie = true                        # the second player may swap on move 2",
         "random_openings = 1               # each pair starts from its own random first stone",
@@ -131,14 +174,30 @@ def tournament_text(path: str, bots: Sequence[str]) -> str:
         f"output = {json.dumps(name + '.sqlite')}"
         + " " * max(1, 34 - len(f"output = {json.dumps(name + '.sqlite')}"))
         + "# the results store, beside this file",
-        f"engines = {json.dumps([k for k in ('random', 'heuristic', 'mcts') if k in bundled()])}"
-        "  # bundled bots: `arbiter engines`",
+        f"engines = {json.dumps(ladder)}  # the bundled ladder, one bot per strength;",
+        "# `arbiter engines` lists the others (mc, mc-fast, skeleton): add names to play them",
         *entries,
     ]
     return "\n".join(lines) + "\n"
 
 
-def new_tournament(path: str, bots: Sequence[str]) -> None:
+def new_tournament(path: str, bots: Sequence[str]) -> str:
+    """Write a new tournament file; returns how long its league may take (an estimate)."""
     _refuse_existing(path)
     write_lines(path, tournament_text(path, bots).splitlines(keepends=True),
                 hint="choose a new file name, or remove the file first")  # fmt: skip
+    return league_estimate(len(bots))
+
+
+def _ladder() -> list[str]:
+    return [k for k in LADDER if k in bundled()]
+
+
+def _concurrency() -> int:
+    """Games at once in a new file: two engines each, so at most half the cores."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def league_estimate(bots: int) -> str:
+    """How long a new file's league (the ladder and `bots` more) may take."""
+    return time_estimate(league_games(len(_ladder()) + bots), TC, SIZE, _concurrency())

@@ -4,6 +4,7 @@ read as tournament files are, bad values in one line, values quoted as they were
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +232,25 @@ def test_an_output_that_cannot_go_to_standard_output_refuses_dash(
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "- is standard output" in lines[0], done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing named -, no store, nothing played
+
+
+def test_a_new_league_says_which_bundled_bots_it_plays_and_how_long_it_may_take(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mine.py").write_text("")
+    done = invoke("new", "tournament", "league.toml", "--bot", "mine.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "league.toml").read_text()
+    assert "the bundled ladder, one bot per strength" in text
+    assert "(mc, mc-fast, skeleton)" in text  # the bundled bots it leaves out, named
+    status = invoke("tournament", "status", "league.toml", "--json", cwd=tmp_path)
+    games = json.loads(status.stdout)["scheduled"]
+    assert games == 120
+    # Derived from the file's own clock and game count: two clocks of 5+0.05 on the
+    # 104 cells of Atoll 11 hold at most 15.2 seconds a game.
+    concurrency = max(1, (os.cpu_count() or 2) // 2)
+    minutes = round(games * (2 * 5 + 104 * 0.05) / concurrency / 60)
+    said = f"It plays {games} games: an estimate of at most {minutes} minutes"
+    assert said in done.stderr, done.stderr
+    flat = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    assert f"{games} games: an estimate of at most {minutes} minutes" in flat
