@@ -1384,7 +1384,8 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
                       strict: bool) -> None:  # fmt: skip
     """Games done and left, current standings, void games and why.
 
-    FILE is a tournament file, or the store of a match (`arbiter match --store`).
+    FILE is a tournament file, an arena file (its store), or the store of a match
+    (`arbiter match --store`).
 
     One snapshot of the store: every number shown is from the same moment, also while
     a run is writing. `done` counts the schedule's games stored; the table rates every
@@ -1539,7 +1540,8 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
     """Write every stored game as a records line, void attempts flagged, or the rated
     Hex games as SGF.
 
-    FILE is a tournament file, or the store of a match (`arbiter match --store`)."""
+    FILE is a tournament file, an arena file (its store), or the store of a match
+    (`arbiter match --store`)."""
     from arbiter.outfile import write_lines
     from arbiter.results.standings import source_kind
     from arbiter.results.store import Store, store_files
@@ -1682,7 +1684,7 @@ def _anchor(text: str) -> tuple[str, float]:
 def ratings(sources: tuple[str, ...], prior: float | None, anchors: tuple[str, ...], fmt: str,
             as_json: bool, matrix: bool, split_by: str | None,
             strict: bool) -> None:  # fmt: skip
-    """The leaderboard of tournament files, stores or records files (combined).
+    """The leaderboard of tournament or arena files, stores or records files (combined).
 
     Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
     term; errors are 95% intervals. Void games are skipped. An engine name whose games
