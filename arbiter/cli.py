@@ -1491,7 +1491,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         say(f"Engines were started {starts} times{per_game}, taking {start_seconds:.1f} s in"
             " all.")  # fmt: skip
     for (a, b), verdict in verdicts:
-        say(f"{a} vs {b}: {verdict.line()}")
+        say(f"{a} vs {b}: {verdict.line(t.rounds)}")
     for line in notes:
         say(line)
     for h in hosts:
@@ -1808,7 +1808,7 @@ def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:
         with Store.open_read(t.output) as store:
             tests = t.tests(store)
         assert tests is not None
-        out += [(Path(source).name, t.sprt, pair, v) for pair, v in tests.verdicts()]
+        out += [(Path(source).name, t.sprt, pair, v, t.rounds) for pair, v in tests.verdicts()]
     return out
 
 

@@ -254,3 +254,27 @@ def test_a_new_league_says_which_bundled_bots_it_plays_and_how_long_it_may_take(
     assert said in done.stderr, done.stderr
     flat = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
     assert f"{games} games: an estimate of at most {minutes} minutes" in flat
+
+
+@pytest.mark.parametrize(
+    ("rounds", "state"), [(1, "inconclusive (the rounds cap came first)"), (2, "going on")]
+)
+def test_a_pairing_test_reads_the_same_in_status_and_the_report(
+    played: Path, tmp_path: Path, rounds: int, state: str
+) -> None:
+    """One pair played and no decision: with one round the cap came first (inconclusive),
+    with two the pairing still has a pair to play (going on); both views say the same."""
+    text = TOURNAMENT.replace("[tournament]", f"[tournament]\nrounds = {rounds}")
+    text = text.replace('output = "small.sqlite"', f'output = "{played / "small.sqlite"}"')
+    tested = tmp_path / "tested.toml"
+    tested.write_text(text + "sprt = { elo0 = 0, elo1 = 10 }\n")
+    status = invoke("tournament", "status", str(tested), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "random vs heuristic: SPRT (pairs): LLR" in status.stdout
+    assert f", {state}; pairs" in status.stdout, status.stdout
+    report = invoke("report", str(tested), "-o", "r.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert f">{state}<" in page
+    other = {"going on", "inconclusive (the rounds cap came first)"} - {state}
+    assert not any(f">{word}<" in page for word in other)

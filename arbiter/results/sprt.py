@@ -299,12 +299,27 @@ class Verdict:
                 "upper": round(self.upper, 4), "result": self.result, "games": self.games,
                 "pairs": list(self.pairs)}  # fmt: skip
 
-    def line(self) -> str:
-        """The test in one line, as the summaries print it."""
+    def state(self, rounds: int | None = None) -> str:
+        """The test's state in words, the same in every view (status, report, summaries).
+
+        Decided: H1 or H0 accepted. Undecided, a tournament pairing's test (`rounds`: the
+        pairs it is scheduled) is "going on" until the pairing has played them all, and
+        then "inconclusive": the rounds cap came first. Without `rounds` (a finished
+        match) an undecided test is inconclusive."""
+        if self.result in ("H1", "H0"):
+            return f"{self.result} accepted"
+        if rounds is None:
+            return "inconclusive"
+        if sum(self.pairs) < rounds:
+            return "going on"
+        return "inconclusive (the rounds cap came first)"
+
+    def line(self, rounds: int | None = None) -> str:
+        """The test in one line, as the summaries print it (`rounds` as for `state`)."""
         lost, split, won = self.pairs
         counted = (f"pairs {won} won twice, {split} split, {lost} lost twice"
                    if self.model == "pairs" else f"{self.games} games")  # fmt: skip
-        word = {"H1": "H1 accepted", "H0": "H0 accepted"}.get(self.result, "inconclusive")
+        word = self.state(rounds)
         return (f"SPRT ({self.model}): LLR {self.llr:.2f} [{self.lower:.2f}, {self.upper:.2f}],"
                 f" {word}; {counted}")  # fmt: skip
 

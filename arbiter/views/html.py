@@ -402,12 +402,13 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
                   sources: list[str],
                   conditions: Sequence[SourceConditions] = (),
                   download: str = "games.jsonl",
-                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
+                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
                   selection: Selection | None = None, read: int | None = None,
                   voids: int | None = None, boards: Sequence[str] = ()) -> str:  # fmt: skip
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
-    sequential test (source, test, pairing with the engine under test first, state).
+    sequential test (source, test, pairing with the engine under test first, state, the
+    pairs the pairing is scheduled).
 
     `records` are the games the page embeds, chosen by `selection` (None: every game)
     among the `read` games counted (`voids` of them void attempts, `boards` the variants
@@ -450,14 +451,16 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
     )  # fmt: skip
 
 
-def _test_row(source: str, test: Sprt, pairing: tuple[str, str], v: Verdict) -> dict[str, str]:
+def _test_row(
+    source: str, test: Sprt, pairing: tuple[str, str], v: Verdict, rounds: int
+) -> dict[str, str]:
     lost, split, won = v.pairs
     return {
         "source": _text(source, 80), "first": name(pairing[0]), "second": name(pairing[1]),
         "test": f"elo0 {test.elo0:g}, elo1 {test.elo1:g}, alpha {test.alpha:g},"
                 f" beta {test.beta:g} ({test.model})",
         "llr": f"{v.llr:.2f}", "bounds": f"{v.lower:.2f} .. {v.upper:.2f}",
-        "result": {"H1": "H1 accepted", "H0": "H0 accepted"}.get(v.result, "going on"),
+        "result": v.state(rounds),
         "tone": {"H1": "ahead", "H0": "behind"}.get(v.result, ""),
         "pairs": f"{won} / {split} / {lost}", "games": str(v.games),
     }  # fmt: skip
@@ -489,7 +492,7 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
 
 def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[str],
                     download: str,
-                    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict]] = (),
+                    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
                     selection: Selection | None = None) -> str:  # fmt: skip
     """The report of what `standings.gather` read into `keep`: the boards its games were
     played on, the conditions of each source, the selection it embeds."""
