@@ -1785,13 +1785,34 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     records = keep.records
     page = render_gathered(board, keep, title=heading, sources=[Path(s).name for s in sources],
                            download=Path(output).stem + "-games.jsonl",
-                           tests=_pairing_tests(sources),
+                           tests=_pairing_tests(sources), formats=_format_results(sources),
                            selection=None if all_games else selection)  # fmt: skip
     _write_whole(output, [page], (b"<!doctype html",))
     left = keep.read - len(records)
     say(f"Wrote {output_name(output)}: {board.games} rated games, {len(records)} in the viewer"
         + (f" ({left} more not embedded: --games N or --all-games embeds them)" if left else "")
         + f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
+
+
+def _format_results(sources: tuple[str, ...]) -> list[Any]:
+    """Each tournament file's own result under its format (a Swiss's standings with its
+    tie-breaks, an adaptive run's budget and stop rule), as `tournament status` gives it."""
+    from arbiter.results.store import Store
+    from arbiter.views.html import FormatResult
+
+    out = []
+    for source in sources:
+        if not source.endswith(".toml"):
+            continue
+        t = _results_file(source)
+        if not _is_tournament(t) or not t.output.exists():
+            continue
+        with Store.open_read(t.output) as store:
+            schedule = t.schedule(store)
+            data = t.summary_json(schedule)
+            if data:
+                out.append(FormatResult(Path(source).name, data, t.summary(schedule)))
+    return out
 
 
 def _pairing_tests(sources: tuple[str, ...]) -> list[Any]:

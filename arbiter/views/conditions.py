@@ -173,6 +173,9 @@ class _Column:
         d = self.s.definition or {}
         if self.s.kind == "tournament":
             fmt, rounds, engines = self.stored.get("format"), d.get("rounds"), d.get("engines")
+            if fmt == Format.ADAPTIVE.value:
+                text = _adaptive(d)
+                return text, text, True
             text = _text(fmt or UNKNOWN, 40)
             if fmt == Format.GAUNTLET.value and self.stored.get("challenger"):
                 text += f" (challenger {_text(self.stored['challenger'], 80)})"
@@ -332,6 +335,23 @@ class _Column:
             rows.append(EngineRow(_text(name, 80), command or UNKNOWN, version or UNKNOWN,
                                   answers or UNKNOWN, tc, confinement))  # fmt: skip
         return EngineTable(_label(s), rows, bool(self.definitions))
+
+
+def _adaptive(d: dict[str, Any]) -> str:
+    """An adaptive run's conditions: its budget and its stop rule (it has no rounds)."""
+    games, until, confidence = d.get("games"), d.get("until"), d.get("confidence")
+    text = "adaptive"
+    if type(games) is int:
+        text += f": a budget of {games} games, in batches of seat-swapped pairs chosen"
+        text += " where the ranking is least sure"
+    if until is None:
+        return text + "; no stop rule: the whole budget is played"
+    text += f"; stop rule until = {_text(until, 40)}"
+    if isinstance(confidence, int | float) and not isinstance(confidence, bool):
+        text += f" at {100 * confidence:g}% confidence"
+    if type(d.get("min_games")) is int:
+        text += f"; a Swiss warm-up until every engine has {d['min_games']} games"
+    return _text(text)
 
 
 def _label(source: SourceConditions) -> str:

@@ -404,7 +404,8 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
                   download: str = "games.jsonl",
                   tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
                   selection: Selection | None = None, read: int | None = None,
-                  voids: int | None = None, boards: Sequence[str] = ()) -> str:  # fmt: skip
+                  voids: int | None = None, boards: Sequence[str] = (),
+                  formats: Sequence[FormatResult] = ()) -> str:  # fmt: skip
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
     sequential test (source, test, pairing with the engine under test first, state, the
@@ -412,7 +413,9 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
 
     `records` are the games the page embeds, chosen by `selection` (None: every game)
     among the `read` games counted (`voids` of them void attempts, `boards` the variants
-    they were played on); the page says how many it leaves out and how to see them."""
+    they were played on); the page says how many it leaves out and how to see them.
+    `formats` are the results of the sources whose format has its own (a Swiss's
+    standings, an adaptive run's stop rule), shown as `tournament status` shows them."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
     lines: list[str] = []
@@ -448,7 +451,53 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         download=_text(download, 120), unreadable=lines.count(""),
         min_widths={key: board_min_width(p) for key, p in pictures.items()},
         board_column=BOARD_COLUMN, tests=[_test_row(*t) for t in tests],
+        formats=[_format_view(f) for f in formats],
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    """A source's own result under its format: `data` as `tournament status --json`
+    gives it (its "swiss" or "adaptive" object), `lines` as its text shows it."""
+
+    source: str
+    data: dict[str, Any]
+    lines: list[str]
+
+
+def _format_view(f: FormatResult) -> dict[str, Any]:
+    swiss = f.data.get("swiss")
+    rows = []
+    note = [_text(line) for line in f.lines]
+    if isinstance(swiss, dict):
+        for r in swiss["standings"]:
+            pairs = r["pairs"]
+            rows.append(
+                [
+                    str(r["rank"]),
+                    name(r["name"]),
+                    f"{r['points']:g}",
+                    f"{r['buchholz']:g}",
+                    f"{r['sonneborn_berger']:g}",
+                    f"{pairs['won']}-{pairs['split']}-{pairs['lost']}",
+                    ", ".join(map(str, r["byes"])) or "-",
+                ]
+            )
+        note = [
+            f"Swiss: {swiss['rounds_complete']} of {swiss['rounds']} rounds complete."
+            " Ranked by pair points (1 a pair won twice, 1/2 split, 0 lost twice; a bye"
+            " 1), then Buchholz (the opponents' points), then Sonneborn-Berger (each"
+            " opponent's points weighted by the pair points scored against it): the"
+            " Swiss's own order, which may differ from the Elo fit's."
+        ]
+        if swiss.get("problem"):
+            note.append(_text(swiss["problem"]))
+    return {
+        "source": _text(f.source, 80),
+        "kind": "swiss" if rows else "adaptive",
+        "rows": rows,
+        "note": note,
+    }
 
 
 def _test_row(
@@ -493,7 +542,8 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
 def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[str],
                     download: str,
                     tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
-                    selection: Selection | None = None) -> str:  # fmt: skip
+                    selection: Selection | None = None,
+                    formats: Sequence[FormatResult] = ()) -> str:  # fmt: skip
     """The report of what `standings.gather` read into `keep`: the boards its games were
     played on, the conditions of each source, the selection it embeds."""
     variants = set()
@@ -506,7 +556,7 @@ def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[
     return render_report(board, keep.records, title=title, sources=sources,
                          conditions=keep.sources, download=download, tests=tests,
                          selection=selection, read=keep.read, voids=keep.voids,
-                         boards=sorted(variants))  # fmt: skip
+                         boards=sorted(variants), formats=formats)  # fmt: skip
 
 
 def arena_page(name: str) -> str:
