@@ -464,7 +464,7 @@ def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     stored = table_rows(tables[0])
     assert list(stored) == [e["name"] for e in engines]
     for e in engines:
-        command, version, answers, tc, confinement = (c.all_text() for c in stored[e["name"]])
+        command, version, answers, tc, confinement, _ = (c.all_text() for c in stored[e["name"]])
         assert command == shlex.join(json.loads(e["command"]))
         # What engines answered is shown escaped (the hostile answer's bidi override).
         assert (version, answers) == (e["reply_version"], shorten(escape(e["reply_name"]), 80))
@@ -473,10 +473,10 @@ def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     recorded = table_rows(tables[1])
     assert sorted(recorded) == sorted({r.seat1 for r in hexed})
     for r in hexed:
-        command, version, _, tc, confinement = (c.all_text() for c in recorded[r.seat1])
+        command, version, _, tc, confinement, setup = (c.all_text() for c in recorded[r.seat1])
         assert command == shlex.join(r.commands["seat1"])
         assert version == r.versions[r.seat1]
-        assert (tc, confinement) == (r.tc["seat1"], "not recorded")
+        assert (tc, confinement, setup) == (r.tc["seat1"], "not recorded", "not recorded")
     # What LOS is, and that seat 1 moves first.
     (caption,) = next(doc.find_all("table", **{"class": "standings"})).find_all("caption")
     assert "LOS next is the likelihood of superiority" in caption.all_text()

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from commands import invoke
 
+from arbiter.engines import sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -324,3 +326,36 @@ def test_the_report_shows_each_formats_own_result_and_conditions(tmp_path: Path)
     assert f"ad.toml: {adaptive}</p>" in html.unescape(page)
     assert "adaptive: a budget of 4 games" in page and "stop rule until = top:1" in page
     assert "1 round" not in page
+
+
+def test_the_report_shows_each_engines_options_dialect_and_the_limits_that_applied(
+    tmp_path: Path,
+) -> None:
+    """What the store keeps of an engine's definition is in the report's engine table,
+    escaped: its options, its swap spelling, that it is never told its clock; and a
+    sandboxed engine's limits are those that applied (the sandbox's disk default)."""
+    (tmp_path / "eng.toml").write_text(
+        '[engines.mo]\ncommand = ["{python}", "-m", "arbiter.bots.random_bot"]\n'
+        'options = ["version"]\nswap = "swap-pieces"\ntime = "none"\n'
+    )
+    sandboxed = sandbox.unavailable() is None
+    tmp_path.chmod(0o755)  # readable by the sandbox's unprivileged user
+    (tmp_path / "sk.py").write_bytes((ROOT / "arbiter" / "bots" / "skeleton.py").read_bytes())
+    (tmp_path / "o.toml").write_text(
+        '[tournament]\nname = "o"\ntc = "5+0.1"\nislands = 4\nsize = 5\n'
+        'engines_file = "eng.toml"\nengines = ["mo"]\n'
+        '[[engine]]\nname = "sk"\ncommand = ["{python}", "sk.py"]\n'
+        f"sandbox = {str(sandboxed).lower()}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter", "tournament", "run", "o.toml", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert invoke("report", "o.toml", "-o", "o.html", cwd=tmp_path).returncode == 0
+    page = html.unescape((tmp_path / "o.html").read_text())
+    assert 'options: version; swap spelled "swap-pieces"; never told its clock' in page
+    assert "none declared (the protocol's defaults)" in page  # sk declares nothing
+    if sandboxed:
+        assert "sandboxed, limits: disk 64 MB (the sandbox's default)" in page
+        assert "sandboxed, no limits" not in page

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arbiter.engines.sandbox import SANDBOX_DEFAULTS
 from arbiter.results.conditions import SourceConditions
 from arbiter.runs.schedule import Format, tournament_size
 from arbiter.text import escape, shorten
@@ -52,6 +53,7 @@ class EngineRow:
     answers: str
     tc: str
     confinement: str
+    setup: str = UNKNOWN  # its options and dialect: what the referee tells it, and how
 
 
 @dataclass(frozen=True)
@@ -100,14 +102,56 @@ def board_name(islands: object, size: object) -> str:
     return f"{kind} {size}"
 
 
+def _limit(key: str, value: object) -> str:
+    label, unit = LIMIT_NAMES.get(key, (key, ""))
+    return f"{label} {value}{' ' + unit if unit else ''}"
+
+
 def _limits(definition: dict[str, Any]) -> str:
+    """The limits that applied: those set, and in a sandbox its defaults for the others
+    (the disk always; memory and processes where the host's cgroups enforce them)."""
     limits = definition.get("limits") or {}
+    if not isinstance(limits, dict):
+        limits = {}
+    parts = [_limit(key, value) for key, value in limits.items() if value is not None]
+    if not definition.get("sandbox"):
+        return _text("no sandbox" + (", limits: " + ", ".join(parts) if parts else ", no limits"))
+    if limits.get("disk_mb") is None:
+        parts.append(_limit("disk_mb", SANDBOX_DEFAULTS["disk_mb"]) + " (the sandbox's default)")
+    host = [
+        _limit(k, SANDBOX_DEFAULTS[k]) for k in ("memory_mb", "processes") if limits.get(k) is None
+    ]
+    text = "sandboxed, limits: " + ", ".join(parts)
+    if host:
+        text += f"; by default {' and '.join(host)} where the host's cgroups enforce them"
+    return _text(text)
+
+
+_CLOCKS = {
+    "atoll": "told its clock by atoll-time_* commands",
+    "gtp": "told its clock by time_settings and time_left",
+    "none": "never told its clock",
+}
+
+
+def _setup(definition: dict[str, Any]) -> str:
+    """An engine's options (commands sent before its games) and declared dialect: how it
+    is spoken to, which changes how it plays (a clock it is never told, say)."""
     parts = []
-    for key, value in limits.items() if isinstance(limits, dict) else ():
-        label, unit = LIMIT_NAMES.get(key, (key, ""))
-        parts.append(f"{label} {value}{' ' + unit if unit else ''}")
-    sandbox = "sandboxed" if definition.get("sandbox") else "no sandbox"
-    return _text(sandbox + (", limits: " + ", ".join(parts) if parts else ", no limits"))
+    options = definition.get("options")
+    if isinstance(options, list) and options:
+        parts.append("options: " + "; ".join(str(o) for o in options))
+    dialect = definition.get("dialect")
+    if isinstance(dialect, dict):
+        if dialect.get("swap") is not None:
+            parts.append(f"swap spelled {json.dumps(str(dialect['swap']), ensure_ascii=False)}")
+        clock = dialect.get("time")
+        if clock is not None:
+            parts.append(_CLOCKS.get(str(clock), f"clock: {clock}"))
+        for key in ("islands", "sizes"):
+            if isinstance(dialect.get(key), list):
+                parts.append(f"{key} {', '.join(map(str, dialect[key]))}")
+    return _text("; ".join(parts) if parts else "none declared (the protocol's defaults)")
 
 
 def _engine_tc(source: SourceConditions, definition: dict[str, Any]) -> str:
@@ -327,13 +371,15 @@ class _Column:
                                                 for v, n in seen.versions.items()}))  # fmt: skip
                 if not answers and seen.answers:
                     answers = "; ".join(_text(a, 80) for a in seen.answers)
+            setup = UNKNOWN
             if definition is not None:
                 tc, confinement = _engine_tc(s, definition), _limits(definition)
+                setup = _setup(definition)
             else:
                 tc = _counted(seen.tcs, " games") if seen and seen.tcs else UNKNOWN
                 confinement = UNKNOWN
             rows.append(EngineRow(_text(name, 80), command or UNKNOWN, version or UNKNOWN,
-                                  answers or UNKNOWN, tc, confinement))  # fmt: skip
+                                  answers or UNKNOWN, tc, confinement, setup))  # fmt: skip
         return EngineTable(_label(s), rows, bool(self.definitions))
 
 
