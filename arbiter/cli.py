@@ -688,9 +688,11 @@ def _records_only(path: str) -> None:
     what it is (read as records, each of its lines would be reported as a bad one)."""
     from arbiter.results.standings import source_kind
 
+    if not os.path.isfile(path):
+        return  # read_records says what is wrong with it
     if path.endswith(".toml"):
         what = "an arena file" if _arena_file(path) else "a tournament file"
-    elif os.path.isfile(path) and source_kind(path) == "store":
+    elif source_kind(path) == "store":
         what = "a store"
     else:
         return
