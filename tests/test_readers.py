@@ -69,6 +69,18 @@ output = "small.sqlite"
 """
 
 
+def run_tournament(folder: Path, file: str) -> subprocess.CompletedProcess[str]:
+    """`arbiter tournament run FILE -q` in its own process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", "tournament", "run", file, "-q"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with a tournament of two Hex games played, and an arena file whose store
@@ -76,14 +88,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("played")
     (folder / "small.toml").write_text(TOURNAMENT)
     (folder / "arena.toml").write_text(ARENA)
-    done = subprocess.run(
-        [sys.executable, "-m", "arbiter", "tournament", "run", "small.toml", "-q"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_tournament(folder, "small.toml")
     assert done.returncode == 0, done.stderr
     return folder
 
@@ -299,10 +304,7 @@ def test_the_report_shows_each_formats_own_result_and_conditions(tmp_path: Path)
         + 'engines = ["random", "heuristic"]\n'
     )
     for file in ("sw.toml", "ad.toml"):
-        done = subprocess.run(
-            [sys.executable, "-m", "arbiter", "tournament", "run", file, "-q"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        done = run_tournament(tmp_path, file)
         assert done.returncode == 0, done.stderr
         assert invoke("report", file, "-o", f"{file}.html", cwd=tmp_path).returncode == 0
     swiss = json.loads(invoke("tournament", "status", "sw.toml", "--json", cwd=tmp_path).stdout)
@@ -347,10 +349,7 @@ def test_the_report_shows_each_engines_options_dialect_and_the_limits_that_appli
         '[[engine]]\nname = "sk"\ncommand = ["{python}", "sk.py"]\n'
         f"sandbox = {str(sandboxed).lower()}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "arbiter", "tournament", "run", "o.toml", "-q"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    done = run_tournament(tmp_path, "o.toml")
     assert done.returncode == 0, done.stderr
     assert invoke("report", "o.toml", "-o", "o.html", cwd=tmp_path).returncode == 0
     page = html.unescape((tmp_path / "o.html").read_text())

@@ -341,8 +341,9 @@ def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: s
                           f" {toml_value(value)}", where=f"{where}.{key}", hint=hint)  # fmt: skip
     for v in value:
         if v not in allowed:
-            raise ConfigError(f"{key} = {toml_value(value)}: {v} is not {what}",
-                              where=f"{where}.{key}", hint=hint)  # fmt: skip
+            raise ConfigError(
+                f"{key} = {toml_value(value)}: {v} is not {what}", where=f"{where}.{key}", hint=hint
+            )
     return tuple(value)
 
 
