@@ -103,7 +103,7 @@ def test_a_tournament_resolves_names_file_then_own_entries_then_bundled(tmp_path
     t = load_tournament(_tournament(tmp_path, 'engines = ["random", "mcts"]\n'))
     assert all(spec.bundled for spec in t.engines.values())
     assert t.engine_conditions["random"]["command"] == ["{python}", "random_bot.py"]
-    with pytest.raises(ConfigError, match="no engine 'nope' in the bundled bots") as caught:
+    with pytest.raises(ConfigError, match='no engine "nope" in the bundled bots') as caught:
         load_tournament(_tournament(tmp_path, 'engines = ["random", "nope"]\n'))
     assert "mcts" in str(caught.value.hint)
 

@@ -166,10 +166,13 @@ def test_a_text_file_named_as_a_store_is_said_not_to_be_one(
         ('sprt = { elo0 = 0, elo1 = 5, "a b" = 1 }', 'unknown SPRT key "a b"'),
         ("format = false", "unknown format false"),
         ("limits = [1, 2]", "tournament.limits: must be a table, not [1, 2]"),
+        ('format = "gauntlet"\nchallenger = "nobody"', 'no engine named "nobody"'),
+        ('engines = ["random", "nope"]', 'no engine "nope" in the bundled bots'),
     ],
 )
 def test_errors_quote_the_value_as_toml(tmp_path: Path, line: str, said: str) -> None:
-    (tmp_path / "t.toml").write_text(f'[tournament]\nengines = ["random", "mc"]\n{line}\n')
+    engines = "" if line.startswith("engines") else 'engines = ["random", "mc"]\n'
+    (tmp_path / "t.toml").write_text(f"[tournament]\n{engines}{line}\n")
     done = invoke("tournament", "status", "t.toml", cwd=tmp_path)
     assert done.returncode == 2
     assert said in done.stderr, done.stderr

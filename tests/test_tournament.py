@@ -334,7 +334,7 @@ def test_duplicate_engine_names_are_refused(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("same"), bot("same")])
     done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 2
-    assert "duplicate engine name 'same'" in done.stderr and "t.toml" in done.stderr
+    assert 'duplicate engine name "same"' in done.stderr and "t.toml" in done.stderr
 
 
 @pytest.mark.parametrize("verdict", ["H1", pytest.param("H0", marks=pytest.mark.slow)])

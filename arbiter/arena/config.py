@@ -31,6 +31,7 @@ from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.runs.tournament import parse_engines, typed_key
+from arbiter.text import toml_key, toml_value
 
 TOKEN_BYTES = 24
 _HASH = "sha256"
@@ -146,7 +147,7 @@ def parse_listen(text: str, where: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ConfigError(f"{text!r} is not HOST:PORT", where=where,
+        raise ConfigError(f"{toml_value(text)} is not HOST:PORT", where=where,
                           hint='e.g. listen = "127.0.0.1:8080" (0.0.0.0 for every interface;'
                           " put TLS in a reverse proxy in front)")  # fmt: skip
     return host, int(port_text)
@@ -211,14 +212,15 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
     output_value = _get(table, "output", where, f"{name}.sqlite")
     output = resolved(here / output_value, f"{where}.output")
     if output == file.resolve() or not output_value.strip():
-        raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
+        raise ConfigError(f"{toml_value(output_value)} cannot be the results store",
+                          where=f"{where}.output",
                           hint='give a new file name, e.g. output = "arena.sqlite"')  # fmt: skip
     anchors_table = _get(table, "anchors", where, {})
     anchors: dict[str, float] = {}
     for anchor, value in anchors_table.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
                 value) or abs(value) > 100_000:  # fmt: skip
-            raise ConfigError(f"the anchor {anchor!r} needs an Elo number",
+            raise ConfigError(f"the anchor {toml_key(anchor)} needs an Elo number",
                               where=f"{where}.anchors",
                               hint="e.g. anchors = { heuristic = 1500 }")  # fmt: skip
         anchors[anchor] = float(value)
@@ -242,7 +244,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         check_name(player_name, f"{spot}.name")
         spot = f"{file}: player {player_name!r}"
         if player_name in players or player_name in engines:
-            raise ConfigError(f"duplicate name {player_name!r}", where=spot,
+            raise ConfigError(f"duplicate name {toml_value(player_name)}", where=spot,
                               hint="names are identities: make them unique")  # fmt: skip
         token_hash = _get(entry, "token_hash", spot, None, _PLAYER_KEYS)
         if token_hash is None or not valid_hash(token_hash):
@@ -255,7 +257,8 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         players[player_name] = PlayerEntry(player_name, token_hash, at_once)
     for anchor in anchors:
         if anchor not in engines and anchor not in players:
-            raise ConfigError(f"the anchor {anchor!r} is not an engine or player of the arena",
+            raise ConfigError(f"the anchor {toml_key(anchor)} is not an engine or player of"
+                              " the arena",
                               where=f"{where}.anchors",
                               hint="names: "
                               + (", ".join([*engines, *players]) or "(none)"))  # fmt: skip
@@ -284,6 +287,7 @@ def _proxies(table: Mapping[str, Any], where: str) -> frozenset[str]:
         try:
             out.add(str(ipaddress.ip_address(value)))
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{value!r} is not an IP address", where=f"{where}.trusted_proxies",
+            raise ConfigError(f"{toml_value(value)} is not an IP address",
+                              where=f"{where}.trusted_proxies",
                               hint='e.g. trusted_proxies = ["127.0.0.1"]') from exc  # fmt: skip
     return frozenset(out)

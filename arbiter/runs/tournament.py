@@ -499,7 +499,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         if challenger is None:
             challenger = next(iter(engines))
         elif challenger not in engines:
-            raise ConfigError(f"no engine named {challenger!r}", where=f"{where}.challenger",
+            raise ConfigError(f"no engine named {toml_value(challenger)}",
+                              where=f"{where}.challenger",
                               hint=f"engines: {', '.join(engines)}")  # fmt: skip
     if fmt is Format.SWISS:
         most = len(engines) - 1 + len(engines) % 2
@@ -510,7 +511,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
                 hint=f"set rounds = {most} or fewer, or play a round-robin",
             )  # fmt: skip
     if "output" not in table and (os.sep in name or name.startswith(".")):
-        raise ConfigError(f"the name {name!r} cannot name the results file", where=f"{where}.name",
+        raise ConfigError(f"the name {toml_value(name)} cannot name the results file",
+                          where=f"{where}.name",
                           hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
     output_value = _get(table, "output", where, f"{name}.sqlite")
     output = resolved((store_folder or here) / output_value, f"{where}.output")
@@ -518,11 +520,12 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         unusable = output.is_dir() or output == file.resolve() or not output_value.strip()
     except OSError as exc:  # a name too long
         raise ConfigError(
-            f"{output_value[:80]!r} cannot be the results store: {exc.strerror}",
+            f"{toml_value(output_value[:80])} cannot be the results store: {exc.strerror}",
             where=f"{where}.output",
         ) from exc
     if unusable:
-        raise ConfigError(f"{output_value!r} cannot be the results store", where=f"{where}.output",
+        raise ConfigError(f"{toml_value(output_value)} cannot be the results store",
+                          where=f"{where}.output",
                           hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
     budget, rule, min_games = _adaptive(table, where, fmt, len(engines))
     total = budget if fmt is Format.ADAPTIVE else tournament_size(len(engines), fmt, rounds)
@@ -647,7 +650,7 @@ def parse_engines(
         name = spec.name
         assert name is not None
         if name in engines:
-            raise ConfigError(f"duplicate engine name {name!r} (also {sources[name]})",
+            raise ConfigError(f"duplicate engine name {toml_value(name)} (also {sources[name]})",
                               where=source, hint="engine names are identities: make them"
                               " unique")  # fmt: skip
         sources[name] = source
@@ -688,7 +691,8 @@ def parse_engines(
             if book is None:
                 where_from = f"{engines_file} or the bundled bots" if engines_file else \
                     "the bundled bots (there is no engines_file)"  # fmt: skip
-                raise ConfigError(f"no engine {key!r} in {where_from}", where=f"{where}.engines",
+                raise ConfigError(f"no engine {toml_value(key)} in {where_from}",
+                                  where=f"{where}.engines",
                                   hint=f"known: {', '.join(known)}; or define it in an"
                                   " [[engine]] table")  # fmt: skip
             add(book.spec(key, local=local), book.tables[key], book.where(key))
