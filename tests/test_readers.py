@@ -361,3 +361,10 @@ def test_the_report_shows_each_engines_options_dialect_and_the_limits_that_appli
     if sandboxed:
         assert "sandboxed, limits: disk 64 MB (the sandbox's default)" in page
         assert "sandboxed, no limits" not in page
+
+
+def test_running_an_arena_file_as_a_tournament_says_what_it_is(played: Path) -> None:
+    done = invoke("tournament", "run", "arena.toml", cwd=played)
+    assert done.returncode == 2
+    assert done.stderr.startswith("Error: arena.toml: an arena file, not a tournament file")
+    assert "arbiter arena serve arena.toml" in done.stderr

@@ -398,6 +398,13 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     here = file.resolve().parent
     where = f"{file}: tournament"
     unknown_top = set(data) - _TOP_KEYS
+    if "arena" in data and "tournament" not in data:
+        raise ConfigError(
+            "an arena file, not a tournament file",
+            where=str(file),
+            hint=f"serve it with `arbiter arena serve {file}`; `ratings`,"
+            " `report` and `tournament status` read its store",
+        )
     if unknown_top:
         raise ConfigError(f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
                           where=str(file), hint="a tournament file has [tournament] and"
