@@ -1414,6 +1414,12 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     if file.endswith(".toml"):
         t = _results_file(file, store_folder)
         if not _is_tournament(t):  # an arena: its own status, from its store
+            if by_host:
+                raise ConfigError(
+                    "--by-host is for tournaments and matches",
+                    where=file,
+                    hint=f"leave it out: arbiter tournament status {file}",
+                )
             _arena_status(t, as_json, strict)
             return
     elif source_kind(file) == "store":
