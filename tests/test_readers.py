@@ -291,43 +291,50 @@ def test_a_pairing_test_reads_the_same_in_status_and_the_report(
     assert not any(f">{word}<" in page for word in other)
 
 
-def test_the_report_shows_each_formats_own_result_and_conditions(tmp_path: Path) -> None:
-    """A Swiss's standings with its tie-breaks (its own order), and an adaptive run's
-    budget and stop rule, as `tournament status` shows them; no rounds for an adaptive
-    run, which has none."""
-    hex5 = 'tc = "5+0.1"\nislands = 4\nsize = 5\n'
-    (tmp_path / "sw.toml").write_text(
+HEX5 = 'tc = "5+0.1"\nislands = 4\nsize = 5\n'
+
+
+def _reported(folder: Path, file: str, text: str) -> str:
+    """Play the tournament `text` as `file` and return its report page."""
+    (folder / file).write_text(text)
+    done = run_tournament(folder, file)
+    assert done.returncode == 0, done.stderr
+    assert invoke("report", file, "-o", f"{file}.html", cwd=folder).returncode == 0
+    return (folder / f"{file}.html").read_text()
+
+
+def test_the_report_shows_a_swiss_standings_with_its_tie_breaks(tmp_path: Path) -> None:
+    """The Swiss's own order (points, Buchholz, Sonneborn-Berger), as status has it."""
+    page = _reported(
+        tmp_path,
+        "sw.toml",
         '[tournament]\nname = "sw"\nformat = "swiss"\nrounds = 1\n'
-        + hex5
-        + 'engines = ["random", "skeleton", "heuristic"]\n'
+        + HEX5
+        + 'engines = ["random", "skeleton", "heuristic"]\n',
     )
-    (tmp_path / "ad.toml").write_text(
-        '[tournament]\nname = "ad"\nformat = "adaptive"\ngames = 4\nuntil = "top:1"\n'
-        + hex5
-        + 'engines = ["random", "heuristic"]\n'
-    )
-    for file in ("sw.toml", "ad.toml"):
-        done = run_tournament(tmp_path, file)
-        assert done.returncode == 0, done.stderr
-        assert invoke("report", file, "-o", f"{file}.html", cwd=tmp_path).returncode == 0
     swiss = json.loads(invoke("tournament", "status", "sw.toml", "--json", cwd=tmp_path).stdout)
-    page = (tmp_path / "sw.toml.html").read_text()
     assert 'id="format">Format results' in page and "Buchholz" in page
-    table = page[
-        page.index('<table class="swiss">') : page.index(
-            "</table>", page.index('<table class="swiss">')
-        )
-    ]
-    rows = table.split("<tr>")[2:]
+    start = page.index('<table class="swiss">')
+    rows = page[start : page.index("</table>", start)].split("<tr>")[2:]
     assert len(rows) == len(swiss["swiss"]["standings"]) == 3
     for row, standing in zip(rows, swiss["swiss"]["standings"], strict=True):
         assert f'class="name">{standing["name"]}</th>' in row
         assert f"<td>{standing['points']:g}</td><td>{standing['buchholz']:g}</td>" in row
         assert f"<td>{standing['sonneborn_berger']:g}</td>" in row
     assert "1 of 1 rounds complete" in page
+
+
+def test_the_report_states_an_adaptive_runs_budget_and_stop_rule(tmp_path: Path) -> None:
+    """Its result as status gives it, and its conditions without rounds (it has none)."""
+    page = _reported(
+        tmp_path,
+        "ad.toml",
+        '[tournament]\nname = "ad"\nformat = "adaptive"\ngames = 4\nuntil = "top:1"\n'
+        + HEX5
+        + 'engines = ["random", "heuristic"]\n',
+    )
     status = invoke("tournament", "status", "ad.toml", cwd=tmp_path).stdout
     adaptive = next(line for line in status.splitlines() if line.startswith("Adaptive:"))
-    page = (tmp_path / "ad.toml.html").read_text()
     assert f"ad.toml: {adaptive}</p>" in html.unescape(page)
     assert "adaptive: a budget of 4 games" in page and "stop rule until = top:1" in page
     assert "1 round" not in page
