@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from commands import invoke
 
-from arbiter.probes import MISREADINGS, mappings, mirror_probes, plain_probes
+from arbiter.check.probes import MISREADINGS, mappings, mirror_probes, plain_probes
 from arbiter.rules import Color, Game, Variant
 
 CHECKBOTS = Path(__file__).resolve().parent / "engines" / "checkbots.py"

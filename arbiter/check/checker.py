@@ -10,18 +10,17 @@ failure carries a hint that says what to change in the bot.
 
 from __future__ import annotations
 
-import random
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import trio
-from tabulate import tabulate
 
 from arbiter import text
-from arbiter.engines import dialect as wire
+from arbiter.check.probes import (
+    centre_cell,
+)
 from arbiter.engines.player import RESIGN, Fault, Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.errors import (
@@ -32,9 +31,8 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.games.referee import RefereeConfig, clock_left
-from arbiter.probes import MISREADINGS, Probe, centre_cell, mappings, mirror_probes, plain_probes
 from arbiter.results.records import Termination
-from arbiter.rules import VALID_ATOLL_SIZES, Color, Game, IllegalMove, IllegalReason, Variant
+from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
 
@@ -270,88 +268,6 @@ def _late_hint(late: Fault, clock: TimeControl | None) -> str:
             " it), or raise --timeout for a slow engine")  # fmt: skip
 
 
-def _near_full_position(variant: Variant, seed: int) -> Game:
-    """A position with few empty cells and no winner yet, for the edge-case genmove."""
-    rng = random.Random(seed)
-    game = Game(Variant(variant.islands, variant.size, pie=False))
-    cells = list(range(game.geometry.n_cells))
-    rng.shuffle(cells)
-    progress = True
-    while progress:
-        progress = False
-        for cell in cells:
-            if game.colors[cell]:
-                continue
-            trial = game.copy()
-            if trial.play(cell) is None:
-                game = trial
-                progress = True
-    return game
-
-
-# As long as the referee waits after `quit` before it signals the group (PROTOCOL.md 7.3).
-EXIT_WAIT = Deadlines().quit
-HEX_SIZES = (2, 5, 11, 19, 26)  # the smallest and largest, and sizes people play
-MAIN_SIZE = 11
-
-
-def variants_to_check(spec: EngineSpec, supports: Callable[[str], bool]) -> list[Variant]:
-    """Every variant the engine lists or declares: its declared sizes, else every Atoll
-    size and the smallest, largest and usual Hex sizes; Hex when it plays 4 islands; the
-    pie rule on and off. The standard board comes first."""
-    d = spec.dialect
-    islands = [8, 4] if supports("atoll-islands") else list(d.islands or (8,))
-    pies = [True, False] if supports("atoll-pie") else [True]
-    out = []
-    for k in islands:
-        sizes = d.sizes or (VALID_ATOLL_SIZES if k == 8 else HEX_SIZES)
-        for size in sorted(sizes, key=lambda n: (n != MAIN_SIZE, n)):
-            for pie in pies:
-                try:
-                    out.append(Variant(k, size, pie))
-                except ValueError:
-                    continue  # a declared size this variant does not have
-    return out
-
-
-def tried(variants: list[Variant]) -> str:
-    """The variants and sizes a check played, in words, for its summary."""
-    parts = []
-    for islands, label in ((8, "Atoll"), (4, "Hex")):
-        mine = [v for v in variants if v.islands == islands]
-        if not mine:
-            continue
-        sizes = sorted({v.size for v in mine})
-        pies = {v.pie for v in mine}
-        pie = "pie rule on and off" if len(pies) == 2 else \
-            f"pie rule {'on' if True in pies else 'off'}"  # fmt: skip
-        parts.append(f"{label} {', '.join(map(str, sizes))} ({pie})")
-    return "; ".join(parts)
-
-
-def probe_variant(variants: list[Variant], islands: int) -> Variant | None:
-    """The board the coordinate probes use: the standard size, or the engine's size
-    nearest to it (big enough for a position with one winning cell)."""
-    mine = [v for v in variants if v.islands == islands and v.size >= 5]
-    return min(mine, key=lambda v: (abs(v.size - MAIN_SIZE), not v.pie), default=None)
-
-
-def _positions(variant: Variant, seed: int, count: int) -> list[Game]:
-    """Deterministic open positions of several lengths, spread over the whole board."""
-    rng = random.Random(f"{seed}-{variant}")
-    positions = []
-    for n in range(count):
-        plies = (2 + 5 * n) % max(3, variant.geometry.n_cells // 3)
-        game = Game(Variant(variant.islands, variant.size, pie=False))
-        for _ in range(plies):
-            trial = game.copy()
-            if trial.play(rng.choice(trial.legal_cells())) is not None:
-                break  # that would end the game: keep the position open
-            game = trial
-        positions.append(game)
-    return positions
-
-
 _PIPELINE_HINT = (
     "read stdin line by line and answer each command in order: several commands can arrive"
     " before the first is answered"
@@ -382,214 +298,3 @@ def _board_hint(variant: Variant) -> str:
                  " section 4.1)")  # fmt: skip
     return ("its board disagrees with the referee's: honour boardsize and clear_board, and"
             f" read cells as {names}")  # fmt: skip
-
-
-async def run_checks(
-    spec: EngineSpec, *, timeout: float | None = None, seed: int = 1
-) -> list[CheckResult]:
-    """`timeout`: seconds for each answer, the handshake's included; by default the
-    referee's own deadlines, so that what passes here starts in a match too."""
-    async with trio.open_nursery() as nursery:
-        return await _run_checks(Checker(spec, timeout, nursery), seed)
-
-
-async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
-    spec = c.spec
-    info: dict[str, Any] = {}
-
-    async def handshake(engine: Engine) -> str:
-        i = engine.info
-        info["supports"] = engine.supports
-        if not i.name:
-            raise CheckFailed("name answered nothing", "answer the bot's name")
-        return f"{text.name(i.name)} {text.name(i.version)}".strip()
-
-    async def required_listed(engine: Engine) -> str:
-        missing = [x for x in REQUIRED_COMMANDS if x not in engine.info.commands]
-        if missing:
-            raise CheckFailed(
-                f"list_commands lacks {', '.join(missing)}",
-                "list every command the engine implements, one per line",
-            )
-        return f"{len(engine.info.commands)} commands listed"
-
-    async def known_command(engine: Engine) -> str:
-        yes = (await c.ok(engine, "known_command", "genmove")).strip()
-        no = (await c.ok(engine, "known_command", "no-such-command")).strip()
-        if (yes, no) != ("true", "false"):
-            raise CheckFailed(
-                f"known_command answered {yes!r} for genmove and {no!r} for no-such-command",
-                "answer 'true' or 'false'",
-            )
-        return "true/false"
-
-    async def errors(engine: Engine) -> str:
-        problems = []
-        ok, _ = await c.ask(engine, "no-such-command")
-        if ok:
-            problems.append("an unknown command was answered with '='")
-        ok, _ = await c.ask(engine, "boardsize", "27")
-        if ok:
-            problems.append("boardsize 27 (no variant has it) was accepted")
-        first = variants_to_check(spec, engine.supports)[0]
-        await c.new_game(engine, first, TimeControl(infinite=True))
-        cell = Game(first).move_name(Game(first).legal_cells()[0])
-        await c.ok(engine, "play", "b", cell)
-        ok, _ = await c.ask(engine, "play", "w", cell)
-        if ok:
-            problems.append("play on an occupied cell was accepted")
-        ok, _ = await c.ask(engine, "play", "w", "z99")
-        if ok:
-            problems.append("play off the board was accepted")
-        if problems:
-            raise CheckFailed("; ".join(problems), "answer '?' with a message to bad commands")
-        return "bad commands answered with '?'"
-
-    def variant_check(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
-        async def body(engine: Engine) -> str:
-            answers = []
-            count = 3 if variant.size == MAIN_SIZE else 1
-            for game in _positions(variant, seed, count if variant.pie else count - 1):
-                answers.append(await c.position(engine, variant, game))
-            if not variant.pie:
-                answers.append(await c.no_swap_without_pie(engine, variant))
-            return "answered " + ", ".join(answers)
-
-        return body
-
-    def coordinates(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
-        """Does it read cell names right? Legal moves cannot tell (module probes): an
-        engine that takes wins shows it in positions with one winning cell."""
-        names = variant.geometry.names
-
-        async def took(engine: Engine, probe: Probe) -> bool:
-            moves = [names[m] for m in probe.moves]
-            answer = await c.position(engine, variant, Game(variant), moves=moves)
-            return answer == names[probe.win]
-
-        async def body(engine: Engine) -> str:
-            probes = plain_probes(variant, seed, 3)
-            if not probes:
-                return "no position with one winning cell on this board"
-            taken = sum([await took(engine, probe) for probe in probes])
-            if taken:
-                return (f"took the one winning cell in {taken} of {len(probes)} positions: it"
-                        " reads cell names right")  # fmt: skip
-            for mistake in MISREADINGS:
-                if mistake.key not in mappings(variant):
-                    continue
-                mirrored = mirror_probes(variant, mistake.key, seed, 4, tries=2000)
-                if len(mirrored) >= 3 and all([await took(engine, p) for p in mirrored]):
-                    raise CheckFailed(
-                        f"took no winning cell in {len(probes)} positions, but took it in all"
-                        f" {len(mirrored)} positions that read the same with {mistake.words}:"
-                        f" it reads cell names with {mistake.words}",
-                        mistake.hint(variant),
-                    )
-            return (f"took no winning cell in {len(probes)} positions, nor where a misread"
-                    " board wins too (it does not look for wins?): its reading of cell names"
-                    " is not confirmed by play")  # fmt: skip
-
-        return body
-
-    async def after_swap(engine: Engine) -> str:
-        variants = [v for v in variants_to_check(spec, engine.supports) if v.pie]
-        if not variants:
-            return "no variant with the pie rule"
-        variant = variants[0]
-        game = Game(variant)
-        first = game.move_name(game.legal_cells()[len(game.legal_cells()) // 2])
-        game.play(first)
-        game.play("swap")
-        return await c.position(engine, variant, game, moves=[first, "swap"])
-
-    async def clock(engine: Engine) -> str:
-        family = wire.time_family(spec.dialect, engine.supports)
-        if family is wire.TimeFamily.NONE:
-            return "no clock commands: the engine is not told its time (its clock runs)"
-        variant = variants_to_check(spec, engine.supports)[0]
-        game = _positions(variant, seed, 2)[1]
-        return await c.position(engine, variant, game, clock=TimeControl(1.5, 0.0))
-
-    async def near_full(engine: Engine) -> str:
-        variant = variants_to_check(spec, engine.supports)[0]
-        game = _near_full_position(variant, seed)
-        empty = len(game.legal_cells())
-        answer = await c.position(engine, variant, game)
-        return f"{empty} empty cell{'s' if empty != 1 else ''}; answered {answer}"
-
-    async def quit_exits(engine: Engine) -> str:
-        await c.ok(engine, "quit")
-        with trio.move_on_after(EXIT_WAIT):
-            await engine.process.wait()
-            return "exited after quit"
-        raise CheckFailed(f"still running {EXIT_WAIT:g} s after answering quit",
-                          "exit after answering quit")  # fmt: skip
-
-    async def eof_exits(engine: Engine) -> str:
-        assert engine.process.stdin is not None
-        await engine.process.stdin.aclose()
-        with trio.move_on_after(EXIT_WAIT):
-            await engine.process.wait()
-            return "exited when stdin closed"
-        raise CheckFailed(
-            f"still running {EXIT_WAIT:g} s after its stdin was closed",
-            "exit when reading stdin hits EOF",
-        )
-
-    try:
-        await c.run("start-up handshake", handshake)
-        if not c.results[-1].passed:
-            return c.results
-        variants = variants_to_check(spec, info["supports"])
-        if not variants:
-            c.results.append(CheckResult(
-                "variants", False, True, "the engine lists or declares no playable variant",
-                "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
-            ))  # fmt: skip
-            return c.results
-        await c.run("required commands listed", required_listed)
-        await c.run("known_command", known_command)
-        await c.run("errors for bad commands", errors)
-        for variant in variants:
-            await c.run(f"positions: {variant}", variant_check(variant))
-        for islands in (8, 4):
-            board = probe_variant(variants, islands)
-            if board is not None:
-                await c.run(f"coordinates: {board}", coordinates(board))
-        await c.run("genmove after a swap", after_swap)
-        await c.run("genmove on a nearly full board", near_full)
-        await c.run("within its clock (1.5 s)", clock)
-        await c.run("exit on quit", quit_exits, fresh=True)
-        await c.run("exit on end of input", eof_exits, fresh=True)
-    finally:
-        await c.aclose()
-    c.results.append(CheckResult("variants and sizes tried", True, True, tried(variants)))
-    for label, samples in (("command latency", c.latencies), ("genmove time", c.move_times)):
-        if samples:
-            worst = max(samples) * 1000
-            slow = label == "command latency" and worst >= 1000
-            c.results.append(CheckResult(
-                label, not slow, False,
-                f"median {statistics.median(samples) * 1000:.1f} ms, worst {worst:.1f} ms",
-                "answer non-move commands at once" if slow else "",
-            ))  # fmt: skip
-    c.results.append(CheckResult(
-        "stderr volume", c.stderr_bytes < 1_000_000, False, f"{c.stderr_bytes} bytes",
-        "" if c.stderr_bytes < 1_000_000 else "log less: the referee keeps only a tail",
-    ))  # fmt: skip
-    return c.results
-
-
-def summary_table(results: list[CheckResult]) -> str:
-    rows = [
-        [
-            "PASS" if r.passed else ("FAIL" if r.required else "WARN"),
-            r.name if r.required else f"{r.name} (optional)",
-            r.detail if r.passed else f"{r.detail}\nhint: {r.hint}" if r.hint else r.detail,
-        ]
-        for r in results
-    ]
-    failed = sum(1 for r in results if r.required and not r.passed)
-    verdict = "all required checks passed" if not failed else f"{failed} required check(s) failed"
-    return tabulate(rows, headers=["", "check", "detail"], tablefmt="simple") + f"\n\n{verdict}"
