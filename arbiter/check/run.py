@@ -10,6 +10,8 @@ import trio
 
 from arbiter import text
 from arbiter.check.checker import REQUIRED_COMMANDS, Checker, CheckFailed, CheckResult
+from arbiter.check.clocks import CLOCK_FAMILIES
+from arbiter.check.consistency import play_wins
 from arbiter.check.positions import (
     MAIN_SIZE,
     near_full_position,
@@ -25,6 +27,7 @@ from arbiter.check.probes import (
     mirror_probes,
     plain_probes,
 )
+from arbiter.check.wins import win_positions
 from arbiter.engines import dialect as wire
 from arbiter.engines.process import Deadlines, Engine, EngineSpec
 from arbiter.rules import Game, Variant
@@ -107,7 +110,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
 
         return body
 
-    def coordinates(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
+    def coordinates(variant: Variant) -> Callable[[Engine], Awaitable[str | None]]:
         """Does it read cell names right? Legal moves cannot tell (module probes): an
         engine that takes wins shows it in positions with one winning cell."""
         names = variant.geometry.names
@@ -117,7 +120,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
             answer = await c.position(engine, variant, Game(variant), moves=moves)
             return answer == names[probe.win]
 
-        async def body(engine: Engine) -> str:
+        async def body(engine: Engine) -> str | None:
             probes = plain_probes(variant, seed, 3)
             if not probes:
                 return "no position with one winning cell on this board"
@@ -136,9 +139,11 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                         f" it reads cell names with {mistake.words}",
                         mistake.hint(variant),
                     )
-            return (f"took no winning cell in {len(probes)} positions, nor where a misread"
-                    " board wins too (it does not look for wins?): its reading of cell names"
-                    " is not confirmed by play")  # fmt: skip
+            c.notes.append(
+                f"{variant}: cell names not confirmed by play: it took no winning cell in"
+                f" {len(probes)} positions, nor where a misread board wins too"
+            )
+            return None
 
         return body
 
@@ -153,13 +158,36 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         game.play("swap")
         return await c.position(engine, variant, game, moves=[first, "swap"])
 
-    async def clock(engine: Engine) -> str:
-        family = wire.time_family(spec.dialect, engine.supports)
-        if family is wire.TimeFamily.NONE:
-            return "no clock commands: the engine is not told its time (its clock runs)"
-        variant = variants_to_check(spec, engine.supports)[0]
-        game = open_positions(variant, seed, 2)[1]
-        return await c.position(engine, variant, game, clock=TimeControl(1.5, 0.0))
+    def clock(tc: TimeControl, words: str) -> Callable[[Engine], Awaitable[str]]:
+        """One clock family with a short budget: a bot that misreads its units (the
+        movetime's milliseconds taken as seconds) overruns it."""
+
+        async def body(engine: Engine) -> str:
+            family = wire.time_family(spec.dialect, engine.supports)
+            if family is wire.TimeFamily.NONE:
+                return "no clock commands: the engine is not told its time (its clock runs)"
+            variant = variants_to_check(spec, engine.supports)[0]
+            game = open_positions(variant, seed, 2)[1]
+            try:
+                answer = await c.position(engine, variant, game, clock=tc)
+            except CheckFailed as exc:
+                units = ("milliseconds" if family is wire.TimeFamily.ATOLL
+                         else "whole seconds")  # fmt: skip
+                raise CheckFailed(
+                    f"{words}: {exc.detail}",
+                    f"{exc.hint}; with {family.value} clock commands times are in {units}",
+                ) from exc
+            return f"{words}: answered {answer}"
+
+        return body
+
+    async def wins(engine: Engine) -> str | None:
+        positions = win_positions(variants_to_check(spec, engine.supports), seed, MAIN_SIZE)
+        report = await play_wins(c, engine, positions, variants_to_check(spec, engine.supports))
+        if report.note:
+            c.notes.append(report.note)
+            return None  # not a PASS: nothing about its win test was shown
+        return report.detail
 
     async def near_full(engine: Engine) -> str:
         variant = variants_to_check(spec, engine.supports)[0]
@@ -209,12 +237,15 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                 await c.run(f"coordinates: {board}", coordinates(board))
         await c.run("genmove after a swap", after_swap)
         await c.run("genmove on a nearly full board", near_full)
-        await c.run("within its clock (1.5 s)", clock)
+        await c.run("wins in one, everywhere", wins)
+        for tc, words in CLOCK_FAMILIES:
+            await c.run(f"within its clock: {words}", clock(tc, words))
         await c.run("exit on quit", quit_exits, fresh=True)
         await c.run("exit on end of input", eof_exits, fresh=True)
     finally:
         await c.aclose()
     c.results.append(CheckResult("variants and sizes tried", True, True, tried(variants)))
+    c.results.extend(CheckResult("not checked", True, False, note, note=True) for note in c.notes)
     for label, samples in (("command latency", c.latencies), ("genmove time", c.move_times)):
         if samples:
             worst = max(samples) * 1000

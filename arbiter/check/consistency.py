@@ -1,0 +1,88 @@
+"""A bot that takes a win in one somewhere must take it everywhere.
+
+The plain positions (standard size, Black to move) decide whether the bot looks for
+wins: taking all of them by chance is unlikely (each has dozens of empty cells). A bot
+that does is then held to every other position, and each miss names the position,
+the winning cell, its answer and the mistake it most likely shows. A bot that takes
+none is not blamed: the summary says plainly that its win test was not checked.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from dataclasses import dataclass
+
+from arbiter.check.checker import Checker, CheckFailed
+from arbiter.check.wins import WinPosition
+from arbiter.engines.player import Player
+from arbiter.engines.process import Engine
+from arbiter.rules import Game, Variant
+from arbiter.rules.clock import TimeControl
+
+
+@dataclass(frozen=True)
+class WinsReport:
+    detail: str
+    note: str = ""
+
+
+def replay_command(c: Checker, engine: Engine, position: WinPosition) -> str:
+    """A shell command that sends the engine this position as the check did."""
+    player = Player.of(engine)
+    lines = [
+        " ".join(cmd) for cmd in player.setup_commands(position.variant, TimeControl(infinite=True))
+    ]
+    replay = Game(position.variant)
+    for move in position.moves:
+        color = replay.to_move
+        replay.play(move)
+        lines.append(f"play {color.letter} {move}")
+    lines.append(f"genmove {position.mover.letter}")
+    lines.append("quit")
+    script = "\\n".join(lines) + "\\n"
+    return f"printf {shlex.quote(script)} | {shlex.join(c.spec.argv)}"
+
+
+def _variant(position: WinPosition, variants: list[Variant]) -> WinPosition:
+    """The position on a variant the engine plays (the pie setting does not matter
+    where no swap was made)."""
+    v = position.variant
+    if v in variants or "swap" in position.moves:
+        return position
+    other = Variant(v.islands, v.size, not v.pie)
+    if other not in variants:
+        return position
+    return WinPosition(other, position.moves, position.mover, position.win,
+                       position.situation, position.mistake, position.evidence)  # fmt: skip
+
+
+async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
+                    variants: list[Variant]) -> WinsReport:  # fmt: skip
+    """Ask for a move in every position; FAIL on a bot that takes some wins and not others."""
+    answers: list[tuple[WinPosition, str]] = []
+    for position in positions:
+        position = _variant(position, variants)
+        game = Game(position.variant)
+        answer = await c.position(engine, position.variant, game, moves=list(position.moves))
+        answers.append((position, answer))
+    evidence = [(p, a) for p, a in answers if p.evidence]
+    families = {p.variant.islands for p, _ in evidence}
+    looks = any(all(a == p.win for p, a in evidence if p.variant.islands == k) for k in families)
+    taken = sum(a == p.win for p, a in answers)
+    if not looks:
+        return WinsReport(
+            f"took {taken} of {len(answers)} winning cells, no more than chance",
+            f"it does not look for wins: it took {taken} of {len(answers)} wins in one, so"
+            " check cannot tell whether its win test and board agree with the referee's",
+        )
+    missed = [(p, a) for p, a in answers if a != p.win]
+    if not missed:
+        situations = sorted({p.situation for p, _ in answers})
+        return WinsReport(f"took the win in all {len(answers)} positions ({', '.join(situations)})")
+    lines = [f"took wins in one in {taken} of {len(answers)} positions but missed {len(missed)}:"]
+    for p, a in missed[:3]:
+        lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}")
+    lines.append("replay the first by hand: " + replay_command(c, engine, missed[0][0]))
+    mistake, _ = Counter(p.mistake for p, _ in missed).most_common(1)[0]
+    raise CheckFailed("\n".join(lines), mistake)
