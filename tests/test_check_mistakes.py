@@ -116,3 +116,31 @@ def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
             stones = {cell: i % 2 for i, cell in enumerate(probe.moves)}
             assert {mapping[c]: color for c, color in stones.items()} == stones
             assert mapping[probe.win] == probe.win
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("win-no-island-chain", "does not chain through islands"),
+        ("win-any-two-islands", "counts a join of two islands that does not win"),
+        ("colour-cached", "plays for the wrong colour"),
+        ("swap-recoloured", "first stone stays black"),
+        ("large-board-bytes", "breaks on this size"),
+    ],
+)
+def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
+    mode: str, words: str
+) -> None:
+    code, results = check(mode)
+    wins = results["wins in one, everywhere"]
+    assert code == 1 and not wins["passed"]
+    assert words in str(wins["hint"])
+    detail = str(wins["detail"])
+    assert "the winning cell is" in detail and "it answered" in detail
+    assert "replay the first by hand: printf" in detail
+
+
+def test_a_bot_that_takes_wins_everywhere_passes_the_wins_check() -> None:
+    code, results = check("wins")
+    assert code == 0
+    assert str(results["wins in one, everywhere"]["detail"]).startswith("took the win in all")

@@ -14,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from arbiter.check.checker import Checker, CheckFailed
-from arbiter.check.wins import WinPosition
+from arbiter.check.wins import COLOUR, SPECIFIC, WinPosition
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine
-from arbiter.rules import Game, Variant
+from arbiter.rules import Color, Game, Variant
 from arbiter.rules.clock import TimeControl
 
 
@@ -84,5 +84,13 @@ async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
     for p, a in missed[:3]:
         lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}")
     lines.append("replay the first by hand: " + replay_command(c, engine, missed[0][0]))
-    mistake, _ = Counter(p.mistake for p, _ in missed).most_common(1)[0]
-    raise CheckFailed("\n".join(lines), mistake)
+    # The most specific situation missed names the mistake; a miss in plain positions
+    # (a wrong board) shows up in several situations at once.
+    mistakes = [p.mistake for p, _ in missed]
+    mistake = min(mistakes, key=lambda m: (SPECIFIC.index(m) if m in SPECIFIC else 99,
+                                           -Counter(mistakes)[m]))  # fmt: skip
+    for color in Color:
+        mine = [(p, a) for p, a in answers if p.mover is color and "swap" not in p.moves]
+        if mine and all(a != p.win for p, a in mine):
+            mistake = COLOUR  # every win of one colour missed: it plays the other one
+    raise CheckFailed(" | ".join(lines), mistake)

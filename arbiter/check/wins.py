@@ -193,7 +193,7 @@ _HEX_BOARD = (
     "its Hex board disagrees with the referee's: rows are numbered from the top (a1 is"
     " the top-left corner) and each cell has six neighbours (PROTOCOL.md section 4.2)"
 )
-_COLOUR = (
+COLOUR = (
     "it plays for the wrong colour: look for wins of the colour genmove names, on every genmove"
 )
 _SIZE = (
@@ -214,6 +214,9 @@ _JOIN = (
     " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
     " (PROTOCOL.md section 4.1)"
 )
+
+# The mistakes in the order a miss names them: one shown by a single situation first.
+SPECIFIC = (_JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
 
 
 def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> list[WinPosition]:
@@ -244,7 +247,7 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
         for i in range(3):
             add(main, "plain", board, [], Color.BLACK, evidence=True, tag=f"p{i}")
         for i in range(2):
-            add(main, "White to move", _COLOUR, [], Color.WHITE, tag=f"w{i}")
+            add(main, "White to move", COLOUR, [], Color.WHITE, tag=f"w{i}")
         for size in {sizes[0], sizes[-1]} - {main}:
             words = "smallest size" if size == sizes[0] else "largest size"
             for mover in Color:
