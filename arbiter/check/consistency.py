@@ -89,6 +89,10 @@ async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
     mistakes = [p.mistake for p, _ in missed]
     mistake = min(mistakes, key=lambda m: (SPECIFIC.index(m) if m in SPECIFIC else 99,
                                            -Counter(mistakes)[m]))  # fmt: skip
+    for k in families:
+        plain = [(p, a) for p, a in evidence if p.variant.islands == k]
+        if 2 * sum(a != p.win for p, a in plain) > len(plain):
+            mistake = plain[0][0].mistake  # most plain wins missed: its board is wrong
     for color in Color:
         mine = [(p, a) for p, a in answers if p.mover is color and "swap" not in p.moves]
         if mine and all(a != p.win for p, a in mine):
