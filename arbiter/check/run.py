@@ -27,7 +27,7 @@ from arbiter.check.probes import (
     mirror_probes,
     plain_probes,
 )
-from arbiter.check.wins import win_positions
+from arbiter.check.wins import WinPosition, win_positions
 from arbiter.engines import dialect as wire
 from arbiter.engines.process import Deadlines, Engine, EngineSpec
 from arbiter.rules import Game, Variant
@@ -49,6 +49,8 @@ async def run_checks(
 async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
     spec = c.spec
     info: dict[str, Any] = {}
+    positions: list[WinPosition] = []
+    generated = trio.Event()
 
     async def handshake(engine: Engine) -> str:
         i = engine.info
@@ -182,7 +184,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         return body
 
     async def wins(engine: Engine) -> str | None:
-        positions = win_positions(variants_to_check(spec, engine.supports), seed, MAIN_SIZE)
+        await generated.wait()
         report = await play_wins(c, engine, positions, variants_to_check(spec, engine.supports))
         if report.note:
             c.notes.append(report.note)
@@ -226,6 +228,16 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                 "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
             ))  # fmt: skip
             return c.results
+        # The win positions take a second or two to find: found in a thread while the
+        # engine answers the checks before them.
+
+        async def generate() -> None:
+            positions.extend(
+                await trio.to_thread.run_sync(win_positions, variants, seed, MAIN_SIZE)
+            )
+            generated.set()
+
+        c.nursery.start_soon(generate)
         await c.run("required commands listed", required_listed)
         await c.run("known_command", known_command)
         await c.run("errors for bad commands", errors)

@@ -158,8 +158,8 @@ def grow(variant: Variant, rng: random.Random, prefix: list[str], mover: Color,
         game = trial
         if need_threat:
             threats = set(game.winning_cells(mover.other))
-        if game.to_move is not mover:
-            continue
+        if game.to_move is not mover or game.n_stones < n // 2:
+            continue  # (a win in one this early is rare: not worth the search)
         wins = game.winning_cells(mover)
         if len(wins) != 1:
             continue
