@@ -422,7 +422,7 @@ def test_protocol_win_through_a_third_island() -> None:
     runs through a third island of its colour does."""
     page = (Path(__file__).resolve().parent.parent / "protocol" / "PROTOCOL.md").read_text()
     example = page[page.index("Example (N = 7, pie rule off") :]
-    plies = example[example.index("`") + 1 : example.index("`:")].split(", ")
+    plies = example[example.index("`b ") + 1 : example.index("`:")].split(", ")
     game = Game(Variant(8, 7, False))
     for ply in plies:
         color, move = ply.split()
