@@ -136,18 +136,32 @@ class Checker:
 
     async def position(self, engine: Engine, variant: Variant, game: Game, *,
                        moves: list[str] | None = None, clock: TimeControl | None = None,
+                       then: Callable[[str], list[str]] | None = None,
                        ) -> str:  # fmt: skip
         """Set up `variant`, then play `game`'s moves and ask for the next one in one turn,
         exactly as the referee does (the same player, clock rules and deadlines); the
-        answer must be legal on the referee's board, and in time if there is a clock."""
+        answer must be legal on the referee's board, and in time if there is a clock.
+
+        With `then`, the engine first chooses the first stone itself, and `then(answer)`
+        gives the whole game up to the second question (the answer first): a bot that
+        keeps what it learnt at its first genmove of a game shows it there."""
         tc = clock or TimeControl(infinite=True)
         player = await self.new_game(engine, variant, tc)
         replay = Game(variant)
+        if then is not None:
+            first = await self._turn(player, variant, replay, [], tc, clock)
+            moves = then(first)[1:]
         unseen: list[tuple[str, str]] = []
         for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
             color = replay.to_move
             replay.play(move)
             unseen.append((color.letter, replay.move_name(replay.moves[-1])))
+        return await self._turn(player, variant, replay, unseen, tc, clock)
+
+    async def _turn(self, player: Player, variant: Variant, replay: Game,
+                    unseen: list[tuple[str, str]], tc: TimeControl, clock: TimeControl | None,
+                    ) -> str:  # fmt: skip
+        """One turn after `unseen`, checked on `replay` (where the answer is played)."""
         color = replay.to_move
         rules = RefereeConfig()
         clocks = (GameClock(tc, rules.margin), GameClock(tc, rules.margin))

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arbiter.check.checker import Checker, CheckFailed
-from arbiter.check.wins import COLOUR, SPECIFIC, WinPosition
+from arbiter.check.positions import MAIN_SIZE
+from arbiter.check.wins import COLOUR, JOIN, SPECIFIC, WinPosition, choose_first
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine
 from arbiter.rules import Color, Game, Variant
@@ -53,14 +54,31 @@ def _variant(position: WinPosition, variants: list[Variant]) -> WinPosition:
     other = Variant(v.islands, v.size, not v.pie)
     if other not in variants:
         return position
-    return WinPosition(other, position.moves, position.mover, position.win,
-                       position.situation, position.mistake, position.evidence)  # fmt: skip
+    return replace(position, variant=other)
 
 
 async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
-                    variants: list[Variant]) -> WinsReport:  # fmt: skip
+                    variants: list[Variant], seed: int) -> WinsReport:  # fmt: skip
     """Ask for a move in every position; FAIL on a bot that takes some wins and not others."""
     answers: list[tuple[WinPosition, str]] = []
+    firsts = [v for v in variants if v.pie and v.size == MAIN_SIZE]
+    for variant in firsts[:1]:
+        # A bot asked for the first stone, then told of the opponent's swap: its colour
+        # is now White, whatever it was at its first genmove.
+        chosen: list[WinPosition] = []
+
+        def then(
+            answer: str, variant: Variant = variant, chosen: list[WinPosition] = chosen
+        ) -> list[str]:
+            found = choose_first(variant, answer, seed)
+            if found is None:
+                return [answer, "swap"]
+            chosen.append(found)
+            return list(found.moves)
+
+        answer = await c.position(engine, variant, Game(variant), then=then)
+        if chosen:
+            answers.append((chosen[0], answer))
     for position in positions:
         position = _variant(position, variants)
         game = Game(position.variant)
@@ -97,4 +115,6 @@ async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
         mine = [(p, a) for p, a in answers if p.mover is color and "swap" not in p.moves]
         if mine and all(a != p.win for p, a in mine):
             mistake = COLOUR  # every win of one colour missed: it plays the other one
+    if any(a in p.decoys for p, a in missed):
+        mistake = JOIN  # it answered a join of two islands that does not win
     raise CheckFailed(" | ".join(lines), mistake)

@@ -185,7 +185,9 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
 
     async def wins(engine: Engine) -> str | None:
         await generated.wait()
-        report = await play_wins(c, engine, positions, variants_to_check(spec, engine.supports))
+        report = await play_wins(
+            c, engine, positions, variants_to_check(spec, engine.supports), seed
+        )
         if report.note:
             c.notes.append(report.note)
             return None  # not a PASS: nothing about its win test was shown

@@ -37,6 +37,7 @@ class WinPosition:
     mistake: str  # the likely mistake when a bot that takes wins misses this one
     evidence: bool = False  # a plain position: taking all of these shows it takes wins
     first_genmove: bool = False  # the bot chooses the first stone itself (then a swap)
+    decoys: tuple[str, ...] = ()  # non-winning joins of two islands: answering one shows it
 
     def describe(self) -> str:
         moves = " ".join(self.moves) if self.moves else "(none)"
@@ -209,14 +210,14 @@ _THIRD = (
     " owner's chains, so a chain may run through a third island of the same colour"
     " (PROTOCOL.md section 4.1)"
 )
-_JOIN = (
+JOIN = (
     "it counts a join of two islands that does not win as a win: only sets of its"
     " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
     " (PROTOCOL.md section 4.1)"
 )
 
 # The mistakes in the order a miss names them: one shown by a single situation first.
-SPECIFIC = (_JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+SPECIFIC = (JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
 
 
 def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> list[WinPosition]:
@@ -241,8 +242,15 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
             found = _find(variant, s + tag, prefix, mover, accept, threat)
             if found is not None:
                 moves, win = found
+                decoys: tuple[str, ...] = ()
+                if mistake == JOIN:
+                    game = Game(variant)
+                    for move in moves:
+                        game.play(move)
+                    decoys = tuple(variant.geometry.names[c] for c in _joins(game, mover)
+                                   if c != win)  # fmt: skip
                 out.append(WinPosition(variant, tuple(moves), mover, variant.geometry.names[win],
-                                       situation, mistake, evidence, first_genmove))  # fmt: skip
+                                       situation, mistake, evidence, first_genmove, decoys))  # fmt: skip
 
         for i in range(3):
             add(main, "plain", board, [], Color.BLACK, evidence=True, tag=f"p{i}")
@@ -257,7 +265,7 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
                 add(main, "win through a third island", _THIRD, [], Color(i + 1),
                     _wins_through_an_island, tag=f"t{i}")  # fmt: skip
             for i, before in enumerate((True, False)):
-                add(main, "a non-winning join of two islands on offer", _JOIN, [],
+                add(main, "a non-winning join of two islands on offer", JOIN, [],
                     Color(i + 1), _decoy(before), tag=f"j{i}")  # fmt: skip
         if pie:
             variant = Variant(islands, main, pie=True)
