@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from arbiter.check.checker import Checker, CheckFailed
 from arbiter.check.positions import MAIN_SIZE
-from arbiter.check.wins import COLOUR, JOIN, SPECIFIC, WinPosition, choose_first
+from arbiter.check.wins import COLOUR, JOIN, SPECIFIC, WinPosition, choose_first, joins
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine
 from arbiter.rules import Color, Game, Variant
@@ -55,6 +55,15 @@ def _variant(position: WinPosition, variants: list[Variant]) -> WinPosition:
     if other not in variants:
         return position
     return replace(position, variant=other)
+
+
+def _joins_on_offer(position: WinPosition) -> set[str]:
+    """The cells where the mover's stone makes a non-winning join of two of its islands."""
+    game = Game(position.variant)
+    for move in position.moves:
+        game.play(move)
+    names = position.variant.geometry.names
+    return {names[c] for c in joins(game, position.mover) if names[c] != position.win}
 
 
 async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
@@ -115,6 +124,6 @@ async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
         mine = [(p, a) for p, a in answers if p.mover is color and "swap" not in p.moves]
         if mine and all(a != p.win for p, a in mine):
             mistake = COLOUR  # every win of one colour missed: it plays the other one
-    if any(a in p.decoys for p, a in missed):
-        mistake = JOIN  # it answered a join of two islands that does not win
+    if all(a in _joins_on_offer(p) for p, a in missed):
+        mistake = JOIN  # each miss a join of two islands that does not win
     raise CheckFailed(" | ".join(lines), mistake)

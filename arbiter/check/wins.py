@@ -92,7 +92,7 @@ def _wins_through_an_island(game: Game, win: int) -> bool:
     return not any(_islands_of(after, mover, g) in masks for g in _stone_groups(after, mover))
 
 
-def _joins(game: Game, color: Color) -> list[int]:
+def joins(game: Game, color: Color) -> list[int]:
     """Empty cells where a `color` stone makes a group (through islands) touch two or
     more of its islands: what a bot that counts any two islands as a win takes."""
     out = []
@@ -111,8 +111,8 @@ def _decoy(before: bool) -> Accept:
     the winning cell, since a bot with this mistake takes the first it finds."""
 
     def accept(game: Game, win: int) -> bool:
-        joins = [c for c in _joins(game, game.to_move) if c != win]
-        return any((c < win) if before else (c > win) for c in joins)
+        offered = [c for c in joins(game, game.to_move) if c != win]
+        return any((c < win) if before else (c > win) for c in offered)
 
     return accept
 
@@ -247,10 +247,21 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
                     game = Game(variant)
                     for move in moves:
                         game.play(move)
-                    decoys = tuple(variant.geometry.names[c] for c in _joins(game, mover)
-                                   if c != win)  # fmt: skip
-                out.append(WinPosition(variant, tuple(moves), mover, variant.geometry.names[win],
-                                       situation, mistake, evidence, first_genmove, decoys))  # fmt: skip
+                    names = variant.geometry.names
+                    decoys = tuple(names[c] for c in joins(game, mover) if c != win)
+                out.append(
+                    WinPosition(
+                        variant,
+                        tuple(moves),
+                        mover,
+                        variant.geometry.names[win],
+                        situation,
+                        mistake,
+                        evidence,
+                        first_genmove,
+                        decoys,
+                    )
+                )
 
         for i in range(3):
             add(main, "plain", board, [], Color.BLACK, evidence=True, tag=f"p{i}")

@@ -2,7 +2,8 @@
  * atoll-bot: an example Atoll and Hex engine in standard C (C99), one file.
  *
  * It speaks the protocol of protocol/PROTOCOL.md: the GTP core, atoll-islands,
- * atoll-pie and the atoll- clock commands. It plays a win in one when it has one,
+ * atoll-pie and the atoll- clock commands. Under the pie rule it swaps a first stone
+ * near the centre. It plays a win in one when it has one,
  * blocks the opponent's win in one, and otherwise plays the empty cell with the most
  * stones of its own colour around it, nearest the centre (ties broken at random).
  *
@@ -205,8 +206,17 @@ static void place(int cell, int who) {
     to_move = 3 - who;
 }
 
+#define SWAP_MOVE (-2)
+
 static int choose(int who) {
     int best = -1, best_score = -1000000, ties = 0;
+    if (pie && n_moves == 1 && !swapped) { /* the pie rule: take a first stone near the centre */
+        double mq = 0, mr = 0;
+        for (int i = 0; i < n_cells; i++) mq += cq[i], mr += cr[i];
+        mq /= n_cells; mr /= n_cells;
+        double dq = cq[history[0]] - mq, dr = cr[history[0]] - mr;
+        if (dq * dq + dr * dr + dq * dr <= 2.5) return SWAP_MOVE;
+    }
     for (int pass = 0; pass < 2; pass++) { /* a win of our own, then a block */
         int side = pass == 0 ? who : 3 - who;
         for (int i = 0; i < n_cells; i++)
@@ -337,6 +347,15 @@ static int handle(char **args, int argc, char *out, size_t cap, int *quit) {
 #endif
         think();
         int cell = choose(who);
+        if (cell == SWAP_MOVE) {
+            swapped = 1;
+            history[n_moves++] = (cell_t)n_cells;
+            to_move = 2;
+#ifdef MISTAKE_SWAP_RECOLOUR
+            color[history[0]] = 2;
+#endif
+            return snprintf(out, cap, "swap"), 1;
+        }
         if (cell < 0) return snprintf(out, cap, "no empty cell"), 0;
         place(cell, who);
         snprintf(out, cap, "%s", name_of(cell));
