@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -137,7 +138,29 @@ def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
     assert words in str(wins["hint"])
     detail = str(wins["detail"])
     assert "the winning cell is" in detail and "it answered" in detail
-    assert "replay the first by hand: printf" in detail
+    marker = "replay the first by hand (whole in --json): "
+    assert marker + "printf" in detail
+    if mode == "win-no-island-chain":
+        # The command replays the position: the engine gives the answer check saw.
+        # (the detail ends with the engine's last stderr line)
+        replay = detail[detail.index(marker) + len(marker) :].split("\n")[0]
+        win = detail.split("the winning cell is ", 1)[1].split(",", 1)[0]
+        done = subprocess.run(["bash", "-c", replay], capture_output=True, text=True, timeout=60)
+        answers = [a for a in done.stdout.split("\n\n") if a.strip()]
+        assert answers[-2].startswith("= ") and answers[-2] != f"= {win}", answers[-3:]
+
+
+@pytest.mark.slow
+def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) -> None:
+    folder = tmp_path / "exchanges"
+    done = invoke("check", "-v", "--transcripts", str(folder),
+                  f"{sys.executable} {CHECKBOTS} win-no-island-chain")  # fmt: skip
+    assert done.returncode == 1
+    files = sorted(folder.glob("position-*.log"))
+    assert len(files) > 40
+    texts = [f.read_text() for f in files]
+    assert all("genmove" in t for t in texts)
+    assert "position 1: " in done.stderr and ">checkbot-win-no-island-chain(1): " in done.stderr
 
 
 def test_a_bot_that_takes_wins_everywhere_passes_the_wins_check() -> None:

@@ -10,9 +10,11 @@ failure carries a hint that says what to change in the bot.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -31,7 +33,9 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.games.referee import RefereeConfig, clock_left
+from arbiter.protocol.session import GameLog
 from arbiter.results.records import Termination
+from arbiter.results.transcripts import CAP
 from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant
 from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
@@ -67,7 +71,8 @@ class Checker:
     that ignores `quit` costs one slow shutdown, not one per check) and restarted after a
     failure, since its state is unknown then."""
 
-    def __init__(self, spec: EngineSpec, timeout: float | None, nursery: trio.Nursery) -> None:
+    def __init__(self, spec: EngineSpec, timeout: float | None, nursery: trio.Nursery,
+                 transcripts: Path | None = None, show: bool = False) -> None:  # fmt: skip
         referee = Deadlines()
         self.spec = spec
         self.timeout = referee.command if timeout is None else timeout
@@ -83,6 +88,9 @@ class Checker:
         self.stderr_bytes = 0
         self.results: list[CheckResult] = []
         self.notes: list[str] = []  # what could not be checked, said after the table
+        self.transcripts = transcripts  # a folder for each position's exchange
+        self.show = show  # each position's exchange on stderr (-v)
+        self.positions = 0
         self._engine: Engine | None = None
 
     async def ask(self, engine: Engine, *command: str) -> tuple[bool, str]:
@@ -146,17 +154,40 @@ class Checker:
         gives the whole game up to the second question (the answer first): a bot that
         keeps what it learnt at its first genmove of a game shows it there."""
         tc = clock or TimeControl(infinite=True)
-        player = await self.new_game(engine, variant, tc)
-        replay = Game(variant)
-        if then is not None:
-            first = await self._turn(player, variant, replay, [], tc, clock)
-            moves = then(first)[1:]
-        unseen: list[tuple[str, str]] = []
-        for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
-            color = replay.to_move
-            replay.play(move)
-            unseen.append((color.letter, replay.move_name(replay.moves[-1])))
-        return await self._turn(player, variant, replay, unseen, tc, clock)
+        game_log = GameLog(CAP) if self.transcripts is not None or self.show else None
+        if game_log is not None:
+            Player.of(engine).log_to(game_log, 1)
+        try:
+            player = await self.new_game(engine, variant, tc)
+            replay = Game(variant)
+            if then is not None:
+                first = await self._turn(player, variant, replay, [], tc, clock)
+                moves = then(first)[1:]
+            unseen: list[tuple[str, str]] = []
+            for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
+                color = replay.to_move
+                replay.play(move)
+                unseen.append((color.letter, replay.move_name(replay.moves[-1])))
+            return await self._turn(player, variant, replay, unseen, tc, clock)
+        finally:
+            if game_log is not None:
+                Player.of(engine).log_to(None)
+                self._keep(variant, game_log.lines([engine.info.name or "engine"]))
+
+    def _keep(self, variant: Variant, lines: list[str]) -> None:
+        """One position's exchange: to its own file under --transcripts, and to stderr
+        with -v (lines already escaped by the log)."""
+        self.positions += 1
+        header = f"position {self.positions}: {variant}"
+        if self.show:
+            print("\n".join([header, *lines]), file=sys.stderr)
+        if self.transcripts is not None:
+            path = self.transcripts / f"position-{self.positions:03d}.log"
+            try:
+                path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise CheckFailed(f"cannot write {path}: {exc.strerror}",
+                                  "give --transcripts a writable folder") from exc  # fmt: skip
 
     async def _turn(self, player: Player, variant: Variant, replay: Game,
                     unseen: list[tuple[str, str]], tc: TimeControl, clock: TimeControl | None,

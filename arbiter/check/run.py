@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -38,12 +39,17 @@ EXIT_WAIT = Deadlines().quit
 
 
 async def run_checks(
-    spec: EngineSpec, *, timeout: float | None = None, seed: int = 1
+    spec: EngineSpec,
+    *,
+    timeout: float | None = None,
+    seed: int = 1,
+    transcripts: Path | None = None,
+    show: bool = False,
 ) -> list[CheckResult]:
     """`timeout`: seconds for each answer, the handshake's included; by default the
     referee's own deadlines, so that what passes here starts in a match too."""
     async with trio.open_nursery() as nursery:
-        return await _run_checks(Checker(spec, timeout, nursery), seed)
+        return await _run_checks(Checker(spec, timeout, nursery, transcripts, show), seed)
 
 
 async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
