@@ -874,8 +874,15 @@ def _choose_game(games: Iterable[Any], game_id: str | None, where: str) -> Any:
 )
 @log_options
 @handle_errors
-def check(engine: str, engines_file: str | None, as_json: bool, timeout: float | None,
-          seed: int, sandbox: bool, transcripts_dir: str | None) -> None:  # fmt: skip
+def check(
+    engine: str,
+    engines_file: str | None,
+    as_json: bool,
+    timeout: float | None,
+    seed: int,
+    sandbox: bool,
+    transcripts_dir: str | None,
+) -> None:
     """Check that an engine plays by the protocol, the way matches will run it.
 
     Every variant it lists or declares, its engine definition's keys honoured (options,
@@ -887,8 +894,11 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float |
                      f"engine {engine!r}")  # fmt: skip
     folder = None if transcripts_dir is None else _transcripts(transcripts_dir).path
     show = click.get_current_context().params.get("verbose", 0) > 0
-    results = run_trio(functools.partial(run_checks, spec, timeout=timeout, seed=seed,
-                                         transcripts=folder, show=show))  # fmt: skip
+    results = run_trio(
+        functools.partial(
+            run_checks, spec, timeout=timeout, seed=seed, transcripts=folder, show=show
+        )
+    )
     if as_json:
         emit(json.dumps([r.to_json() for r in results], indent=2))
     else:

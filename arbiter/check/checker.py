@@ -71,8 +71,14 @@ class Checker:
     that ignores `quit` costs one slow shutdown, not one per check) and restarted after a
     failure, since its state is unknown then."""
 
-    def __init__(self, spec: EngineSpec, timeout: float | None, nursery: trio.Nursery,
-                 transcripts: Path | None = None, show: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: EngineSpec,
+        timeout: float | None,
+        nursery: trio.Nursery,
+        transcripts: Path | None = None,
+        show: bool = False,
+    ) -> None:
         referee = Deadlines()
         self.spec = spec
         self.timeout = referee.command if timeout is None else timeout
@@ -87,7 +93,9 @@ class Checker:
         self.move_times: list[float] = []
         self.stderr_bytes = 0
         self.results: list[CheckResult] = []
-        self.notes: list[str] = []  # what could not be checked, said after the table
+        self.notes: list[
+            tuple[str, str]
+        ] = []  # (check, why)  # what could not be checked, said after the table
         self.transcripts = transcripts  # a folder for each position's exchange
         self.show = show  # each position's exchange on stderr (-v)
         self.positions = 0
@@ -186,12 +194,19 @@ class Checker:
             try:
                 path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
             except OSError as exc:
-                raise CheckFailed(f"cannot write {path}: {exc.strerror}",
-                                  "give --transcripts a writable folder") from exc  # fmt: skip
+                raise CheckFailed(
+                    f"cannot write {path}: {exc.strerror}", "give --transcripts a writable folder"
+                ) from exc
 
-    async def _turn(self, player: Player, variant: Variant, replay: Game,
-                    unseen: list[tuple[str, str]], tc: TimeControl, clock: TimeControl | None,
-                    ) -> str:  # fmt: skip
+    async def _turn(
+        self,
+        player: Player,
+        variant: Variant,
+        replay: Game,
+        unseen: list[tuple[str, str]],
+        tc: TimeControl,
+        clock: TimeControl | None,
+    ) -> str:
         """One turn after `unseen`, checked on `replay` (where the answer is played)."""
         color = replay.to_move
         rules = RefereeConfig()

@@ -65,8 +65,9 @@ def _joins_on_offer(position: WinPosition) -> set[str]:
     return {names[c] for c in joins(game, position.mover) if names[c] != position.win}
 
 
-async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
-                    variants: list[Variant], seed: int) -> WinsReport:  # fmt: skip
+async def play_wins(
+    c: Checker, engine: Engine, positions: list[WinPosition], variants: list[Variant], seed: int
+) -> WinsReport:
     """Ask for a move in every position; FAIL on a bot that takes some wins and not others."""
     answers: list[tuple[WinPosition, str]] = []
     firsts = [v for v in variants if v.pie and v.size == MAIN_SIZE]
@@ -114,8 +115,9 @@ async def play_wins(c: Checker, engine: Engine, positions: list[WinPosition],
     raise CheckFailed(" | ".join(lines), likely_mistake(answers, missed))
 
 
-def likely_mistake(answers: list[tuple[WinPosition, str]],
-                   missed: list[tuple[WinPosition, str]]) -> str:  # fmt: skip
+def likely_mistake(
+    answers: list[tuple[WinPosition, str]], missed: list[tuple[WinPosition, str]]
+) -> str:
     """The mistake a bot's misses most likely show. Misses of one kind of situation
     name its mistake; a wrong board misses plain wins of its variant (and others); a bot
     that plays the other colour misses every win of one colour; a bot that counts any

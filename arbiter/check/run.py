@@ -148,8 +148,11 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                         mistake.hint(variant),
                     )
             c.notes.append(
-                f"{variant}: cell names not confirmed by play: it took no winning cell in"
-                f" {len(probes)} positions, nor where a misread board wins too"
+                (
+                    f"coordinates: {variant}",
+                    f"{variant}: cell names not confirmed by play: it took no winning cell in"
+                    f" {len(probes)} positions, nor where a misread board wins too",
+                )
             )
             return None
 
@@ -179,8 +182,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
             try:
                 answer = await c.position(engine, variant, game, clock=tc)
             except CheckFailed as exc:
-                units = ("milliseconds" if family is wire.TimeFamily.ATOLL
-                         else "whole seconds")  # fmt: skip
+                units = "milliseconds" if family is wire.TimeFamily.ATOLL else "whole seconds"
                 raise CheckFailed(
                     f"{words}: {exc.detail}",
                     f"{exc.hint}; with {family.value} clock commands times are in {units}",
@@ -195,7 +197,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
             c, engine, positions, variants_to_check(spec, engine.supports), seed
         )
         if report.note:
-            c.notes.append(report.note)
+            c.notes.append(("wins in one", report.note))
             return None  # not a PASS: nothing about its win test was shown
         return report.detail
 
@@ -231,10 +233,15 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
             return c.results
         variants = variants_to_check(spec, info["supports"])
         if not variants:
-            c.results.append(CheckResult(
-                "variants", False, True, "the engine lists or declares no playable variant",
-                "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
-            ))  # fmt: skip
+            c.results.append(
+                CheckResult(
+                    "variants",
+                    False,
+                    True,
+                    "the engine lists or declares no playable variant",
+                    "declare islands and sizes that make a board (Atoll 7-23 odd by 4, Hex 2-26)",
+                )
+            )
             return c.results
         # The win positions take a second or two to find: found in a thread while the
         # engine answers the checks before them.
@@ -265,16 +272,22 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
     finally:
         await c.aclose()
     c.results.append(CheckResult("variants and sizes tried", True, True, tried(variants)))
-    c.results.extend(CheckResult("not checked", True, False, note, note=True) for note in c.notes)
+    c.results.extend(
+        CheckResult(f"not checked: {name}", True, False, note, note=True) for name, note in c.notes
+    )
     for label, samples in (("command latency", c.latencies), ("genmove time", c.move_times)):
         if samples:
             worst = max(samples) * 1000
             slow = label == "command latency" and worst >= 1000
-            c.results.append(CheckResult(
-                label, not slow, False,
-                f"median {statistics.median(samples) * 1000:.1f} ms, worst {worst:.1f} ms",
-                "answer non-move commands at once" if slow else "",
-            ))  # fmt: skip
+            c.results.append(
+                CheckResult(
+                    label,
+                    not slow,
+                    False,
+                    f"median {statistics.median(samples) * 1000:.1f} ms, worst {worst:.1f} ms",
+                    "answer non-move commands at once" if slow else "",
+                )
+            )
     c.results.append(CheckResult(
         "stderr volume", c.stderr_bytes < 1_000_000, False, f"{c.stderr_bytes} bytes",
         "" if c.stderr_bytes < 1_000_000 else "log less: the referee keeps only a tail",

@@ -133,9 +133,14 @@ def _recoloured(first: int) -> Accept:
     return accept
 
 
-def grow(variant: Variant, rng: random.Random, prefix: list[str], mover: Color,
-         accept: Accept = _any, need_threat: bool = False,
-         ) -> tuple[list[str], int] | None:  # fmt: skip
+def grow(
+    variant: Variant,
+    rng: random.Random,
+    prefix: list[str],
+    mover: Color,
+    accept: Accept = _any,
+    need_threat: bool = False,
+) -> tuple[list[str], int] | None:
     """Random stones after `prefix` until `mover` is to move with exactly one winning
     cell (that `accept`s) while the opponent threatens one elsewhere (`need_threat`) or
     nowhere; None if that
@@ -174,9 +179,14 @@ def grow(variant: Variant, rng: random.Random, prefix: list[str], mover: Color,
     return None
 
 
-def _find(variant: Variant, seed: str, prefix: list[str], mover: Color,
-          accept: Accept = _any, need_threat: bool = False,
-          ) -> tuple[list[str], int] | None:  # fmt: skip
+def _find(
+    variant: Variant,
+    seed: str,
+    prefix: list[str],
+    mover: Color,
+    accept: Accept = _any,
+    need_threat: bool = False,
+) -> tuple[list[str], int] | None:
     rng = random.Random(f"{seed}-{variant}-{prefix}-{mover}")
     for _ in range(TRIES):
         found = grow(variant, rng, prefix, mover, accept, need_threat)
@@ -233,10 +243,20 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
         main = min(sizes, key=lambda n: (abs(n - main_size), n))
         board = _BOARD if islands == 8 else _HEX_BOARD
 
-        def add(size: int, situation: str, mistake: str, prefix: list[str], mover: Color,
-                accept: Accept = _any, *, with_pie: bool = False, evidence: bool = False,
-                first_genmove: bool = False, tag: str = "", islands: int = islands,
-                ) -> None:  # fmt: skip
+        def add(
+            size: int,
+            situation: str,
+            mistake: str,
+            prefix: list[str],
+            mover: Color,
+            accept: Accept = _any,
+            *,
+            with_pie: bool = False,
+            evidence: bool = False,
+            first_genmove: bool = False,
+            tag: str = "",
+            islands: int = islands,
+        ) -> None:
             variant = Variant(islands, size, pie=with_pie)
             threat = False  # see the module docstring
             found = _find(variant, s + tag, prefix, mover, accept, threat)
@@ -273,20 +293,48 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
                 add(size, words, _SIZE if size == sizes[-1] else board, [], mover)
         if islands == 8:
             for i in range(2):
-                add(main, "win through a third island", _THIRD, [], Color(i + 1),
-                    _wins_through_an_island, tag=f"t{i}")  # fmt: skip
+                add(
+                    main,
+                    "win through a third island",
+                    _THIRD,
+                    [],
+                    Color(i + 1),
+                    _wins_through_an_island,
+                    tag=f"t{i}",
+                )
             for i, before in enumerate((True, False)):
-                add(main, "a non-winning join of two islands on offer", JOIN, [],
-                    Color(i + 1), _decoy(before), tag=f"j{i}")  # fmt: skip
+                add(
+                    main,
+                    "a non-winning join of two islands on offer",
+                    JOIN,
+                    [],
+                    Color(i + 1),
+                    _decoy(before),
+                    tag=f"j{i}",
+                )
         if pie:
             variant = Variant(islands, main, pie=True)
             rng = random.Random(f"{s}-swap-{variant}")
             first = rng.choice(range(variant.geometry.n_cells))
             name = variant.geometry.names[first]
-            add(main, "after the opponent's swap", _SWAP, [name, SWAP], Color.WHITE,
-                _recoloured(first), with_pie=True)  # fmt: skip
-            add(main, "after its own swap", _SWAP, [name, SWAP], Color.BLACK,
-                _recoloured(first), with_pie=True)  # fmt: skip
+            add(
+                main,
+                "after the opponent's swap",
+                _SWAP,
+                [name, SWAP],
+                Color.WHITE,
+                _recoloured(first),
+                with_pie=True,
+            )
+            add(
+                main,
+                "after its own swap",
+                _SWAP,
+                [name, SWAP],
+                Color.BLACK,
+                _recoloured(first),
+                with_pie=True,
+            )
     return out
 
 
@@ -297,5 +345,12 @@ def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None
     if found is None:
         return None
     moves, win = found
-    return WinPosition(variant, tuple(moves), Color.WHITE, variant.geometry.names[win],
-                       "its first stone swapped", _SWAP, first_genmove=True)  # fmt: skip
+    return WinPosition(
+        variant,
+        tuple(moves),
+        Color.WHITE,
+        variant.geometry.names[win],
+        "its first stone swapped",
+        _SWAP,
+        first_genmove=True,
+    )
