@@ -128,10 +128,15 @@ def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
     ("mode", "words"),
     [
         ("win-no-island-chain", "does not chain through islands"),
-        ("win-any-two-islands", "counts a join of two islands that does not win"),
-        ("colour-cached", "plays for the wrong colour"),
-        ("swap-recoloured", "first stone stays black"),
-        ("large-board-bytes", "breaks on this size"),
+        # the other kinds are second cases: with the slow tests
+        pytest.param(
+            "win-any-two-islands",
+            "counts a join of two islands that does not win",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param("colour-cached", "plays for the wrong colour", marks=pytest.mark.slow),
+        pytest.param("swap-recoloured", "first stone stays black", marks=pytest.mark.slow),
+        pytest.param("large-board-bytes", "breaks on this size", marks=pytest.mark.slow),
     ],
 )
 def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
