@@ -315,26 +315,25 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
         if pie:
             variant = Variant(islands, main, pie=True)
             rng = random.Random(f"{s}-swap-{variant}")
-            first = rng.choice(range(variant.geometry.n_cells))
-            name = variant.geometry.names[first]
-            add(
-                main,
-                "after the opponent's swap",
-                _SWAP,
-                [name, SWAP],
-                Color.WHITE,
-                _recoloured(first),
-                with_pie=True,
-            )
-            add(
-                main,
-                "after its own swap",
-                _SWAP,
-                [name, SWAP],
-                Color.BLACK,
-                _recoloured(first),
-                with_pie=True,
-            )
+            for mover, words in (
+                (Color.WHITE, "after the opponent's swap"),
+                (Color.BLACK, "after its own swap"),
+            ):
+                # Not every first stone makes a position where recolouring it matters.
+                for _ in range(4):
+                    first = rng.choice(range(variant.geometry.n_cells))
+                    found_before = len(out)
+                    add(
+                        main,
+                        words,
+                        _SWAP,
+                        [variant.geometry.names[first], SWAP],
+                        mover,
+                        _recoloured(first),
+                        with_pie=True,
+                    )
+                    if len(out) > found_before:
+                        break
     return out
 
 
