@@ -964,10 +964,25 @@ def _choose_game(games: Iterable[Any], game_id: str | None, where: str) -> Any:
 @click.option(
     "--sandbox", is_flag=True, help="Check it under bubblewrap, as a sandboxed tournament runs it."
 )
+@click.option(
+    "--transcripts",
+    "transcripts_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write each position's exchange with the engine to a file of its own in this"
+    " folder (made if missing); -v shows them on stderr.",
+)
 @log_options
 @handle_errors
-def check(engine: str, engines_file: str | None, as_json: bool, timeout: float | None,
-          seed: int, sandbox: bool) -> None:  # fmt: skip
+def check(
+    engine: str,
+    engines_file: str | None,
+    as_json: bool,
+    timeout: float | None,
+    seed: int,
+    sandbox: bool,
+    transcripts_dir: str | None,
+) -> None:
     """Check that an engine plays by the protocol, the way matches will run it.
 
     Every variant it lists or declares, its engine definition's keys honoured (options,
@@ -977,7 +992,13 @@ def check(engine: str, engines_file: str | None, as_json: bool, timeout: float |
 
     spec = _confined(resolve_engine(engine, _engines(engines_file)), sandbox, (),
                      f"engine {engine!r}")  # fmt: skip
-    results = run_trio(functools.partial(run_checks, spec, timeout=timeout, seed=seed))
+    folder = None if transcripts_dir is None else _transcripts(transcripts_dir).path
+    show = click.get_current_context().params.get("verbose", 0) > 0
+    results = run_trio(
+        functools.partial(
+            run_checks, spec, timeout=timeout, seed=seed, transcripts=folder, show=show
+        )
+    )
     if as_json:
         emit(json.dumps([r.to_json() for r in results], indent=2))
     else:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from commands import invoke
 
-from arbiter.probes import MISREADINGS, mappings, mirror_probes, plain_probes
+from arbiter.check.probes import MISREADINGS, mappings, mirror_probes, plain_probes
 from arbiter.rules import Color, Game, Variant
 
 CHECKBOTS = Path(__file__).resolve().parent / "engines" / "checkbots.py"
@@ -86,10 +87,15 @@ def test_each_mistake_fails_check_with_a_hint_that_names_it(
 
 
 def test_a_misreading_is_named_only_for_an_engine_that_takes_wins() -> None:
-    """An engine that plays at random takes no winning cell and is not blamed."""
+    """An engine that plays at random takes no winning cell and is not blamed; what was
+    not checked is said in a note after the table, not as a PASS line."""
     code, results = check("ok")
     assert code == 0
-    assert "not confirmed" in str(results["coordinates: hex/11"]["detail"])
+    assert "coordinates: hex/11" not in results
+    assert "wins in one, everywhere" not in results
+    notes = [str(r["detail"]) for r in results.values() if r["note"]]
+    assert any(n.startswith("hex/11: cell names not confirmed by play") for n in notes)
+    assert any(n.startswith("it does not look for wins") for n in notes)
 
 
 @pytest.mark.parametrize("variant", [Variant(4, 11, False), Variant(8, 11, False)])
@@ -116,3 +122,58 @@ def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
             stones = {cell: i % 2 for i, cell in enumerate(probe.moves)}
             assert {mapping[c]: color for c, color in stones.items()} == stones
             assert mapping[probe.win] == probe.win
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("win-no-island-chain", "does not chain through islands"),
+        # the other kinds are second cases: with the slow tests
+        pytest.param(
+            "win-any-two-islands",
+            "counts a join of two islands that does not win",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param("colour-cached", "plays for the wrong colour", marks=pytest.mark.slow),
+        pytest.param("swap-recoloured", "first stone stays black", marks=pytest.mark.slow),
+        pytest.param("large-board-bytes", "breaks on this size", marks=pytest.mark.slow),
+    ],
+)
+def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
+    mode: str, words: str
+) -> None:
+    code, results = check(mode)
+    wins = results["wins in one, everywhere"]
+    assert code == 1 and not wins["passed"]
+    assert words in str(wins["hint"])
+    detail = str(wins["detail"])
+    assert "the winning cell is" in detail and "it answered" in detail
+    marker = "replay the first by hand (whole in --json): "
+    assert marker + "printf" in detail
+    if mode == "win-no-island-chain":
+        # The command replays the position: the engine gives the answer check saw.
+        # (the detail ends with the engine's last stderr line)
+        replay = detail[detail.index(marker) + len(marker) :].split("\n")[0]
+        win = detail.split("the winning cell is ", 1)[1].split(",", 1)[0]
+        done = subprocess.run(["bash", "-c", replay], capture_output=True, text=True, timeout=60)
+        answers = [a for a in done.stdout.split("\n\n") if a.strip()]
+        assert answers[-2].startswith("= ") and answers[-2] != f"= {win}", answers[-3:]
+
+
+@pytest.mark.slow
+def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) -> None:
+    folder = tmp_path / "exchanges"
+    done = invoke("check", "-v", "--transcripts", str(folder),
+                  f"{sys.executable} {CHECKBOTS} win-no-island-chain")  # fmt: skip
+    assert done.returncode == 1
+    files = sorted(folder.glob("position-*.log"))
+    assert len(files) > 40
+    texts = [f.read_text() for f in files]
+    assert all("genmove" in t for t in texts)
+    assert "position 1: " in done.stderr and ">checkbot-win-no-island-chain(1): " in done.stderr
+
+
+def test_a_bot_that_takes_wins_everywhere_passes_the_wins_check() -> None:
+    code, results = check("wins")
+    assert code == 0
+    assert str(results["wins in one, everywhere"]["detail"]).startswith("took the win in all")

@@ -293,7 +293,7 @@ CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
         ),
         pytest.param(  # test_check.py tells an engine over its clock to budget, fast
             "checkbots overruns-time",
-            "within its clock (1.5 s)",
+            "within its clock: fischer 1.5 s + 0",
             "budget each move",
             marks=pytest.mark.slow,
         ),
@@ -343,7 +343,7 @@ def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
         "positions: hex/7",
         "positions: hex/11",
     }
-    assert "not told its time" in results["within its clock (1.5 s)"]["detail"]
+    assert "not told its time" in results["within its clock: fischer 1.5 s + 0"]["detail"]
 
 
 @pytest.mark.skipif(GNUGO is None, reason="gnugo is not installed")

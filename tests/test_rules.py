@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -413,3 +415,27 @@ def test_replay_winner_agrees_with_playing_move_by_move(variant: Variant,
         assert err.value.reason is exc.reason
         return
     assert replay_winner(variant, moves) is game.winner
+
+
+def test_protocol_win_through_a_third_island() -> None:
+    """PROTOCOL.md 4.1's example: neighbouring islands joined do not win; a chain that
+    runs through a third island of its colour does."""
+    page = (Path(__file__).resolve().parent.parent / "protocol" / "PROTOCOL.md").read_text()
+    example = page[page.index("Example (N = 7, pie rule off") :]
+    plies = example[example.index("`b ") + 1 : example.index("`:")].split(", ")
+    game = Game(Variant(8, 7, False))
+    for ply in plies:
+        color, move = ply.split()
+        assert game.to_move.letter == color
+        assert game.play(move) is None, move
+    assert len(plies) == 12
+    # After b g3 the chain g5-g4-g3 touches North-right and East-lower: no win.
+    north_right, east_lower = 1, 3
+    geom = game.geometry
+    assert {geom.islands[k].name for k in (north_right, east_lower)} == {"N", "E"}
+    assert north_right in geom.shores[geom.name_index["g5"]]
+    assert east_lower in geom.shores[geom.name_index["g3"]]
+    assert sorted(game.move_name(c) for c in game.winning_cells(Color.BLACK)) == ["f3", "g1", "g2"]
+    for cell in ("g1", "g2", "f3"):
+        trial = game.copy()
+        assert trial.play(cell) is Color.BLACK, cell

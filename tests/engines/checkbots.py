@@ -46,6 +46,14 @@ Modes:
                        one cell of the centre, and swaps there
   refuses-7-and-23     refuses boardsize 7 and 23 without saying so in any declaration
   one-newline          ends every answer with one newline instead of an empty line
+  win-no-island-chain  "wins", but its win test joins stones only: a chain through a
+                       third island of its colour is not a win to it
+  win-any-two-islands  "wins", but counts any group touching two of its islands as a win
+                       (takes the first such cell in name order)
+  colour-cached        "wins", but looks for wins of the colour of its first genmove
+  swap-recoloured      "wins", but recolours the swapped first stone on its own board
+  large-board-bytes    "wins", but keeps cells in a byte-indexed board: on boards of more
+                       than 256 cells the cells past 255 overwrite the first ones
 """
 
 import argparse
@@ -79,7 +87,14 @@ MODES = [
     "swaps-central-without-pie",
     "refuses-7-and-23",
     "one-newline",
+    "win-no-island-chain",
+    "win-any-two-islands",
+    "colour-cached",
+    "swap-recoloured",
+    "large-board-bytes",
 ]
+WIN_MISTAKES = ("win-no-island-chain", "win-any-two-islands", "colour-cached",
+                "swap-recoloured", "large-board-bytes")  # fmt: skip
 MISREAD = ("hex-rows-from-bottom", "files-from-right", "letter-number-swapped",
            "atoll-ranks-from-top")  # fmt: skip
 CHUNK = 65536
@@ -135,18 +150,43 @@ def misread(mode, game, cell):
     return f"{skeleton.FILE_LETTERS[x]}{k}"
 
 
-def winning_cell(game):
-    """A cell that wins at once for the side to move, on this bot's own board."""
+def winning_cell(game, mode="wins", colour=None):
+    """A cell that wins at once for the side to move (or `colour`), on this bot's own
+    board, through the win test of `mode`."""
     from arbiter.rules import Color, Game, Variant
 
     board = Game(Variant(game.islands, game.size, pie=False))
+    names = board.geometry.names
+    stones = dict(game.stones)
+    if mode == "swap-recoloured" and game.history[1:2] and game.history[1][1] == "swap":
+        first = game.history[0][1]
+        stones[first] = "w"  # the Hex habit: the swapped stone changes colour
+    if mode == "large-board-bytes" and len(names) > 256:
+        stones = {names[board.geometry.name_index[c] % 256]: v for c, v in stones.items()}
     try:
-        for cell, colour in game.stones.items():
-            board.to_move = Color.BLACK if colour == "b" else Color.WHITE
+        for cell, value in stones.items():
+            board.to_move = Color.BLACK if value == "b" else Color.WHITE
             board.play(cell)
     except ValueError:
         return None  # a board the rules do not accept: no opinion
-    wins = board.winning_cells(Color.BLACK if game.to_move == "b" else Color.WHITE)
+    me = Color.BLACK if (colour or game.to_move) == "b" else Color.WHITE
+    if mode in ("win-no-island-chain", "win-any-two-islands"):
+        from arbiter.check.wins import _islands_of, _stone_groups
+
+        geom = board.geometry
+        for cell in board.legal_cells():
+            trial = board.copy()
+            trial.to_move = me
+            trial.play(cell)
+            if mode == "win-any-two-islands":
+                root = trial._find(cell)
+                if bin(trial._mask[root] & geom.island_mask[me]).count("1") >= 2:
+                    return names[cell]
+            elif any(_islands_of(trial, me, g) in geom.winning_masks
+                     for g in _stone_groups(trial, me)):  # fmt: skip
+                return names[cell]
+        return None
+    wins = board.winning_cells(me)
     return board.move_name(wins[0]) if wins else None
 
 
@@ -161,11 +201,18 @@ class CheckBot(skeleton.Bot):
         super().__init__(chooser=self.choose)
         self.name = f"checkbot-{mode}"
         self.fresh_time = set()  # colours told their clock since their last genmove
+        self.cached = None  # colour-cached: the colour of its first genmove
 
     # ---- strategy ------------------------------------------------------------
     def choose(self, game):
         if self.mode == "swaps-without-pie" and len(game.history) == 1:
             return "swap"
+        if self.mode in WIN_MISTAKES:
+            if self.mode == "colour-cached" and self.cached is None:
+                self.cached = game.to_move
+            win = winning_cell(game, self.mode, self.cached)
+            if win is not None and win in game.empty_cells():
+                return win
         if self.mode == "wins" or self.mode in MISREAD:
             win = winning_cell(game)
             if win is not None:

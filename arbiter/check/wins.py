@@ -1,0 +1,355 @@
+"""Positions with one winning cell, for the mistakes that keep every move legal.
+
+A bot that takes a win in one somewhere must take it everywhere. Each position here has
+exactly one cell that wins at once for the side to move, and the opponent threatens a
+win of its own elsewhere (so a bot that plays for the wrong colour takes *that* cell,
+and a bot that only blocks does not look like one that wins). The positions cover what
+real bots get wrong: White as well as Black, both variants, the smallest and largest
+size, play after a swap by either side, a win that runs through a third island of the
+mover's colour, and positions where joining two neighbouring islands (not a win) is on
+offer. Where a mistake can be modelled, the position is chosen so that a bot with it
+does not find the winning cell on the board it believes in; the position's `mistake`
+says which mistake a miss most likely means.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from arbiter.rules import Color, Game, Variant
+from arbiter.rules.game import SWAP
+
+# How many tries each kind of position gets before it is given up on this board.
+TRIES = 60
+
+
+@dataclass(frozen=True)
+class WinPosition:
+    """Moves from the empty board (names, `swap` included), then `mover` has one win."""
+
+    variant: Variant
+    moves: tuple[str, ...]
+    mover: Color
+    win: str
+    situation: str  # "White to move", for the message
+    mistake: str  # the likely mistake when a bot that takes wins misses this one
+    evidence: bool = False  # a plain position: taking all of these shows it takes wins
+    first_genmove: bool = False  # the bot chooses the first stone itself (then a swap)
+    decoys: tuple[str, ...] = ()  # non-winning joins of two islands: answering one shows it
+
+    def describe(self) -> str:
+        moves = " ".join(self.moves) if self.moves else "(none)"
+        return f"{self.variant}, {self.situation}, {self.mover} to move after {moves}"
+
+
+Accept = Callable[[Game, int], bool]
+
+
+def _any(game: Game, win: int) -> bool:
+    return True
+
+
+def _islands_of(game: Game, color: Color, cells: set[int]) -> int:
+    geom = game.geometry
+    mask = 0
+    for cell in cells:
+        for k in geom.shores[cell]:
+            if geom.islands[k].owner is color:
+                mask |= 1 << k
+    return mask
+
+
+def _stone_groups(game: Game, color: Color) -> list[set[int]]:
+    """`color`'s groups of stones joined by stones only, islands not counted as links."""
+    geom = game.geometry
+    seen: set[int] = set()
+    groups = []
+    for start, value in enumerate(game.colors):
+        if value != color or start in seen:
+            continue
+        group = {start}
+        todo = [start]
+        while todo:
+            cell = todo.pop()
+            for nb in geom.neighbours[cell]:
+                if game.colors[nb] == color and nb not in group:
+                    group.add(nb)
+                    todo.append(nb)
+        seen |= group
+        groups.append(group)
+    return groups
+
+
+def _wins_through_an_island(game: Game, win: int) -> bool:
+    """After `win`, no group of stones alone touches a winning set of islands: the win
+    needs an island of the mover's colour as a link between two groups."""
+    after = game.copy()
+    mover = after.to_move
+    after.play(win)
+    masks = after.geometry.winning_masks
+    return not any(_islands_of(after, mover, g) in masks for g in _stone_groups(after, mover))
+
+
+def joins(game: Game, color: Color) -> list[int]:
+    """Empty cells where a `color` stone makes a group (through islands) touch two or
+    more of its islands: what a bot that counts any two islands as a win takes."""
+    out = []
+    for cell in game.legal_cells():
+        trial = game.copy()
+        trial.to_move = color
+        trial.play(cell)
+        root = trial._find(cell)  # the group through its islands, as the referee sees it
+        if bin(trial._mask[root] & trial.geometry.island_mask[color]).count("1") >= 2:
+            out.append(cell)
+    return out
+
+
+def _decoy(before: bool) -> Accept:
+    """A join of two neighbouring islands is on offer, in cell order before (or after)
+    the winning cell, since a bot with this mistake takes the first it finds."""
+
+    def accept(game: Game, win: int) -> bool:
+        offered = [c for c in joins(game, game.to_move) if c != win]
+        return any((c < win) if before else (c > win) for c in offered)
+
+    return accept
+
+
+def _recoloured(first: int) -> Accept:
+    """The swapped first stone is White on a bot's board that recoloured it: there the
+    winning cell is not a win for the mover."""
+
+    def accept(game: Game, win: int) -> bool:
+        board = Game(Variant(game.variant.islands, game.variant.size, pie=False))
+        for cell, value in enumerate(game.colors):
+            if value:
+                board.to_move = Color.WHITE if cell == first else Color(value)
+                if board.play(cell) is not None:
+                    return True  # that board is over: it finds no win at all
+        return win not in board.winning_cells(game.to_move)
+
+    return accept
+
+
+def grow(
+    variant: Variant,
+    rng: random.Random,
+    prefix: list[str],
+    mover: Color,
+    accept: Accept = _any,
+    need_threat: bool = False,
+) -> tuple[list[str], int] | None:
+    """Random stones after `prefix` until `mover` is to move with exactly one winning
+    cell (that `accept`s) while the opponent threatens one elsewhere (`need_threat`) or
+    nowhere; None if that
+    does not come while an eighth of the board is still empty."""
+    game = Game(variant)
+    for move in prefix:
+        game.play(move)
+    n = variant.geometry.n_cells
+    limit = n - max(3, n // 8)
+    cells = game.legal_cells()
+    rng.shuffle(cells)
+    threats: set[int] = set()  # the opponent's winning cells, kept open
+    for cell in cells:
+        if game.n_stones >= limit:
+            return None
+        if cell in threats:
+            continue
+        trial = game.copy()
+        if trial.play(cell) is not None:
+            continue  # that would end the game: keep it open
+        game = trial
+        if need_threat:
+            threats = set(game.winning_cells(mover.other))
+        if game.to_move is not mover or game.n_stones < n // 2:
+            continue  # (a win in one this early is rare: not worth the search)
+        wins = game.winning_cells(mover)
+        if len(wins) != 1:
+            continue
+        theirs = [c for c in game.winning_cells(mover.other) if c != wins[0]]
+        if (
+            bool(theirs) is need_threat
+            and (need_threat or not game.winning_cells(mover.other))
+            and accept(game, wins[0])
+        ):
+            return [game.move_name(m) for m in game.moves], wins[0]
+    return None
+
+
+def _find(
+    variant: Variant,
+    seed: str,
+    prefix: list[str],
+    mover: Color,
+    accept: Accept = _any,
+    need_threat: bool = False,
+) -> tuple[list[str], int] | None:
+    rng = random.Random(f"{seed}-{variant}-{prefix}-{mover}")
+    for _ in range(TRIES):
+        found = grow(variant, rng, prefix, mover, accept, need_threat)
+        if found is not None:
+            return found
+    return None
+
+
+_BOARD = (
+    "its board or its win test disagrees with the referee's: check the neighbour rule"
+    " for files of both parities, each file's height (PROTOCOL.md section 4.1), and that"
+    " a chain may run through an island of its own colour"
+)
+_HEX_BOARD = (
+    "its Hex board disagrees with the referee's: rows are numbered from the top (a1 is"
+    " the top-left corner) and each cell has six neighbours (PROTOCOL.md section 4.2)"
+)
+COLOUR = (
+    "it plays for the wrong colour: look for wins of the colour genmove names, on every genmove"
+)
+_SIZE = (
+    "its board breaks on this size: size every array for the largest board it accepts"
+    " (Atoll 23 has 495 cells, Hex 26 has 676: more than a byte can index)"
+)
+_SWAP = (
+    "after `play w swap` the first stone stays black and White moves (PROTOCOL.md section"
+    " 4.3): do not recolour it, and take the colour from each genmove, not the first one"
+)
+_THIRD = (
+    "its win test does not chain through islands: an island's stones belong to its"
+    " owner's chains, so a chain may run through a third island of the same colour"
+    " (PROTOCOL.md section 4.1)"
+)
+JOIN = (
+    "it counts a join of two islands that does not win as a win: only sets of its"
+    " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
+    " (PROTOCOL.md section 4.1)"
+)
+
+# The mistakes in the order a miss names them: one shown by a single situation first.
+SPECIFIC = (JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+
+
+def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> list[WinPosition]:
+    """The positions for the variants an engine plays (deterministic for `seed`)."""
+    out: list[WinPosition] = []
+    s = str(seed)
+    for islands in (8, 4):
+        mine = [v for v in variant_list if v.islands == islands]
+        if not mine:
+            continue
+        sizes = sorted({v.size for v in mine})
+        pie = any(v.pie for v in mine)
+        main = min(sizes, key=lambda n: (abs(n - main_size), n))
+        board = _BOARD if islands == 8 else _HEX_BOARD
+
+        def add(
+            size: int,
+            situation: str,
+            mistake: str,
+            prefix: list[str],
+            mover: Color,
+            accept: Accept = _any,
+            *,
+            with_pie: bool = False,
+            evidence: bool = False,
+            first_genmove: bool = False,
+            tag: str = "",
+            islands: int = islands,
+        ) -> None:
+            variant = Variant(islands, size, pie=with_pie)
+            threat = False  # see the module docstring
+            found = _find(variant, s + tag, prefix, mover, accept, threat)
+            if found is not None:
+                moves, win = found
+                decoys: tuple[str, ...] = ()
+                if mistake == JOIN:
+                    game = Game(variant)
+                    for move in moves:
+                        game.play(move)
+                    names = variant.geometry.names
+                    decoys = tuple(names[c] for c in joins(game, mover) if c != win)
+                out.append(
+                    WinPosition(
+                        variant,
+                        tuple(moves),
+                        mover,
+                        variant.geometry.names[win],
+                        situation,
+                        mistake,
+                        evidence,
+                        first_genmove,
+                        decoys,
+                    )
+                )
+
+        for i in range(3):
+            add(main, "plain", board, [], Color.BLACK, evidence=True, tag=f"p{i}")
+        for i in range(2):
+            add(main, "White to move", COLOUR, [], Color.WHITE, tag=f"w{i}")
+        for size in {sizes[0], sizes[-1]} - {main}:
+            words = "smallest size" if size == sizes[0] else "largest size"
+            for mover in Color:
+                add(size, words, _SIZE if size == sizes[-1] else board, [], mover)
+        if islands == 8:
+            for i in range(2):
+                add(
+                    main,
+                    "win through a third island",
+                    _THIRD,
+                    [],
+                    Color(i + 1),
+                    _wins_through_an_island,
+                    tag=f"t{i}",
+                )
+            for i, before in enumerate((True, False)):
+                add(
+                    main,
+                    "a non-winning join of two islands on offer",
+                    JOIN,
+                    [],
+                    Color(i + 1),
+                    _decoy(before),
+                    tag=f"j{i}",
+                )
+        if pie:
+            variant = Variant(islands, main, pie=True)
+            rng = random.Random(f"{s}-swap-{variant}")
+            for mover, words in (
+                (Color.WHITE, "after the opponent's swap"),
+                (Color.BLACK, "after its own swap"),
+            ):
+                # Not every first stone makes a position where recolouring it matters.
+                for _ in range(4):
+                    first = rng.choice(range(variant.geometry.n_cells))
+                    found_before = len(out)
+                    add(
+                        main,
+                        words,
+                        _SWAP,
+                        [variant.geometry.names[first], SWAP],
+                        mover,
+                        _recoloured(first),
+                        with_pie=True,
+                    )
+                    if len(out) > found_before:
+                        break
+    return out
+
+
+def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None:
+    """After the bot chose the first stone itself (`answer` to `genmove b`) and the
+    opponent swapped: a position where it, now White, has one win."""
+    found = _find(variant, f"{seed}-first", [answer, SWAP], Color.WHITE)
+    if found is None:
+        return None
+    moves, win = found
+    return WinPosition(
+        variant,
+        tuple(moves),
+        Color.WHITE,
+        variant.geometry.names[win],
+        "its first stone swapped",
+        _SWAP,
+        first_genmove=True,
+    )
