@@ -1,0 +1,115 @@
+"""Every example in the docs works: shell blocks are run, complete files are loaded.
+
+`tests/doc_blocks.py` says how a page marks its blocks. Cheap blocks run in the default
+run; blocks that play games are marked slow on their page and run with `-m slow`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.doc_blocks import (
+    ROOT,
+    Block,
+    DocError,
+    check_marks,
+    load_file_block,
+    matches,
+    pages,
+    read_blocks,
+    run_block,
+)
+
+BLOCKS = [block for page in pages() for block in read_blocks(page)]
+SHELL = [
+    pytest.param(block, id=block.where, marks=[pytest.mark.slow] if block.slow else [])
+    for block in BLOCKS
+    if block.runnable
+]
+FILES = [pytest.param(block, id=block.where) for block in BLOCKS if block.get("file")]
+
+
+def test_every_block_says_what_it_is() -> None:
+    problems = []
+    for block in BLOCKS:
+        try:
+            check_marks(block)
+        except DocError as e:
+            problems.append(str(e))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_docs_have_blocks_of_each_kind() -> None:
+    # The runner reads what the pages hold: if it read nothing, every test above would pass.
+    assert len(SHELL) >= 20 and len(FILES) >= 5
+    assert {b.path.name for b in BLOCKS if b.runnable} >= {"README.md", "matches.md"}
+
+
+@pytest.mark.parametrize("block", SHELL)
+def test_shell_block(block: Block, tmp_path: Path) -> None:
+    run_block(block, tmp_path, timeout=1800 if block.slow else 120)
+
+
+@pytest.mark.parametrize("block", FILES)
+def test_file_block(block: Block, tmp_path: Path) -> None:
+    load_file_block(block, tmp_path)
+
+
+# The runner fails when a block breaks: samples of each way, on pages of their own.
+
+
+def sample(tmp_path: Path, text: str) -> list[Block]:
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    return read_blocks(page)
+
+
+def test_a_failing_command_fails_naming_the_page_and_line(tmp_path: Path) -> None:
+    (block,) = sample(tmp_path, "# Page\n\nText.\n\n```sh\narbiter no-such-command\n```\n")
+    with pytest.raises(DocError, match=r"page\.md:5: the block failed \(exit 2\)"):
+        run_block(block, tmp_path / "run")
+
+
+def test_a_console_block_whose_output_differs_fails(tmp_path: Path) -> None:
+    good, bad = sample(tmp_path, "```console\n$ arbiter engines\n...mcts...\n```\n\n"
+                                 "```console\n$ arbiter engines\nnothing here\n```\n")  # fmt: skip
+    (tmp_path / "a").mkdir()
+    run_block(good, tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    with pytest.raises(DocError, match=r"page\.md:6: `\$ arbiter engines` printed"):
+        run_block(bad, tmp_path / "b")
+
+
+def test_output_is_compared_with_ellipses_and_notes_only() -> None:
+    assert matches("token ...  # a note\nend", "token abc123\nend  ")
+    assert not matches("token ...\nend", "token abc\nend\nmore")
+    assert not matches("exactly", "exactly not")
+
+
+def test_marks_without_a_reason_or_unknown_ones_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(DocError, match=r"page\.md:1: .*needs its reason"):
+        sample(tmp_path, "<!-- not-run: -->\n```sh\nfalse\n```\n")
+    with pytest.raises(DocError, match=r"page\.md:1: unknown doc directive 'not-ran'"):
+        sample(tmp_path, "<!-- not-ran: typo -->\n```sh\nfalse\n```\n")
+    (skipped,) = sample(tmp_path, "<!-- not-run: needs a cluster -->\n\n```sh\nfalse\n```\n")
+    assert not skipped.runnable
+
+
+def test_a_toml_block_says_whether_it_is_a_file_and_files_load(tmp_path: Path) -> None:
+    bare, broken = sample(tmp_path, "```toml\n[tournament]\n```\n\n<!-- file: t.toml -->\n"
+                                    "```toml\n[tournament]\nname = \"x\"\nrounds = 0\n"
+                                    "engines = [\"random\", \"mc\"]\n```\n")  # fmt: skip
+    with pytest.raises(DocError, match=r"page\.md:1: a TOML block is either"):
+        check_marks(bare)
+    with pytest.raises(DocError, match=r"page\.md:6: the file t\.toml is refused.*rounds"):
+        load_file_block(broken, tmp_path / "load")
+
+
+def test_file_blocks_are_in_the_folder_of_later_blocks(tmp_path: Path) -> None:
+    _, block = sample(tmp_path, "<!-- file: sub/x.txt -->\n```text\nhello\n```\n\n"
+                                "```console\n$ cat sub/x.txt\nhello\n```\n")  # fmt: skip
+    run_block(block, tmp_path / "run")
+    assert (tmp_path / "run" / "tournaments" / "demo.toml").is_file()
+    assert ROOT.joinpath("tournaments", "demo.toml").is_file()
