@@ -15,8 +15,10 @@ stand between), which say what the block is; a comment renders as nothing on the
   has to succeed.
 - a `toml` block is a complete file where `<!-- file: NAME -->` stands above it: it is
   loaded by the loader of its kind (`[tournament]`, `[arena]` or `[engines.*]`), and
-  written as NAME into the folder of every later block of its page. Any other `toml` block
-  must say `<!-- fragment: REASON -->` and is only parsed as TOML.
+  written as NAME into the folder of every later block of its page (a `setup` above it runs
+  before it is loaded). Any other `toml` block must say `<!-- fragment: REASON -->` and is
+  only parsed as TOML. A `file` above a block of another kind (an openings file) only
+  writes it.
 
 Each block runs in a scratch folder of its own holding copies of the repository's
 `tournaments/` and `protocol/` folders and the page's earlier file blocks, with HOME inside
@@ -226,11 +228,16 @@ def run_block(block: Block, folder: Path, timeout: float = 120) -> None:
 
 def load_file_block(block: Block, folder: Path) -> object:
     """Load a complete-file TOML block with the real loader of its kind, from `folder`."""
-    scratch(block, folder)
+    env = scratch(block, folder)
     (name,) = block.get("file")
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(block.text, encoding="utf-8")
+    for command in block.get("setup"):
+        done = _bash(command, folder, env, 60)
+        if done.returncode:
+            raise DocError(f"{block.where}: its setup `{command}` failed (exit "
+                           f"{done.returncode}):\n{done.stdout}{done.stderr}")  # fmt: skip
     table = tomllib.loads(block.text)
     try:
         if "tournament" in table:
