@@ -6,10 +6,16 @@ run; blocks that play games are marked slow on their page and run with `-m slow`
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import click
 import pytest
 
+from arbiter.cli import main
+from arbiter.engines.sandbox import ENGINE_GID, ENGINE_UID, _account
+from arbiter.rules import Variant
+from arbiter.runs.schedule import Format, match_games, tournament_games
 from tests.doc_blocks import (
     ROOT,
     Block,
@@ -24,7 +30,11 @@ from tests.doc_blocks import (
 
 BLOCKS = [block for page in pages() for block in read_blocks(page)]
 SHELL = [
-    pytest.param(block, id=block.where, marks=[pytest.mark.slow] if block.slow else [])
+    pytest.param(
+        block,
+        id=block.where,
+        marks=[pytest.mark.slow, pytest.mark.timeout(1800)] if block.slow else [],
+    )  # fmt: skip
     for block in BLOCKS
     if block.runnable
 ]
@@ -113,3 +123,74 @@ def test_file_blocks_are_in_the_folder_of_later_blocks(tmp_path: Path) -> None:
     run_block(block, tmp_path / "run")
     assert (tmp_path / "run" / "tournaments" / "demo.toml").is_file()
     assert ROOT.joinpath("tournaments", "demo.toml").is_file()
+
+
+# What the reference pages say about the code is checked against the code.
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_docs_paths_the_package_names_exist() -> None:
+    named = {
+        (source, path)
+        for source in ROOT.joinpath("arbiter").rglob("*.py")
+        for path in re.findall(r"docs/[\w./-]*\w\.md", source.read_text(encoding="utf-8"))
+    }
+    assert named
+    missing = [f"{s.relative_to(ROOT)} names {p}" for s, p in named if not (ROOT / p).is_file()]
+    assert not missing
+
+
+def test_the_command_table_names_every_command() -> None:
+    def leaves(command: click.Command, path: str) -> list[str]:
+        if isinstance(command, click.Group):
+            return [leaf for name, sub in command.commands.items()
+                    for leaf in leaves(sub, f"{path} {name}")]  # fmt: skip
+        return [path]
+
+    table = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    commands = leaves(main, "arbiter")
+    assert len(commands) > 10
+    assert [c for c in commands if f"| `{c}" not in table] == []
+
+
+def test_the_layout_page_names_every_module_of_the_package() -> None:
+    page = (ROOT / "docs" / "reference" / "layout.md").read_text(encoding="utf-8")
+    top = [p for p in ROOT.joinpath("arbiter").iterdir()
+           if not p.name.startswith("__") and p.name != "templates"]  # fmt: skip
+    names = [p.name + ("/" if p.is_dir() else "") for p in top]
+    assert [n for n in names if f"`{n}`" not in page and f"`{n.rstrip('/')}`" not in page] == []
+
+
+def test_the_sandbox_page_names_the_engine_user_as_its_passwd_does() -> None:
+    passwd, _ = _account(ENGINE_UID, ENGINE_GID)  # the harness is root: the engine is 65534
+    (line,) = [x for x in passwd.decode().splitlines() if x.split(":")[2] == str(ENGINE_UID)]
+    name = line.split(":")[0]
+    page = _words((ROOT / "docs" / "guide" / "sandbox.md").read_text(encoding="utf-8"))
+    assert f"uid and gid {ENGINE_UID} (named `{name}`" in page
+
+
+def test_the_readme_and_the_home_page_list_the_same_slow_tests() -> None:
+    def slow_list(path: Path) -> str:
+        text = _words(path.read_text(encoding="utf-8"))
+        found = re.search(r"The slow end-to-end tests \(.*?\) carry the `slow` marker", text)
+        assert found, f"{path}: no list of the slow tests"
+        return found[0]
+
+    assert slow_list(ROOT / "README.md") == slow_list(ROOT / "docs" / "index.md")
+
+
+def test_recorded_seeds_stay_within_what_json_readers_read_exactly() -> None:
+    variant = Variant(islands=8, size=11, pie=True)
+    games = list(tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant,
+                                  seed=2**62))  # fmt: skip
+    games += list(match_games("m", 100, variant, seed=10**15))
+    seeds = [g.seed for g in games]
+    assert len(set(seeds)) == len(seeds) == 220
+    assert all(s is not None and 0 <= s < 2**53 for s in seeds)
+    again = list(tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant,
+                                  seed=2**62))  # fmt: skip
+    assert [g.seed for g in again] == seeds[:120]
+    assert "2^53" in (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
