@@ -40,13 +40,22 @@ def screenshot(page: Path, out: Path, profile: Path) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     driver_path = shutil.which("chromedriver")
     if chromium is None or driver_path is None:
-        sys.exit("make_report_png: needs chromium and chromedriver on PATH "
-                 "(Debian: apt-get install chromium chromium-driver)")  # fmt: skip
+        sys.exit(
+            "make_report_png: needs chromium and chromedriver on PATH "
+            "(Debian: apt-get install chromium chromium-driver)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                 "--disable-dev-shm-usage", f"--window-size={WIDTH},1000",
-                 "--force-device-scale-factor=1", f"--user-data-dir={profile}"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--disable-dev-shm-usage",
+        f"--window-size={WIDTH},1000",
+        "--force-device-scale-factor=1",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     try:

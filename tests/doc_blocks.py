@@ -107,8 +107,9 @@ def read_blocks(path: Path, text: str | None = None) -> list[Block]:
         j = i + 1
         while j < len(lines) and not lines[j].strip().startswith(fence):
             j += 1
-        body = "\n".join(line[indent:] if line[:indent].isspace() else line.lstrip()
-                         for line in lines[i + 1 : j])  # fmt: skip
+        body = "\n".join(
+            line[indent:] if line[:indent].isspace() else line.lstrip() for line in lines[i + 1 : j]
+        )
         directives: list[tuple[str, str]] = []
         k = i - 1
         while k >= 0 and (not lines[k].strip() or _COMMENT.match(lines[k])):
@@ -117,11 +118,14 @@ def read_blocks(path: Path, text: str | None = None) -> list[Block]:
                 key, value = c[1], c[2].strip()
                 where = f"{path}:{k + 1}"
                 if key not in DIRECTIVES:
-                    raise DocError(f"{where}: unknown doc directive {key!r} (one of "
-                                   f"{', '.join(sorted(DIRECTIVES))})")  # fmt: skip
+                    raise DocError(
+                        f"{where}: unknown doc directive {key!r} (one of "
+                        f"{', '.join(sorted(DIRECTIVES))})"
+                    )
                 if not value:
-                    raise DocError(f"{where}: `<!-- {key}: ... -->` needs its reason or value"
-                                   " after the colon")  # fmt: skip
+                    raise DocError(
+                        f"{where}: `<!-- {key}: ... -->` needs its reason or value after the colon"
+                    )
                 directives.insert(0, (key, value))
             k -= 1
         block = Block(path, i + 1, lang, body + "\n", tuple(directives), tuple(files))
@@ -136,16 +140,21 @@ def check_marks(block: Block) -> None:
     """A block's directives make sense for its kind; a TOML block says what it is."""
     if block.lang == "toml":
         if not (block.get("file") or block.get("fragment")):
-            raise DocError(f"{block.where}: a TOML block is either a complete file, marked "
-                           "`<!-- file: NAME -->` above it, or `<!-- fragment: REASON -->`")  # fmt: skip
+            raise DocError(
+                f"{block.where}: a TOML block is either a complete file, marked "
+                "`<!-- file: NAME -->` above it, or `<!-- fragment: REASON -->`"
+            )
         try:
             tomllib.loads(block.text)
         except tomllib.TOMLDecodeError as e:
             raise DocError(f"{block.where}: the TOML block does not parse: {e}") from e
-    elif block.lang not in SHELLS and (block.get("not-run") or block.get("slow")
-                                       or block.get("setup")):  # fmt: skip
-        raise DocError(f"{block.where}: run directives above a {block.lang or 'plain'} "
-                       "block, which is never run; remove them")  # fmt: skip
+    elif block.lang not in SHELLS and (
+        block.get("not-run") or block.get("slow") or block.get("setup")
+    ):
+        raise DocError(
+            f"{block.where}: run directives above a {block.lang or 'plain'} "
+            "block, which is never run; remove them"
+        )
 
 
 def scratch(block: Block, folder: Path) -> dict[str, str]:
@@ -160,16 +169,28 @@ def scratch(block: Block, folder: Path) -> dict[str, str]:
     home.mkdir()
     env = {key: value for key, value in os.environ.items() if not key.startswith("ARBITER_")}
     bindir = str(Path(sys.executable).parent)
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT), PATH=bindir + os.pathsep + env["PATH"],
-               COLUMNS="100", NO_COLOR="1")  # fmt: skip
+    env.update(
+        HOME=str(home),
+        PYTHONPATH=str(ROOT),
+        PATH=bindir + os.pathsep + env["PATH"],
+        COLUMNS="100",
+        NO_COLOR="1",
+    )
     return env
 
 
-def _bash(script: str, folder: Path, env: dict[str, str], timeout: float
-          ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
+def _bash(
+    script: str, folder: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def session(text: str) -> list[tuple[str, str | None]]:
@@ -202,14 +223,18 @@ def run_block(block: Block, folder: Path, timeout: float = 120) -> None:
     for command in block.get("setup"):
         done = _bash(command, folder, env, timeout)
         if done.returncode:
-            raise DocError(f"{block.where}: its setup `{command}` failed (exit "
-                           f"{done.returncode}):\n{done.stdout}{done.stderr}")  # fmt: skip
+            raise DocError(
+                f"{block.where}: its setup `{command}` failed (exit "
+                f"{done.returncode}):\n{done.stdout}{done.stderr}"
+            )
     if block.lang != "console":
         done = _bash(block.text, folder, env, timeout)
         if done.returncode:
-            raise DocError(f"{block.where}: the block failed (exit {done.returncode}); mark "
-                           "it `<!-- not-run: REASON -->` if it cannot run here:\n"
-                           f"{done.stdout}{done.stderr}")  # fmt: skip
+            raise DocError(
+                f"{block.where}: the block failed (exit {done.returncode}); mark "
+                "it `<!-- not-run: REASON -->` if it cannot run here:\n"
+                f"{done.stdout}{done.stderr}"
+            )
         return
     try:
         steps = session(block.text)
@@ -219,11 +244,14 @@ def run_block(block: Block, folder: Path, timeout: float = 120) -> None:
         done = _bash(command, folder, env, timeout)
         output = done.stdout + done.stderr
         if done.returncode:
-            raise DocError(f"{block.where}: `$ {command}` failed (exit {done.returncode}):"
-                           f"\n{output}")  # fmt: skip
+            raise DocError(
+                f"{block.where}: `$ {command}` failed (exit {done.returncode}):\n{output}"
+            )
         if expected is not None and not matches(expected, output):
-            raise DocError(f"{block.where}: `$ {command}` printed\n{output}\nwhere the page "
-                           f"shows\n{expected}\n(`...` stands for any text)")  # fmt: skip
+            raise DocError(
+                f"{block.where}: `$ {command}` printed\n{output}\nwhere the page "
+                f"shows\n{expected}\n(`...` stands for any text)"
+            )
 
 
 def load_file_block(block: Block, folder: Path) -> object:
@@ -236,8 +264,10 @@ def load_file_block(block: Block, folder: Path) -> object:
     for command in block.get("setup"):
         done = _bash(command, folder, env, 60)
         if done.returncode:
-            raise DocError(f"{block.where}: its setup `{command}` failed (exit "
-                           f"{done.returncode}):\n{done.stdout}{done.stderr}")  # fmt: skip
+            raise DocError(
+                f"{block.where}: its setup `{command}` failed (exit "
+                f"{done.returncode}):\n{done.stdout}{done.stderr}"
+            )
     table = tomllib.loads(block.text)
     try:
         if "tournament" in table:
@@ -254,5 +284,7 @@ def load_file_block(block: Block, folder: Path) -> object:
             return load_engines(path)
     except Exception as e:
         raise DocError(f"{block.where}: the file {name} is refused by its loader: {e}") from e
-    raise DocError(f"{block.where}: {name} is neither a tournament, an arena nor an engines "
-                   "file; mark it `<!-- fragment: REASON -->` if it is part of one")  # fmt: skip
+    raise DocError(
+        f"{block.where}: {name} is neither a tournament, an arena nor an engines "
+        "file; mark it `<!-- fragment: REASON -->` if it is part of one"
+    )

@@ -34,7 +34,7 @@ SHELL = [
         block,
         id=block.where,
         marks=[pytest.mark.slow, pytest.mark.timeout(1800)] if block.slow else [],
-    )  # fmt: skip
+    )
     for block in BLOCKS
     if block.runnable
 ]
@@ -83,8 +83,11 @@ def test_a_failing_command_fails_naming_the_page_and_line(tmp_path: Path) -> Non
 
 
 def test_a_console_block_whose_output_differs_fails(tmp_path: Path) -> None:
-    good, bad = sample(tmp_path, "```console\n$ arbiter engines\n...mcts...\n```\n\n"
-                                 "```console\n$ arbiter engines\nnothing here\n```\n")  # fmt: skip
+    good, bad = sample(
+        tmp_path,
+        "```console\n$ arbiter engines\n...mcts...\n```\n\n"
+        "```console\n$ arbiter engines\nnothing here\n```\n",
+    )
     (tmp_path / "a").mkdir()
     run_block(good, tmp_path / "a")
     (tmp_path / "b").mkdir()
@@ -108,9 +111,12 @@ def test_marks_without_a_reason_or_unknown_ones_are_refused(tmp_path: Path) -> N
 
 
 def test_a_toml_block_says_whether_it_is_a_file_and_files_load(tmp_path: Path) -> None:
-    bare, broken = sample(tmp_path, "```toml\n[tournament]\n```\n\n<!-- file: t.toml -->\n"
-                                    "```toml\n[tournament]\nname = \"x\"\nrounds = 0\n"
-                                    "engines = [\"random\", \"mc\"]\n```\n")  # fmt: skip
+    bare, broken = sample(
+        tmp_path,
+        "```toml\n[tournament]\n```\n\n<!-- file: t.toml -->\n"
+        '```toml\n[tournament]\nname = "x"\nrounds = 0\n'
+        'engines = ["random", "mc"]\n```\n',
+    )
     with pytest.raises(DocError, match=r"page\.md:1: a TOML block is either"):
         check_marks(bare)
     with pytest.raises(DocError, match=r"page\.md:6: the file t\.toml is refused.*rounds"):
@@ -118,8 +124,11 @@ def test_a_toml_block_says_whether_it_is_a_file_and_files_load(tmp_path: Path) -
 
 
 def test_file_blocks_are_in_the_folder_of_later_blocks(tmp_path: Path) -> None:
-    _, block = sample(tmp_path, "<!-- file: sub/x.txt -->\n```text\nhello\n```\n\n"
-                                "```console\n$ cat sub/x.txt\nhello\n```\n")  # fmt: skip
+    _, block = sample(
+        tmp_path,
+        "<!-- file: sub/x.txt -->\n```text\nhello\n```\n\n"
+        "```console\n$ cat sub/x.txt\nhello\n```\n",
+    )
     run_block(block, tmp_path / "run")
     assert (tmp_path / "run" / "tournaments" / "demo.toml").is_file()
     assert ROOT.joinpath("tournaments", "demo.toml").is_file()
@@ -146,8 +155,11 @@ def test_the_docs_paths_the_package_names_exist() -> None:
 def test_the_command_table_names_every_command() -> None:
     def leaves(command: click.Command, path: str) -> list[str]:
         if isinstance(command, click.Group):
-            return [leaf for name, sub in command.commands.items()
-                    for leaf in leaves(sub, f"{path} {name}")]  # fmt: skip
+            return [
+                leaf
+                for name, sub in command.commands.items()
+                for leaf in leaves(sub, f"{path} {name}")
+            ]
         return [path]
 
     table = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
@@ -158,8 +170,11 @@ def test_the_command_table_names_every_command() -> None:
 
 def test_the_layout_page_names_every_module_of_the_package() -> None:
     page = (ROOT / "docs" / "reference" / "layout.md").read_text(encoding="utf-8")
-    top = [p for p in ROOT.joinpath("arbiter").iterdir()
-           if not p.name.startswith("__") and p.name != "templates"]  # fmt: skip
+    top = [
+        p
+        for p in ROOT.joinpath("arbiter").iterdir()
+        if not p.name.startswith("__") and p.name != "templates"
+    ]
     names = [p.name + ("/" if p.is_dir() else "") for p in top]
     assert [n for n in names if f"`{n}`" not in page and f"`{n.rstrip('/')}`" not in page] == []
 
@@ -184,13 +199,15 @@ def test_the_readme_and_the_home_page_list_the_same_slow_tests() -> None:
 
 def test_recorded_seeds_stay_within_what_json_readers_read_exactly() -> None:
     variant = Variant(islands=8, size=11, pie=True)
-    games = list(tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant,
-                                  seed=2**62))  # fmt: skip
+    games = list(
+        tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant, seed=2**62)
+    )
     games += list(match_games("m", 100, variant, seed=10**15))
     seeds = [g.seed for g in games]
     assert len(set(seeds)) == len(seeds) == 220
     assert all(s is not None and 0 <= s < 2**53 for s in seeds)
-    again = list(tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant,
-                                  seed=2**62))  # fmt: skip
+    again = list(
+        tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 10, variant, seed=2**62)
+    )
     assert [g.seed for g in again] == seeds[:120]
     assert "2^53" in (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
