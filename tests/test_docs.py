@@ -6,7 +6,10 @@ run; blocks that play games are marked slow on their page and run with `-m slow`
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -16,6 +19,7 @@ from arbiter.cli import main
 from arbiter.engines.sandbox import ENGINE_GID, ENGINE_UID, _account
 from arbiter.rules import Variant
 from arbiter.runs.schedule import Format, match_games, tournament_games
+from tests.browsers import open_chromium
 from tests.doc_blocks import (
     ROOT,
     Block,
@@ -211,3 +215,35 @@ def test_recorded_seeds_stay_within_what_json_readers_read_exactly() -> None:
     )
     assert [g.seed for g in again] == seeds[:120]
     assert "2^53" in (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_site_builds_strictly_and_no_code_block_is_cut_off(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert built.returncode == 0, built.stderr
+    driver = open_chromium(tmp_path / "profile")
+    try:
+        cut = []
+        for page in ("guide/tournaments", "guide/ratings", "guide/arena", "records", "index"):
+            driver.get(
+                (site / page / "index.html").as_uri()
+                if page != "index"
+                else (site / "index.html").as_uri()
+            )
+            blocks = driver.execute_script(
+                "return [...document.querySelectorAll('.md-typeset pre > code')]"
+                ".map(c => [c.scrollWidth, c.clientWidth, c.textContent.slice(0, 60)])"
+            )
+            assert blocks, page
+            cut += [(page, text) for wide, shown, text in blocks if wide > shown + 1]
+        assert cut == []
+    finally:
+        driver.quit()
