@@ -1885,7 +1885,7 @@ def arena_serve(file: str) -> None:
     The server listens on the file's `listen` address: browsers read the live page at
     `/`, engines connect at `/engine` (`arbiter arena connect`). Ctrl-C or SIGTERM stops
     it; games in flight are void and never stored, and the next start goes on from the
-    store. TLS belongs in a reverse proxy in front (docs/arena.md)."""
+    store. TLS belongs in a reverse proxy in front (docs/guide/arena.md)."""
     from arbiter.arena.config import load_arena
     from arbiter.arena.serve import serve
 

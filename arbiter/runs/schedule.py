@@ -163,6 +163,19 @@ def derive(seed: int, key: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+# A game's recorded seed stays below 2**53, the largest range of integers a JSON reader
+# that holds numbers as doubles (JavaScript's, the report's page) reads exactly.
+GAME_SEED_BITS = 53
+
+
+def game_seed(seed: int, game_id: str) -> int:
+    """The seed a game's record carries: derived from the run's seed and the game's id, the
+    same on every run and machine, and below 2**53 so that every JSON reader reads it as
+    written. It is recorded only (openings are drawn from the run's seed), so stores
+    whose older games carry wider values resume unchanged."""
+    return derive(seed, game_id) >> (64 - GAME_SEED_BITS)
+
+
 def game_id(tournament: str, round_: int, seat1: str, seat2: str, again: int = 0) -> str:
     """A short stable id for a tournament game (engine names may hold any character);
     `again` counts the pairs the same two engines played before in this round (an
@@ -194,7 +207,7 @@ def pair_games(name: str, round_: int, first: tuple[str, str], number: int, vari
     return [
         ScheduledGame(number=number + k, game_id=gid, engines=seats, round=round_,
                       pair_key=key, opening=opening,
-                      seed=None if seed is None else derive(seed, gid))
+                      seed=None if seed is None else game_seed(seed, gid))
         for k, (gid, seats) in enumerate(zip(ids, ((a, b), (b, a)), strict=True))
         if gid not in skip
     ]  # fmt: skip
@@ -271,7 +284,7 @@ def match_games(
             round=pair,
             pair_key=key,
             opening=openings.for_pair(variant, 0, pair, f"pair{pair}"),
-            seed=None if seed is None else seed * 1_000_003 + number,
+            seed=None if seed is None else game_seed(seed, f"game{number}"),
         )
 
 
