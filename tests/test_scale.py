@@ -188,8 +188,8 @@ def test_opening_a_store_checks_only_rows_changed_since_a_run_wrote_them(
     but a row changed since (here by hand) is checked in full and left out as damaged."""
     import sqlite3
 
-    from arbiter.results import store as store_module
     from arbiter.results.store import Store
+    from arbiter.results.store import integrity as store_module
 
     path = tmp_path / "s.sqlite"
     scale.write_store(path, 50, engines=4, templates_count=5)
@@ -256,8 +256,7 @@ def test_a_reader_trusts_the_digests_and_checks_a_record_when_it_reads_it(
     """Opening a store whose triggers keep its digests reads no record; a record damaged
     behind the triggers' back (as a damaged disk would) is found, named and left out by
     the command that reads it, and refused under --strict; no reader changes the file."""
-    from arbiter.results import store as store_module
-    from arbiter.results.store import Store
+    from arbiter.results.store import Store, integrity, queries
 
     path = tmp_path / "db" / "s.sqlite"
     scale.write_store(path, 300, engines=5, templates_count=10)
@@ -265,13 +264,14 @@ def test_a_reader_trusts_the_digests_and_checks_a_record_when_it_reads_it(
                               " WHERE game_id = 'scale-7'")  # fmt: skip
     before = _untouched(path)
     hashed: list[bytes] = []
-    real = store_module._row_digest
+    real = integrity._row_digest
 
     def counting(values: tuple[object, ...], record: bytes) -> bytes:
         hashed.append(record)
         return real(values, record)
 
-    monkeypatch.setattr(store_module, "_row_digest", counting)
+    for module in (integrity, queries):  # where opening and the readers check rows
+        monkeypatch.setattr(module, "_row_digest", counting)
     with Store.open_read(path) as store:
         assert store.games_stored() == 300 and not store.damage
     assert hashed == []  # not a record read at opening

@@ -1,0 +1,160 @@
+"""The store's tables, its readers' indexes and the triggers that keep digests and
+counts honest, in SQL: what a store file holds, declared once."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+SCHEMA_VERSION = 1
+TEXT_CAP = 4096  # engine-originated labels (name, version) are stored up to this length
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS engines (
+    name TEXT PRIMARY KEY,          -- the identity from the tournament file
+    definition TEXT NOT NULL,       -- the engine's conditions of play, as JSON
+    command TEXT NOT NULL,          -- argv as started, as JSON
+    program_sha256 TEXT,
+    script_sha256 TEXT,
+    reply_name TEXT,                -- what it answered to `name`: a label only
+    reply_version TEXT,
+    first_seen TEXT
+);
+CREATE TABLE IF NOT EXISTS games (
+    game_id TEXT PRIMARY KEY,
+    number INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    pair_key TEXT NOT NULL,
+    seat1 TEXT NOT NULL,
+    seat2 TEXT NOT NULL,
+    opening TEXT NOT NULL,          -- space-separated plies
+    winner TEXT NOT NULL,
+    winner_seat INTEGER NOT NULL,   -- 1 or 2
+    termination TEXT NOT NULL,
+    plies INTEGER NOT NULL,
+    started TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    record TEXT NOT NULL            -- the full JSON record
+);
+CREATE TABLE IF NOT EXISTS voids (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    game_id TEXT NOT NULL,
+    seat1 TEXT NOT NULL,
+    seat2 TEXT NOT NULL,
+    termination TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS games_by_number ON games (number);
+"""
+
+# What the readers' queries read instead of the games table, whose rows carry whole
+# records: each index holds the columns of its queries, so that status, ratings, report
+# and resume read a few bytes a game, not its record; and the digest of each games row a
+# run wrote, so that opening a store does not replay every stored game again (a new
+# store has them; a run adds them to an older one with its first write).
+_READ_AIDS = """
+CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, termination,
+                                                 plies);
+CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
+CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
+CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
+CREATE TABLE IF NOT EXISTS games_checked (
+    game_rowid INTEGER PRIMARY KEY, -- a games row written by a run
+    digest BLOB NOT NULL            -- _row_digest of its columns and record, as written
+);
+"""
+
+# What a seat's engine played under, as its record says: its time control, the board,
+# the versions the engines answered and its command (JSON text, or NULL); a record that
+# is not JSON gives NULLs (it is damaged: readers leave it out, writes do not fail on it).
+_PLAYED_FIELDS = {"tc": "$.tc.seat{n}", "variant": "$.variant", "versions": "$.versions",
+                  "command": "$.commands.seat{n}"}  # fmt: skip
+
+
+def _played(record: str, n: int) -> str:
+    """The SQL of `SeatPlayed`'s four values for seat `n` of `record` (a column)."""
+    return ", ".join(
+        f"CASE WHEN json_valid({record}) THEN json_extract({record}, '{path.format(n=n)}')"
+        f" END AS {name}"
+        for name, path in _PLAYED_FIELDS.items()
+    )
+
+
+# Kept by the database itself, whoever writes the games table (a run, another program,
+# a hand with the sqlite3 shell): a games row inserted, changed or deleted loses its
+# digest, so a reader can trust the digests it finds and check in full only the rows
+# without one; and `seats_played` counts each engine's games by what it played under,
+# so that no reader decodes every record to tell conditions apart. A reader relies on
+# them only when all the triggers are there (`_TRIGGERS`): a store made before them, or
+# one whose triggers were dropped, is checked row by row as before.
+_TRIGGERS = ("games_inserted", "games_updated", "games_deleted")
+_PLAYED_KEY = ("quote(engine) || ',' || quote(tc) || ',' || quote(variant) || ',' ||"
+               " quote(versions) || ',' || quote(command)")  # fmt: skip
+
+
+def _count_seats(row: str, step: str) -> str:
+    """SQL that adds `step` to the `seats_played` count of both seats of `row`."""
+    seats = " UNION ALL ".join(
+        f"SELECT {row}.seat{n} AS engine, {_played(f'{row}.record', n)}" for n in (1, 2)
+    )
+    return (
+        "INSERT INTO seats_played (key, engine, tc, variant, versions, command, games)"
+        f" SELECT {_PLAYED_KEY}, engine, tc, variant, versions, command, {step}"
+        f" FROM ({seats}) WHERE true ON CONFLICT (key) DO UPDATE SET games = games + {step};"
+    )
+
+
+_KEPT = f"""
+CREATE TABLE IF NOT EXISTS seats_played (
+    key TEXT PRIMARY KEY,           -- the five below, quoted, comma-separated
+    engine TEXT NOT NULL,
+    tc, variant, versions, command, -- as SeatPlayed reads them from the records
+    games INTEGER NOT NULL          -- stored games of this engine under them
+);
+CREATE TRIGGER IF NOT EXISTS games_inserted AFTER INSERT ON games BEGIN
+    DELETE FROM games_checked WHERE game_rowid = NEW.rowid;
+    {_count_seats("NEW", "1")}
+END;
+CREATE TRIGGER IF NOT EXISTS games_updated AFTER UPDATE ON games BEGIN
+    DELETE FROM games_checked WHERE game_rowid IN (OLD.rowid, NEW.rowid);
+    {_count_seats("OLD", "-1")}
+    {_count_seats("NEW", "1")}
+END;
+CREATE TRIGGER IF NOT EXISTS games_deleted AFTER DELETE ON games BEGIN
+    DELETE FROM games_checked WHERE game_rowid = OLD.rowid;
+    {_count_seats("OLD", "-1")}
+END;
+"""
+_SCANNED = (
+    "game_id",
+    "seat1",
+    "seat2",
+    "winner",
+    "winner_seat",
+    "termination",
+    "started",
+    "pair_key",
+    "number",
+)  # the games columns a reader checks against the record
+
+
+_TABLES = ("meta", "engines", "games", "voids")
+
+
+_COLUMNS: dict[str, list[str]] = {}
+
+
+def _columns() -> dict[str, list[str]]:
+    """Each table's columns, as the schema above makes them."""
+    if not _COLUMNS:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.executescript(_SCHEMA)
+            for table in _TABLES:
+                _COLUMNS[table] = [str(r[1]) for r in db.execute(f"PRAGMA table_info({table})")]
+    return _COLUMNS
