@@ -36,7 +36,7 @@ from enum import Enum, IntEnum
 
 from arbiter.rules.geometry import Color, Geometry
 
-DEFAULT_BUDGET = 60_000
+DEFAULT_BUDGET = 20_000
 _MAX_VC = 3  # connections kept per pair of nodes, smallest carriers first
 _MAX_SC = 6  # semi connections kept per pair of nodes
 
