@@ -1318,7 +1318,12 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
     """
     from arbiter.results.store import Store
     from arbiter.runs.run import open_executor, run
-    from arbiter.runs.tournament import PairingTests, check_conditions, load_tournament
+    from arbiter.runs.tournament import (
+        PairingTests,
+        check_conditions,
+        load_tournament,
+        stored_openings,
+    )
     from arbiter.views.report import TournamentProgress
 
     if dask is not None:
@@ -1334,6 +1339,9 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
     with store:
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
+        t, note = stored_openings(t, store)
+        if note is not None and not quiet:
+            say(note, err=True)
         check_conditions(t, store, rebuilt)
         plan = t.plan(store, _transcripts(transcripts_dir))
         executor = open_executor(

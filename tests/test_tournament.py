@@ -266,13 +266,58 @@ def test_identical_games_between_deterministic_engines_are_pointed_out(tmp_path:
         f'[[engine]]\nname = "{n}"\ncommand = {json.dumps([sys.executable, str(first)])}\n'
         for n in ("d1", "d2")
     ]
-    header = BASIC.replace("random_openings = 1", "").replace("rounds = 1", "rounds = 2")
+    header = BASIC.replace("random_openings = 1", "random_openings = 0").replace(
+        "rounds = 1", "rounds = 2"
+    )
     t = write_tournament(tmp_path, header, engines)
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert "all 4 games between d1 and d2 were identical" in done.stdout
     status = invoke("tournament", "status", str(t))
     assert "were identical" in status.stdout and "openings" in status.stdout
+
+
+def _deterministic(*names: str) -> list[str]:
+    first = ROOT / "tests" / "engines" / "firstcell.py"
+    return [
+        f'[[engine]]\nname = "{n}"\ncommand = {json.dumps([sys.executable, str(first)])}\n'
+        for n in names
+    ]
+
+
+def test_a_file_without_openings_opens_each_pair_with_a_random_stone(tmp_path: Path) -> None:
+    # Deterministic engines from the empty board would replay one game per seat order.
+    header = BASIC.replace("random_openings = 1\n", "").replace("rounds = 1", "rounds = 2")
+    t = write_tournament(tmp_path, header, _deterministic("d1", "d2"))
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    assert "identical" not in done.stdout
+    records = read_store(tmp_path / "t.sqlite").records
+    assert len(records) == 4 and all(r["opening"] == 1 for r in records)
+    assert len({r["moves"][0] for r in records}) == 2  # one stone per pair, two pairs
+
+
+@pytest.mark.slow
+def test_a_store_started_from_the_empty_board_resumes_as_it_was_started(tmp_path: Path) -> None:
+    # A store written when a file without random_openings meant the empty board: the
+    # same file resumes it (no refusal), and its new games are of the same kind.
+    header = BASIC.replace("random_openings = 1", "random_openings = 0")
+    t = write_tournament(tmp_path, header, _deterministic("d1", "d2"))
+    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    t.write_text(
+        t.read_text().replace("random_openings = 0\n", "").replace("rounds = 1", "rounds = 2")
+    )
+    done = arbiter("tournament", "run", str(t))
+    assert done.returncode == 0, done.stderr
+    assert "started when a file without random_openings" in done.stderr
+    assert "set random_openings = 1" in done.stderr and "--fresh" in done.stderr
+    records = read_store(tmp_path / "t.sqlite").records
+    assert len(records) == 4 and all(r.get("opening", 0) == 0 for r in records)
+    assert "all 4 games between d1 and d2 were identical" in done.stdout
+    fresh = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    records = read_store(tmp_path / "t.sqlite").records
+    assert len(records) == 4 and all(r["opening"] == 1 for r in records)
 
 
 BAD_FILES = [

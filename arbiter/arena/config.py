@@ -30,6 +30,7 @@ from arbiter.errors import ConfigError
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
+from arbiter.runs.schedule import DEFAULT_RANDOM_OPENINGS
 from arbiter.runs.tournament import parse_engines, typed_key
 from arbiter.text import toml_key, toml_value
 
@@ -206,7 +207,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         raise ConfigError(str(exc), where=f"{where}.size",
                           hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
                           ) from exc  # fmt: skip
-    random_openings = _count(table, "random_openings", where, 1, 0, 1)
+    random_openings = _count(table, "random_openings", where, DEFAULT_RANDOM_OPENINGS, 0, 1)
     seed = _get(table, "seed", where, 1)
     margin = _number(table, "margin", where, 0.1, 0, 60)
     output_value = _get(table, "output", where, f"{name}.sqlite")

@@ -41,7 +41,12 @@ from arbiter.runs.run import (
     run,
     time_controls,
 )
-from arbiter.runs.schedule import Openings, match_game_number, match_games
+from arbiter.runs.schedule import (
+    DEFAULT_RANDOM_OPENINGS,
+    Openings,
+    match_game_number,
+    match_games,
+)
 
 __all__ = ["Match", "MatchConfig", "MatchResult", "StoredMatch"]
 
@@ -51,7 +56,7 @@ _OPTIONS = {"size": "--size", "islands": "--islands", "pie": "--pie/--no-pie",
             "swap_decision": "--pie/--no-pie"}  # fmt: skip
 # A match varies its games unless told otherwise: two deterministic engines would
 # otherwise replay one pair of games. One random stone leaves the swap to the engine.
-MATCH_OPENINGS = Openings(random_plies=1)
+MATCH_OPENINGS = Openings(random_plies=DEFAULT_RANDOM_OPENINGS)
 
 
 def _engine_option(number: int, given: str, key: str) -> str:

@@ -120,6 +120,13 @@ def winner_seat(record: GameRecord) -> int:
     return 1 if record.winner == record.seat1 else 2
 
 
+# Every front (a match, a tournament file, an arena file) opens each seat-swapped pair
+# with one random stone unless told otherwise: deterministic engines started from the
+# empty board would replay one game. Under the pie rule the engine on move then decides
+# the swap.
+DEFAULT_RANDOM_OPENINGS = 1
+
+
 @dataclass(frozen=True)
 class Openings:
     """How pairs get their opening: a fixed list, N random plies, or none."""

@@ -45,6 +45,7 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
+    DEFAULT_RANDOM_OPENINGS,
     Fixed,
     Format,
     Openings,
@@ -102,6 +103,9 @@ class Tournament:
     budget: int = 0  # an adaptive run's games
     rule: StopRule | None = None  # an adaptive run's stop rule
     min_games: int = 4  # an adaptive run's games per engine before it adapts
+    # The file sets neither openings nor random_openings: the default (one random stone
+    # per pair) applies, unless a store started before that default says otherwise.
+    openings_default: bool = False
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -488,6 +492,7 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
         ) from exc
     seed = _get(table, "seed", where, 1)
     openings, openings_file = _openings(table, where, here, variant, seed)
+    openings_default = "openings" not in table and "random_openings" not in table
     file_dask = _get(table, "dask", where, None)
     if file_dask is not None:
         from arbiter.executors.dask import check_address
@@ -542,7 +547,8 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     return Tournament(
         path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
         concurrency=concurrency, tc=tc, variant=variant, openings=openings,
-        openings_file=openings_file, seed=seed, output=output,
+        openings_file=openings_file, openings_default=openings_default, seed=seed,
+        output=output,
         margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
         warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
         sprt=sprt, budget=budget, rule=rule, min_games=min_games,
@@ -600,10 +606,12 @@ def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
 
 def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant,
               seed: int) -> tuple[Openings, str | None]:  # fmt: skip
-    plies = _get(table, "random_openings", where, 0)
+    file_value = _get(table, "openings", where, None)
+    # As a match: deterministic engines from the empty board would replay one game.
+    default = 0 if file_value is not None else DEFAULT_RANDOM_OPENINGS
+    plies = _get(table, "random_openings", where, default)
     if plies < 0:
         raise ConfigError("must not be negative", where=f"{where}.random_openings")
-    file_value = _get(table, "openings", where, None)
     if file_value is not None and plies:
         raise ConfigError("openings and random_openings are both set", where=where,
                           hint="choose one")  # fmt: skip
@@ -730,6 +738,28 @@ def _same_field(t: Tournament, started: set[str]) -> None:
     )  # fmt: skip
 
 
+def stored_openings(t: Tournament, store: Store) -> tuple[Tournament, str | None]:
+    """The tournament as its store was started, where the file leaves openings unsaid.
+
+    A file without `openings` or `random_openings` played every game from the empty
+    board before the default became one random stone per pair. Such a store resumes as
+    it was started (its games stay comparable: no game of one kind is rated with games
+    of the other), with a note saying so and how to get the new default; refusing it
+    would make a file that did not change unusable. A new store gets the default.
+    """
+    stored = store.conditions()
+    if (not t.openings_default or stored is None or stored.get("openings")
+            or stored.get("random_openings")):  # fmt: skip
+        return t, None
+    note = (
+        f"Note: the store {t.output.name} was started when a file without random_openings"
+        " played every game from the empty board; its games go on doing so. For a random"
+        f" stone per pair, set random_openings = {DEFAULT_RANDOM_OPENINGS} in {t.path}"
+        " and use --fresh (the old store is kept under a dated name)."
+    )
+    return replace(t, openings=Openings(seed=t.seed)), note
+
+
 def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -> None:
     """Refuse a run whose conditions differ from the store's, naming the first change.
 
@@ -771,4 +801,11 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
     )
 
 
-__all__ = ["TC_HELP", "Tournament", "check_conditions", "load_tournament", "read_openings"]
+__all__ = [
+    "TC_HELP",
+    "Tournament",
+    "check_conditions",
+    "load_tournament",
+    "read_openings",
+    "stored_openings",
+]
