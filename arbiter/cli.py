@@ -1334,6 +1334,8 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
     t = load_tournament(file, engines_here=dask is None, store_folder=store_folder)
     for line in shared_folder_warnings(t.engines):
         say(line, err=True)
+    if (warning := t.sprt_warning()) is not None:
+        say(warning, err=True)
     store, kept = Store.open_for_run(t.output, fresh=fresh,
                                      origin=f"{file}: tournament.output")  # fmt: skip
     with store:

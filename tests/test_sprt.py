@@ -15,6 +15,7 @@ from arbiter.results.sprt import (
     PAIR_SCORES,
     Sprt,
     constrained_mle,
+    expected_pairs,
     game_llr,
     judge,
     pair_llr,
@@ -180,3 +181,27 @@ def test_parse_test() -> None:
 def test_parse_test_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_test(text)
+
+
+def test_the_expected_pairs_follow_the_average_length_of_simulated_tests() -> None:
+    # Wald's average sample number against the game test run on simulated games: under
+    # each hypothesis the mean length of many runs, in pairs, lies near the formula's,
+    # and the formula takes the shorter of the two.
+    test = Sprt(0, 150)
+    rng = random.Random(7)
+    means = []
+    for elo in (test.elo0, test.elo1):
+        score, lengths = expected_score(elo), []
+        for _ in range(2000):
+            wins = losses = 0
+            while test.lower < game_llr(wins, losses, test.elo0, test.elo1) < test.upper:
+                if rng.random() < score:
+                    wins += 1
+                else:
+                    losses += 1
+            lengths.append(wins + losses)
+        means.append(sum(lengths) / len(lengths) / 2)
+    assert expected_pairs(test) == 15
+    assert abs(min(means) - expected_pairs(test)) <= 3, means
+    assert expected_pairs(Sprt(0, 50)) > 8 * expected_pairs(test)  # a narrower gap costs more
+    assert expected_pairs(Sprt(0, 0.0)) == 0

@@ -848,6 +848,23 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored
 
 
+def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Path) -> None:
+    header = BASIC + "\nsprt = { elo0 = 0, elo1 = 150 }"
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
+    done = arbiter("tournament", "run", str(t), "-q")
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"warning: {t}: tournament.rounds = 1 caps each pairing's SPRT (elo0 = 0, elo1 ="
+        " 150) below the about 15 pairs it is expected to need" in done.stderr
+    )
+    assert "raise rounds to 15 or more" in done.stderr
+    # A gap wide enough for one pair: no warning.
+    t.write_text(t.read_text().replace("elo0 = 0, elo1 = 150", "elo0 = -600, elo1 = 600"))
+    enough = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    assert enough.returncode == 0, enough.stderr
+    assert "expected to need" not in enough.stderr
+
+
 def swiss_file(folder: Path, engines: int, rounds: int, extra: str = "") -> Path:
     header = BASIC.replace("rounds = 1", f'format = "swiss"\nrounds = {rounds}{extra}')
     return write_tournament(folder, header, [bot(f"bot{i:02}") for i in range(engines)])

@@ -119,6 +119,33 @@ def game_llr(wins: int, losses: int, elo0: float, elo1: float) -> float:
     return wins * math.log(p1 / p0) + losses * math.log((1.0 - p1) / (1.0 - p0))
 
 
+def expected_pairs(test: Sprt) -> int:
+    """About how many seat-swapped pairs the test needs to decide, whichever hypothesis
+    holds: Wald's approximation of the average sample number, in games, halved.
+
+    Under H1 (each game scored s1 = expected_score(elo1)) the LLR of a game rises on
+    average by the Kullback-Leibler divergence KL1 = s1 ln(s1/s0) + (1-s1) ln((1-s1)/(1-s0))
+    (s0 = expected_score(elo0)); the test stops at the upper bound B with probability
+    1 - beta and at the lower bound A with beta, so it takes about
+    ((1 - beta) B + beta A) / KL1 games. Under H0 the LLR falls on average by KL0, the
+    divergence the other way, and the test stops at A with probability 1 - alpha: about
+    ((1 - alpha) A + alpha B) / -KL0 games. The smaller of the two, in pairs, is what a
+    pairing can be expected to need at best: `rounds` below it leaves most pairings
+    undecided at the cap (elo0 = 0, elo1 = 150 at alpha = beta = 0.05: 15 pairs). The
+    games are taken as independent; the pair model gains from pairs whose games are
+    correlated (an opening favouring one side), so it may need fewer, and single runs
+    scatter widely around the average.
+    """
+    s0, s1 = expected_score(test.elo0), expected_score(test.elo1)
+    if s0 == s1:
+        return 0
+    kl1 = s1 * math.log(s1 / s0) + (1 - s1) * math.log((1 - s1) / (1 - s0))
+    kl0 = s0 * math.log(s0 / s1) + (1 - s0) * math.log((1 - s0) / (1 - s1))
+    under_h1 = ((1 - test.beta) * test.upper + test.beta * test.lower) / kl1
+    under_h0 = -((1 - test.alpha) * test.lower + test.alpha * test.upper) / kl0
+    return max(1, math.ceil(min(under_h1, under_h0) / 2))
+
+
 PAIRED_MINIMUM = 10  # whole pairs before their own variance makes the interval
 
 

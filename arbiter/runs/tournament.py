@@ -38,7 +38,7 @@ from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, ExecutorSettings, WarmBudget
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord
-from arbiter.results.sprt import PairTally, Sprt, Verdict, judge, test_from
+from arbiter.results.sprt import PairTally, Sprt, Verdict, expected_pairs, judge, test_from
 from arbiter.results.store import EngineEntry, Store, resolved
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
@@ -123,6 +123,22 @@ class Tournament:
             "confine_per": self.confine_per,
             "sprt": None if self.sprt is None else self.sprt.conditions(),
         }
+
+    def sprt_warning(self) -> str | None:
+        """A warning when `rounds` caps every pairing's test below the pairs it is
+        expected to need (`expected_pairs`): the run would end with most pairings
+        undecided and nothing said until then."""
+        if self.sprt is None:
+            return None
+        needed = expected_pairs(self.sprt)
+        if self.rounds >= needed:
+            return None
+        return (
+            f"warning: {self.path}: tournament.rounds = {self.rounds} caps each pairing's"
+            f" SPRT (elo0 = {self.sprt.elo0:g}, elo1 = {self.sprt.elo1:g}) below the about"
+            f" {needed} pairs it is expected to need: most pairings will stop undecided;"
+            f" raise rounds to {needed} or more, or test a wider elo0-elo1 gap"
+        )
 
     def definition(self) -> dict[str, Any]:
         """A snapshot of the whole definition, stored with the results."""
