@@ -1360,10 +1360,17 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         # few games need not read the store's games again.
         tests = next((sink for sink in plan.sinks if isinstance(sink, PairingTests)), None)
 
-        def tables() -> str:
+        def tables(full: bool = False) -> str:
+            """The standings; with tests, every pairing's at the end (`full`), and in a
+            progress block a summary and the tests that changed since the last one."""
             parts = [*t.summary(plan.games), _store_standings(store)]
             if tests is not None:
-                parts.append("\n".join(f"{a} vs {b}: {v.line()}" for (a, b), v in tests.verdicts()))
+                lines = (
+                    [f"{a} vs {b}: {v.line(t.rounds)}" for (a, b), v in tests.verdicts()]
+                    if full
+                    else tests.progress(t.rounds)
+                )
+                parts.append("\n".join(lines))
             return "\n\n".join(parts)
 
         stored = t.stored(store, plan.games)
@@ -1376,7 +1383,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
             progress.close()
-            say(tables())
+            say(tables(full=True))
             say("Stopped: games in flight were not stored and are replayed on resume.")
             raise
         finally:
@@ -1385,7 +1392,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
         store.verify()  # never a table over games nobody will find
         _, outside = _outside(t, store, plan.games)
-        say(tables())
+        say(tables(full=True))
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:

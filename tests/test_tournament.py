@@ -865,6 +865,25 @@ def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Pat
     assert "expected to need" not in enough.stderr
 
 
+def test_progress_blocks_show_the_tests_that_changed_and_a_summary(tmp_path: Path) -> None:
+    # One game at a time, a block every pair: each block names the one pairing whose
+    # test moved, never the untouched ones, and an undecided test below its cap reads
+    # "going on" as status and the report say.
+    header = BASIC.replace("rounds = 1", "rounds = 2").replace("concurrency = 2", "concurrency = 1")
+    t = write_tournament(tmp_path, f"{header}\nsprt = {{ elo0 = 0, elo1 = 150 }}",
+                         [bot("a"), bot("b"), bot("c")])  # fmt: skip
+    done = arbiter("tournament", "run", str(t), "--every", "2")
+    assert done.returncode == 0, done.stderr
+    blocks = done.stderr.split("games left, ")[1:]
+    assert len(blocks) == 5
+    for block in blocks:
+        assert "SPRT on 3 pairings: " in block
+        assert len([line for line in block.splitlines() if ": SPRT (pairs)" in line]) == 1
+    assert "going on; pairs" in done.stderr and "inconclusive;" not in done.stderr
+    # At the end every pairing's test, each at its cap.
+    assert done.stdout.count("inconclusive (the rounds cap came first)") == 3
+
+
 def swiss_file(folder: Path, engines: int, rounds: int, extra: str = "") -> Path:
     header = BASIC.replace("rounds = 1", f'format = "swiss"\nrounds = {rounds}{extra}')
     return write_tournament(folder, header, [bot(f"bot{i:02}") for i in range(engines)])

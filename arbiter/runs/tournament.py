@@ -307,11 +307,30 @@ class PairingTests:
         self.tally = PairTally(lambda x, y: order[frozenset((x, y))])
         self._decided: set[frozenset[str]] = set()
         self._begun: set[str] = set()  # pairs with a game started in this run
+        self._shown: dict[tuple[str, str], Verdict] = {}  # as the last progress block said
 
     def verdicts(self) -> list[tuple[tuple[str, str], Verdict]]:
         """Every pairing's test, in schedule order."""
         return [(pair, judge(self.test, *self.tally.counts(*pair)))
                 for pair in self.order.values()]  # fmt: skip
+
+    def progress(self, rounds: int) -> list[str]:
+        """A progress block's lines: one summary line of the tests by state, then the
+        tests that changed since the last block (an untouched one never shows). With
+        many engines every pairing's line in every block would bury the few that moved.
+        """
+        verdicts = self.verdicts()
+        states: dict[str, int] = {}
+        for _, v in verdicts:
+            states[v.state(rounds)] = states.get(v.state(rounds), 0) + 1
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+        lines = [f"SPRT on {len(verdicts)} pairings: {counts}"]
+        untouched = judge(self.test, [0, 0, 0], 0, 0)
+        for (a, b), v in verdicts:
+            if v != self._shown.get((a, b), untouched):
+                lines.append(f"{a} vs {b}: {v.line(rounds)}")
+                self._shown[a, b] = v
+        return lines
 
     def keep(self, game: ScheduledGame) -> bool:
         """Whether to play a game about to start: a pair begun is played whole (a test
