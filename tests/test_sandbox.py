@@ -668,9 +668,11 @@ def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     one, two = _bot_folder(bots, "one"), _bot_folder(bots, "two")
     (one / "other_bot.py").write_bytes(SKELETON.read_bytes())  # two programs, one folder
+    # c and c-seed are one program with other arguments: no secret between them.
     engines = [_engine("a", [SYSTEM_PYTHON, f"{one}/bot_skeleton.py"]),
                _engine("b", [SYSTEM_PYTHON, f"{one}/other_bot.py"]),
-               _engine("c", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py"])]  # fmt: skip
+               _engine("c", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py"]),
+               _engine("c-seed", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py", "-s", "2"])]  # fmt: skip
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\nsandbox = true\nsize = 7\ntc = "10+0.1"\n'
                     + "".join(engines))  # fmt: skip
@@ -680,6 +682,23 @@ def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
     assert warnings == [f"warning: sandboxed engines 'a' and 'b' both read {one}, so each can"
                         " read the other's files there; give each engine a folder of its own"
                         " to keep them apart"], done.stderr  # fmt: skip
+
+
+def test_seeds_of_one_program_share_its_folder_without_a_warning(tmp_path: Path) -> None:
+    from arbiter.engines.config import shared_folder_warnings
+    from arbiter.engines.process import EngineSpec
+
+    folder = _bot_folder(tmp_path / "bots", "one")
+    (folder / "other_bot.py").write_bytes(SKELETON.read_bytes())
+
+    def spec(script: str, *args: str) -> EngineSpec:
+        return EngineSpec((sys.executable, str(folder / script), *args), sandbox=True)
+
+    seeds = {f"seed{n}": spec("bot_skeleton.py", "--seed", str(n)) for n in range(3)}
+    assert shared_folder_warnings(seeds) == []
+    # Another program in the same folder may read their files, and they its.
+    [line] = shared_folder_warnings({**seeds, "other": spec("other_bot.py", "--seed", "1")})
+    assert "'seed0' and 'other' both read" in line
 
 
 @needs_bwrap

@@ -308,15 +308,28 @@ def _read(table: dict[str, Any], where: str, here: Path, local: bool) -> tuple[s
 
 
 def shared_folder_warnings(specs: Mapping[str, EngineSpec]) -> list[str]:
-    """Warnings for sandboxed engines of one run that can read each other's files."""
+    """Warnings for sandboxed engines of one run that can read each other's files.
+
+    Engines of one program (the same program files, seeing the same folders) that differ
+    only in other arguments, as seeds or levels of one bot, keep no secret from each
+    other: they are compared once, as one program playing itself is.
+    """
     views: dict[str, sandbox.View] = {}
     seen: set[tuple[object, ...]] = set()
     for name, spec in specs.items():
-        same = (spec.argv, spec.cwd, spec.read)  # one program twice (self-play) shares nothing
-        if spec.sandbox and same not in seen:
+        if not spec.sandbox:
+            continue
+        view = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given, read=spec.read)
+        here = os.path.abspath(spec.cwd or os.getcwd())
+        files = tuple(
+            os.path.realpath(os.path.join(here, word))
+            for word in spec.argv
+            if os.path.isfile(os.path.join(here, word))
+        )
+        same = (view.start, view.binds, files)
+        if same not in seen:
             seen.add(same)
-            views[name] = sandbox.view(spec.argv, spec.cwd, cwd_given=spec.cwd_given,
-                                       read=spec.read)  # fmt: skip
+            views[name] = view
     return [f"warning: {line}" for line in sandbox.shared_folders(views)]
 
 
