@@ -171,6 +171,43 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, tmp_pat
     assert len(result.output.strip().splitlines()) == 1
 
 
+def test_an_unknown_name_says_which_engines_files_were_read(tmp_path: Path) -> None:
+    # ./engines.toml defines the name, but only engines/engines.toml is read unasked.
+    (tmp_path / "engines.toml").write_text('[engines.mine]\ncommand = "python3 mine.py"\n')
+    done = invoke("match", "mine", "random", cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "unknown engine 'mine': not in the bundled bots (no engines file was read)" in line
+    assert f"{tmp_path / 'engines.toml'} is not read" in line
+    assert "give --engines engines.toml" in line
+    # A tournament file names it with engines_file.
+    t = tmp_path / "t.toml"
+    t.write_text('[tournament]\nname = "t"\nengines = ["mine", "random"]\n')
+    done = invoke("tournament", "run", str(t), cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert 'no engine "mine" in the bundled bots' in line
+    assert 'is not read: set engines_file = "engines.toml"' in line
+    # With engines/engines.toml there, the message names the file it read.
+    (tmp_path / "engines").mkdir()
+    (tmp_path / "engines" / "engines.toml").write_text('[engines.other]\ncommand = "x"\n')
+    done = invoke("match", "mine", "random", cwd=tmp_path)
+    assert "not in engines/engines.toml and the bundled bots" in done.stderr.replace(
+        str(tmp_path) + "/", ""
+    )
+
+
+def test_a_missing_engines_file_of_a_tournament_names_its_key(tmp_path: Path) -> None:
+    t = tmp_path / "t.toml"
+    t.write_text('[tournament]\nname = "t"\nengines_file = "nofile.toml"\nengines = ["a", "b"]\n')
+    done = invoke("tournament", "run", str(t), cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "nofile.toml" in line and "cannot read engines file" in line
+    assert f"check the path given with {t}: tournament.engines_file" in line
+    assert "--engines" not in line
+
+
 def test_bad_engines_file_names_the_file_and_key(tmp_path: Path) -> None:
     bad = tmp_path / "e.toml"
     bad.write_text('[engines.x]\ncommand = ["python3", "x.py"]\ncolour = "red"\n')

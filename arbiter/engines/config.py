@@ -79,10 +79,14 @@ class EnginesFile:
     """The engines of an engines file, each checked when it is used: one broken entry
     does not keep the others from playing."""
 
-    def __init__(self, path: str | os.PathLike[str], *, bundled: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, bundled: bool = False, origin: str = "--engines"
+    ) -> None:
+        """`origin` names what gave the path (an option, a file's key), for the hint
+        when the file cannot be read."""
         self.path = Path(path)
         self.bundled = bundled
-        data = read_toml(self.path, "engines file", "check the path given with --engines")
+        data = read_toml(self.path, "engines file", f"check the path given with {origin}")
         tables = data.get("engines")
         if not isinstance(tables, dict) or not tables:
             raise ConfigError(
@@ -142,6 +146,23 @@ class KnownEngines:
         if book is None:
             raise KeyError(key)
         return book.spec(key, local=local)
+
+    def searched(self) -> str:
+        """Where names were looked for, for a message about a name found nowhere."""
+        if self.user is None:
+            return "the bundled bots (no engines file was read)"
+        return f"{self.user.path} and the bundled bots"
+
+
+def unread_engines_file(folder: Path, user: EnginesFile | None) -> Path | None:
+    """An `engines.toml` in `folder` that was not read: a name defined there is unknown,
+    and the message should say how to name the file."""
+    candidate = folder / "engines.toml"
+    if not candidate.is_file():
+        return None
+    if user is not None and user.path.resolve() == candidate.resolve():
+        return None
+    return candidate
 
 
 def default_engines_file() -> Path | None:
@@ -455,11 +476,15 @@ def resolve_engine(text: str, engines: KnownEngines, *, local: bool = True) -> E
     if not argv:
         raise ConfigError("empty engine command", hint="give a command line or an engine name")
     if len(argv) == 1 and os.sep not in text and shutil.which(text) is None and name is None:
-        raise ConfigError(
-            f"unknown engine {text!r}",
-            hint=f"known engine names: {', '.join(sorted(engines))} (`arbiter engines` lists"
-            " them); or give a command line such as 'python3 my_bot.py'",
+        unread = unread_engines_file(Path.cwd(), engines.user)
+        hint = (
+            f"{unread} is not read (only --engines FILE, else engines/engines.toml): give"
+            f" --engines {unread.name}"
+            if unread is not None
+            else f"known engine names: {', '.join(sorted(engines))} (`arbiter engines` lists"
+            " them); or give a command line such as 'python3 my_bot.py'"
         )
+        raise ConfigError(f"unknown engine {text!r}: not in {engines.searched()}", hint=hint)
     spec = EngineSpec(argv=tuple(argv), name=name)
     if local:
         check_executable(spec, f"engine {text!r}")

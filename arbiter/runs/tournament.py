@@ -31,6 +31,7 @@ from arbiter.engines.config import (
     program_hashes,
     read_small,
     read_toml,
+    unread_engines_file,
 )
 from arbiter.engines.process import EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
@@ -730,7 +731,10 @@ def parse_engines(
             raise ConfigError("must be a list of engine keys (strings)", where=f"{where}.engines")
         # A listed name is the engines file's, then an [[engine]] entry's, then a bundled
         # bot's: what the user defined wins over what comes with arbiter.
-        user = EnginesFile(here / engines_file) if engines_file is not None else None
+        user = None
+        if engines_file is not None:
+            origin = f"{where}.engines_file (relative to the tournament file)"
+            user = EnginesFile(here / engines_file, origin=origin)
         known = KnownEngines(user)
         entries = listed if isinstance(listed, list) else []
         own = {e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)}
@@ -741,10 +745,15 @@ def parse_engines(
             if book is None:
                 where_from = f"{engines_file} or the bundled bots" if engines_file else \
                     "the bundled bots (there is no engines_file)"  # fmt: skip
-                raise ConfigError(f"no engine {toml_value(key)} in {where_from}",
-                                  where=f"{where}.engines",
-                                  hint=f"known: {', '.join(known)}; or define it in an"
-                                  " [[engine]] table")  # fmt: skip
+                unread = unread_engines_file(here, user)
+                hint = f"known: {', '.join(known)}; or define it in an [[engine]] table"
+                if unread is not None:
+                    hint = f'{unread} is not read: set engines_file = "{unread.name}"'
+                raise ConfigError(
+                    f"no engine {toml_value(key)} in {where_from}",
+                    where=f"{where}.engines",
+                    hint=hint,
+                )
             add(book.spec(key, local=local), book.tables[key], book.where(key))
     if not isinstance(listed, list):
         raise ConfigError("engine must be an array of tables", where=str(file),
@@ -783,8 +792,9 @@ def stored_openings(t: Tournament, store: Store) -> tuple[Tournament, str | None
     would make a file that did not change unusable. A new store gets the default.
     """
     stored = store.conditions()
-    if (not t.openings_default or stored is None or stored.get("openings")
-            or stored.get("random_openings")):  # fmt: skip
+    if not t.openings_default or stored is None:
+        return t, None
+    if stored.get("openings") or stored.get("random_openings"):
         return t, None
     note = (
         f"Note: the store {t.output.name} was started when a file without random_openings"
