@@ -870,8 +870,8 @@ def test_progress_blocks_show_the_tests_that_changed_and_a_summary(tmp_path: Pat
     # test moved, never the untouched ones, and an undecided test below its cap reads
     # "going on" as status and the report say.
     header = BASIC.replace("rounds = 1", "rounds = 2").replace("concurrency = 2", "concurrency = 1")
-    t = write_tournament(tmp_path, f"{header}\nsprt = {{ elo0 = 0, elo1 = 150 }}",
-                         [bot("a"), bot("b"), bot("c")])  # fmt: skip
+    header += "\nsprt = { elo0 = 0, elo1 = 150 }"
+    t = write_tournament(tmp_path, header, [bot("a"), bot("b"), bot("c")])
     done = arbiter("tournament", "run", str(t), "--every", "2")
     assert done.returncode == 0, done.stderr
     blocks = done.stderr.split("games left, ")[1:]
