@@ -15,13 +15,13 @@ from arbiter.engines.process import EngineSpec
 from arbiter.rules import Game, Variant
 from arbiter.rules.clock import TimeControl
 
-PROTOCOL_DIR = Path(__file__).resolve().parent.parent / "protocol"
+SKELETON_DIR = Path(__file__).resolve().parent.parent / "arbiter" / "bots"
 
 _PRELUDE = f"""
 import sys, time
 sys.dont_write_bytecode = True
-sys.path.insert(0, {str(PROTOCOL_DIR)!r})
-import bot_skeleton as sk
+sys.path.insert(0, {str(SKELETON_DIR)!r})
+import skeleton as sk
 """
 
 

@@ -16,7 +16,8 @@ import click
 import pytest
 
 from arbiter.cli import main
-from arbiter.engines.sandbox import ENGINE_GID, ENGINE_UID, _account
+from arbiter.engines.sandbox import ENGINE_GID, ENGINE_UID
+from arbiter.engines.sandbox.bubblewrap import _account
 from arbiter.rules import Variant
 from arbiter.runs.schedule import Format, match_games, tournament_games
 from tests.browsers import open_chromium

@@ -1,7 +1,7 @@
 """Fault handling end to end: real engine processes, the real referee, real verdicts.
 
 Every test starts engines as subprocesses (tests/engines/badbot.py, or a few lines of
-Python built on protocol/bot_skeleton.py for faults badbot has no mode for), plays them
+Python built on arbiter/bots/skeleton.py for faults badbot has no mode for), plays them
 through `Referee.play` or `Match.run`, and checks the verdict, the winner, the evidence,
 and that no process outlives its engine. Clocks and deadlines are small so that a test
 that waits for a hang waits about a second.
@@ -37,7 +37,7 @@ from arbiter.runs.schedule import ScheduledGame
 
 TESTS = Path(__file__).resolve().parent
 BADBOT = TESTS / "engines" / "badbot.py"
-PROTOCOL_DIR = TESTS.parent / "protocol"
+SKELETON_DIR = TESTS.parent / "arbiter" / "bots"
 
 DEADLINES = Deadlines(handshake=5.0, command=1.0, quit=0.5, term=0.5)
 FAST = RefereeConfig(margin=0.1, grace=0.3)
@@ -64,8 +64,8 @@ def good(name: str = GOOD) -> EngineSpec:
 _PRELUDE = f"""
 import os, sys, time
 sys.dont_write_bytecode = True
-sys.path.insert(0, {str(PROTOCOL_DIR)!r})
-import bot_skeleton as sk
+sys.path.insert(0, {str(SKELETON_DIR)!r})
+import skeleton as sk
 """
 
 

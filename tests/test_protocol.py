@@ -27,7 +27,7 @@ from arbiter.protocol.session import EngineSession
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = sorted((ROOT / "protocol" / "transcripts").glob("*.txt"))
-SKELETON = ROOT / "protocol" / "bot_skeleton.py"
+SKELETON = ROOT / "arbiter" / "bots" / "skeleton.py"
 GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
 
 token = st.text(

@@ -479,16 +479,9 @@ def test_check_runs_an_engine_the_way_a_sandboxed_tournament_will(tmp_path: Path
 # -- what a sandboxed engine can read ----------------------------------------------------------
 
 SNOOP = ROOT / "tests" / "engines" / "snoop.py"
-SKELETON = ROOT / "protocol" / "bot_skeleton.py"
+SKELETON = ROOT / "arbiter" / "bots" / "skeleton.py"
 SYSTEM_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 AS_ROOT = os.geteuid() == 0
-
-
-def test_the_test_engines_carry_the_protocol_skeleton_as_it_is() -> None:
-    # Test engines import bot_skeleton from protocol/, which a sandboxed engine does not
-    # see (it is not in their folder): the copy beside them must be the same file.
-    copy = ROOT / "tests" / "engines" / "bot_skeleton.py"
-    assert copy.read_bytes() == SKELETON.read_bytes()
 
 
 def _bot_folder(parent: Path, name: str) -> Path:
@@ -669,10 +662,10 @@ def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
     one, two = _bot_folder(bots, "one"), _bot_folder(bots, "two")
     (one / "other_bot.py").write_bytes(SKELETON.read_bytes())  # two programs, one folder
     # c and c-seed are one program with other arguments: no secret between them.
-    engines = [_engine("a", [SYSTEM_PYTHON, f"{one}/bot_skeleton.py"]),
+    engines = [_engine("a", [SYSTEM_PYTHON, f"{one}/skeleton.py"]),
                _engine("b", [SYSTEM_PYTHON, f"{one}/other_bot.py"]),
-               _engine("c", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py"]),
-               _engine("c-seed", [SYSTEM_PYTHON, f"{two}/bot_skeleton.py", "-s", "2"])]  # fmt: skip
+               _engine("c", [SYSTEM_PYTHON, f"{two}/skeleton.py"]),
+               _engine("c-seed", [SYSTEM_PYTHON, f"{two}/skeleton.py", "-s", "2"])]  # fmt: skip
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\nsandbox = true\nsize = 7\ntc = "10+0.1"\n'
                     + "".join(engines))  # fmt: skip

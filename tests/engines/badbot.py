@@ -3,7 +3,7 @@
 
 Usage: badbot.py MODE [--after N] [--ms M] [--name NAME] [--say TEXT] [--hostile]
 
-The engine plays like protocol/bot_skeleton.py (random legal moves) until its
+The engine plays like arbiter/bots/skeleton.py (random legal moves) until its
 fault triggers.  For the modes that act on genmove, the first N genmove
 commands (``--after N``, default 0) are answered normally and the fault
 happens on every genmove after that.  ``--ms`` is the delay used by "slow" and
@@ -66,9 +66,9 @@ import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "arbiter" / "bots"))
 
-import bot_skeleton as skeleton  # noqa: E402, RUF100
+import skeleton  # noqa: E402, RUF100
 
 MODES = [
     "ok",

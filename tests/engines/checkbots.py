@@ -3,7 +3,7 @@
 
 Usage: checkbots.py MODE [--seed N]
 
-Each mode is protocol/bot_skeleton.py (random legal moves, every atoll-* command the
+Each mode is arbiter/bots/skeleton.py (random legal moves, every atoll-* command the
 skeleton handles) with one realistic bug.  Unlike badbot.py, the bugs are not loud
 faults on a chosen genmove: the engine looks healthy until a check puts it in the
 situation its author did not test.  ``--seed`` seeds the move choice (default 1).
@@ -65,9 +65,9 @@ import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "arbiter" / "bots"))
 
-import bot_skeleton as skeleton  # noqa: E402, RUF100
+import skeleton  # noqa: E402, RUF100
 
 MODES = [
     "ok",

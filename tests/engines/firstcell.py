@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "arbiter" / "bots"))
 
-import bot_skeleton as skeleton  # noqa: E402
+import skeleton  # noqa: E402
 
 
 def first_cell(game):

@@ -42,10 +42,10 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "protocol"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "arbiter" / "bots"))
 
-import bot_skeleton as skeleton  # noqa: E402, RUF100
-from bot_skeleton import GtpError  # noqa: E402, RUF100
+import skeleton  # noqa: E402, RUF100
+from skeleton import GtpError  # noqa: E402, RUF100
 
 COMMAND_NAMES = [
     "protocol_version",

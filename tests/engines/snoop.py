@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A snooping engine: reports what it could read, then plays like the skeleton.
 
-Dependency-free apart from bot_skeleton.py beside it (copy both into a folder of its
-own), so that it runs from any interpreter and any folder, as a student's bot would.
+Dependency-free apart from a copy of arbiter/bots/skeleton.py beside it (copy both into a
+folder of its own), so that it runs from any interpreter and any folder, as a student's bot would.
 
 SNOOP_TARGETS (os.pathsep-separated, in the environment so that no target is an
 argument, which the sandbox would let it read) are the paths it tries; for each it
@@ -22,7 +22,7 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import bot_skeleton as skeleton  # noqa: E402
+import skeleton  # noqa: E402
 
 if os.environ.get("SNOOP_REQUIRE"):
     with open(os.environ["SNOOP_REQUIRE"], "rb") as weights:
