@@ -687,7 +687,7 @@ def test_seeds_of_one_program_share_its_folder_without_a_warning(tmp_path: Path)
     def spec(script: str, *args: str) -> EngineSpec:
         return EngineSpec((sys.executable, str(folder / script), *args), sandbox=True)
 
-    seeds = {f"seed{n}": spec("bot_skeleton.py", "--seed", str(n)) for n in range(3)}
+    seeds = {f"seed{n}": spec("skeleton.py", "--seed", str(n)) for n in range(3)}
     assert shared_folder_warnings(seeds) == []
     # Another program in the same folder may read their files, and they its.
     [line] = shared_folder_warnings({**seeds, "other": spec("other_bot.py", "--seed", "1")})
