@@ -137,6 +137,9 @@ def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
         pytest.param("colour-cached", "plays for the wrong colour", marks=pytest.mark.slow),
         pytest.param("swap-recoloured", "first stone stays black", marks=pytest.mark.slow),
         pytest.param("large-board-bytes", "breaks on this size", marks=pytest.mark.slow),
+        pytest.param(
+            "odd-files", "neighbour rule for files of both parities", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
@@ -158,6 +161,18 @@ def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
         done = subprocess.run(["bash", "-c", replay], capture_output=True, text=True, timeout=60)
         answers = [a for a in done.stdout.split("\n\n") if a.strip()]
         assert answers[-2].startswith("= ") and answers[-2] != f"= {win}", answers[-3:]
+
+
+@pytest.mark.slow
+def test_movetime_milliseconds_read_as_seconds_fail_the_movetime_clock() -> None:
+    """The Fischer clock it reads right passes; only the movetime family fails, in
+    milliseconds."""
+    code, results = check("movetime-seconds")
+    assert code == 1
+    assert results["within its clock: fischer 1.5 s + 0"]["passed"]
+    movetime = results["within its clock: movetime 0.5 s"]
+    assert not movetime["passed"]
+    assert "milliseconds" in str(movetime["hint"])
 
 
 @pytest.mark.slow
