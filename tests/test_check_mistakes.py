@@ -41,6 +41,8 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
         assert f"positions: atoll-8/{size}" in results
     for size in (2, 5, 11, 19, 26):
         assert f"positions: hex/{size} no-pie" in results
+    hex2 = results["not checked: wins in one on Hex 2"]
+    assert "checked on the other sizes only" in str(hex2["detail"])
 
 
 @pytest.mark.parametrize(
@@ -186,6 +188,9 @@ def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) ->
     texts = [f.read_text() for f in files]
     assert all("genmove" in t for t in texts)
     assert "position 1: " in done.stderr and ">checkbot-win-no-island-chain(1): " in done.stderr
+    # the FAIL line names the file of each missed position's exchange
+    named = done.stdout.split("(the exchange is in ", 1)[1].split(")", 1)[0]
+    assert "genmove" in Path(named).read_text()
 
 
 def test_a_bot_that_takes_wins_everywhere_passes_the_wins_check() -> None:

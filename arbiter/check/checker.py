@@ -99,6 +99,7 @@ class Checker:
         self.transcripts = transcripts  # a folder for each position's exchange
         self.show = show  # each position's exchange on stderr (-v)
         self.positions = 0
+        self.last_transcript: Path | None = None  # the file of the latest position
         self._engine: Engine | None = None
 
     async def ask(self, engine: Engine, *command: str) -> tuple[bool, str]:
@@ -177,10 +178,20 @@ class Checker:
                 replay.play(move)
                 unseen.append((color.letter, replay.move_name(replay.moves[-1])))
             return await self._turn(player, variant, replay, unseen, tc, clock)
+        except CheckFailed as exc:
+            if game_log is not None:
+                self._stop_log(engine, variant, game_log)
+                game_log = None
+                if self.last_transcript is not None:
+                    exc.detail += f" (the exchange is in {self.last_transcript})"
+            raise
         finally:
             if game_log is not None:
-                Player.of(engine).log_to(None)
-                self._keep(variant, game_log.lines([engine.info.name or "engine"]))
+                self._stop_log(engine, variant, game_log)
+
+    def _stop_log(self, engine: Engine, variant: Variant, game_log: GameLog) -> None:
+        Player.of(engine).log_to(None)
+        self._keep(variant, game_log.lines([engine.info.name or "engine"]))
 
     def _keep(self, variant: Variant, lines: list[str]) -> None:
         """One position's exchange: to its own file under --transcripts, and to stderr
@@ -193,6 +204,7 @@ class Checker:
             path = self.transcripts / f"position-{self.positions:03d}.log"
             try:
                 path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+                self.last_transcript = path
             except OSError as exc:
                 raise CheckFailed(
                     f"cannot write {path}: {exc.strerror}", "give --transcripts a writable folder"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from arbiter.check.checker import Checker, CheckFailed
 from arbiter.check.positions import MAIN_SIZE
@@ -70,6 +71,7 @@ async def play_wins(
 ) -> WinsReport:
     """Ask for a move in every position; FAIL on a bot that takes some wins and not others."""
     answers: list[tuple[WinPosition, str]] = []
+    files: dict[int, Path | None] = {}  # each answered position's --transcripts file
     firsts = [v for v in variants if v.pie and v.size == MAIN_SIZE]
     for variant in firsts[:1]:
         # A bot asked for the first stone, then told of the opponent's swap: its colour
@@ -88,11 +90,13 @@ async def play_wins(
         answer = await c.position(engine, variant, Game(variant), then=then)
         if chosen:
             answers.append((chosen[0], answer))
+            files[id(chosen[0])] = c.last_transcript
     for position in positions:
         position = _variant(position, variants)
         game = Game(position.variant)
         answer = await c.position(engine, position.variant, game, moves=list(position.moves))
         answers.append((position, answer))
+        files[id(position)] = c.last_transcript
     evidence = [(p, a) for p, a in answers if p.evidence]
     families = {p.variant.islands for p, _ in evidence}
     looks = any(all(a == p.win for p, a in evidence if p.variant.islands == k) for k in families)
@@ -109,7 +113,9 @@ async def play_wins(
         return WinsReport(f"took the win in all {len(answers)} positions ({', '.join(situations)})")
     lines = [f"took wins in one in {taken} of {len(answers)} positions but missed {len(missed)}:"]
     for p, a in missed[:3]:
-        lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}")
+        where = files.get(id(p))
+        shown = f" (the exchange is in {where})" if where is not None else ""
+        lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}{shown}")
     replay = replay_command(c, engine, missed[0][0])
     lines.append(f"replay the first by hand (whole in --json): {replay}")
     raise CheckFailed(" | ".join(lines), likely_mistake(answers, missed))

@@ -337,6 +337,29 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
     return out
 
 
+def unpositioned(
+    variant_list: list[Variant], positions: list[WinPosition]
+) -> list[tuple[str, str]]:
+    """The smallest and largest sizes an engine plays that have no win position, and why.
+    Hex 2 is one: on its four cells, wherever the mover has one winning cell the same
+    cell wins for the opponent too, so a bot that only blocks would take it as well."""
+    out = []
+    for islands in (8, 4):
+        sizes = sorted({v.size for v in variant_list if v.islands == islands})
+        for size in dict.fromkeys(sizes[:1] + sizes[-1:]):
+            if not any(p.variant.islands == islands and p.variant.size == size for p in positions):
+                board = f"{'Atoll' if islands == 8 else 'Hex'} {size}"
+                out.append(
+                    (
+                        board,
+                        f"{board}: no position was found with one winning cell for the side"
+                        " to move and none for the other, so wins in one are checked on the"
+                        " other sizes only",
+                    )
+                )
+    return out
+
+
 def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None:
     """After the bot chose the first stone itself (`answer` to `genmove b`) and the
     opponent swapped: a position where it, now White, has one win."""
