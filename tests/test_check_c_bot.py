@@ -29,8 +29,9 @@ MISTAKES = {
     "MOVETIME_SECONDS": ("within its clock: movetime 0.5 s", "milliseconds"),
     "BYTE_CELLS": ("wins in one, everywhere", "boardsize 23"),
     "HEX_ROWS_BOTTOM": ("wins in one, everywhere", "rows are numbered from the top"),
+    "TOP_CELLS": ("wins in one, everywhere", "even files (a, c, e, ...) have size-2 cells"),
 }
-FAST = ("NO_ISLAND_CHAIN",)  # the others run with the slow tests
+FAST = ("NO_ISLAND_CHAIN", "TOP_CELLS")  # the others run with the slow tests
 # A bot that blocks the opponent's win in one plays the winning cell of a position
 # built for the other colour too: the colour it cached shows only where both sides
 # threaten, and check has no such position yet.

@@ -166,6 +166,17 @@ def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
 
 
 @pytest.mark.slow
+def test_a_cell_invented_above_an_even_file_fails_check_naming_it() -> None:
+    """The bot answers the cell it invented, where the referee has an island stone."""
+    code, results = check("top-cells")
+    wins = results["wins in one, everywhere"]
+    assert code == 1 and not wins["passed"]
+    assert "a cell above the top of an even file on offer" in str(wins["detail"])
+    assert "illegal move" in str(wins["detail"])
+    assert "even files (a, c, e, ...) have size-2 cells" in str(wins["hint"])
+
+
+@pytest.mark.slow
 def test_movetime_milliseconds_read_as_seconds_fail_the_movetime_clock() -> None:
     """The Fischer clock it reads right passes; only the movetime family fails, in
     milliseconds."""

@@ -23,6 +23,7 @@ from arbiter import text
 from arbiter.check.probes import (
     centre_cell,
 )
+from arbiter.check.wins import TOP, invented_top_cells
 from arbiter.engines.player import RESIGN, Fault, Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.errors import (
@@ -252,6 +253,8 @@ class Checker:
         except IllegalMove as exc:
             if exc.reason is IllegalReason.SWAP_NOT_ALLOWED and not variant.pie:
                 hint = "after atoll-pie off, never answer swap"
+            elif exc.reason is IllegalReason.ISLAND and _invented(variant, word):
+                hint = TOP
             elif exc.reason in (IllegalReason.OCCUPIED, IllegalReason.ISLAND):
                 hint = _board_hint(variant)
             elif exc.reason is IllegalReason.OFF_BOARD:
@@ -360,6 +363,13 @@ _BUDGET_HINT = (
     "budget each move from the time the referee sends right before genmove"
     " (atoll-time_left or time_left): an answer over the clock loses the game"
 )
+
+
+def _invented(variant: Variant, word: str) -> bool:
+    """Whether `word` names the cell above the top of an even Atoll file."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    tops = {f"{letters[x]}{variant.size - 1}" for x, _ in invented_top_cells(variant)}
+    return word.lower() in tops
 
 
 def _board_hint(variant: Variant) -> str:

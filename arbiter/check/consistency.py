@@ -94,7 +94,11 @@ async def play_wins(
     for position in positions:
         position = _variant(position, variants)
         game = Game(position.variant)
-        answer = await c.position(engine, position.variant, game, moves=list(position.moves))
+        try:
+            answer = await c.position(engine, position.variant, game, moves=list(position.moves))
+        except CheckFailed as exc:
+            exc.detail = f"{position.describe()}: {exc.detail}"
+            raise
         answers.append((position, answer))
         files[id(position)] = c.last_transcript
     evidence = [(p, a) for p, a in answers if p.evidence]

@@ -117,6 +117,60 @@ def _decoy(before: bool) -> Accept:
     return accept
 
 
+def invented_top_cells(variant: Variant) -> list[tuple[int, int]]:
+    """The cells a bot that gives even files the height of odd ones believes in: one
+    above the top of each even file, where an island stone stands (axial q, r)."""
+    n = variant.size
+    return [(x, n - 1 + x // 2) for x in range(0, n, 2)] if variant.islands == 8 else []
+
+
+def invented_wins(game: Game, color: Color) -> list[int]:
+    """The files whose invented top cell wins for `color` on such a bot's board: a flood
+    fill from that cell over `color`'s stones and through its islands."""
+    geom = game.geometry
+    invented = invented_top_cells(game.variant)
+    coords = list(geom.cells) + invented
+    index = {c: i for i, c in enumerate(coords)}
+    near_stone = geom.stone_island
+    mine = geom.island_mask[color]
+    islands = [
+        sum(
+            1 << k
+            for k in {near_stone.get((q + dq, r + dr)) for dq, dr in geom.directions}
+            if k is not None and mine >> k & 1
+        )
+        for q, r in coords
+    ]
+    stones = [i for i in range(geom.n_cells) if game.colors[i] == color]
+    out = []
+    for start in range(geom.n_cells, len(coords)):
+        seen, todo, reached = {start}, [start], 0
+        while todo:
+            cell = todo.pop()
+            q, r = coords[cell]
+            fresh = islands[cell] & ~reached
+            reached |= islands[cell]
+            linked = [s for s in stones if islands[s] & fresh] if fresh else []
+            for dq, dr in geom.directions:
+                j = index.get((q + dq, r + dr))
+                if j is not None and j < geom.n_cells and game.colors[j] == color:
+                    linked.append(j)
+            for j in linked:
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        if reached in geom.winning_masks:
+            out.append(coords[start][0])
+    return out
+
+
+def _invented_first(game: Game, win: int) -> bool:
+    """An invented top cell wins on the bot's board, in a file before the winning cell's:
+    a bot that scans its cells file by file answers the invented one."""
+    files = invented_wins(game, game.to_move)
+    return any(x < game.geometry.cells[win][0] for x in files)
+
+
 def _recoloured(first: int) -> Accept:
     """The swapped first stone is White on a bot's board that recoloured it: there the
     winning cell is not a win for the mover."""
@@ -220,6 +274,11 @@ _THIRD = (
     " owner's chains, so a chain may run through a third island of the same colour"
     " (PROTOCOL.md section 4.1)"
 )
+TOP = (
+    "its board has cells the referee's has not: on Atoll, even files (a, c, e, ...) have"
+    " size-2 cells and odd files size-1, and above the top of an even file stands an"
+    " island stone (PROTOCOL.md section 4.1)"
+)
 JOIN = (
     "it counts a join of two islands that does not win as a win: only sets of its"
     " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
@@ -227,7 +286,12 @@ JOIN = (
 )
 
 # The mistakes in the order a miss names them: one shown by a single situation first.
-SPECIFIC = (JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+SPECIFIC = (TOP, JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+
+
+def variant_letters(size: int) -> str:
+    """The file letters of a board of `size` files."""
+    return "abcdefghijklmnopqrstuvwxyz"[:size]
 
 
 def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> list[WinPosition]:
@@ -301,6 +365,26 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
                     Color(i + 1),
                     _wins_through_an_island,
                     tag=f"t{i}",
+                )
+            # A black chain from the top of the file left of the even file beside the
+            # gap between the northern islands, and a stone on the right of it: the cell
+            # between them is an island stone, so only an invented cell joins them.
+            gap = (main + 1) // 2 - 1
+            letters = variant_letters(main)
+            beside = [
+                f"{letters[gap - 2]}{main - 1}",
+                f"{letters[gap - 1]}{main - 2}",
+                f"{letters[gap]}{main - 1}",
+            ]
+            for i in range(2):
+                add(
+                    main,
+                    "a cell above the top of an even file on offer",
+                    TOP,
+                    beside,
+                    Color.BLACK,
+                    _invented_first,
+                    tag=f"c{i}",
                 )
             for i, before in enumerate((True, False)):
                 add(

@@ -56,6 +56,9 @@ Modes:
                        than 256 cells the cells past 255 overwrite the first ones
   odd-files            "wins", but uses the Atoll neighbour rule of even files (ranks k
                        and k+1 of the files beside it) for odd files too
+  top-cells            "wins", but gives even Atoll files the height of odd ones: it
+                       believes in a cell above the top of each even file (where an island
+                       stone stands) and scans its cells file by file for a win
   movetime-seconds     "wins", and thinks for a quarter of its movetime, but reads
                        movetime's milliseconds as seconds (at most 5 s)
 """
@@ -97,10 +100,11 @@ MODES = [
     "swap-recoloured",
     "large-board-bytes",
     "odd-files",
+    "top-cells",
     "movetime-seconds",
 ]
 WIN_MISTAKES = ("win-no-island-chain", "win-any-two-islands", "colour-cached",
-                "swap-recoloured", "large-board-bytes", "odd-files")  # fmt: skip
+                "swap-recoloured", "large-board-bytes", "odd-files", "top-cells")  # fmt: skip
 MISREAD = ("hex-rows-from-bottom", "files-from-right", "letter-number-swapped",
            "atoll-ranks-from-top")  # fmt: skip
 CHUNK = 65536
@@ -176,6 +180,8 @@ def winning_cell(game, mode="wins", colour=None):
     except ValueError:
         return None  # a board the rules do not accept: no opinion
     me = Color.BLACK if (colour or game.to_move) == "b" else Color.WHITE
+    if mode == "top-cells" and game.islands == 8:
+        return top_cells_win(board, me)
     if mode == "odd-files" and game.islands == 8:
         return odd_files_win(board, me)
     if mode in ("win-no-island-chain", "win-any-two-islands"):
@@ -196,6 +202,18 @@ def winning_cell(game, mode="wins", colour=None):
         return None
     wins = board.winning_cells(me)
     return board.move_name(wins[0]) if wins else None
+
+
+def top_cells_win(board, me):
+    """The first winning cell, file by file, on a board with a cell invented above the
+    top of each even file (rank size-1 there)."""
+    from arbiter.check.wins import invented_wins
+
+    geom = board.geometry
+    found = [(geom.cells[c][0], geom.cells[c][1], geom.names[c]) for c in board.winning_cells(me)]
+    for x in invented_wins(board, me):
+        found.append((x, 10**6, f"{skeleton.FILE_LETTERS[x]}{board.variant.size - 1}"))
+    return min(found)[2] if found else None
 
 
 def odd_files_win(board, me, wrong=True):
@@ -249,7 +267,7 @@ class CheckBot(skeleton.Bot):
             if self.mode == "colour-cached" and self.cached is None:
                 self.cached = game.to_move
             win = winning_cell(game, self.mode, self.cached)
-            if win is not None and win in game.empty_cells():
+            if win is not None and (win in game.empty_cells() or self.mode == "top-cells"):
                 return win
         if self.mode in ("wins", "movetime-seconds") or self.mode in MISREAD:
             win = winning_cell(game)
@@ -376,6 +394,12 @@ class CheckBot(skeleton.Bot):
             time.sleep(min(self.game.time_settings[1] / 4, 5.0))
         if self.mode == "debug-stdout":
             self.send("thinking...\n")
+        if self.mode == "top-cells" and len(args) == 1:
+            self.game.to_move = skeleton.parse_colour(args[0])
+            move = self.choose(self.game)
+            if move not in self.game.cell_set:
+                return move  # a cell only on its own board: it answers it all the same
+            return self.game.play(self.game.to_move, move)
         return super().cmd_genmove(args)
 
 
