@@ -155,6 +155,7 @@ class Checker:
     async def position(self, engine: Engine, variant: Variant, game: Game, *,
                        moves: list[str] | None = None, clock: TimeControl | None = None,
                        then: Callable[[str], list[str]] | None = None,
+                       more: Callable[[str], list[str] | None] | None = None,
                        ) -> str:  # fmt: skip
         """Set up `variant`, then play `game`'s moves and ask for the next one in one turn,
         exactly as the referee does (the same player, clock rules and deadlines); the
@@ -162,7 +163,9 @@ class Checker:
 
         With `then`, the engine first chooses the first stone itself, and `then(answer)`
         gives the whole game up to the second question (the answer first): a bot that
-        keeps what it learnt at its first genmove of a game shows it there."""
+        keeps what it learnt at its first genmove of a game shows it there. With `more`,
+        `more(answer)` gives the moves after that answer up to one more question (None:
+        no more), whose answer is returned: a bot shows there how it recorded its own."""
         tc = clock or TimeControl(infinite=True)
         game_log = GameLog(CAP) if self.transcripts is not None or self.show else None
         if game_log is not None:
@@ -175,6 +178,15 @@ class Checker:
                 moves = then(first)[1:]
             unseen: list[tuple[str, str]] = []
             for move in moves if moves is not None else [game.move_name(m) for m in game.moves]:
+                color = replay.to_move
+                replay.play(move)
+                unseen.append((color.letter, replay.move_name(replay.moves[-1])))
+            answer = await self._turn(player, variant, replay, unseen, tc, clock)
+            extra = more(answer) if more is not None else None
+            if extra is None:
+                return answer
+            unseen = []
+            for move in extra:
                 color = replay.to_move
                 replay.play(move)
                 unseen.append((color.letter, replay.move_name(replay.moves[-1])))

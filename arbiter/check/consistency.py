@@ -15,7 +15,17 @@ from pathlib import Path
 
 from arbiter.check.checker import Checker, CheckFailed
 from arbiter.check.positions import MAIN_SIZE
-from arbiter.check.wins import COLOUR, JOIN, SPECIFIC, WinPosition, choose_first, joins
+from arbiter.check.wins import (
+    COLOUR,
+    JOIN,
+    SPECIFIC,
+    SWAP_HINT,
+    BlockThenWin,
+    WinPosition,
+    block_then_win,
+    choose_first,
+    joins,
+)
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine
 from arbiter.rules import Color, Game, Variant
@@ -35,10 +45,13 @@ def replay_command(c: Checker, engine: Engine, position: WinPosition) -> str:
         " ".join(cmd) for cmd in player.setup_commands(position.variant, TimeControl(infinite=True))
     ]
     replay = Game(position.variant)
-    for move in position.moves:
+    for i, move in enumerate(position.moves):
         color = replay.to_move
         replay.play(move)
-        lines.append(f"play {color.letter} {move}")
+        # (a move the bot chose itself is asked for again: it answers the same when seeded)
+        lines.append(
+            f"genmove {color.letter}" if i in position.genmoves else f"play {color.letter} {move}"
+        )
     lines.append(f"genmove {position.mover.letter}")
     lines.append("quit")
     script = "\\n".join(lines) + "\\n"
@@ -91,6 +104,45 @@ async def play_wins(
         if chosen:
             answers.append((chosen[0], answer))
             files[id(chosen[0])] = c.last_transcript
+        # Then a block after the swap, and a win that needs the blocking stone: a bot that
+        # kept the colour of its first genmove recorded its block as the other colour.
+        found_lines: list[BlockThenWin] = []
+        blocked: list[bool] = []
+
+        def first_then(
+            answer: str, variant: Variant = variant, found_lines: list[BlockThenWin] = found_lines
+        ) -> list[str]:
+            found = block_then_win(variant, answer, seed)
+            if found is None:
+                return [answer, "swap"]
+            found_lines.append(found)
+            return list(found.moves)
+
+        def after_block(
+            answer: str,
+            found_lines: list[BlockThenWin] = found_lines,
+            blocked: list[bool] = blocked,
+        ) -> list[str] | None:
+            if not found_lines or answer != found_lines[0].block:
+                return None  # it did not block: the line shows nothing (blocking is its choice)
+            blocked.append(True)
+            return list(found_lines[0].more)
+
+        answer = await c.position(engine, variant, Game(variant), then=first_then, more=after_block)
+        if blocked:
+            line = found_lines[0]
+            position = WinPosition(
+                variant,
+                (*line.moves, line.block, *line.more),
+                Color.WHITE,
+                line.win,
+                "its first stone swapped, after its block",
+                SWAP_HINT,
+                first_genmove=True,
+                genmoves=(0, len(line.moves)),
+            )
+            answers.append((position, answer))
+            files[id(position)] = c.last_transcript
     for position in positions:
         position = _variant(position, variants)
         game = Game(position.variant)

@@ -38,6 +38,7 @@ class WinPosition:
     evidence: bool = False  # a plain position: taking all of these shows it takes wins
     first_genmove: bool = False  # the bot chooses the first stone itself (then a swap)
     decoys: tuple[str, ...] = ()  # non-winning joins of two islands: answering one shows it
+    genmoves: tuple[int, ...] = ()  # the moves (by index) the bot chose itself
 
     def describe(self) -> str:
         moves = " ".join(self.moves) if self.moves else "(none)"
@@ -279,6 +280,7 @@ TOP = (
     " size-2 cells and odd files size-1, and above the top of an even file stands an"
     " island stone (PROTOCOL.md section 4.1)"
 )
+SWAP_HINT = _SWAP  # the mistake a miss after a swap most likely shows
 JOIN = (
     "it counts a join of two islands that does not win as a win: only sets of its"
     " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
@@ -459,4 +461,85 @@ def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None
         "its first stone swapped",
         _SWAP,
         first_genmove=True,
+        genmoves=(0,),
     )
+
+
+@dataclass(frozen=True)
+class BlockThenWin:
+    """After the bot's first stone and the opponent's swap, `moves` leave White (the bot)
+    one block to make, `block`, and no win; after the block and `more`, White has one
+    win, `win`, that needs the blocking stone to be White's. A bot that kept the colour
+    of its first genmove recorded its block as Black, and does not see the win."""
+
+    moves: tuple[str, ...]
+    block: str
+    more: tuple[str, ...]
+    win: str
+
+
+def _without(game: Game, cell: int) -> Game | None:
+    """`game`'s stones but the one on `cell` (None if that board would be over)."""
+    board = Game(Variant(game.variant.islands, game.variant.size, pie=False))
+    for other, value in enumerate(game.colors):
+        if value and other != cell:
+            board.to_move = Color(value)
+            if board.play(other) is not None:
+                return None
+    return board
+
+
+def _block_then_win(variant: Variant, rng: random.Random, prefix: list[str]) -> BlockThenWin | None:
+    game = Game(variant)
+    for move in prefix:
+        game.play(move)
+    n = variant.geometry.n_cells
+    cells = game.legal_cells()
+    rng.shuffle(cells)
+    for i, cell in enumerate(cells):
+        trial = game.copy()
+        if trial.play(cell) is not None:
+            return None
+        game = trial
+        if game.to_move is not Color.WHITE or game.n_stones < n // 3:
+            continue
+        threat = game.winning_cells(Color.BLACK)
+        if len(threat) != 1 or game.winning_cells(Color.WHITE):
+            continue
+        block = threat[0]
+        after = game.copy()
+        after.play(block)
+        for other in cells[i + 1 :]:
+            if other == block:
+                continue
+            step = after.copy()
+            if step.play(other) is not None:
+                break
+            after = step
+            if after.to_move is not Color.WHITE:
+                continue
+            wins = after.winning_cells(Color.WHITE)
+            if len(wins) != 1 or after.winning_cells(Color.BLACK):
+                if wins or after.winning_cells(Color.BLACK):
+                    break
+                continue
+            board = _without(after, block)
+            if board is None or wins[0] in board.winning_cells(Color.WHITE):
+                break
+            names = [after.move_name(m) for m in after.moves]
+            k = len(game.moves)
+            return BlockThenWin(
+                tuple(names[:k]), names[k], tuple(names[k + 1 :]), after.move_name(wins[0])
+            )
+    return None
+
+
+def block_then_win(variant: Variant, answer: str, seed: int) -> BlockThenWin | None:
+    """The line for a bot whose first stone was `answer` and was swapped (deterministic
+    for `seed`)."""
+    rng = random.Random(f"{seed}-block-{variant}-{answer}")
+    for _ in range(TRIES):
+        found = _block_then_win(variant, rng, [answer, SWAP])
+        if found is not None:
+            return found
+    return None
