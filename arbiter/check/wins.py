@@ -1,9 +1,11 @@
 """Positions with one winning cell, for the mistakes that keep every move legal.
 
 A bot that takes a win in one somewhere must take it everywhere. Each position here has
-exactly one cell that wins at once for the side to move, and the opponent threatens a
-win of its own elsewhere (so a bot that plays for the wrong colour takes *that* cell,
-and a bot that only blocks does not look like one that wins). The positions cover what
+exactly one cell that wins at once for the side to move, and the opponent has none: a
+threat of the opponent's elsewhere cannot exist (two winning chains, one of each colour,
+would cross), so a bot that plays for the wrong colour and blocks takes the same cell.
+What shows such a bot is its own stone recorded in the wrong colour (`block_then_win`).
+The positions cover what
 real bots get wrong: White as well as Black, both variants, the smallest and largest
 size, play after a swap by either side, a win that runs through a third island of the
 mover's colour, and positions where joining two neighbouring islands (not a win) is on
@@ -324,7 +326,7 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
             islands: int = islands,
         ) -> None:
             variant = Variant(islands, size, pie=with_pie)
-            threat = False  # see the module docstring
+            threat = False  # none can exist: see the module docstring
             found = _find(variant, s + tag, prefix, mover, accept, threat)
             if found is not None:
                 moves, win = found
@@ -428,7 +430,7 @@ def unpositioned(
 ) -> list[tuple[str, str]]:
     """The smallest and largest sizes an engine plays that have no win position, and why.
     Hex 2 is one: on its four cells, wherever the mover has one winning cell the same
-    cell wins for the opponent too, so a bot that only blocks would take it as well."""
+    cell wins for the opponent too (a bot that only blocks would take it as well)."""
     out = []
     for islands in (8, 4):
         sizes = sorted({v.size for v in variant_list if v.islands == islands})
