@@ -41,6 +41,8 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
         assert f"positions: atoll-8/{size}" in results
     for size in (2, 5, 11, 19, 26):
         assert f"positions: hex/{size} no-pie" in results
+    hex2 = results["not checked: wins in one on Hex 2"]
+    assert "checked on the other sizes only" in str(hex2["detail"])
 
 
 @pytest.mark.parametrize(
@@ -137,6 +139,9 @@ def test_probe_positions_are_what_they_claim(variant: Variant) -> None:
         pytest.param("colour-cached", "plays for the wrong colour", marks=pytest.mark.slow),
         pytest.param("swap-recoloured", "first stone stays black", marks=pytest.mark.slow),
         pytest.param("large-board-bytes", "breaks on this size", marks=pytest.mark.slow),
+        pytest.param(
+            "odd-files", "neighbour rule for files of both parities", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
@@ -161,6 +166,29 @@ def test_a_bot_that_takes_some_wins_but_not_others_fails_with_the_position(
 
 
 @pytest.mark.slow
+def test_a_cell_invented_above_an_even_file_fails_check_naming_it() -> None:
+    """The bot answers the cell it invented, where the referee has an island stone."""
+    code, results = check("top-cells")
+    wins = results["wins in one, everywhere"]
+    assert code == 1 and not wins["passed"]
+    assert "a cell above the top of an even file on offer" in str(wins["detail"])
+    assert "illegal move" in str(wins["detail"])
+    assert "even files (a, c, e, ...) have size-2 cells" in str(wins["hint"])
+
+
+@pytest.mark.slow
+def test_movetime_milliseconds_read_as_seconds_fail_the_movetime_clock() -> None:
+    """The Fischer clock it reads right passes; only the movetime family fails, in
+    milliseconds."""
+    code, results = check("movetime-seconds")
+    assert code == 1
+    assert results["within its clock: fischer 1.5 s + 0"]["passed"]
+    movetime = results["within its clock: movetime 0.5 s"]
+    assert not movetime["passed"]
+    assert "milliseconds" in str(movetime["hint"])
+
+
+@pytest.mark.slow
 def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) -> None:
     folder = tmp_path / "exchanges"
     done = invoke("check", "-v", "--transcripts", str(folder),
@@ -171,6 +199,9 @@ def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) ->
     texts = [f.read_text() for f in files]
     assert all("genmove" in t for t in texts)
     assert "position 1: " in done.stderr and ">checkbot-win-no-island-chain(1): " in done.stderr
+    # the FAIL line names the file of each missed position's exchange
+    named = done.stdout.split("(the exchange is in ", 1)[1].split(")", 1)[0]
+    assert "genmove" in Path(named).read_text()
 
 
 def test_a_bot_that_takes_wins_everywhere_passes_the_wins_check() -> None:

@@ -23,6 +23,7 @@ from arbiter import text
 from arbiter.check.probes import (
     centre_cell,
 )
+from arbiter.check.wins import TOP, invented_top_cells
 from arbiter.engines.player import RESIGN, Fault, Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
 from arbiter.errors import (
@@ -99,6 +100,7 @@ class Checker:
         self.transcripts = transcripts  # a folder for each position's exchange
         self.show = show  # each position's exchange on stderr (-v)
         self.positions = 0
+        self.last_transcript: Path | None = None  # the file of the latest position
         self._engine: Engine | None = None
 
     async def ask(self, engine: Engine, *command: str) -> tuple[bool, str]:
@@ -153,6 +155,7 @@ class Checker:
     async def position(self, engine: Engine, variant: Variant, game: Game, *,
                        moves: list[str] | None = None, clock: TimeControl | None = None,
                        then: Callable[[str], list[str]] | None = None,
+                       more: Callable[[str], list[str] | None] | None = None,
                        ) -> str:  # fmt: skip
         """Set up `variant`, then play `game`'s moves and ask for the next one in one turn,
         exactly as the referee does (the same player, clock rules and deadlines); the
@@ -160,7 +163,9 @@ class Checker:
 
         With `then`, the engine first chooses the first stone itself, and `then(answer)`
         gives the whole game up to the second question (the answer first): a bot that
-        keeps what it learnt at its first genmove of a game shows it there."""
+        keeps what it learnt at its first genmove of a game shows it there. With `more`,
+        `more(answer)` gives the moves after that answer up to one more question (None:
+        no more), whose answer is returned: a bot shows there how it recorded its own."""
         tc = clock or TimeControl(infinite=True)
         game_log = GameLog(CAP) if self.transcripts is not None or self.show else None
         if game_log is not None:
@@ -176,11 +181,30 @@ class Checker:
                 color = replay.to_move
                 replay.play(move)
                 unseen.append((color.letter, replay.move_name(replay.moves[-1])))
+            answer = await self._turn(player, variant, replay, unseen, tc, clock)
+            extra = more(answer) if more is not None else None
+            if extra is None:
+                return answer
+            unseen = []
+            for move in extra:
+                color = replay.to_move
+                replay.play(move)
+                unseen.append((color.letter, replay.move_name(replay.moves[-1])))
             return await self._turn(player, variant, replay, unseen, tc, clock)
+        except CheckFailed as exc:
+            if game_log is not None:
+                self._stop_log(engine, variant, game_log)
+                game_log = None
+                if self.last_transcript is not None:
+                    exc.detail += f" (the exchange is in {self.last_transcript})"
+            raise
         finally:
             if game_log is not None:
-                Player.of(engine).log_to(None)
-                self._keep(variant, game_log.lines([engine.info.name or "engine"]))
+                self._stop_log(engine, variant, game_log)
+
+    def _stop_log(self, engine: Engine, variant: Variant, game_log: GameLog) -> None:
+        Player.of(engine).log_to(None)
+        self._keep(variant, game_log.lines([engine.info.name or "engine"]))
 
     def _keep(self, variant: Variant, lines: list[str]) -> None:
         """One position's exchange: to its own file under --transcripts, and to stderr
@@ -193,6 +217,7 @@ class Checker:
             path = self.transcripts / f"position-{self.positions:03d}.log"
             try:
                 path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+                self.last_transcript = path
             except OSError as exc:
                 raise CheckFailed(
                     f"cannot write {path}: {exc.strerror}", "give --transcripts a writable folder"
@@ -240,6 +265,8 @@ class Checker:
         except IllegalMove as exc:
             if exc.reason is IllegalReason.SWAP_NOT_ALLOWED and not variant.pie:
                 hint = "after atoll-pie off, never answer swap"
+            elif exc.reason is IllegalReason.ISLAND and _invented(variant, word):
+                hint = TOP
             elif exc.reason in (IllegalReason.OCCUPIED, IllegalReason.ISLAND):
                 hint = _board_hint(variant)
             elif exc.reason is IllegalReason.OFF_BOARD:
@@ -348,6 +375,13 @@ _BUDGET_HINT = (
     "budget each move from the time the referee sends right before genmove"
     " (atoll-time_left or time_left): an answer over the clock loses the game"
 )
+
+
+def _invented(variant: Variant, word: str) -> bool:
+    """Whether `word` names the cell above the top of an even Atoll file."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    tops = {f"{letters[x]}{variant.size - 1}" for x, _ in invented_top_cells(variant)}
+    return word.lower() in tops
 
 
 def _board_hint(variant: Variant) -> str:

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from arbiter.check.checker import Checker, CheckFailed
 from arbiter.check.positions import MAIN_SIZE
-from arbiter.check.wins import COLOUR, JOIN, SPECIFIC, WinPosition, choose_first, joins
+from arbiter.check.wins import (
+    COLOUR,
+    JOIN,
+    SPECIFIC,
+    SWAP_HINT,
+    BlockThenWin,
+    WinPosition,
+    block_then_win,
+    choose_first,
+    joins,
+)
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine
 from arbiter.rules import Color, Game, Variant
@@ -34,10 +45,13 @@ def replay_command(c: Checker, engine: Engine, position: WinPosition) -> str:
         " ".join(cmd) for cmd in player.setup_commands(position.variant, TimeControl(infinite=True))
     ]
     replay = Game(position.variant)
-    for move in position.moves:
+    for i, move in enumerate(position.moves):
         color = replay.to_move
         replay.play(move)
-        lines.append(f"play {color.letter} {move}")
+        # (a move the bot chose itself is asked for again: it answers the same when seeded)
+        lines.append(
+            f"genmove {color.letter}" if i in position.genmoves else f"play {color.letter} {move}"
+        )
     lines.append(f"genmove {position.mover.letter}")
     lines.append("quit")
     script = "\\n".join(lines) + "\\n"
@@ -70,6 +84,7 @@ async def play_wins(
 ) -> WinsReport:
     """Ask for a move in every position; FAIL on a bot that takes some wins and not others."""
     answers: list[tuple[WinPosition, str]] = []
+    files: dict[int, Path | None] = {}  # each answered position's --transcripts file
     firsts = [v for v in variants if v.pie and v.size == MAIN_SIZE]
     for variant in firsts[:1]:
         # A bot asked for the first stone, then told of the opponent's swap: its colour
@@ -88,11 +103,56 @@ async def play_wins(
         answer = await c.position(engine, variant, Game(variant), then=then)
         if chosen:
             answers.append((chosen[0], answer))
+            files[id(chosen[0])] = c.last_transcript
+        # Then a block after the swap, and a win that needs the blocking stone: a bot that
+        # kept the colour of its first genmove recorded its block as the other colour.
+        found_lines: list[BlockThenWin] = []
+        blocked: list[bool] = []
+
+        def first_then(
+            answer: str, variant: Variant = variant, found_lines: list[BlockThenWin] = found_lines
+        ) -> list[str]:
+            found = block_then_win(variant, answer, seed)
+            if found is None:
+                return [answer, "swap"]
+            found_lines.append(found)
+            return list(found.moves)
+
+        def after_block(
+            answer: str,
+            found_lines: list[BlockThenWin] = found_lines,
+            blocked: list[bool] = blocked,
+        ) -> list[str] | None:
+            if not found_lines or answer != found_lines[0].block:
+                return None  # it did not block: the line shows nothing (blocking is its choice)
+            blocked.append(True)
+            return list(found_lines[0].more)
+
+        answer = await c.position(engine, variant, Game(variant), then=first_then, more=after_block)
+        if blocked:
+            line = found_lines[0]
+            position = WinPosition(
+                variant,
+                (*line.moves, line.block, *line.more),
+                Color.WHITE,
+                line.win,
+                "its first stone swapped, after its block",
+                SWAP_HINT,
+                first_genmove=True,
+                genmoves=(0, len(line.moves)),
+            )
+            answers.append((position, answer))
+            files[id(position)] = c.last_transcript
     for position in positions:
         position = _variant(position, variants)
         game = Game(position.variant)
-        answer = await c.position(engine, position.variant, game, moves=list(position.moves))
+        try:
+            answer = await c.position(engine, position.variant, game, moves=list(position.moves))
+        except CheckFailed as exc:
+            exc.detail = f"{position.describe()}: {exc.detail}"
+            raise
         answers.append((position, answer))
+        files[id(position)] = c.last_transcript
     evidence = [(p, a) for p, a in answers if p.evidence]
     families = {p.variant.islands for p, _ in evidence}
     looks = any(all(a == p.win for p, a in evidence if p.variant.islands == k) for k in families)
@@ -109,7 +169,9 @@ async def play_wins(
         return WinsReport(f"took the win in all {len(answers)} positions ({', '.join(situations)})")
     lines = [f"took wins in one in {taken} of {len(answers)} positions but missed {len(missed)}:"]
     for p, a in missed[:3]:
-        lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}")
+        where = files.get(id(p))
+        shown = f" (the exchange is in {where})" if where is not None else ""
+        lines.append(f"{p.describe()}: the winning cell is {p.win}, it answered {a}{shown}")
     replay = replay_command(c, engine, missed[0][0])
     lines.append(f"replay the first by hand (whole in --json): {replay}")
     raise CheckFailed(" | ".join(lines), likely_mistake(answers, missed))

@@ -28,7 +28,7 @@ from arbiter.check.probes import (
     mirror_probes,
     plain_probes,
 )
-from arbiter.check.wins import WinPosition, win_positions
+from arbiter.check.wins import WinPosition, unpositioned, win_positions
 from arbiter.engines import dialect as wire
 from arbiter.engines.process import Deadlines, Engine, EngineSpec
 from arbiter.rules import Game, Variant
@@ -199,6 +199,8 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         if report.note:
             c.notes.append(("wins in one", report.note))
             return None  # not a PASS: nothing about its win test was shown
+        for board, reason in unpositioned(variants_to_check(spec, engine.supports), positions):
+            c.notes.append((f"wins in one on {board}", reason))
         return report.detail
 
     async def near_full(engine: Engine) -> str:

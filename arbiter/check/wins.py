@@ -1,9 +1,11 @@
 """Positions with one winning cell, for the mistakes that keep every move legal.
 
 A bot that takes a win in one somewhere must take it everywhere. Each position here has
-exactly one cell that wins at once for the side to move, and the opponent threatens a
-win of its own elsewhere (so a bot that plays for the wrong colour takes *that* cell,
-and a bot that only blocks does not look like one that wins). The positions cover what
+exactly one cell that wins at once for the side to move, and the opponent has none: a
+threat of the opponent's elsewhere cannot exist (two winning chains, one of each colour,
+would cross), so a bot that plays for the wrong colour and blocks takes the same cell.
+What shows such a bot is its own stone recorded in the wrong colour (`block_then_win`).
+The positions cover what
 real bots get wrong: White as well as Black, both variants, the smallest and largest
 size, play after a swap by either side, a win that runs through a third island of the
 mover's colour, and positions where joining two neighbouring islands (not a win) is on
@@ -38,6 +40,7 @@ class WinPosition:
     evidence: bool = False  # a plain position: taking all of these shows it takes wins
     first_genmove: bool = False  # the bot chooses the first stone itself (then a swap)
     decoys: tuple[str, ...] = ()  # non-winning joins of two islands: answering one shows it
+    genmoves: tuple[int, ...] = ()  # the moves (by index) the bot chose itself
 
     def describe(self) -> str:
         moves = " ".join(self.moves) if self.moves else "(none)"
@@ -115,6 +118,60 @@ def _decoy(before: bool) -> Accept:
         return any((c < win) if before else (c > win) for c in offered)
 
     return accept
+
+
+def invented_top_cells(variant: Variant) -> list[tuple[int, int]]:
+    """The cells a bot that gives even files the height of odd ones believes in: one
+    above the top of each even file, where an island stone stands (axial q, r)."""
+    n = variant.size
+    return [(x, n - 1 + x // 2) for x in range(0, n, 2)] if variant.islands == 8 else []
+
+
+def invented_wins(game: Game, color: Color) -> list[int]:
+    """The files whose invented top cell wins for `color` on such a bot's board: a flood
+    fill from that cell over `color`'s stones and through its islands."""
+    geom = game.geometry
+    invented = invented_top_cells(game.variant)
+    coords = list(geom.cells) + invented
+    index = {c: i for i, c in enumerate(coords)}
+    near_stone = geom.stone_island
+    mine = geom.island_mask[color]
+    islands = [
+        sum(
+            1 << k
+            for k in {near_stone.get((q + dq, r + dr)) for dq, dr in geom.directions}
+            if k is not None and mine >> k & 1
+        )
+        for q, r in coords
+    ]
+    stones = [i for i in range(geom.n_cells) if game.colors[i] == color]
+    out = []
+    for start in range(geom.n_cells, len(coords)):
+        seen, todo, reached = {start}, [start], 0
+        while todo:
+            cell = todo.pop()
+            q, r = coords[cell]
+            fresh = islands[cell] & ~reached
+            reached |= islands[cell]
+            linked = [s for s in stones if islands[s] & fresh] if fresh else []
+            for dq, dr in geom.directions:
+                j = index.get((q + dq, r + dr))
+                if j is not None and j < geom.n_cells and game.colors[j] == color:
+                    linked.append(j)
+            for j in linked:
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        if reached in geom.winning_masks:
+            out.append(coords[start][0])
+    return out
+
+
+def _invented_first(game: Game, win: int) -> bool:
+    """An invented top cell wins on the bot's board, in a file before the winning cell's:
+    a bot that scans its cells file by file answers the invented one."""
+    files = invented_wins(game, game.to_move)
+    return any(x < game.geometry.cells[win][0] for x in files)
 
 
 def _recoloured(first: int) -> Accept:
@@ -220,6 +277,12 @@ _THIRD = (
     " owner's chains, so a chain may run through a third island of the same colour"
     " (PROTOCOL.md section 4.1)"
 )
+TOP = (
+    "its board has cells the referee's has not: on Atoll, even files (a, c, e, ...) have"
+    " size-2 cells and odd files size-1, and above the top of an even file stands an"
+    " island stone (PROTOCOL.md section 4.1)"
+)
+SWAP_HINT = _SWAP  # the mistake a miss after a swap most likely shows
 JOIN = (
     "it counts a join of two islands that does not win as a win: only sets of its"
     " islands with no gap of more than half the perimeter win, e.g. two opposite ones"
@@ -227,7 +290,12 @@ JOIN = (
 )
 
 # The mistakes in the order a miss names them: one shown by a single situation first.
-SPECIFIC = (JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+SPECIFIC = (TOP, JOIN, _THIRD, _SWAP, COLOUR, _SIZE)
+
+
+def variant_letters(size: int) -> str:
+    """The file letters of a board of `size` files."""
+    return "abcdefghijklmnopqrstuvwxyz"[:size]
 
 
 def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> list[WinPosition]:
@@ -258,7 +326,7 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
             islands: int = islands,
         ) -> None:
             variant = Variant(islands, size, pie=with_pie)
-            threat = False  # see the module docstring
+            threat = False  # none can exist: see the module docstring
             found = _find(variant, s + tag, prefix, mover, accept, threat)
             if found is not None:
                 moves, win = found
@@ -302,6 +370,26 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
                     _wins_through_an_island,
                     tag=f"t{i}",
                 )
+            # A black chain from the top of the file left of the even file beside the
+            # gap between the northern islands, and a stone on the right of it: the cell
+            # between them is an island stone, so only an invented cell joins them.
+            gap = (main + 1) // 2 - 1
+            letters = variant_letters(main)
+            beside = [
+                f"{letters[gap - 2]}{main - 1}",
+                f"{letters[gap - 1]}{main - 2}",
+                f"{letters[gap]}{main - 1}",
+            ]
+            for i in range(2):
+                add(
+                    main,
+                    "a cell above the top of an even file on offer",
+                    TOP,
+                    beside,
+                    Color.BLACK,
+                    _invented_first,
+                    tag=f"c{i}",
+                )
             for i, before in enumerate((True, False)):
                 add(
                     main,
@@ -337,6 +425,29 @@ def win_positions(variant_list: list[Variant], seed: int, main_size: int) -> lis
     return out
 
 
+def unpositioned(
+    variant_list: list[Variant], positions: list[WinPosition]
+) -> list[tuple[str, str]]:
+    """The smallest and largest sizes an engine plays that have no win position, and why.
+    Hex 2 is one: on its four cells, wherever the mover has one winning cell the same
+    cell wins for the opponent too (a bot that only blocks would take it as well)."""
+    out = []
+    for islands in (8, 4):
+        sizes = sorted({v.size for v in variant_list if v.islands == islands})
+        for size in dict.fromkeys(sizes[:1] + sizes[-1:]):
+            if not any(p.variant.islands == islands and p.variant.size == size for p in positions):
+                board = f"{'Atoll' if islands == 8 else 'Hex'} {size}"
+                out.append(
+                    (
+                        board,
+                        f"{board}: no position was found with one winning cell for the side"
+                        " to move and none for the other, so wins in one are checked on the"
+                        " other sizes only",
+                    )
+                )
+    return out
+
+
 def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None:
     """After the bot chose the first stone itself (`answer` to `genmove b`) and the
     opponent swapped: a position where it, now White, has one win."""
@@ -352,4 +463,85 @@ def choose_first(variant: Variant, answer: str, seed: int) -> WinPosition | None
         "its first stone swapped",
         _SWAP,
         first_genmove=True,
+        genmoves=(0,),
     )
+
+
+@dataclass(frozen=True)
+class BlockThenWin:
+    """After the bot's first stone and the opponent's swap, `moves` leave White (the bot)
+    one block to make, `block`, and no win; after the block and `more`, White has one
+    win, `win`, that needs the blocking stone to be White's. A bot that kept the colour
+    of its first genmove recorded its block as Black, and does not see the win."""
+
+    moves: tuple[str, ...]
+    block: str
+    more: tuple[str, ...]
+    win: str
+
+
+def _without(game: Game, cell: int) -> Game | None:
+    """`game`'s stones but the one on `cell` (None if that board would be over)."""
+    board = Game(Variant(game.variant.islands, game.variant.size, pie=False))
+    for other, value in enumerate(game.colors):
+        if value and other != cell:
+            board.to_move = Color(value)
+            if board.play(other) is not None:
+                return None
+    return board
+
+
+def _block_then_win(variant: Variant, rng: random.Random, prefix: list[str]) -> BlockThenWin | None:
+    game = Game(variant)
+    for move in prefix:
+        game.play(move)
+    n = variant.geometry.n_cells
+    cells = game.legal_cells()
+    rng.shuffle(cells)
+    for i, cell in enumerate(cells):
+        trial = game.copy()
+        if trial.play(cell) is not None:
+            return None
+        game = trial
+        if game.to_move is not Color.WHITE or game.n_stones < n // 3:
+            continue
+        threat = game.winning_cells(Color.BLACK)
+        if len(threat) != 1 or game.winning_cells(Color.WHITE):
+            continue
+        block = threat[0]
+        after = game.copy()
+        after.play(block)
+        for other in cells[i + 1 :]:
+            if other == block:
+                continue
+            step = after.copy()
+            if step.play(other) is not None:
+                break
+            after = step
+            if after.to_move is not Color.WHITE:
+                continue
+            wins = after.winning_cells(Color.WHITE)
+            if len(wins) != 1 or after.winning_cells(Color.BLACK):
+                if wins or after.winning_cells(Color.BLACK):
+                    break
+                continue
+            board = _without(after, block)
+            if board is None or wins[0] in board.winning_cells(Color.WHITE):
+                break
+            names = [after.move_name(m) for m in after.moves]
+            k = len(game.moves)
+            return BlockThenWin(
+                tuple(names[:k]), names[k], tuple(names[k + 1 :]), after.move_name(wins[0])
+            )
+    return None
+
+
+def block_then_win(variant: Variant, answer: str, seed: int) -> BlockThenWin | None:
+    """The line for a bot whose first stone was `answer` and was swapped (deterministic
+    for `seed`)."""
+    rng = random.Random(f"{seed}-block-{variant}-{answer}")
+    for _ in range(TRIES):
+        found = _block_then_win(variant, rng, [answer, SWAP])
+        if found is not None:
+            return found
+    return None

@@ -23,6 +23,8 @@
  *   MISTAKE_MOVETIME_SECONDS movetime's milliseconds read as seconds
  *   MISTAKE_BYTE_CELLS       cell numbers kept in a byte: boards over 256 cells break
  *   MISTAKE_HEX_ROWS_BOTTOM  Hex rows numbered from the bottom, like Atoll ranks
+ *   MISTAKE_TOP_CELLS        even files given the height of odd ones: an invented cell at
+ *                            the top of each, where an island stone stands
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep, for thinking time */
 #include <ctype.h>
@@ -93,6 +95,9 @@ static void build_board(void) {
     n_cells = 0;
     for (int x = 0; x < size; x++) {
         int top = n_islands == 4 ? size : (x % 2 == 0 ? size - 2 : size - 1);
+#ifdef MISTAKE_TOP_CELLS
+        if (n_islands == 8) top = size - 1; /* every file as tall as the odd ones */
+#endif
         for (int k = 1; k <= top; k++, n_cells++) {
             file_of[n_cells] = x; rank_of[n_cells] = k;
             cq[n_cells] = n_islands == 4 ? x + 1 : x;

@@ -54,6 +54,13 @@ Modes:
   swap-recoloured      "wins", but recolours the swapped first stone on its own board
   large-board-bytes    "wins", but keeps cells in a byte-indexed board: on boards of more
                        than 256 cells the cells past 255 overwrite the first ones
+  odd-files            "wins", but uses the Atoll neighbour rule of even files (ranks k
+                       and k+1 of the files beside it) for odd files too
+  top-cells            "wins", but gives even Atoll files the height of odd ones: it
+                       believes in a cell above the top of each even file (where an island
+                       stone stands) and scans its cells file by file for a win
+  movetime-seconds     "wins", and thinks for a quarter of its movetime, but reads
+                       movetime's milliseconds as seconds (at most 5 s)
 """
 
 import argparse
@@ -92,9 +99,12 @@ MODES = [
     "colour-cached",
     "swap-recoloured",
     "large-board-bytes",
+    "odd-files",
+    "top-cells",
+    "movetime-seconds",
 ]
 WIN_MISTAKES = ("win-no-island-chain", "win-any-two-islands", "colour-cached",
-                "swap-recoloured", "large-board-bytes")  # fmt: skip
+                "swap-recoloured", "large-board-bytes", "odd-files", "top-cells")  # fmt: skip
 MISREAD = ("hex-rows-from-bottom", "files-from-right", "letter-number-swapped",
            "atoll-ranks-from-top")  # fmt: skip
 CHUNK = 65536
@@ -170,6 +180,10 @@ def winning_cell(game, mode="wins", colour=None):
     except ValueError:
         return None  # a board the rules do not accept: no opinion
     me = Color.BLACK if (colour or game.to_move) == "b" else Color.WHITE
+    if mode == "top-cells" and game.islands == 8:
+        return top_cells_win(board, me)
+    if mode == "odd-files" and game.islands == 8:
+        return odd_files_win(board, me)
     if mode in ("win-no-island-chain", "win-any-two-islands"):
         from arbiter.check.wins import _islands_of, _stone_groups
 
@@ -188,6 +202,48 @@ def winning_cell(game, mode="wins", colour=None):
         return None
     wins = board.winning_cells(me)
     return board.move_name(wins[0]) if wins else None
+
+
+def top_cells_win(board, me):
+    """The first winning cell, file by file, on a board with a cell invented above the
+    top of each even file (rank size-1 there)."""
+    from arbiter.check.wins import invented_wins
+
+    geom = board.geometry
+    found = [(geom.cells[c][0], geom.cells[c][1], geom.names[c]) for c in board.winning_cells(me)]
+    for x in invented_wins(board, me):
+        found.append((x, 10**6, f"{skeleton.FILE_LETTERS[x]}{board.variant.size - 1}"))
+    return min(found)[2] if found else None
+
+
+def odd_files_win(board, me, wrong=True):
+    """A winning cell of `me` on `board` with the even files' neighbour rule used on odd
+    files too: a flood fill over `me`'s stones and through its islands, as the referee's
+    win test, but over the wrong neighbours."""
+    geom = board.geometry
+    index = geom.index
+    neighbours = []
+    for name, (q, r) in zip(geom.names, geom.cells, strict=True):
+        odd = wrong and skeleton.FILE_LETTERS.index(name[0]) % 2 == 1
+        near = [(q + dq, r + dr + (1 if odd and dq else 0)) for dq, dr in geom.directions]
+        neighbours.append([index[c] for c in near if c in index])
+    mine = geom.island_mask[me]
+    islands_of = [sum(1 << k for k in geom.shores[c] if mine >> k & 1) for c in range(geom.n_cells)]
+    stones = [c for c in range(geom.n_cells) if board.colors[c] == me]
+    for cell in board.legal_cells():
+        seen, todo, reached = {cell}, [cell], 0
+        while todo:
+            c = todo.pop()
+            fresh = islands_of[c] & ~reached
+            reached |= islands_of[c]
+            near = [s for s in stones if islands_of[s] & fresh] if fresh else []
+            for nb in near + [n for n in neighbours[c] if board.colors[n] == me]:
+                if nb not in seen:
+                    seen.add(nb)
+                    todo.append(nb)
+        if reached in geom.winning_masks:
+            return geom.names[cell]
+    return None
 
 
 class CheckBot(skeleton.Bot):
@@ -211,9 +267,9 @@ class CheckBot(skeleton.Bot):
             if self.mode == "colour-cached" and self.cached is None:
                 self.cached = game.to_move
             win = winning_cell(game, self.mode, self.cached)
-            if win is not None and win in game.empty_cells():
+            if win is not None and (win in game.empty_cells() or self.mode == "top-cells"):
                 return win
-        if self.mode == "wins" or self.mode in MISREAD:
+        if self.mode in ("wins", "movetime-seconds") or self.mode in MISREAD:
             win = winning_cell(game)
             if win is not None:
                 return win
@@ -333,8 +389,17 @@ class CheckBot(skeleton.Bot):
             if colour in self.fresh_time:
                 time.sleep((self.game.time_left[colour][0] + 500) / 1000)
         self.fresh_time.clear()
+        if self.mode == "movetime-seconds" and self.game.time_settings[0] == "movetime":
+            # "movetime 500" read as 500 seconds: a quarter of it, at most 5 s
+            time.sleep(min(self.game.time_settings[1] / 4, 5.0))
         if self.mode == "debug-stdout":
             self.send("thinking...\n")
+        if self.mode == "top-cells" and len(args) == 1:
+            self.game.to_move = skeleton.parse_colour(args[0])
+            move = self.choose(self.game)
+            if move not in self.game.cell_set:
+                return move  # a cell only on its own board: it answers it all the same
+            return self.game.play(self.game.to_move, move)
         return super().cmd_genmove(args)
 
 
