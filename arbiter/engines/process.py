@@ -210,6 +210,12 @@ class Engine:
                 finally:
                     with trio.CancelScope(shield=True):
                         await self.shutdown()
+                        # Its last words may still be in the pipe when its exit is seen
+                        # (an engine that dies at once is reaped before shutdown starts):
+                        # read them to the end, which the group's SIGKILL makes prompt
+                        # unless an escaped process holds the pipe.
+                        with trio.move_on_after(self.deadlines.term):
+                            await self.stderr_closed.wait()
                     helpers.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
