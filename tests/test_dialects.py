@@ -143,6 +143,20 @@ def test_engine_definition_keys_are_checked(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_every_dialect_word_is_checked_when_the_file_is_read(tmp_path: Path) -> None:
+    # Words the wire cannot carry (not printable ASCII, a space, a #) would fail only when
+    # the command is sent: `arbiter check` names the file and the key instead.
+    for extra, key in (('swap = "é"', "swap"), ('swap = "swap#2"', "swap"),
+                       ('options = ["param_game allow_swap é"]', "options"),
+                       ('options = ["param_x #1"]', "options")):  # fmt: skip
+        book = engines_file(tmp_path, extra=extra)
+        done = invoke("check", "hexer", "--engines", str(book))
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert f"engines.hexer.{key}" in line and str(book) in line
+        assert "ASCII" in line and "Traceback" not in done.stderr
+
+
 def test_time_families_and_their_commands() -> None:
     listed = {"time_left"}
     assert time_family(Dialect(), listed.__contains__) is TimeFamily.NONE  # PROTOCOL.md 5.2

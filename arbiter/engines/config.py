@@ -33,6 +33,7 @@ from arbiter.engines.dialect import Dialect, TimeFamily
 from arbiter.engines.process import BOTS_FOLDER, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
+from arbiter.protocol.codec import is_token
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
@@ -325,6 +326,14 @@ def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
     if not (isinstance(options, list) and all(isinstance(o, str) and o.split() for o in options)):
         raise ConfigError("options must be a list of command lines", where=f"{where}.options",
                           hint='e.g. options = ["param_game allow_swap 1"]')  # fmt: skip
+    for line in options:
+        bad = [word for word in line.split() if not is_token(word)]
+        if bad:
+            raise ConfigError(
+                f"options line {toml_value(line)}: {toml_value(bad[0])} is not a word an"
+                " engine can be sent (printable ASCII, no #)", where=f"{where}.options",
+                hint="spell the option in ASCII, as the engine's own documentation does",
+            )  # fmt: skip
     return tuple(" ".join(o.split()) for o in options)
 
 
@@ -355,8 +364,9 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]",
                       "a board size (2 to 26)")  # fmt: skip
     swap = table.get("swap", "swap")
-    if not (isinstance(swap, str) and swap and swap.isprintable() and " " not in swap):
-        raise ConfigError("swap must be one word", where=f"{where}.swap",
+    if not (isinstance(swap, str) and swap and is_token(swap)):
+        raise ConfigError(f"swap must be one plain ASCII word (no space, no #), not"
+                          f" {toml_value(swap)}", where=f"{where}.swap",
                           hint='e.g. swap = "swap-pieces"')  # fmt: skip
     time = table.get("time")
     if time is not None and (not isinstance(time, str)
