@@ -112,10 +112,12 @@ def _out_of_memory(exc: BaseException) -> str:
 
     dask = _raised_in(exc, "distributed")
     if dask is not None:
-        return (f"Dask's client failed with MemoryError ({exc or 'no message'}) at {dask};"
-                " the harness did not run out of memory: check the scheduler address and"
-                " that the driver and the workers run the same distributed version; what"
-                " was stored is intact")  # fmt: skip
+        return (
+            f"Dask's client failed with MemoryError ({exc or 'no message'}) at {dask};"
+            " the harness did not run out of memory: check the scheduler address and"
+            " that the driver and the workers run the same distributed version; what"
+            " was stored is intact"
+        )
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     limit = ("" if soft == resource.RLIM_INFINITY
              else f" (its limit, ulimit -v, is {soft // 1024} kB)")  # fmt: skip

@@ -401,10 +401,15 @@ def test_a_scheduler_that_accepts_and_never_answers_is_given_up_after_its_timeou
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
-        done = subprocess.run([sys.executable, "-m", "arbiter", "tournament", "run", str(t),
-                               "--dask", address], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "ARBITER_DASK_TIMEOUT": "0.5"})  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask", address],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "ARBITER_DASK_TIMEOUT": "0.5"},
+        )
     assert done.returncode == 2, done.stderr
     assert len(_said(done.stderr)) == 1
     assert address in done.stderr and "within 0.5 s" in done.stderr
@@ -448,8 +453,9 @@ def test_a_memory_error_raised_in_distributed_is_not_called_the_harnesss_own() -
 
     from arbiter.cli import handle_errors
 
-    raised_in_distributed = compile("raise MemoryError('Unable to allocate')",
-                                    "distributed/comm/tcp.py", "exec")  # fmt: skip
+    raised_in_distributed = compile(
+        "raise MemoryError('Unable to allocate')", "distributed/comm/tcp.py", "exec"
+    )
 
     @click.command()
     @click.argument("where")

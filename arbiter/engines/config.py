@@ -39,7 +39,7 @@ from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time", "sandbox", "limits", "read")  # fmt: skip
+               "time", "sandbox", "limits", "read", "start_timeout", "command_timeout")  # fmt: skip
 
 
 def _expand(word: str, here: Path) -> str:
@@ -241,12 +241,35 @@ def engine_definition(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
         tc=tc, options=_options(table, where), dialect=dialect_from(table, where),
         sandbox=confined, limits=limits, read=_read(table, where, here, local),
-        cwd_given="cwd" in table,
+        cwd_given="cwd" in table, start_timeout=_seconds(table, "start_timeout", where),
+        command_timeout=_seconds(table, "command_timeout", where),
     )  # fmt: skip
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
         check_confinement(spec, where)
     return spec
+
+
+MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
+
+
+def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
+    """A deadline in seconds set by the definition (above 0, at most an hour), or None."""
+    if key not in table:
+        return None
+    value = table[key]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= MAX_TIMEOUT
+    ):  # nan fails too
+        raise ConfigError(
+            f"{key} must be a number of seconds above 0 and at most"
+            f" {MAX_TIMEOUT:g}, not {toml_value(value)}",
+            where=f"{where}.{key}",
+            hint=f"e.g. {key} = 120 for an engine that loads large weights",
+        )
+    return float(value)
 
 
 NAME_MAX = 100
@@ -331,9 +354,10 @@ def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
         if bad:
             raise ConfigError(
                 f"options line {toml_value(line)}: {toml_value(bad[0])} is not a word an"
-                " engine can be sent (printable ASCII, no #)", where=f"{where}.options",
+                " engine can be sent (printable ASCII, no #)",
+                where=f"{where}.options",
                 hint="spell the option in ASCII, as the engine's own documentation does",
-            )  # fmt: skip
+            )
     return tuple(" ".join(o.split()) for o in options)
 
 

@@ -276,8 +276,10 @@ class DaskExecutor:
                 client.close()  # type: ignore[no-untyped-call]
             return client
 
-        hint = (f"start it with 'dask scheduler' and give the tcp://HOST:PORT it prints;"
-                f" {TIMEOUT_VARIABLE}=SECONDS waits longer")  # fmt: skip
+        hint = (
+            f"start it with 'dask scheduler' and give the tcp://HOST:PORT it prints;"
+            f" {TIMEOUT_VARIABLE}=SECONDS waits longer"
+        )
         # Distributed's own timeout is not kept once a listener has accepted the TCP
         # connection, so the whole connect has a deadline here; the thread left blocked
         # is a daemon thread of trio's and never holds up the end of the process.
@@ -295,8 +297,10 @@ class DaskExecutor:
             gave_up.set()
             raise ConfigError(
                 f"the Dask scheduler at {self.address} accepted the connection but did not"
-                f" answer within {timeout:g} s", where=self.where, hint=hint,
-            )  # fmt: skip
+                f" answer within {timeout:g} s",
+                where=self.where,
+                hint=hint,
+            )
         assert self._client is not None
         return self._client
 
