@@ -654,29 +654,40 @@ def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: 
 def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
     tmp_path: Path, local_cluster: str
 ) -> None:
-    # Engines slow to start; the run is stopped (Ctrl-C) while the workers check them.
-    # The workers finish their checks, but the run has ended: they keep nothing.
+    # Engines that start only when told (a file appears); the run is stopped (Ctrl-C)
+    # once a worker has begun starting one, and only then are they let up. The workers
+    # finish their checks, but the run has ended: they keep nothing. Every step waits on
+    # what the processes wrote, never on how long anything takes.
     from arbiter.executors.dask import DaskExecutor
     from arbiter.executors.jobs import ExecutorSettings
 
-    log = tmp_path / "starts.log"
-    slow = ["sh", "-c", f'sleep 1; echo up >> "{log}"; exec "$0" "$@"', sys.executable,
-            str(BADBOT), "ok", "--name", "slowbot"]  # fmt: skip
+    begun, go, up = tmp_path / "begun.log", tmp_path / "go", tmp_path / "up.log"
+    script = (
+        f'echo begun >> "{begun}"; while [ ! -e "{go}" ]; do sleep 0.02; done;'
+        f' echo up >> "{up}"; exec "$0" "$@"'
+    )
+    slow = ["sh", "-c", script, sys.executable, str(BADBOT), "ok", "--name", "slowbot"]
     engines = [f'[[engine]]\nname = "s{i}"\ncommand = {json.dumps(slow)}\n' for i in range(2)]
     t = load_tournament(write_tournament(tmp_path, "t", "rounds = 1", engines))
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
 
     async def main() -> None:
-        async with executor.session():
-            with trio.move_on_after(0.5):
+        async with executor.session(), trio.open_nursery() as nursery:
+
+            async def check() -> None:
                 await executor.preflight(list(t.engines), t.variant,
                                          {n: t.tc for n in t.engines})  # fmt: skip
                 raise AssertionError("the check was not stopped")
 
+            nursery.start_soon(check)
+            # A worker is starting an engine (the file is polled in a thread).
+            assert await trio.to_thread.run_sync(wait_until, begun.exists, 60)
+            nursery.cancel_scope.cancel()
+
     trio.run(main)
-    # Their starts are under way still: let them come up before looking.
-    assert wait_until(log.exists, timeout=10)
-    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=10)
+    go.touch()  # the run is over: let the engines under way come up
+    assert wait_until(up.exists, timeout=60)
+    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=60)
 
 
 @needs_dask
