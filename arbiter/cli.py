@@ -101,15 +101,40 @@ def _interrupted(exc: KeyboardInterrupt) -> None:
     sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
 
 
-def _out_of_memory() -> str:
-    """The harness's own memory ran out: say so, and the limit, never blame an engine."""
+def _out_of_memory(exc: BaseException) -> str:
+    """The harness's own memory ran out: say so, and the limit, never blame an engine.
+
+    Dask's client raises MemoryError for things that are not memory (numpy asked to
+    size a buffer from a handshake that never came): one raised in `distributed` is
+    named as the client's failure, not as the harness's memory.
+    """
     import resource
 
+    dask = _raised_in(exc, "distributed")
+    if dask is not None:
+        return (
+            f"Dask's client failed with MemoryError ({exc or 'no message'}) at {dask};"
+            " the harness did not run out of memory: check the scheduler address and"
+            " that the driver and the workers run the same distributed version; what"
+            " was stored is intact"
+        )
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     limit = ("" if soft == resource.RLIM_INFINITY
              else f" (its limit, ulimit -v, is {soft // 1024} kB)")  # fmt: skip
     return (f"the harness itself ran out of memory{limit}; raise the limit or lower"
             " --concurrency; what was stored is intact")  # fmt: skip
+
+
+def _raised_in(exc: BaseException, package: str) -> str | None:
+    """Where in `package` the exception passed (its innermost frame there), if it did."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module == package or module.startswith(package + "."):
+            where = f"{module}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 def handle_errors(func: F) -> F:
@@ -126,13 +151,14 @@ def handle_errors(func: F) -> F:
         except KeyboardInterrupt as exc:
             _interrupted(exc)
         except MemoryError as exc:
-            raise click.ClickException(_out_of_memory()) from exc
+            raise click.ClickException(_out_of_memory(exc)) from exc
         except BaseExceptionGroup as group:
             stop = group.subgroup(KeyboardInterrupt)
             if stop is not None:
                 _interrupted(_first_leaf(stop))
-            if group.subgroup(MemoryError) is not None:
-                raise click.ClickException(_out_of_memory()) from group
+            memory = group.subgroup(MemoryError)
+            if memory is not None:
+                raise click.ClickException(_out_of_memory(_first_leaf(memory))) from group
             ours = group.subgroup(ArbiterError)
             if ours is None:
                 raise

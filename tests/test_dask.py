@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -383,6 +384,95 @@ def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -
     assert bad.returncode == 2 and "tournament.dask" in bad.stderr
 
 
+def _said(stderr: str) -> list[str]:
+    """What a run wrote on stderr after its header line."""
+    return [line for line in stderr.splitlines() if not line.startswith("Tournament ")]
+
+
+@needs_dask
+def test_a_scheduler_that_accepts_and_never_answers_is_given_up_after_its_timeout(
+    tmp_path: Path,
+) -> None:
+    # The kernel completes the TCP handshake for a listening socket that never accepts
+    # nor speaks: the client's own timeout is not kept there. A real process, so that a
+    # connect thread left blocked is seen not to hold up its exit.
+    t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        done = subprocess.run(
+            [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask", address],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "ARBITER_DASK_TIMEOUT": "0.5"},
+        )
+    assert done.returncode == 2, done.stderr
+    assert len(_said(done.stderr)) == 1
+    assert address in done.stderr and "within 0.5 s" in done.stderr
+    assert "ARBITER_DASK_TIMEOUT" in done.stderr
+    assert not (tmp_path / "t.sqlite").exists() or games_stored(tmp_path / "t.sqlite") == 0
+
+
+@needs_dask
+def test_a_closed_port_or_an_error_while_connecting_is_cannot_reach_not_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
+    monkeypatch.setenv("ARBITER_DASK_TIMEOUT", "5")
+    with socket.socket() as closed:  # bound, never listening: the port refuses
+        closed.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{closed.getsockname()[1]}"
+        bad = invoke("tournament", "run", str(t), "--dask", address)
+    assert bad.returncode == 2 and len(_said(bad.stderr)) == 1
+    assert f"cannot reach the Dask scheduler at {address} within 5 s" in bad.stderr
+
+    # The installed distributed can raise MemoryError from numpy when its handshake
+    # times out: that is a scheduler not reached, not the harness out of memory.
+    def fails(*args: object, **kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 16.0 EiB for an array with shape (2**61,)")
+
+    monkeypatch.setattr(distributed, "Client", fails)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = f"tcp://127.0.0.1:{listening.getsockname()[1]}"
+        bad = invoke("tournament", "run", str(t), "--dask", address)
+    assert bad.returncode == 2 and len(_said(bad.stderr)) == 1
+    assert f"cannot reach the Dask scheduler at {address} within 5 s" in bad.stderr
+    assert "MemoryError" in bad.stderr and "ran out of memory" not in bad.stderr
+
+
+@needs_dask
+def test_a_memory_error_raised_in_distributed_is_not_called_the_harnesss_own() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from arbiter.cli import handle_errors
+
+    raised_in_distributed = compile(
+        "raise MemoryError('Unable to allocate')", "distributed/comm/tcp.py", "exec"
+    )
+
+    @click.command()
+    @click.argument("where")
+    @handle_errors
+    def command(where: str) -> None:
+        if where == "distributed":
+            exec(raised_in_distributed, {"__name__": "distributed.comm.tcp"})
+        raise MemoryError
+
+    theirs = CliRunner().invoke(command, ["distributed"])
+    assert theirs.exit_code == 1 and "ran out of memory" not in theirs.output
+    assert "Dask's client failed with MemoryError" in theirs.output
+    assert "distributed.comm.tcp:1" in theirs.output
+    ours = CliRunner().invoke(command, ["here"])
+    assert ours.exit_code == 1 and "the harness itself ran out of memory" in ours.output
+
+
 # ------------------------------------------------------- scheduler and workers
 
 
@@ -564,29 +654,40 @@ def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: 
 def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
     tmp_path: Path, local_cluster: str
 ) -> None:
-    # Engines slow to start; the run is stopped (Ctrl-C) while the workers check them.
-    # The workers finish their checks, but the run has ended: they keep nothing.
+    # Engines that start only when told (a file appears); the run is stopped (Ctrl-C)
+    # once a worker has begun starting one, and only then are they let up. The workers
+    # finish their checks, but the run has ended: they keep nothing. Every step waits on
+    # what the processes wrote, never on how long anything takes.
     from arbiter.executors.dask import DaskExecutor
     from arbiter.executors.jobs import ExecutorSettings
 
-    log = tmp_path / "starts.log"
-    slow = ["sh", "-c", f'sleep 1; echo up >> "{log}"; exec "$0" "$@"', sys.executable,
-            str(BADBOT), "ok", "--name", "slowbot"]  # fmt: skip
+    begun, go, up = tmp_path / "begun.log", tmp_path / "go", tmp_path / "up.log"
+    script = (
+        f'echo begun >> "{begun}"; while [ ! -e "{go}" ]; do sleep 0.02; done;'
+        f' echo up >> "{up}"; exec "$0" "$@"'
+    )
+    slow = ["sh", "-c", script, sys.executable, str(BADBOT), "ok", "--name", "slowbot"]
     engines = [f'[[engine]]\nname = "s{i}"\ncommand = {json.dumps(slow)}\n' for i in range(2)]
     t = load_tournament(write_tournament(tmp_path, "t", "rounds = 1", engines))
     executor = DaskExecutor(ExecutorSettings(engines=t.engines), local_cluster)
 
     async def main() -> None:
-        async with executor.session():
-            with trio.move_on_after(0.5):
+        async with executor.session(), trio.open_nursery() as nursery:
+
+            async def check() -> None:
                 await executor.preflight(list(t.engines), t.variant,
                                          {n: t.tc for n in t.engines})  # fmt: skip
                 raise AssertionError("the check was not stopped")
 
+            nursery.start_soon(check)
+            # A worker is starting an engine (the file is polled in a thread).
+            assert await trio.to_thread.run_sync(wait_until, begun.exists, 60)
+            nursery.cancel_scope.cancel()
+
     trio.run(main)
-    # Their starts are under way still: let them come up before looking.
-    assert wait_until(log.exists, timeout=10)
-    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=10)
+    go.touch()  # the run is over: let the engines under way come up
+    assert wait_until(up.exists, timeout=60)
+    assert wait_until(lambda: not _engine_children(os.getpid(), b"slowbot"), timeout=60)
 
 
 @needs_dask

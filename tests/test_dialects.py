@@ -19,6 +19,7 @@ from arbiter.rules.clock import GameClock, TimeControl
 ROOT = Path(__file__).resolve().parent.parent
 GTPHEX = ROOT / "tests" / "engines" / "gtphex.py"
 RANDOM = ROOT / "arbiter" / "bots" / "random_bot.py"
+BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 
 
 def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
@@ -141,6 +142,60 @@ def test_engine_definition_keys_are_checked(tmp_path: Path) -> None:
     done = arbiter("match", "random", f"{sys.executable} {RANDOM}", "--engines", str(book),
                    "--games", "2", "--tc", "5+0.05", "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_an_engines_start_up_deadline_is_its_definitions(tmp_path: Path) -> None:
+    # An engine that takes a second to start (as one loading weights would): a start-up
+    # deadline far below that stops the run naming it; a roomy one lets it play.
+    slow = json.dumps([sys.executable, str(BADBOT), "slow-start", "--ms", "1000"])
+    book = tmp_path / "engines.toml"
+    for timeout, ok in (("0.3", False), ("60", True)):
+        book.write_text(
+            f"[engines.slow]\ncommand = {slow}\nstart_timeout = {timeout}\ncommand_timeout = 20\n"
+        )
+        done = invoke(
+            "match",
+            "slow",
+            "random",
+            "--engines",
+            str(book),
+            "--games",
+            "2",
+            "--tc",
+            "5+0.05",
+            "--size",
+            "7",
+            "-q",
+        )
+        if ok:
+            assert done.returncode == 0, done.stderr
+        else:
+            said = done.stdout + done.stderr
+            assert done.returncode != 0 and "slow could not be started" in said, said
+            assert "within 0.3 s" in said
+    for bad in ("0", "4000", '"60"', "nan"):
+        book.write_text(f"[engines.slow]\ncommand = {slow}\nstart_timeout = {bad}\n")
+        done = invoke("match", "slow", "random", "--engines", str(book))
+        assert done.returncode == 2
+        [line] = done.stderr.strip().splitlines()
+        assert "engines.slow.start_timeout" in line and str(book) in line
+
+
+def test_every_dialect_word_is_checked_when_the_file_is_read(tmp_path: Path) -> None:
+    # Words the wire cannot carry (not printable ASCII, a space, a #) would fail only when
+    # the command is sent: `arbiter check` names the file and the key instead.
+    for extra, key in (
+        ('swap = "é"', "swap"),
+        ('swap = "swap#2"', "swap"),
+        ('options = ["param_game allow_swap é"]', "options"),
+        ('options = ["param_x #1"]', "options"),
+    ):
+        book = engines_file(tmp_path, extra=extra)
+        done = invoke("check", "hexer", "--engines", str(book))
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.strip().splitlines()
+        assert f"engines.hexer.{key}" in line and str(book) in line
+        assert "ASCII" in line and "Traceback" not in done.stderr
 
 
 def test_time_families_and_their_commands() -> None:

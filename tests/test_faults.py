@@ -502,6 +502,17 @@ async def test_engine_that_exits_at_start_raises() -> None:
             pytest.fail("the handshake cannot have succeeded")
 
 
+async def test_what_an_engine_wrote_before_dying_at_start_is_always_in_its_error() -> None:
+    # Its last words and its exit reach the harness together, in either order: the
+    # error is built only once stderr has been read to its end, every time.
+    spec = EngineSpec(("sh", "-c", "echo dying >&2; exit 1"), name="dies")
+    for _ in range(12):
+        with trio.fail_after(10), pytest.raises(EngineTerminatedError) as info:
+            async with open_engine(spec, DEADLINES):
+                pytest.fail("the handshake cannot have succeeded")
+        assert info.value.stderr_tail.splitlines()[-1:] == ["dying"]
+
+
 @pytest.mark.parametrize("seat", [0, 1])
 async def test_variant_the_engine_cannot_play_is_void(seat: int) -> None:
     specs = [good(), good()]

@@ -140,6 +140,8 @@ ENGINE_KEYS = [
     "sandbox",
     "limits",
     "read",
+    "start_timeout",
+    "command_timeout",
 ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from arbiter.check.probes import (
 )
 from arbiter.check.wins import TOP, invented_top_cells
 from arbiter.engines.player import RESIGN, Fault, Player
-from arbiter.engines.process import Deadlines, Engine, EngineSpec, start_engine
+from arbiter.engines.process import Deadlines, Engine, EngineSpec, spec_deadlines, start_engine
 from arbiter.errors import (
     EngineError,
     EngineStartError,
@@ -80,7 +80,10 @@ class Checker:
         transcripts: Path | None = None,
         show: bool = False,
     ) -> None:
-        referee = Deadlines()
+        # As a run would start it: its definition's deadlines, unless --timeout says.
+        referee = spec_deadlines(spec, Deadlines())
+        if timeout is not None:
+            spec = replace(spec, start_timeout=None, command_timeout=None)
         self.spec = spec
         self.timeout = referee.command if timeout is None else timeout
         self.nursery = nursery

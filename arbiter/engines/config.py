@@ -33,12 +33,13 @@ from arbiter.engines.dialect import Dialect, TimeFamily
 from arbiter.engines.process import BOTS_FOLDER, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
+from arbiter.protocol.codec import is_token
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
 
 ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time", "sandbox", "limits", "read")  # fmt: skip
+               "time", "sandbox", "limits", "read", "start_timeout", "command_timeout")  # fmt: skip
 
 
 def _expand(word: str, here: Path) -> str:
@@ -261,12 +262,35 @@ def engine_definition(
         argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
         tc=tc, options=_options(table, where), dialect=dialect_from(table, where),
         sandbox=confined, limits=limits, read=_read(table, where, here, local),
-        cwd_given="cwd" in table,
+        cwd_given="cwd" in table, start_timeout=_seconds(table, "start_timeout", where),
+        command_timeout=_seconds(table, "command_timeout", where),
     )  # fmt: skip
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
         check_confinement(spec, where)
     return spec
+
+
+MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
+
+
+def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
+    """A deadline in seconds set by the definition (above 0, at most an hour), or None."""
+    if key not in table:
+        return None
+    value = table[key]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= MAX_TIMEOUT
+    ):  # nan fails too
+        raise ConfigError(
+            f"{key} must be a number of seconds above 0 and at most"
+            f" {MAX_TIMEOUT:g}, not {toml_value(value)}",
+            where=f"{where}.{key}",
+            hint=f"e.g. {key} = 120 for an engine that loads large weights",
+        )
+    return float(value)
 
 
 NAME_MAX = 100
@@ -359,6 +383,15 @@ def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
     if not (isinstance(options, list) and all(isinstance(o, str) and o.split() for o in options)):
         raise ConfigError("options must be a list of command lines", where=f"{where}.options",
                           hint='e.g. options = ["param_game allow_swap 1"]')  # fmt: skip
+    for line in options:
+        bad = [word for word in line.split() if not is_token(word)]
+        if bad:
+            raise ConfigError(
+                f"options line {toml_value(line)}: {toml_value(bad[0])} is not a word an"
+                " engine can be sent (printable ASCII, no #)",
+                where=f"{where}.options",
+                hint="spell the option in ASCII, as the engine's own documentation does",
+            )
     return tuple(" ".join(o.split()) for o in options)
 
 
@@ -389,8 +422,9 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]",
                       "a board size (2 to 26)")  # fmt: skip
     swap = table.get("swap", "swap")
-    if not (isinstance(swap, str) and swap and swap.isprintable() and " " not in swap):
-        raise ConfigError("swap must be one word", where=f"{where}.swap",
+    if not (isinstance(swap, str) and swap and is_token(swap)):
+        raise ConfigError(f"swap must be one plain ASCII word (no space, no #), not"
+                          f" {toml_value(swap)}", where=f"{where}.swap",
                           hint='e.g. swap = "swap-pieces"')  # fmt: skip
     time = table.get("time")
     if time is not None and (not isinstance(time, str)

@@ -69,6 +69,10 @@ class EngineSpec:
     read: tuple[str, ...] = ()  # host paths a sandboxed engine may read besides its own
     cwd_given: bool = False  # cwd is the definition's choice (a sandboxed engine starts there)
     bundled: bool = False  # one of the bots installed with arbiter (see `localized`)
+    # Its own deadlines, in seconds, when its definition sets them (engines that load
+    # large weights): the start-up handshake, and every other non-move command.
+    start_timeout: float | None = None
+    command_timeout: float | None = None
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -210,6 +214,12 @@ class Engine:
                 finally:
                     with trio.CancelScope(shield=True):
                         await self.shutdown()
+                        # Its last words may still be in the pipe when its exit is seen
+                        # (an engine that dies at once is reaped before shutdown starts):
+                        # read them to the end, which the group's SIGKILL makes prompt
+                        # unless an escaped process holds the pipe.
+                        with trio.move_on_after(self.deadlines.term):
+                            await self.stderr_closed.wait()
                     helpers.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
@@ -424,6 +434,15 @@ def localized(spec: EngineSpec) -> EngineSpec:
     return replace(spec, argv=(sys.executable, *spec.argv[1:]), cwd=str(BOTS_FOLDER))
 
 
+def spec_deadlines(spec: EngineSpec, deadlines: Deadlines) -> Deadlines:
+    """The run's deadlines, with the ones the engine's definition sets instead."""
+    if spec.start_timeout is not None:
+        deadlines = replace(deadlines, handshake=spec.start_timeout)
+    if spec.command_timeout is not None:
+        deadlines = replace(deadlines, command=spec.command_timeout)
+    return deadlines
+
+
 async def start_engine(
     spec: EngineSpec,
     nursery: trio.Nursery,
@@ -437,7 +456,7 @@ async def start_engine(
     Raises EngineStartError when the program cannot be started, and the session's
     errors when the handshake fails (the process is gone by then).
     """
-    deadlines = deadlines or Deadlines()
+    deadlines = spec_deadlines(spec, deadlines or Deadlines())
     spec = localized(spec)
     try:
         confinement = sandbox.confine(

@@ -79,7 +79,9 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-CONNECT_TIMEOUT = 30.0  # seconds to reach the scheduler
+CONNECT_TIMEOUT = 30.0  # seconds to reach the scheduler, unless TIMEOUT_VARIABLE says
+TIMEOUT_VARIABLE = "ARBITER_DASK_TIMEOUT"
+MAX_CONNECT_TIMEOUT = 3600.0
 WORKERS_TIMEOUT = 60.0  # seconds to wait for the first worker
 PREFLIGHT_TIMEOUT = 120.0  # seconds for every worker to start every engine once
 CLOSE_TIMEOUT = 10.0
@@ -99,6 +101,28 @@ def check_address(value: str, where: str) -> str:
             f"{value!r} is not a Dask scheduler address",
             where=where,
             hint='give it as tcp://HOST:PORT, e.g. "tcp://10.0.0.5:8786"',
+        )
+    return value
+
+
+def connect_timeout() -> float:
+    """Seconds to reach the scheduler: ARBITER_DASK_TIMEOUT, or CONNECT_TIMEOUT.
+
+    A variable rather than a key: how long a cluster takes to answer belongs to the
+    machine the driver runs on, not to the tournament it plays.
+    """
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return CONNECT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_CONNECT_TIMEOUT:  # nan fails too
+        raise ConfigError(
+            f"{text!r} is not a number of seconds to wait for the Dask scheduler",
+            where=TIMEOUT_VARIABLE,
+            hint=f"give a number above 0 and at most {MAX_CONNECT_TIMEOUT:g}, or unset it",
         )
     return value
 
@@ -235,24 +259,49 @@ class DaskExecutor:
             raise ConfigError("running on a Dask cluster needs the distributed package",
                               where=self.where, hint=INSTALL_HINT) from exc  # fmt: skip
 
+        timeout = connect_timeout()
+        gave_up = threading.Event()
+
         def connect() -> Client:
             # A plain connection first: a Client that never reached its scheduler fails
             # again, noisily, when it is collected.
             parts = urllib.parse.urlsplit(self.address)
             if parts.scheme == "tcp" and parts.hostname and parts.port:
                 socket.create_connection((parts.hostname, parts.port),
-                                         timeout=CONNECT_TIMEOUT).close()  # fmt: skip
-            return distributed.Client(  # type: ignore[no-untyped-call]
-                self.address, timeout=CONNECT_TIMEOUT, set_as_default=False
+                                         timeout=timeout).close()  # fmt: skip
+            client = distributed.Client(  # type: ignore[no-untyped-call]
+                self.address, timeout=timeout, set_as_default=False
             )
+            if gave_up.is_set():  # the run went on without it: nobody else will close it
+                client.close()  # type: ignore[no-untyped-call]
+            return client
 
+        hint = (
+            f"start it with 'dask scheduler' and give the tcp://HOST:PORT it prints;"
+            f" {TIMEOUT_VARIABLE}=SECONDS waits longer"
+        )
+        # Distributed's own timeout is not kept once a listener has accepted the TCP
+        # connection, so the whole connect has a deadline here; the thread left blocked
+        # is a daemon thread of trio's and never holds up the end of the process.
         try:
-            self._client = await trio.to_thread.run_sync(connect, abandon_on_cancel=True)
-        except (OSError, TimeoutError, ValueError) as exc:
+            with trio.move_on_after(timeout) as scope:
+                self._client = await trio.to_thread.run_sync(connect, abandon_on_cancel=True)
+        except Exception as exc:
+            # Whatever the client raised while connecting (the installed distributed can
+            # raise a MemoryError from numpy on a timed-out handshake) means one thing.
             raise ConfigError(
-                f"cannot reach the Dask scheduler at {self.address}: {exc}", where=self.where,
-                hint="start it with 'dask scheduler' and give the tcp://HOST:PORT it prints",
+                f"cannot reach the Dask scheduler at {self.address} within {timeout:g} s:"
+                f" {type(exc).__name__}: {exc}", where=self.where, hint=hint,
             ) from exc  # fmt: skip
+        if scope.cancelled_caught:
+            gave_up.set()
+            raise ConfigError(
+                f"the Dask scheduler at {self.address} accepted the connection but did not"
+                f" answer within {timeout:g} s",
+                where=self.where,
+                hint=hint,
+            )
+        assert self._client is not None
         return self._client
 
     async def _workers(self, client: Client, *, wait: bool = False) -> dict[str, int]:

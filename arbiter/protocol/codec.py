@@ -50,11 +50,18 @@ class Command:
 _TOKEN = re.compile(r"[!-\"$-~]+")  # printable ASCII except space and '#'
 
 
+def is_token(word: str) -> bool:
+    """Whether `word` can travel as one token of a command: printable ASCII, no space
+    and no `#` (which starts a comment), so that a definition's words are checked when
+    its file is read rather than when the command is sent."""
+    return _TOKEN.fullmatch(word) is not None
+
+
 def format_command(cmd_id: int | None, name: str, *args: str) -> bytes:
     """One command line, newline-terminated. Arguments never contain spaces or newlines."""
     parts = (name, *args) if cmd_id is None else (str(cmd_id), name, *args)
     for p in parts:
-        if _TOKEN.fullmatch(p) is None:
+        if not is_token(p):
             raise ValueError(f"invalid command token {p!r}")
     return (" ".join(parts) + "\n").encode("ascii")
 
