@@ -53,8 +53,7 @@ class FiniteFloat(click.FloatRange):
     """A float option that must be a finite number: `nan` passes every range comparison
     and `inf` every lower bound, so both are refused here, before anything uses them."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-                ) -> Any:  # fmt: skip
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
@@ -119,10 +118,13 @@ def _out_of_memory(exc: BaseException) -> str:
             " was stored is intact"
         )
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    limit = ("" if soft == resource.RLIM_INFINITY
-             else f" (its limit, ulimit -v, is {soft // 1024} kB)")  # fmt: skip
-    return (f"the harness itself ran out of memory{limit}; raise the limit or lower"
-            " --concurrency; what was stored is intact")  # fmt: skip
+    limit = (
+        "" if soft == resource.RLIM_INFINITY else f" (its limit, ulimit -v, is {soft // 1024} kB)"
+    )
+    return (
+        f"the harness itself ran out of memory{limit}; raise the limit or lower"
+        " --concurrency; what was stored is intact"
+    )
 
 
 def _raised_in(exc: BaseException, package: str) -> str | None:
@@ -455,13 +457,30 @@ def _engines(engines_file: str | None) -> KnownEngines:
 @log_options
 @handle_errors
 def match(
-    engine1: str, engine2: str, engines_file: str | None, games: int | None,
+    engine1: str,
+    engine2: str,
+    engines_file: str | None,
+    games: int | None,
     tcs: tuple[str, ...],
-    size: int | None, islands: str, pie: bool, concurrency: int | None, records: str | None,
-    store_file: str | None, fresh: bool, rebuilt: tuple[str, ...], dask: str | None,
-    seed: int | None, openings_file: str | None, random_openings: int | None, margin: float,
-    sprt: str | None, sandbox: bool, transcripts_dir: str | None, as_json: bool, quiet: bool,
-) -> None:  # fmt: skip
+    size: int | None,
+    islands: str,
+    pie: bool,
+    concurrency: int | None,
+    records: str | None,
+    store_file: str | None,
+    fresh: bool,
+    rebuilt: tuple[str, ...],
+    dask: str | None,
+    seed: int | None,
+    openings_file: str | None,
+    random_openings: int | None,
+    margin: float,
+    sprt: str | None,
+    sandbox: bool,
+    transcripts_dir: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """Play a match between two engines.
 
     ENGINE is a name from --engines or a command line run without a shell,
@@ -480,8 +499,9 @@ def match(
 
     for given, name in ((fresh, "--fresh"), (rebuilt, "--rebuilt")):
         if given and store_file is None:
-            raise ConfigError(f"{name} is given without --store", hint="add --store FILE, or"
-                              f" leave out {name}")  # fmt: skip
+            raise ConfigError(
+                f"{name} is given without --store", hint=f"add --store FILE, or leave out {name}"
+            )
     if dask is not None:
         from arbiter.executors.dask import check_address
 
@@ -499,50 +519,76 @@ def match(
         try:
             test = parse_test(sprt)
         except ValueError as exc:
-            raise ConfigError(str(exc), where="--sprt", hint="e.g. --sprt elo0=0,elo1=10 (and"
-                              " alpha=, beta=, model=pairs|games)") from exc  # fmt: skip
+            raise ConfigError(
+                str(exc),
+                where="--sprt",
+                hint="e.g. --sprt elo0=0,elo1=10 (and alpha=, beta=, model=pairs|games)",
+            ) from exc
     if games is None:
         games = SPRT_GAMES if test is not None else 2
     variant = _variant(int(islands), size, pie)
     # --tc wins; otherwise each engine's own tc from the engines file, else the default.
     config = MatchConfig(
-        games=games, variant=variant,
-        tc=(parsed[0], parsed[-1]) if parsed else None, concurrency=concurrency or 1,
-        seed=seed, openings=_match_openings(openings_file, random_openings, variant),
+        games=games,
+        variant=variant,
+        tc=(parsed[0], parsed[-1]) if parsed else None,
+        concurrency=concurrency or 1,
+        seed=seed,
+        openings=_match_openings(openings_file, random_openings, variant),
         referee=RefereeConfig(margin=margin),
-    )  # fmt: skip
-    specs = (_confined(specs[0], sandbox, (), f"engine {engine1!r}", here),
-             _confined(specs[1], sandbox, (), f"engine {engine2!r}", here))  # fmt: skip
+    )
+    specs = (
+        _confined(specs[0], sandbox, (), f"engine {engine1!r}", here),
+        _confined(specs[1], sandbox, (), f"engine {engine2!r}", here),
+    )
     for line in shared_folder_warnings({engine1: specs[0], engine2: specs[1]}):
         say(line, err=True)
     with contextlib.ExitStack() as stack:
         store = None
         if store_file is not None:
-            store, kept = Store.open_for_run(resolved(store_file, "--store"), fresh=fresh,
-                                             origin="--store")  # fmt: skip
+            store, kept = Store.open_for_run(
+                resolved(store_file, "--store"), fresh=fresh, origin="--store"
+            )
             stack.enter_context(store)
             if kept is not None:
                 say(f"The previous store was kept as {kept}.", err=True)
         writer = RecordWriter(records) if records else None
         if writer is not None:
             stack.callback(writer.close)
-        runner = Match(specs, config, records=writer, store=store, sprt=test,
-                       given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
-                       keep_records=False, rebuilt=rebuilt,
-                       transcripts=_transcripts(transcripts_dir))  # fmt: skip
+        runner = Match(
+            specs,
+            config,
+            records=writer,
+            store=store,
+            sprt=test,
+            given=(_given(engine1, known, specs[0]), _given(engine2, known, specs[1])),
+            keep_records=False,
+            rebuilt=rebuilt,
+            transcripts=_transcripts(transcripts_dir),
+        )
         plan = runner.plan()
         if plan.left < games and not quiet:
             stored = runner.result.stats().games
-            to_play = ("its test has decided: nothing to play" if runner.result.decided()
-                       else f"{plan.left} to play")  # fmt: skip
-            say(f"Match {runner.match_id}: {games} games, {stored} stored, {to_play}"
-                f" ({store_file})", err=True)  # fmt: skip
+            to_play = (
+                "its test has decided: nothing to play"
+                if runner.result.decided()
+                else f"{plan.left} to play"
+            )
+            say(
+                f"Match {runner.match_id}: {games} games, {stored} stored, {to_play}"
+                f" ({store_file})",
+                err=True,
+            )
         executor = open_executor(plan, concurrency=concurrency, dask=dask)
         if dask is None:
             _warn_oversubscribed(plan.concurrency, plan.left, "--concurrency")
-        progress = Progress(sys.stderr, games, done=games - plan.left, quiet=quiet,
-                            status=None if test is None else
-                            lambda: runner.result.sprt_result().line())  # fmt: skip
+        progress = Progress(
+            sys.stderr,
+            games,
+            done=games - plan.left,
+            quiet=quiet,
+            status=None if test is None else lambda: runner.result.sprt_result().line(),
+        )
 
         def summary() -> None:
             if as_json:
@@ -572,8 +618,11 @@ def match(
     if result.aborted:
         sys.exit(1)
     if result.unplayed:
-        say(f"{len(result.unplayed)} of {games} games could not be played"
-            + (" (run again to retry them)." if store_file else "."), err=True)  # fmt: skip
+        say(
+            f"{len(result.unplayed)} of {games} games could not be played"
+            + (" (run again to retry them)." if store_file else "."),
+            err=True,
+        )
         sys.exit(1)
 
 
@@ -587,11 +636,13 @@ def _warn_oversubscribed(concurrency: int, left: int, option: str) -> None:
     if not cores or games <= cores:
         return
     plural = "s" if cores > 1 else ""
-    say(f"warning: {option} {concurrency} plays {games} games at once on {cores} core{plural}:"
+    say(
+        f"warning: {option} {concurrency} plays {games} games at once on {cores} core{plural}:"
         f" the engines on move (one a game) share the core{plural} and may lose on time for"
         f" the host's sake; at most {cores} game{plural} at once gives each a core (half"
         " that for engines that ponder, thinking on their opponent's time too)",
-        err=True)  # fmt: skip
+        err=True,
+    )
 
 
 def _match_openings(file: str | None, plies: int | None, variant: Variant) -> Openings:
@@ -600,19 +651,22 @@ def _match_openings(file: str | None, plies: int | None, variant: Variant) -> Op
     if file is None:
         openings = MATCH_OPENINGS if plies is None else Openings(random_plies=plies)
         if openings.random_stones(variant) >= variant.size:
-            raise ConfigError(f"{plies} random plies is too many for size {variant.size}",
-                              where="--random-openings",
-                              hint=f"give fewer than {variant.size}")  # fmt: skip
+            raise ConfigError(
+                f"{plies} random plies is too many for size {variant.size}",
+                where="--random-openings",
+                hint=f"give fewer than {variant.size}",
+            )
         return openings
     if plies is not None:
-        raise ConfigError("--openings and --random-openings are both given",
-                          hint="choose one")  # fmt: skip
-    return read_openings(Path(file), variant, "--openings", "one opening a line: cell names"
-                         " and swap, # comments")  # fmt: skip
+        raise ConfigError("--openings and --random-openings are both given", hint="choose one")
+    return read_openings(
+        Path(file), variant, "--openings", "one opening a line: cell names and swap, # comments"
+    )
 
 
-def _confined(spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str,
-              here: bool = True) -> EngineSpec:  # fmt: skip
+def _confined(
+    spec: EngineSpec, sandbox: bool, hidden: tuple[str, ...], where: str, here: bool = True
+) -> EngineSpec:
     """The engine as this run starts it: sandboxed if asked here or in its definition,
     never able to read the run's records; checked here if it runs `here`."""
     from arbiter.engines.config import check_confinement
@@ -665,8 +719,14 @@ def _given(text: str, known: KnownEngines, spec: EngineSpec) -> str:
 )
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
-def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
-         sgf: str | None, strict: bool) -> None:  # fmt: skip
+def show(
+    records: str,
+    game_id: str | None,
+    ply: int | None,
+    svg: str | None,
+    sgf: str | None,
+    strict: bool,
+) -> None:
     """List the games of a records file, or print one as a board with its moves.
 
     The list is written as the file is read, and a game named by its id (or a prefix of
@@ -678,8 +738,11 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
     bad: list[BadLine] = []
     if sgf is not None:
         if ply is not None or svg is not None:
-            raise ConfigError("--sgf writes whole games, not a position", where="--sgf",
-                              hint="give --ply and --svg in a command of their own")  # fmt: skip
+            raise ConfigError(
+                "--sgf writes whole games, not a position",
+                where="--sgf",
+                hint="give --ply and --svg in a command of their own",
+            )
         _show_sgf(read_records(records, None if strict else bad), bad, game_id, records, sgf)
         return
     if game_id is None and ply is None and svg is None:
@@ -693,15 +756,19 @@ def show(records: str, game_id: str | None, ply: int | None, svg: str | None,
         return
     chosen = _find_game(records, game_id, strict)
     if ply is not None and ply > len(chosen.moves):
-        raise ConfigError(f"--ply {ply} is out of range",
-                          hint=f"the game has {len(chosen.moves)} plies")  # fmt: skip
+        raise ConfigError(
+            f"--ply {ply} is out of range", hint=f"the game has {len(chosen.moves)} plies"
+        )
     try:
         if svg is not None:
             from arbiter.views.html import position_svg
 
             _write_whole(svg, [position_svg(chosen, ply)], (b"<?xml", b"<svg"))
-            say(f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
-                f" of {len(chosen.moves)} plies to {output_name(svg)}.", err=True)  # fmt: skip
+            say(
+                f"Wrote game {chosen.game_id} after {len(chosen.moves) if ply is None else ply}"
+                f" of {len(chosen.moves)} plies to {output_name(svg)}.",
+                err=True,
+            )
             return
         lines = describe_game(chosen, ply)
     except IllegalMove as exc:
@@ -799,18 +866,26 @@ def _find_game(path: str, game_id: str | None, strict: bool) -> Any:
         if not lines:
             _no_games([], path)
         if prefixed:
-            raise ConfigError(f"{_count(starting)} games start with {game_id!r}", where=path,
-                              hint="give more of the id")  # fmt: skip
+            raise ConfigError(
+                f"{_count(starting)} games start with {game_id!r}",
+                where=path,
+                hint="give more of the id",
+            )
         shown = ", ".join(sample[:5]) + (" ..." if len(sample) > 5 else "")
-        raise ConfigError(f"no game {game_id!r}", where=path,
-                          hint=f"give an id, a prefix or a number; ids here: {shown}")  # fmt: skip
+        raise ConfigError(
+            f"no game {game_id!r}",
+            where=path,
+            hint=f"give an id, a prefix or a number; ids here: {shown}",
+        )
     number, line = exact
     try:
         return parse_line(line)
     except ValueError as exc:
-        raise ConfigError(f"not a game record ({exc})", where=f"{path}:{number}",
-                          hint="records files are written by 'arbiter match --records'"
-                          ) from exc  # fmt: skip
+        raise ConfigError(
+            f"not a game record ({exc})",
+            where=f"{path}:{number}",
+            hint="records files are written by 'arbiter match --records'",
+        ) from exc
 
 
 _MANY = 1000  # ids that start with an ambiguous prefix, counted before saying "more than"
@@ -820,8 +895,9 @@ def _count(ids: set[str]) -> str:
     return f"more than {_MANY}" if len(ids) > _MANY else str(len(ids))
 
 
-def _show_sgf(games: Iterator[Any], bad: list[BadLine], game_id: str | None, where: str,
-              out: str) -> None:  # fmt: skip
+def _show_sgf(
+    games: Iterator[Any], bad: list[BadLine], game_id: str | None, where: str, out: str
+) -> None:
     """`show --sgf`: one game (a void attempt too, its result `Void`), or every rated Hex
     game of the file as one SGF collection, saying what was left out. The file is read
     once, as the collection is written: memory does not follow the number of games."""
@@ -840,9 +916,11 @@ def _show_sgf(games: Iterator[Any], bad: list[BadLine], game_id: str | None, whe
         finally:
             skipped()
         if not sgf_format.is_hex(chosen):
-            raise ConfigError(f"game {chosen.game_id} is an Atoll game; "
-                              f"{sgf_format.NO_STANDARD_FORMAT}", where=where,
-                              hint="its record in this file is the one to share")  # fmt: skip
+            raise ConfigError(
+                f"game {chosen.game_id} is an Atoll game; {sgf_format.NO_STANDARD_FORMAT}",
+                where=where,
+                hint="its record in this file is the one to share",
+            )
         try:
             trees = [sgf_format.game_tree(chosen)]
         except IllegalMove as exc:
@@ -871,8 +949,9 @@ def _show_sgf(games: Iterator[Any], bad: list[BadLine], game_id: str | None, whe
         say(note, err=True)
 
 
-def _sgf_collection(games: Iterator[Any], selection: Any, skipped: Callable[[], None],
-                    where: str) -> Iterator[str]:  # fmt: skip
+def _sgf_collection(
+    games: Iterator[Any], selection: Any, skipped: Callable[[], None], where: str
+) -> Iterator[str]:
     """The SGF trees of the rated Hex games, as the records are read; a file that held no
     game, or no rated Hex game, is an error once it is read (nothing was written yet)."""
     from arbiter.views import sgf as sgf_format
@@ -893,9 +972,10 @@ def _sgf_collection(games: Iterator[Any], selection: Any, skipped: Callable[[], 
             "no rated Hex game to write as SGF"
             + (f"; {sgf_format.NO_STANDARD_FORMAT}" if selection.atoll else ""),
             where=where,
-            hint="this file is the record to share" if selection.atoll else
-            "a void attempt is written only when named with --game",
-        )  # fmt: skip
+            hint="this file is the record to share"
+            if selection.atoll
+            else "a void attempt is written only when named with --game",
+        )
 
 
 def _write_whole(path: str, pieces: Iterable[str], kinds: tuple[bytes, ...]) -> None:
@@ -950,8 +1030,11 @@ def _choose_game(games: Iterable[Any], game_id: str | None, where: str) -> Any:
     if len(prefixed) == 1:
         return next(iter(prefixed.values()))
     if prefixed:
-        raise ConfigError(f"{_count(starting)} games start with {game_id!r}", where=where,
-                          hint="give more of the id")  # fmt: skip
+        raise ConfigError(
+            f"{_count(starting)} games start with {game_id!r}",
+            where=where,
+            hint="give more of the id",
+        )
     shown = ", ".join(sample[:5]) + (" ..." if len(sample) > 5 else "")
     raise ConfigError(
         f"no game {game_id!r}",
@@ -1017,8 +1100,9 @@ def check(
     """
     from arbiter.check import run_checks, summary_table
 
-    spec = _confined(resolve_engine(engine, _engines(engines_file)), sandbox, (),
-                     f"engine {engine!r}")  # fmt: skip
+    spec = _confined(
+        resolve_engine(engine, _engines(engines_file)), sandbox, (), f"engine {engine!r}"
+    )
     folder = None if transcripts_dir is None else _transcripts(transcripts_dir).path
     show = click.get_current_context().params.get("verbose", 0) > 0
     results = run_trio(
@@ -1064,8 +1148,10 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
     broken: list[str] = []
     for book in known.books:
         for key in book:
-            entry: dict[str, Any] = {"name": key, "from": "bundled" if book.bundled
-                                     else str(book.path)}  # fmt: skip
+            entry: dict[str, Any] = {
+                "name": key,
+                "from": "bundled" if book.bundled else str(book.path),
+            }
             if book.bundled and known.user is not None and key in known.user:
                 entry["from"] = f"bundled, overridden by {known.user.path}"
             try:
@@ -1083,15 +1169,20 @@ def engines_command(engines_file: str | None, as_json: bool) -> None:
         from tabulate import tabulate
 
         table = [
-            [terminal(r["name"]), terminal(r["from"]),
-             terminal(shlex.join(r["command"])) if r["command"] else "(broken: see below)"]
+            [
+                terminal(r["name"]),
+                terminal(r["from"]),
+                terminal(shlex.join(r["command"])) if r["command"] else "(broken: see below)",
+            ]
             for r in rows
-        ]  # fmt: skip
+        ]
         say(tabulate(table, headers=["engine", "from", "command"], tablefmt="simple"))
         say()
-        say("Bundled bots run in the installed package's bots folder; an engines file's run in"
+        say(
+            "Bundled bots run in the installed package's bots folder; an engines file's run in"
             " its folder unless it sets cwd. Use a name as ENGINE in `match` and `check`, or in"
-            " a tournament's engines list.")  # fmt: skip
+            " a tournament's engines list."
+        )
     for problem in problems:
         say(f"error: {terminal(problem)}", err=True)
     if problems:
@@ -1215,9 +1306,13 @@ def _tournament_file(file: str | None, example: str | None) -> tuple[str, Path |
     from arbiter.scaffold import EXAMPLES
 
     if (file is None) == (example is None):
-        raise ConfigError("give a tournament FILE or --example NAME" if file is None else
-                          "give either FILE or --example, not both", where="FILE",
-                          hint="e.g. arbiter tournament run --example demo")  # fmt: skip
+        raise ConfigError(
+            "give a tournament FILE or --example NAME"
+            if file is None
+            else "give either FILE or --example, not both",
+            where="FILE",
+            hint="e.g. arbiter tournament run --example demo",
+        )
     if example is not None:
         return str(EXAMPLES / f"{example}.toml"), Path.cwd()
     assert file is not None
@@ -1335,9 +1430,17 @@ def _outside(t: Any, store: Any, schedule: Any = None) -> tuple[int, int]:
 @transcripts_option
 @log_options
 @handle_errors
-def tournament_run(file: str | None, example: str | None, fresh: bool, concurrency: int | None,
-                   dask: str | None, every: int, quiet: bool, rebuilt: tuple[str, ...],
-                   transcripts_dir: str | None) -> None:  # fmt: skip
+def tournament_run(
+    file: str | None,
+    example: str | None,
+    fresh: bool,
+    concurrency: int | None,
+    dask: str | None,
+    every: int,
+    quiet: bool,
+    rebuilt: tuple[str, ...],
+    transcripts_dir: str | None,
+) -> None:
     """Play what is left of a tournament and print the Elo table.
 
     Running the same file again resumes it; adding an engine or raising `rounds` plays
@@ -1363,8 +1466,7 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         say(line, err=True)
     if (warning := t.sprt_warning()) is not None:
         say(warning, err=True)
-    store, kept = Store.open_for_run(t.output, fresh=fresh,
-                                     origin=f"{file}: tournament.output")  # fmt: skip
+    store, kept = Store.open_for_run(t.output, fresh=fresh, origin=f"{file}: tournament.output")
     with store:
         if kept is not None:
             say(f"The previous store was kept as {kept}.", err=True)
@@ -1401,11 +1503,15 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
             return "\n\n".join(parts)
 
         stored = t.stored(store, plan.games)
-        progress = TournamentProgress(sys.stderr, t.total, tables, done=stored, every=every,
-                                      quiet=quiet)  # fmt: skip
+        progress = TournamentProgress(
+            sys.stderr, t.total, tables, done=stored, every=every, quiet=quiet
+        )
         if not quiet:
-            say(f"Tournament {t.name}: {t.total} games, {stored} stored, {plan.left} to play"
-                f"{_unneeded(t, t.total - stored - plan.left)} ({t.output})", err=True)  # fmt: skip
+            say(
+                f"Tournament {t.name}: {t.total} games, {stored} stored, {plan.left} to play"
+                f"{_unneeded(t, t.total - stored - plan.left)} ({t.output})",
+                err=True,
+            )
         try:
             outcome = run_trio(functools.partial(run, plan, executor, progress))
         except KeyboardInterrupt:
@@ -1423,8 +1529,10 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
         for line in _tournament_notes(store, outside) + outcome.notes:
             say(line)
         if outcome.unplayed:
-            say(f"Given up after repeated voids: {len(outcome.unplayed)} games"
-                " (run again to retry them).")  # fmt: skip
+            say(
+                f"Given up after repeated voids: {len(outcome.unplayed)} games"
+                " (run again to retry them)."
+            )
         if outcome.aborted:
             say(f"Tournament stopped: {outcome.aborted}")
         if outcome.aborted or outcome.unplayed or outcome.left_out:
@@ -1447,8 +1555,9 @@ def tournament_run(file: str | None, example: str | None, fresh: bool, concurren
 )
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_status(file: str | None, example: str | None, as_json: bool, by_host: bool,
-                      strict: bool) -> None:  # fmt: skip
+def tournament_status(
+    file: str | None, example: str | None, as_json: bool, by_host: bool, strict: bool
+) -> None:
     """Games done and left, current standings, void games and why.
 
     FILE is a tournament file, an arena file (its store), or the store of a match
@@ -1530,19 +1639,32 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     verdicts = [] if tests is None else tests.verdicts()
     if as_json:
         data: dict[str, Any] = {
-            "tournament": t.name, "kind": kind.lower(), "store": str(t.output),
-            "scheduled": t.total, "done": done,
-            "left": left, "outside_schedule": outside,
+            "tournament": t.name,
+            "kind": kind.lower(),
+            "store": str(t.output),
+            "scheduled": t.total,
+            "done": done,
+            "left": left,
+            "outside_schedule": outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in voids],
             "engine_starts": {
-                "count": starts, "seconds": start_seconds,
+                "count": starts,
+                "seconds": start_seconds,
                 "per_game": round(starts / attempts, 3) if attempts else None,
             },
-        }  # fmt: skip
-        data.update(to_json(board) if board is not None else {
-            "engines": [], "seat_advantage": {"elo": None, "error": None}, "games": 0,
-            "prior": DEFAULT_PRIOR, "connected": True, "components": None,
-        })  # fmt: skip
+        }
+        data.update(
+            to_json(board)
+            if board is not None
+            else {
+                "engines": [],
+                "seat_advantage": {"elo": None, "error": None},
+                "games": 0,
+                "prior": DEFAULT_PRIOR,
+                "connected": True,
+                "components": None,
+            }
+        )
         data.update(extra)
         if by_host:
             data["hosts"] = [host_json(h) for h in hosts]
@@ -1551,8 +1673,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
         emit(json.dumps(data))
         return
     unneeded = _unneeded(t, t.total - done - left) if kind == "Tournament" else ""
-    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left{unneeded}"
-        f" ({t.output})")  # fmt: skip
+    say(f"{kind} {t.name}: {done} of {t.total} games played, {left} left{unneeded} ({t.output})")
     from arbiter.results.standings import table
 
     for text in summary:
@@ -1561,8 +1682,7 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
     say(table(board) if board is not None else "No rated games yet.")
     if starts:
         per_game = f", {starts / attempts:.2f} per game played" if attempts else ""
-        say(f"Engines were started {starts} times{per_game}, taking {start_seconds:.1f} s in"
-            " all.")  # fmt: skip
+        say(f"Engines were started {starts} times{per_game}, taking {start_seconds:.1f} s in all.")
     for (a, b), verdict in verdicts:
         say(f"{a} vs {b}: {verdict.line(t.rounds)}")
     for line in notes:
@@ -1607,9 +1727,15 @@ def tournament_status(file: str | None, example: str | None, as_json: bool, by_h
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @handle_errors
-def tournament_export(file: str | None, example: str | None, records_out: str | None,
-                      fmt: str | None, out: str | None, force: bool,
-                      strict: bool) -> None:  # fmt: skip
+def tournament_export(
+    file: str | None,
+    example: str | None,
+    records_out: str | None,
+    fmt: str | None,
+    out: str | None,
+    force: bool,
+    strict: bool,
+) -> None:
     """Write every stored game as a records line, void attempts flagged, or the rated
     Hex games as SGF.
 
@@ -1620,13 +1746,19 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
     from arbiter.results.store import Store, store_files
 
     if (records_out is None) == (out is None):
-        raise ConfigError("give --records FILE or --out FILE" if out is None else
-                          "give either --records or --out, not both", where="--records/--out",
-                          hint="--records FILE writes JSON lines, --format sgf --out FILE"
-                          " SGF")  # fmt: skip
+        raise ConfigError(
+            "give --records FILE or --out FILE"
+            if out is None
+            else "give either --records or --out, not both",
+            where="--records/--out",
+            hint="--records FILE writes JSON lines, --format sgf --out FILE SGF",
+        )
     if records_out is not None and fmt == "sgf":
-        raise ConfigError("--records writes JSON lines, not SGF", where="--format",
-                          hint="write SGF with --format sgf --out FILE")  # fmt: skip
+        raise ConfigError(
+            "--records writes JSON lines, not SGF",
+            where="--format",
+            hint="write SGF with --format sgf --out FILE",
+        )
     sgf = fmt == "sgf"
     out = out if out is not None else records_out
     assert out is not None
@@ -1641,9 +1773,11 @@ def tournament_export(file: str | None, example: str | None, records_out: str | 
     target = resolved(out, option)
     protected = {*(resolved(p) for p in own), *store_files(store_path)}
     if target in protected:
-        raise ConfigError(f"the {'SGF' if sgf else 'records'} file would overwrite the"
-                          " tournament's own files", where=out,
-                          hint=f"choose a new {suffix} path")  # fmt: skip
+        raise ConfigError(
+            f"the {'SGF' if sgf else 'records'} file would overwrite the tournament's own files",
+            where=out,
+            hint=f"choose a new {suffix} path",
+        )
     with Store.open_read(store_path) as store:
         _damaged(store, strict)
         if sgf:
@@ -1663,14 +1797,21 @@ def _export_sgf(store: Any, out: str, force: bool) -> None:
     found = sgf_format.census(store.records())
     if not found.written:
         if found.atoll:
-            raise ConfigError(f"the store holds Atoll games; {sgf_format.NO_STANDARD_FORMAT}",
-                              where=out, hint=sgf_format.USE_RECORDS)  # fmt: skip
-        raise ConfigError("the store holds no rated game to write as SGF", where=out,
-                          hint="export once games have been played")  # fmt: skip
+            raise ConfigError(
+                f"the store holds Atoll games; {sgf_format.NO_STANDARD_FORMAT}",
+                where=out,
+                hint=sgf_format.USE_RECORDS,
+            )
+        raise ConfigError(
+            "the store holds no rated game to write as SGF",
+            where=out,
+            hint="export once games have been played",
+        )
     selection = sgf_format.Selection()
     records = (GameRecord.from_json(data) for data, _ in store.records())
-    write_lines(out, sgf_format.collection(records, selection), force=force,
-                hint="choose a new .sgf path")  # fmt: skip
+    write_lines(
+        out, sgf_format.collection(records, selection), force=force, hint="choose a new .sgf path"
+    )
     say(f"Wrote {sgf_format.games(selection.written)} as SGF to {output_name(out)}.", err=True)
     for note in selection.notes():
         say(note, err=True)
@@ -1685,8 +1826,10 @@ def _anchors(texts: Sequence[str]) -> dict[str, float]:
     for text in texts:
         name, elo = _anchor(text)
         if name in out:
-            raise ConfigError(f"--anchor names {name!r} twice (at {out[name]:g} and {elo:g})",
-                              hint="give each anchored engine one rating")  # fmt: skip
+            raise ConfigError(
+                f"--anchor names {name!r} twice (at {out[name]:g} and {elo:g})",
+                hint="give each anchored engine one rating",
+            )
         out[name] = elo
     return out
 
@@ -1696,11 +1839,14 @@ def _anchor(text: str) -> tuple[str, float]:
     try:
         elo = float(value) if sep and name else float("x")
     except ValueError as exc:
-        raise ConfigError(f"bad --anchor {text!r}", hint="write it as NAME=ELO, e.g. random=0"
-                          ) from exc  # fmt: skip
+        raise ConfigError(
+            f"bad --anchor {text!r}", hint="write it as NAME=ELO, e.g. random=0"
+        ) from exc
     if not abs(elo) <= MAX_ELO:  # also refuses nan
-        raise ConfigError(f"--anchor Elo {value} is out of range",
-                          hint=f"give a rating between -{MAX_ELO} and {MAX_ELO}")  # fmt: skip
+        raise ConfigError(
+            f"--anchor Elo {value} is out of range",
+            hint=f"give a rating between -{MAX_ELO} and {MAX_ELO}",
+        )
     return name, elo
 
 
@@ -1754,9 +1900,16 @@ def _anchor(text: str) -> tuple[str, float]:
 )
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
-def ratings(sources: tuple[str, ...], prior: float | None, anchors: tuple[str, ...], fmt: str,
-            as_json: bool, matrix: bool, split_by: str | None,
-            strict: bool) -> None:  # fmt: skip
+def ratings(
+    sources: tuple[str, ...],
+    prior: float | None,
+    anchors: tuple[str, ...],
+    fmt: str,
+    as_json: bool,
+    matrix: bool,
+    split_by: str | None,
+    strict: bool,
+) -> None:
     """The leaderboard of tournament or arena files, stores or records files (combined).
 
     Bradley-Terry maximum likelihood over all games jointly, with a seat-1 advantage
@@ -1772,9 +1925,11 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchors: tuple[str, .
         try:
             split = split_keys(split_by)
         except ValueError as exc:
-            raise ConfigError(str(exc), where="--split-by",
-                              hint="e.g. --split-by conditions, or --split-by tc,version"
-                              ) from exc  # fmt: skip
+            raise ConfigError(
+                str(exc),
+                where="--split-by",
+                hint="e.g. --split-by conditions, or --split-by tc,version",
+            ) from exc
     board, _ = _gathered_standings(sources, prior, anchors, strict, split=split)
     if as_json or fmt == "json":
         from arbiter.results.standings import to_json
@@ -1831,9 +1986,16 @@ def ratings(sources: tuple[str, ...], prior: float | None, anchors: tuple[str, .
 )
 @click.option("--strict", is_flag=True, help="A line that is not a valid record is an error.")
 @handle_errors
-def report(sources: tuple[str, ...], output: str, title: str | None, prior: float | None,
-           anchors: tuple[str, ...], recent: int, all_games: bool,
-           strict: bool) -> None:  # fmt: skip
+def report(
+    sources: tuple[str, ...],
+    output: str,
+    title: str | None,
+    prior: float | None,
+    anchors: tuple[str, ...],
+    recent: int,
+    all_games: bool,
+    strict: bool,
+) -> None:
     """Write a tournament report: one HTML page that works offline.
 
     SOURCES as for `ratings` (tournament files, stores, records files, combined). The
@@ -1849,22 +2011,34 @@ def report(sources: tuple[str, ...], output: str, title: str | None, prior: floa
     from arbiter.views.html import render_gathered
 
     if resolved(output, "--output") in {resolved(s) for s in sources}:
-        raise ConfigError("the report would overwrite one of its sources", where=output,
-                          hint="choose a new .html path")  # fmt: skip
+        raise ConfigError(
+            "the report would overwrite one of its sources",
+            where=output,
+            hint="choose a new .html path",
+        )
     selection = Selection(recent=None if all_games else recent)
     keep = Games(selection=selection)
     board, names = _gathered_standings(sources, prior, anchors, strict, keep)
     heading = title or (", ".join(names) if names else "Atoll games")
     records = keep.records
-    page = render_gathered(board, keep, title=heading, sources=[Path(s).name for s in sources],
-                           download=Path(output).stem + "-games.jsonl",
-                           tests=_pairing_tests(sources), formats=_format_results(sources),
-                           selection=None if all_games else selection)  # fmt: skip
+    page = render_gathered(
+        board,
+        keep,
+        title=heading,
+        sources=[Path(s).name for s in sources],
+        download=Path(output).stem + "-games.jsonl",
+        tests=_pairing_tests(sources),
+        formats=_format_results(sources),
+        selection=None if all_games else selection,
+    )
     _write_whole(output, [page], (b"<!doctype html",))
     left = keep.read - len(records)
-    say(f"Wrote {output_name(output)}: {board.games} rated games, {len(records)} in the viewer"
+    say(
+        f"Wrote {output_name(output)}: {board.games} rated games, {len(records)} in the viewer"
         + (f" ({left} more not embedded: --games N or --all-games embeds them)" if left else "")
-        + f" ({len(page.encode()) / 1e6:.2f} MB).", err=True)  # fmt: skip
+        + f" ({len(page.encode()) / 1e6:.2f} MB).",
+        err=True,
+    )
 
 
 def _format_results(sources: tuple[str, ...]) -> list[Any]:
@@ -1963,13 +2137,19 @@ def arena_serve(file: str) -> None:
     help="Engines file for ENGINE names (default: engines/engines.toml here, then the"
     " bundled bots).",
 )
-@click.option("--sessions", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Engine processes to run, each playing one game at a time (up to the"
-              " games_at_once of the arena's entry for NAME).")  # fmt: skip
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Engine processes to run, each playing one game at a time (up to the"
+    " games_at_once of the arena's entry for NAME).",
+)
 @log_options
 @handle_errors
-def arena_connect(address: str, engine: str, name: str, token: str | None,
-                  engines_file: str | None, sessions: int) -> None:  # fmt: skip
+def arena_connect(
+    address: str, engine: str, name: str, token: str | None, engines_file: str | None, sessions: int
+) -> None:
     """Run ENGINE here and relay it to the arena at ADDRESS until stopped.
 
     ADDRESS is HOST:PORT, or a ws:// or wss:// URL. ENGINE is a name from an engines
@@ -1980,22 +2160,29 @@ def arena_connect(address: str, engine: str, name: str, token: str | None,
     from arbiter.engines.config import check_name
 
     if not token:
-        raise ConfigError("no token", where="--token",
-                          hint="give --token or set ARBITER_ARENA_TOKEN; the arena's"
-                          " organiser makes one with `arbiter arena token NAME`")  # fmt: skip
+        raise ConfigError(
+            "no token",
+            where="--token",
+            hint="give --token or set ARBITER_ARENA_TOKEN; the arena's"
+            " organiser makes one with `arbiter arena token NAME`",
+        )
     check_name(name, "--name")
     url = arena_url(address)
     spec = resolve_engine(engine, _engines(engines_file))
     try:
-        run_trio(functools.partial(connect, url, name, token, spec,
-                                   lambda line: say(line, err=True), sessions))  # fmt: skip
+        run_trio(
+            functools.partial(
+                connect, url, name, token, spec, lambda line: say(line, err=True), sessions
+            )
+        )
     except Refused as exc:
         raise ConfigExit(one_line(f"the arena refused {name}: {exc}")) from exc
     except BaseExceptionGroup as group:
         refused = group.subgroup(Refused)
         if refused is not None:
-            raise ConfigExit(one_line(f"the arena refused {name}: {_first_leaf(refused)}")
-                             ) from group  # fmt: skip
+            raise ConfigExit(
+                one_line(f"the arena refused {name}: {_first_leaf(refused)}")
+            ) from group
         raise
 
 
@@ -2004,8 +2191,13 @@ def arena_connect(address: str, engine: str, name: str, token: str | None,
     epilog=examples("arbiter arena token alice", "arbiter arena token alice --games-at-once 2"),
 )
 @click.argument("name")
-@click.option("--games-at-once", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Games this engine may play at the same time.")  # fmt: skip
+@click.option(
+    "--games-at-once",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Games this engine may play at the same time.",
+)
 @handle_errors
 def arena_token(name: str, games_at_once: int) -> None:
     """Print a new token for NAME on the first line, then the [[player]] entry to paste
@@ -2020,8 +2212,11 @@ def arena_token(name: str, games_at_once: int) -> None:
     if games_at_once != 1:
         entry += f"games_at_once = {games_at_once}\n"
     emit(entry)
-    say(f"Give the token (the first line) to {name}'s owner; paste the rest into the arena"
-        " file and restart the server.", err=True)  # fmt: skip
+    say(
+        f"Give the token (the first line) to {name}'s owner; paste the rest into the arena"
+        " file and restart the server.",
+        err=True,
+    )
 
 
 @arena.command(
@@ -2059,8 +2254,13 @@ def _arena_status(spec: Any, as_json: bool, strict: bool) -> None:
     if as_json:
         from arbiter.results.standings import to_json
 
-        data: dict[str, Any] = {"arena": spec.name, "store": str(spec.output), "games": stored,
-                                "void_attempts": voids, "anchors": dict(spec.anchors)}  # fmt: skip
+        data: dict[str, Any] = {
+            "arena": spec.name,
+            "store": str(spec.output),
+            "games": stored,
+            "void_attempts": voids,
+            "anchors": dict(spec.anchors),
+        }
         if board is not None:
             data["standings"] = to_json(board)
         emit(json.dumps(data))
@@ -2088,22 +2288,39 @@ def _arena_status(spec: Any, as_json: bool, strict: bool) -> None:
 @click.option("--strict", is_flag=True, help="A damaged store row is an error.")
 @click.pass_context
 @handle_errors
-def arena_export(ctx: click.Context, file: str, records_out: str, force: bool,
-                 strict: bool) -> None:  # fmt: skip
+def arena_export(
+    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool
+) -> None:
     """Write the arena's games as records (what `ratings`, `report` and `show` read)."""
     from arbiter.arena.config import load_arena
 
     spec = load_arena(file, engines_here=False)
     if resolved(records_out, "--records") == spec.path.resolve():
-        raise ConfigError("the records file would overwrite the arena file", where=records_out,
-                          hint="choose a new .jsonl path")  # fmt: skip
-    ctx.invoke(tournament_export, file=str(spec.output), example=None, records_out=records_out,
-               fmt=None, out=None, force=force, strict=strict)  # fmt: skip
+        raise ConfigError(
+            "the records file would overwrite the arena file",
+            where=records_out,
+            hint="choose a new .jsonl path",
+        )
+    ctx.invoke(
+        tournament_export,
+        file=str(spec.output),
+        example=None,
+        records_out=records_out,
+        fmt=None,
+        out=None,
+        force=force,
+        strict=strict,
+    )
 
 
-def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: Sequence[str],
-                        strict: bool, keep: Any = None,
-                        split: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:  # fmt: skip
+def _gathered_standings(
+    sources: tuple[str, ...],
+    prior: float | None,
+    anchors: Sequence[str],
+    strict: bool,
+    keep: Any = None,
+    split: tuple[str, ...] | None = None,
+) -> tuple[Any, list[str]]:
     """The standings of SOURCE arguments combined (as `ratings` and `report` read them),
     and the tournament names met; duplicates, skipped lines and engines whose games were
     played under different conditions said on stderr. With `keep` (standings.Games), the
@@ -2126,14 +2343,20 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: 
     identities = Identities(split or ())
     tally, bad, names = gather(stores, keep, identities, labels=list(sources))
     if tally.duplicates:
-        say(f"{tally.duplicates} games appeared in more than one source and were counted"
-            " once.", err=True)  # fmt: skip
+        say(
+            f"{tally.duplicates} games appeared in more than one source and were counted once.",
+            err=True,
+        )
     from arbiter.results.store import READ_HINT, Damage
 
     for line in bad:
         if strict:
-            raise ConfigError(str(line), hint=READ_HINT if isinstance(line, Damage) else
-                              "fix or remove the line, or leave out --strict")  # fmt: skip
+            raise ConfigError(
+                str(line),
+                hint=READ_HINT
+                if isinstance(line, Damage)
+                else "fix or remove the line, or leave out --strict",
+            )
         say(f"skipped {line}", err=True)
     if not tally.games:
         raise ConfigError(
@@ -2143,8 +2366,11 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: 
     labels = identities.labels() if split else {}
     for note in identities.split_lines(labels) if split else []:
         say(note, err=True)
-    remedy = ("; --split-by conditions rates them apart" if split is not None else
-              "; `arbiter ratings --split-by conditions` rates them apart")  # fmt: skip
+    remedy = (
+        "; --split-by conditions rates them apart"
+        if split is not None
+        else "; `arbiter ratings --split-by conditions` rates them apart"
+    )
     for mixed in identities.mixed():
         say(f"Warning: {mixed}{remedy}.", err=True)
     if prior is not None and not 0 <= prior <= 1e6:  # also refuses nan
@@ -2154,13 +2380,18 @@ def _gathered_standings(sources: tuple[str, ...], prior: float | None, anchors: 
             continue
         split_names = identities.split_names(anchor, labels)
         if split_names:
-            raise ConfigError(f"--anchor names {anchor!r}, whose games are rated apart"
-                              f" by {', '.join(split or ())}", hint="anchor one of "
-                              + ", ".join(repr(n) for n in split_names))  # fmt: skip
-        raise ConfigError(f"--anchor names {anchor!r}, which has no games here",
-                          hint=f"engines: {', '.join(list(tally.names)[:20])}")  # fmt: skip
-    board = standings(tally, prior=DEFAULT_PRIOR if prior is None else prior,
-                      anchors=pinned or None)  # fmt: skip
+            raise ConfigError(
+                f"--anchor names {anchor!r}, whose games are rated apart"
+                f" by {', '.join(split or ())}",
+                hint="anchor one of " + ", ".join(repr(n) for n in split_names),
+            )
+        raise ConfigError(
+            f"--anchor names {anchor!r}, which has no games here",
+            hint=f"engines: {', '.join(list(tally.names)[:20])}",
+        )
+    board = standings(
+        tally, prior=DEFAULT_PRIOR if prior is None else prior, anchors=pinned or None
+    )
     return board, names
 
 

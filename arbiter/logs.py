@@ -41,8 +41,11 @@ def configure(path: str | None, verbose: int) -> None:
         try:
             handler: logging.Handler = logging.FileHandler(path, mode="a", encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"cannot open the log file: {exc.strerror}", where=path,
-                              hint="choose a writable path with --log") from exc  # fmt: skip
+            raise ConfigError(
+                f"cannot open the log file: {exc.strerror}",
+                where=path,
+                hint="choose a writable path with --log",
+            ) from exc
         handler.setFormatter(logging.Formatter(_FORMAT))
         handler.setLevel(logging.DEBUG)
         root.addHandler(handler)
@@ -71,11 +74,17 @@ def _check_target(path: str) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise ConfigError(f"cannot open the log file: {exc.strerror}", where=path,
-                          hint="choose a writable path with --log") from exc  # fmt: skip
+        raise ConfigError(
+            f"cannot open the log file: {exc.strerror}",
+            where=path,
+            hint="choose a writable path with --log",
+        ) from exc
     if head and not re.match(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", head):
-        raise ConfigError("the file exists and is not a log this command wrote; it was left"
-                          " alone", where=path, hint="choose a new path for --log")  # fmt: skip
+        raise ConfigError(
+            "the file exists and is not a log this command wrote; it was left alone",
+            where=path,
+            hint="choose a new path for --log",
+        )
 
 
 def configure_from_environment() -> None:

@@ -54,15 +54,23 @@ def names_descriptor(path: str | os.PathLike[str]) -> bool:
 def _failure(exc: OSError, path: str, hint: str, *, streamed: bool = False) -> ArbiterError:
     """A failed write by its cause: the disk (exit 1) or the path given (exit 2)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EIO):
-        after = "what was streamed so far is all there is" if streamed else \
-            "nothing was put in its place"  # fmt: skip
+        after = (
+            "what was streamed so far is all there is"
+            if streamed
+            else "nothing was put in its place"
+        )
         return StoreError(f"cannot write {path}: {exc.strerror}; {after}")
     return ConfigError(f"cannot write: {exc.strerror}", where=path, hint=hint)
 
 
-def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
-                hint: str = "choose a writable path", kinds: tuple[bytes, ...] = ()
-                ) -> int:  # fmt: skip
+def write_lines(
+    path: str,
+    lines: Iterable[str],
+    *,
+    force: bool = False,
+    hint: str = "choose a writable path",
+    kinds: tuple[bytes, ...] = (),
+) -> int:
     """Write `lines` (each ending in a newline) to `path`; returns how many were written.
 
     An existing regular file is refused (ConfigError) unless `force`, or unless it starts
@@ -86,11 +94,17 @@ def write_lines(path: str, lines: Iterable[str], *, force: bool = False,
     if names_descriptor(path) or (st is not None and not stat.S_ISREG(st.st_mode)):
         return _stream(path, lines, hint)
     if st is not None and not force and not kinds:
-        raise ConfigError("the file exists and was left alone", where=path,
-                          hint="give --force to replace it, or choose a new path")  # fmt: skip
+        raise ConfigError(
+            "the file exists and was left alone",
+            where=path,
+            hint="give --force to replace it, or choose a new path",
+        )
     if st is not None and not force and not _starts_like(path, kinds, hint):
-        raise ConfigError("the file exists and is not one this command wrote; it was left"
-                          " alone", where=path, hint="choose a new path")  # fmt: skip
+        raise ConfigError(
+            "the file exists and is not one this command wrote; it was left alone",
+            where=path,
+            hint="choose a new path",
+        )
     if st is not None:
         # Replacing through a symbolic link replaces the file it points to, not the link.
         target = Path(os.path.realpath(path))

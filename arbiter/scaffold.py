@@ -53,16 +53,22 @@ def bot_source(name: str) -> str:
 
 def _refuse_existing(path: str) -> None:
     if path != STDOUT and os.path.lexists(path):
-        raise ConfigError("the file exists and was left alone", where=path,
-                          hint="choose a new file name: `new` never replaces a file")  # fmt: skip
+        raise ConfigError(
+            "the file exists and was left alone",
+            where=path,
+            hint="choose a new file name: `new` never replaces a file",
+        )
 
 
 def new_bot(path: str, name: str | None) -> str:
     """Write the skeleton, named, as a program of its own; returns the name."""
     _refuse_existing(path)
     label = _label(saved_as(path, "bot"), name, "--name" if name is not None else path)
-    write_lines(path, bot_source(label).splitlines(keepends=True),
-                hint="choose a new file name, or remove the file first")  # fmt: skip
+    write_lines(
+        path,
+        bot_source(label).splitlines(keepends=True),
+        hint="choose a new file name, or remove the file first",
+    )
     if path == STDOUT:
         return label
     try:
@@ -78,9 +84,10 @@ def _engine_entry(bot: str, folder: Path) -> list[str]:
     program = Path(bot)
     if not program.is_file():
         raise ConfigError(
-            f"there is no bot program {bot!r}", where="--bot",
+            f"there is no bot program {bot!r}",
+            where="--bot",
             hint="write one with `arbiter new bot FILE`, or fix the path",
-        )  # fmt: skip
+        )
     relative = os.path.relpath(program.resolve(), folder)
     command = ["{python}", relative] if program.suffix == ".py" else [relative]
     name = _label(bot, None, f"--bot {bot}")
@@ -184,8 +191,11 @@ def tournament_text(path: str, bots: Sequence[str]) -> str:
 def new_tournament(path: str, bots: Sequence[str]) -> str:
     """Write a new tournament file; returns how long its league may take (an estimate)."""
     _refuse_existing(path)
-    write_lines(path, tournament_text(path, bots).splitlines(keepends=True),
-                hint="choose a new file name, or remove the file first")  # fmt: skip
+    write_lines(
+        path,
+        tournament_text(path, bots).splitlines(keepends=True),
+        hint="choose a new file name, or remove the file first",
+    )
     return league_estimate(len(bots))
 
 

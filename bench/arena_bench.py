@@ -131,10 +131,14 @@ class ServerProcess:
 
     def __init__(self, file: Path) -> None:
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "arena", "serve", str(file)], cwd=file.parent,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
+            [sys.executable, "-m", "arbiter", "arena", "serve", str(file)],
+            cwd=file.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         self.lines: list[str] = []
         self._port: int | None = None
         self._ready = threading.Event()
@@ -226,9 +230,13 @@ class Events:
 
     def _run(self) -> None:
         while not self.stopping:
-            child = subprocess.Popen([sys.executable, "-c", FOLLOW, str(self.port)], text=True,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)  # fmt: skip
+            child = subprocess.Popen(
+                [sys.executable, "-c", FOLLOW, str(self.port)],
+                text=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
             assert child.stdout is not None
             for line in child.stdout:
                 if line.startswith("open"):
@@ -339,8 +347,14 @@ class SimEngine:
             game.play(cell)
             self.tally.moves += 1
             return game.move_name(cell)
-        if name in ("time_settings", "time_left", "atoll-time_settings", "atoll-time_left",
-                    "quit", "showboard"):  # fmt: skip
+        if name in (
+            "time_settings",
+            "time_left",
+            "atoll-time_settings",
+            "atoll-time_left",
+            "quit",
+            "showboard",
+        ):
             return ""
         raise ValueError("unknown command")
 
@@ -363,13 +377,25 @@ class SimEngine:
 
     async def _connection(self, stop: trio.Event) -> None:
         self.pending, self.game = b"", None
-        async with open_websocket_url(self.url, subprotocols=[PROTOCOL],
-                                      max_message_size=MAX_FRAME, connect_timeout=60,
-                                      disconnect_timeout=5) as ws:  # fmt: skip
-            await ws.send_message(control(
-                "login", protocol=PROTOCOL, name=name_of(self.index),
-                token=token_of(self.index), session=None, received=0, dialect={},
-                options=[]))  # fmt: skip
+        async with open_websocket_url(
+            self.url,
+            subprotocols=[PROTOCOL],
+            max_message_size=MAX_FRAME,
+            connect_timeout=60,
+            disconnect_timeout=5,
+        ) as ws:
+            await ws.send_message(
+                control(
+                    "login",
+                    protocol=PROTOCOL,
+                    name=name_of(self.index),
+                    token=token_of(self.index),
+                    session=None,
+                    received=0,
+                    dialect={},
+                    options=[],
+                )
+            )
             try:
                 await self._relay(ws)
             except ConnectionClosed as exc:
@@ -420,8 +446,14 @@ class Step:
     retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
 
 
-async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
-                ramp: list[int], tally: Tally, counted: list[int]) -> list[Step]:  # fmt: skip
+async def drive(
+    server: ServerProcess,
+    events: Events,
+    args: argparse.Namespace,
+    ramp: list[int],
+    tally: Tally,
+    counted: list[int],
+) -> list[Step]:
     """The ramp (module docstring); `counted[0]` is set to the server's count of games
     stored just before it is stopped."""
     url = f"ws://127.0.0.1:{server.port}/engine"
@@ -464,8 +496,11 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
             if step.live < target:
                 step.login_s = time.monotonic() - start
             step.welcomed = sum(e.welcomed.is_set() for e in engines)
-            print(f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
-                  f" in /api/live; logins took {step.login_s:.1f} s", flush=True)  # fmt: skip
+            print(
+                f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
+                f" in /api/live; logins took {step.login_s:.1f} s",
+                flush=True,
+            )
             api0 = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
             cpu0, t0, moves0 = server.cpu_seconds(), time.monotonic(), tally.moves
             lags.clear()
@@ -480,11 +515,14 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
             step.api_games -= api0
             step.rss_mb = server.status("VmRSS") / 1024
             step.retained_mb = sum(min(RETAIN, e.received) for e in engines) / 2**20
-            print(f"{target} engines: {step.api_games / step.period:.1f} games/s,"
-                  f" {step.moves / step.period:.0f} moves/s over"
-                  f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
-                  f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
-                  f" {step.retained_mb:.1f} MB)", flush=True)  # fmt: skip
+            print(
+                f"{target} engines: {step.api_games / step.period:.1f} games/s,"
+                f" {step.moves / step.period:.0f} moves/s over"
+                f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
+                f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
+                f" {step.retained_mb:.1f} MB)",
+                flush=True,
+            )
             steps.append(step)
         # Stop the server with the engines still connected and playing.
         counted[0] = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
@@ -500,8 +538,9 @@ async def drive(server: ServerProcess, events: Events, args: argparse.Namespace,
     return steps
 
 
-def per_move_network(records: dict[str, dict[str, Any]], games: list[str]
-                     ) -> tuple[list[float], float, int]:  # fmt: skip
+def per_move_network(
+    records: dict[str, dict[str, Any]], games: list[str]
+) -> tuple[list[float], float, int]:
     """Per engine move: server-measured wait less the engine's reported time (ms); the
     stalled ms of those games; the moves that had no reported time."""
     out, stalled, missing = [], 0.0, 0
@@ -585,12 +624,27 @@ def main() -> None:
                 server.popen.kill()
         rusage1 = resource.getrusage(resource.RUSAGE_SELF)
         events.join()
-        client_cpu = (rusage1.ru_utime + rusage1.ru_stime - rusage0.ru_utime
-                      - rusage0.ru_stime) / (time.monotonic() - wall0)  # fmt: skip
+        client_cpu = (rusage1.ru_utime + rusage1.ru_stime - rusage0.ru_utime - rusage0.ru_stime) / (
+            time.monotonic() - wall0
+        )
         out = work / "games.jsonl"
-        subprocess.run([sys.executable, "-m", "arbiter", "arena", "export", str(file),
-                        "--records", str(out), "--force"], check=True, cwd=work,
-                       stdin=subprocess.DEVNULL, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "arbiter",
+                "arena",
+                "export",
+                str(file),
+                "--records",
+                str(out),
+                "--force",
+            ],
+            check=True,
+            cwd=work,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
         stored: Counter[str] = Counter()
         records: dict[str, dict[str, Any]] = {}
         terminations: Counter[str] = Counter()
@@ -606,11 +660,15 @@ def main() -> None:
             (work / "server.log").write_text("\n".join(server_log) + "\n")
 
     print()
-    print(f"load average (1 min) before the run {load0:.2f}, after {os.getloadavg()[0]:.2f}"
-          f" on {os.cpu_count()} cores")  # fmt: skip
-    print(f"arena: tc {args.tc}, {'Hex' if args.islands == 4 else 'Atoll'} size {args.size};"
-          f" {sum(tally.refused.values())} refusals, {sum(tally.errors.values())} connection"
-          f" errors; simulator process CPU {client_cpu:.0%} of one core over the run")  # fmt: skip
+    print(
+        f"load average (1 min) before the run {load0:.2f}, after {os.getloadavg()[0]:.2f}"
+        f" on {os.cpu_count()} cores"
+    )
+    print(
+        f"arena: tc {args.tc}, {'Hex' if args.islands == 4 else 'Atoll'} size {args.size};"
+        f" {sum(tally.refused.values())} refusals, {sum(tally.errors.values())} connection"
+        f" errors; simulator process CPU {client_cpu:.0%} of one core over the run"
+    )
     print()
     print(
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
@@ -620,27 +678,36 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for step in steps:
         net, stalled, _ = per_move_network(records, step.games)
-        print(f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
-              f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
-              f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
-              f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
-              f" {stalled:.0f} | {pct(step.lag, 0.5):.1f} |"
-              f" {pct(step.lag, 0.99):.1f} |")  # fmt: skip
+        print(
+            f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
+            f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
+            f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
+            f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
+            f" {stalled:.0f} | {pct(step.lag, 0.5):.1f} |"
+            f" {pct(step.lag, 0.99):.1f} |"
+        )
     seen = set(events.ended)
     lost = sorted(seen - set(stored))
     doubled = sorted(g for g, n in stored.items() if n > 1)
     print()
-    print(f"games: {len(seen)} seen to end on /events, {counted[0]} counted by the server"
-          f" before SIGTERM, {sum(stored.values())} stored; lost"
-          f" {len(lost)}, stored twice {len(doubled)}, void {voids}, events seen twice"
-          f" {events.duplicates}, event stream reconnects {events.reconnects}")  # fmt: skip
+    print(
+        f"games: {len(seen)} seen to end on /events, {counted[0]} counted by the server"
+        f" before SIGTERM, {sum(stored.values())} stored; lost"
+        f" {len(lost)}, stored twice {len(doubled)}, void {voids}, events seen twice"
+        f" {events.duplicates}, event stream reconnects {events.reconnects}"
+    )
     print(f"terminations: {dict(sorted(terminations.items()))}")
     if tally.refused or tally.errors or tally.bad_commands:
-        print(f"refused: {dict(tally.refused)}; errors: {dict(tally.errors)};"
-              f" commands answered '?': {dict(tally.bad_commands)}")  # fmt: skip
+        print(
+            f"refused: {dict(tally.refused)}; errors: {dict(tally.errors)};"
+            f" commands answered '?': {dict(tally.bad_commands)}"
+        )
     print(f"connections closed by code: {dict(sorted(tally.closed.items()))}")
-    trouble = [line for line in server_log if "Traceback" in line or "ERROR" in line
-               or "did not run for" in line]  # fmt: skip
+    trouble = [
+        line
+        for line in server_log
+        if "Traceback" in line or "ERROR" in line or "did not run for" in line
+    ]
     print(f"server log: {len(server_log)} lines, {len(trouble)} of errors or stalls")
     for line in trouble[:10]:
         print(f"  {line[:160]}")

@@ -40,9 +40,13 @@ from tournament_bench import timed, tournament_file  # noqa: E402
 
 
 def dask(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "dask", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "dask", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def wait_for(condition: object, what: str, timeout: float = 60) -> None:
@@ -57,8 +61,18 @@ def start_cluster(work: Path, workers: int) -> tuple[str, list[subprocess.Popen[
     from distributed import Client
 
     file = work / "scheduler.json"
-    processes = [dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                      "--scheduler-file", str(file))]  # fmt: skip
+    processes = [
+        dask(
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(file),
+        )
+    ]
     wait_for(lambda: file.exists() and file.stat().st_size > 0, "the scheduler")
     address = str(json.loads(file.read_text())["address"])
     for n in range(workers):
@@ -92,8 +106,7 @@ def stop(processes: list[subprocess.Popen[bytes]]) -> None:
                 process.wait()
 
 
-def compare(work: Path, binary: Path, address: str, games: int, workers: int,
-            reps: int) -> None:  # fmt: skip
+def compare(work: Path, binary: Path, address: str, games: int, workers: int, reps: int) -> None:
     runs = {
         "local": ["-c", str(workers)],
         "dask": ["--dask", address],
@@ -103,8 +116,18 @@ def compare(work: Path, binary: Path, address: str, games: int, workers: int,
         for size in (games, 2 * games):
             for kind, extra in runs.items():
                 t = tournament_file(work, binary, size, 1, f"{kind}-{size}-{rep}")
-                argv = [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "-q",
-                        "--every", "0", *extra]  # fmt: skip
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "arbiter",
+                    "tournament",
+                    "run",
+                    str(t),
+                    "-q",
+                    "--every",
+                    "0",
+                    *extra,
+                ]
                 times.setdefault((kind, size), []).append(timed(argv))
     per_game = {}
     for kind in runs:
@@ -112,13 +135,17 @@ def compare(work: Path, binary: Path, address: str, games: int, workers: int,
         large = statistics.median(times[kind, 2 * games])
         per_game[kind] = max(0.0, (large - small) / games)
         fixed = small - games * per_game[kind]
-        print(f"{kind:5}: {2 * games / large:7.1f} games/s over {2 * games} games"
-              f" ({large:.2f} s), {per_game[kind] * 1000:7.2f} ms per game, fixed cost"
-              f" {fixed:.2f} s (medians of {reps}, process start included)")  # fmt: skip
+        print(
+            f"{kind:5}: {2 * games / large:7.1f} games/s over {2 * games} games"
+            f" ({large:.2f} s), {per_game[kind] * 1000:7.2f} ms per game, fixed cost"
+            f" {fixed:.2f} s (medians of {reps}, process start included)"
+        )
     ratio = per_game["dask"] / per_game["local"] if per_game["local"] else float("inf")
-    print(f"dask/local time per game {ratio:.2f}; dask overhead per game"
-          f" {(per_game['dask'] - per_game['local']) * 1000:.2f} ms"
-          f" ({workers} workers x 1 thread against local concurrency {workers})")  # fmt: skip
+    print(
+        f"dask/local time per game {ratio:.2f}; dask overhead per game"
+        f" {(per_game['dask'] - per_game['local']) * 1000:.2f} ms"
+        f" ({workers} workers x 1 thread against local concurrency {workers})"
+    )
 
 
 def main() -> None:

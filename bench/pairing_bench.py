@@ -53,8 +53,11 @@ VARIANT = Variant(8, 11, True)
 NO_OPENINGS = Openings()
 
 
-def draw_pool(n: int, rng: random.Random, gaps: tuple[float, float] = (10.0, 100.0),
-              ) -> dict[str, float]:  # fmt: skip
+def draw_pool(
+    n: int,
+    rng: random.Random,
+    gaps: tuple[float, float] = (10.0, 100.0),
+) -> dict[str, float]:
     elo, x = {}, 0.0
     names = [f"e{i:02}" for i in range(n)]
     rng.shuffle(names)  # the file's order says nothing about strength
@@ -65,13 +68,24 @@ def draw_pool(n: int, rng: random.Random, gaps: tuple[float, float] = (10.0, 100
 
 
 def record(game: ScheduledGame, seat: int) -> GameRecord:
-    return GameRecord(game_id=game.game_id, variant={}, seat1=game.engines[0],
-                      seat2=game.engines[1], tc={}, started="", termination=Termination.RESIGN,
-                      winner=game.engines[seat - 1])  # fmt: skip
+    return GameRecord(
+        game_id=game.game_id,
+        variant={},
+        seat1=game.engines[0],
+        seat2=game.engines[1],
+        tc={},
+        started="",
+        termination=Termination.RESIGN,
+        winner=game.engines[seat - 1],
+    )
 
 
-def play(schedule: Schedule, elo: dict[str, float], rng: random.Random,
-         look: Callable[[list[ResultRow]], bool] | None = None) -> list[ResultRow]:  # fmt: skip
+def play(
+    schedule: Schedule,
+    elo: dict[str, float],
+    rng: random.Random,
+    look: Callable[[list[ResultRow]], bool] | None = None,
+) -> list[ResultRow]:
     """Play a schedule to its end, a batch (what it hands out before waiting) at a time;
     `look(results)` is asked at every batch boundary and stops the run when true."""
     rows: list[ResultRow] = []
@@ -131,8 +145,13 @@ class Outcome:
 def judge(names: list[str], elo: dict[str, float], rows: list[ResultRow], t0: float) -> Outcome:
     truth = sorted(names, key=lambda e: -elo[e])
     order = order_of(names, rows)
-    return Outcome(order[0] == truth[0], order[:3] == truth[:3], spearman(order, truth),
-                   len(rows), time.perf_counter() - t0)  # fmt: skip
+    return Outcome(
+        order[0] == truth[0],
+        order[:3] == truth[:3],
+        spearman(order, truth),
+        len(rows),
+        time.perf_counter() - t0,
+    )
 
 
 def run_format(fmt: str, n: int, budget: int, seed: int) -> Outcome:
@@ -159,8 +178,10 @@ def naive_settled(names: list[str], rows: list[ResultRow], top: int) -> bool:
     board = Board(names, rows)
     if int(board.games.min()) < 4 or not board.fit.converged:
         return False
-    return all(float(board.theta[a] - board.theta[b]) > 1.96 * board.sd(a, b)
-               for a, b in questions(board.order, top))  # fmt: skip
+    return all(
+        float(board.theta[a] - board.theta[b]) > 1.96 * board.sd(a, b)
+        for a, b in questions(board.order, top)
+    )
 
 
 def run_stop(rule: str, n: int, budget: int, seed: int, pool: str = "wide") -> Outcome:
@@ -178,8 +199,9 @@ def run_stop(rule: str, n: int, budget: int, seed: int, pool: str = "wide") -> O
     t0 = time.perf_counter()
     # Both schedule for the rule; the naive run also stops at its first naive look
     # that holds (nearly always before the anytime bound would).
-    schedule = AdaptiveSchedule("b", names, budget, VARIANT, NO_OPENINGS, seed, [],
-                                StopRule(top, 0.95))  # fmt: skip
+    schedule = AdaptiveSchedule(
+        "b", names, budget, VARIANT, NO_OPENINGS, seed, [], StopRule(top, 0.95)
+    )
 
     def naive(rows: list[ResultRow]) -> bool:
         return naive_settled(names, rows, top)
@@ -196,12 +218,16 @@ def summary(label: str, outcomes: list[Outcome]) -> str:
     rho = statistics.fmean(o.rho for o in outcomes)
     games = statistics.fmean(o.games for o in outcomes)
     secs = statistics.fmean(o.seconds for o in outcomes)
-    return (f"{label:<34} {k:>4} {games:>8.0f} {100 * top1:>6.1f}% {100 * top3:>6.1f}%"
-            f" ±{100 * se3:>4.1f} {rho:>7.4f} {secs:>7.2f}s")  # fmt: skip
+    return (
+        f"{label:<34} {k:>4} {games:>8.0f} {100 * top1:>6.1f}% {100 * top3:>6.1f}%"
+        f" ±{100 * se3:>4.1f} {rho:>7.4f} {secs:>7.2f}s"
+    )
 
 
-HEADER = (f"{'format @ budget (games)':<34} {'runs':>4} {'games':>8} {'top 1':>7} {'top 3':>7}"
-          f" {'(se)':>5} {'Spearman':>8} {'time':>8}")  # fmt: skip
+HEADER = (
+    f"{'format @ budget (games)':<34} {'runs':>4} {'games':>8} {'top 1':>7} {'top 3':>7}"
+    f" {'(se)':>5} {'Spearman':>8} {'time':>8}"
+)
 
 
 def main() -> None:
@@ -217,13 +243,35 @@ def main() -> None:
 
     plans: list[tuple[str, int, list[tuple[str, int]]]] = []
     if args.trials:
-        plans.append((f"{16} engines", 16, [
-            ("adaptive", 120), ("adaptive top:3", 120), ("swiss", 120), ("round-robin", 240),
-            ("adaptive", 240), ("adaptive top:3", 240), ("swiss", 240), ("round-robin", 480),
-        ]))  # fmt: skip
+        plans.append(
+            (
+                f"{16} engines",
+                16,
+                [
+                    ("adaptive", 120),
+                    ("adaptive top:3", 120),
+                    ("swiss", 120),
+                    ("round-robin", 240),
+                    ("adaptive", 240),
+                    ("adaptive top:3", 240),
+                    ("swiss", 240),
+                    ("round-robin", 480),
+                ],
+            )
+        )
     if args.big_trials:
-        plans.append((f"{64} engines", 64, [("adaptive", 2016), ("adaptive top:3", 2016),
-                                             ("swiss", 2016), ("round-robin", 4032)]))  # fmt: skip
+        plans.append(
+            (
+                f"{64} engines",
+                64,
+                [
+                    ("adaptive", 2016),
+                    ("adaptive top:3", 2016),
+                    ("swiss", 2016),
+                    ("round-robin", 4032),
+                ],
+            )
+        )
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for title, n, runs in plans:
             trials = args.trials if n == 16 else args.big_trials
@@ -231,26 +279,43 @@ def main() -> None:
             print(HEADER)
             for fmt, budget in runs:
                 seeds = range(1, trials + 1)
-                outcomes = list(pool.map(run_format, [fmt] * trials, [n] * trials,
-                                         [budget] * trials, seeds))  # fmt: skip
+                outcomes = list(
+                    pool.map(run_format, [fmt] * trials, [n] * trials, [budget] * trials, seeds)
+                )
                 print(summary(f"{fmt} @ {budget}", outcomes), flush=True)
         k = args.stop_trials
         for kind in ("wide", "close", "tie") if k else ():
-            what = {"wide": "top:3\", 16 engines 10-100 Elo apart",
-                    "close": "top:3\", 16 engines 2-20 Elo apart",
-                    "tie": "top:1\", 16 engines, the best two equally strong"}[kind]  # fmt: skip
+            what = {
+                "wide": 'top:3", 16 engines 10-100 Elo apart',
+                "close": 'top:3", 16 engines 2-20 Elo apart',
+                "tie": 'top:1", 16 engines, the best two equally strong',
+            }[kind]
             print(f'\nStop rule until = "{what}, at 95%, budget 1920, {k} pools')
             print(HEADER)
             for rule in ("anytime", "naive"):
-                outcomes = list(pool.map(run_stop, [rule] * k, [16] * k, [1920] * k,
-                                         range(1001, 1001 + k), [kind] * k))  # fmt: skip
+                outcomes = list(
+                    pool.map(
+                        run_stop,
+                        [rule] * k,
+                        [16] * k,
+                        [1920] * k,
+                        range(1001, 1001 + k),
+                        [kind] * k,
+                    )
+                )
                 stopped = [o for o in outcomes if o.games < 1920]
                 wrong = len(stopped) if kind == "tie" else sum(not o.top3 for o in stopped)
                 print(summary(f"adaptive, {rule} stop", outcomes))
-                print(f"  stopped early in {len(stopped)} of {k} runs; of those, wrong in"
-                      f" {wrong}"
-                      + (f"; median games {statistics.median(o.games for o in stopped):.0f}"
-                         if stopped else ""), flush=True)  # fmt: skip
+                print(
+                    f"  stopped early in {len(stopped)} of {k} runs; of those, wrong in"
+                    f" {wrong}"
+                    + (
+                        f"; median games {statistics.median(o.games for o in stopped):.0f}"
+                        if stopped
+                        else ""
+                    ),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

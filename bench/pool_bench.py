@@ -46,8 +46,9 @@ def wrapper(folder: Path, binary: Path, delay: float, log: Path) -> Path:
     return script
 
 
-def tournament(folder: Path, name: str, engines: list[str], rounds: int, concurrency: int,
-               command: Path) -> Path:  # fmt: skip
+def tournament(
+    folder: Path, name: str, engines: list[str], rounds: int, concurrency: int, command: Path
+) -> Path:
     lines = [
         "[tournament]",
         f'name = "{name}"',
@@ -68,14 +69,20 @@ def run(path: Path, log: Path, *extra: str) -> tuple[float, int]:
     """Seconds for the whole run, and engine starts (the preflight's included)."""
     log.write_text("")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "arbiter", "tournament", "run", str(path), "-q",
-                    "--fresh", *extra], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(path), "-q", "--fresh", *extra],
+        check=True,
+        capture_output=True,
+    )
     elapsed = time.perf_counter() - start
     return elapsed, len(log.read_text().splitlines())
 
 
-def interleaved(runs: dict[str, tuple[Path, tuple[str, ...]]], log: Path, reps: int,
-                ) -> dict[str, tuple[float, float]]:  # fmt: skip
+def interleaved(
+    runs: dict[str, tuple[Path, tuple[str, ...]]],
+    log: Path,
+    reps: int,
+) -> dict[str, tuple[float, float]]:
     """Each labelled run `reps` times, their order alternating; the median seconds and
     engine starts of each."""
     times: dict[str, list[float]] = {label: [] for label in runs}
@@ -96,8 +103,13 @@ def main() -> None:
     parser.add_argument("--delays", default="0,0.2", help="start delays in seconds")
     parser.add_argument("--concurrency", default="1,2", help="games at once")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--dask", type=int, default=0, metavar="K",
-                        help="also play the pool on K local Dask workers")  # fmt: skip
+    parser.add_argument(
+        "--dask",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also play the pool on K local Dask workers",
+    )
     args = parser.parse_args()
     n = args.engines
     games = n * (n - 1) * args.rounds  # every pairing's seat-swapped pair, each round
@@ -106,24 +118,28 @@ def main() -> None:
         folder = Path(tmp)
         binary = build_engine(folder)
         log = folder / "starts.log"
-        print(f"{n}-engine round-robin of {games} games against a 2-engine tournament of"
-              f" {games} games; medians of {args.reps} interleaved repetitions")  # fmt: skip
-        print(f"{'start':>6} {'conc':>4} | {'pool s':>7} {'pair s':>7} {'ratio':>6} |"
-              f" {'pool starts':>11} {'per engine/slot':>15} | {'pair starts':>11}")  # fmt: skip
+        print(
+            f"{n}-engine round-robin of {games} games against a 2-engine tournament of"
+            f" {games} games; medians of {args.reps} interleaved repetitions"
+        )
+        print(
+            f"{'start':>6} {'conc':>4} | {'pool s':>7} {'pair s':>7} {'ratio':>6} |"
+            f" {'pool starts':>11} {'per engine/slot':>15} | {'pair starts':>11}"
+        )
         for delay in (float(d) for d in args.delays.split(",")):
             command = wrapper(folder, binary, delay, log)
             for concurrency in (int(c) for c in args.concurrency.split(",")):
                 names = [f"e{i}" for i in range(n)]
-                pool = tournament(folder, f"pool{n}", names, args.rounds, concurrency,
-                                  command)  # fmt: skip
-                pair = tournament(folder, "pair", names[:2], pair_rounds, concurrency,
-                                  command)  # fmt: skip
+                pool = tournament(folder, f"pool{n}", names, args.rounds, concurrency, command)
+                pair = tournament(folder, "pair", names[:2], pair_rounds, concurrency, command)
                 medians = interleaved({"pool": (pool, ()), "pair": (pair, ())}, log, args.reps)
                 (t_pool, s_pool), (t_pair, s_pair) = medians["pool"], medians["pair"]
                 slots = min(concurrency, games)
-                print(f"{delay:>5g}s {concurrency:>4} | {t_pool:>7.2f} {t_pair:>7.2f}"
-                      f" {t_pool / t_pair:>5.2f}x | {s_pool:>11g} {s_pool / n / slots:>15.2f} |"
-                      f" {s_pair:>11g}")  # fmt: skip
+                print(
+                    f"{delay:>5g}s {concurrency:>4} | {t_pool:>7.2f} {t_pair:>7.2f}"
+                    f" {t_pool / t_pair:>5.2f}x | {s_pool:>11g} {s_pool / n / slots:>15.2f} |"
+                    f" {s_pair:>11g}"
+                )
         if args.dask:
             on_dask(folder, binary, log, args)
 
@@ -136,18 +152,25 @@ def on_dask(folder: Path, binary: Path, log: Path, args: argparse.Namespace) -> 
     names = [f"e{i}" for i in range(n)]
     address, processes = start_cluster(folder, k)
     try:
-        print(f"\n{n}-engine pool on {k} Dask workers (--nthreads 1) against locally at"
-              f" concurrency {k}")  # fmt: skip
-        print(f"{'start':>6} | {'dask s':>7} {'local s':>7} {'ratio':>6} |"
-              f" {'dask starts':>11} {'local starts':>12}")  # fmt: skip
+        print(
+            f"\n{n}-engine pool on {k} Dask workers (--nthreads 1) against locally at"
+            f" concurrency {k}"
+        )
+        print(
+            f"{'start':>6} | {'dask s':>7} {'local s':>7} {'ratio':>6} |"
+            f" {'dask starts':>11} {'local starts':>12}"
+        )
         for delay in (float(d) for d in args.delays.split(",")):
             command = wrapper(folder, binary, delay, log)
             pool = tournament(folder, f"pool{n}", names, args.rounds, k, command)
-            medians = interleaved({"dask": (pool, ("--dask", address)), "local": (pool, ())},
-                                  log, args.reps)  # fmt: skip
+            medians = interleaved(
+                {"dask": (pool, ("--dask", address)), "local": (pool, ())}, log, args.reps
+            )
             (t_dask, s_dask), (t_local, s_local) = medians["dask"], medians["local"]
-            print(f"{delay:>5g}s | {t_dask:>7.2f} {t_local:>7.2f} {t_dask / t_local:>5.2f}x |"
-                  f" {s_dask:>11g} {s_local:>12g}")  # fmt: skip
+            print(
+                f"{delay:>5g}s | {t_dask:>7.2f} {t_local:>7.2f} {t_dask / t_local:>5.2f}x |"
+                f" {s_dask:>11g} {s_local:>12g}"
+            )
     finally:
         stop(processes)
 

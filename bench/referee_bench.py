@@ -157,13 +157,21 @@ def bare_referee(binary: Path, games: int) -> float:
     return trio.run(_bare_referee, binary, games)
 
 
-def run_match(binary: Path, games: int, concurrency: int, tc: str, records: Path,
-              think: int = 0, sandbox: bool = False,
-              ) -> tuple[float, int, dict[str, int]]:  # fmt: skip
+def run_match(
+    binary: Path,
+    games: int,
+    concurrency: int,
+    tc: str,
+    records: Path,
+    think: int = 0,
+    sandbox: bool = False,
+) -> tuple[float, int, dict[str, int]]:
     argv = (str(binary),) if not think else (str(binary), str(think))
     other = (*argv[:1], str(think), "7")
-    specs = (EngineSpec(argv=argv, name="a", sandbox=sandbox),
-             EngineSpec(argv=other, name="b", sandbox=sandbox))  # fmt: skip
+    specs = (
+        EngineSpec(argv=argv, name="a", sandbox=sandbox),
+        EngineSpec(argv=other, name="b", sandbox=sandbox),
+    )
     config = MatchConfig(
         games=games, tc=(TimeControl.parse(tc), TimeControl.parse(tc)), concurrency=concurrency
     )
@@ -197,8 +205,13 @@ def harness_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def checkout_match(checkout: Path, binary: Path, games: int, concurrency: int, records: Path,
-                   ) -> tuple[float, int, dict[str, int], float]:  # fmt: skip
+def checkout_match(
+    checkout: Path,
+    binary: Path,
+    games: int,
+    concurrency: int,
+    records: Path,
+) -> tuple[float, int, dict[str, int], float]:
     """The match played by the `arbiter` of a checkout in a fresh interpreter (timed
     inside it, so import and start-up are not counted): seconds, plies, terminations
     and the harness's CPU seconds. Both sides of a before/after comparison run this way,
@@ -207,10 +220,22 @@ def checkout_match(checkout: Path, binary: Path, games: int, concurrency: int, r
     # Run from the checkout: `python -c` puts the current folder first on the path, so
     # from another checkout's root it would time that one's package instead.
     done = subprocess.run(
-        [sys.executable, "-c", _CHECKOUT_MATCH, str(checkout), str(binary), str(games),
-         str(concurrency), str(records)],
-        env=env, capture_output=True, text=True, check=True, cwd=checkout,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            _CHECKOUT_MATCH,
+            str(checkout),
+            str(binary),
+            str(games),
+            str(concurrency),
+            str(records),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+    )
     elapsed, plies, terms, cpu = json.loads(done.stdout.strip().splitlines()[-1])
     return float(elapsed), int(plies), dict(terms), float(cpu)
 
@@ -261,8 +286,10 @@ def main() -> None:
             else:
                 # Both checkouts in fresh interpreters, taking turns at going first.
                 order = [HERE.parent, args.baseline][:: 1 if rep % 2 == 0 else -1]
-                runs = {d: checkout_match(d, binary, args.games, 1, work / f"c1-{rep}-{i}")
-                        for i, d in enumerate(order)}  # fmt: skip
+                runs = {
+                    d: checkout_match(d, binary, args.games, 1, work / f"c1-{rep}-{i}")
+                    for i, d in enumerate(order)
+                }
                 t1, plies1, terms1, cpu = runs[HERE.parent]
                 tb, pliesb, _, cpub = runs[args.baseline]
                 add("base ply", tb / pliesb)
@@ -271,8 +298,9 @@ def main() -> None:
             add("c1", t1)
             add("ply", t1 / plies1)
             if args.sandbox:
-                ts, pliess, _ = run_match(binary, args.games, 1, "60+1", work / f"s1-{rep}",
-                                          sandbox=True)  # fmt: skip
+                ts, pliess, _ = run_match(
+                    binary, args.games, 1, "60+1", work / f"s1-{rep}", sandbox=True
+                )
                 add("sandbox ply", ts / pliess)
             after = raw_round_trip(binary, args.round_trips)
             rt = (before + after) / 2
@@ -283,10 +311,12 @@ def main() -> None:
             if args.baseline is None:
                 t2, _, terms2 = run_match(binary, args.games, 2, "60+1", work / f"c2-{rep}")
             else:
-                t2, _, terms2, _ = checkout_match(HERE.parent, binary, args.games, 2,
-                                                  work / f"c2-{rep}")  # fmt: skip
-                tb2, _, _, _ = checkout_match(args.baseline, binary, args.games, 2,
-                                              work / f"b2-{rep}")  # fmt: skip
+                t2, _, terms2, _ = checkout_match(
+                    HERE.parent, binary, args.games, 2, work / f"c2-{rep}"
+                )
+                tb2, _, _, _ = checkout_match(
+                    args.baseline, binary, args.games, 2, work / f"b2-{rep}"
+                )
                 add("base c2", tb2)
                 add("base speed-up", tb / tb2)
             add("c2", t2)
@@ -294,28 +324,40 @@ def main() -> None:
         med = {key: statistics.median(values) for key, values in series.items()}
         us = 1e6
         print(f"raw pipe round trip (Python loop):  {med['rt'] * us:8.1f} us")
-        print(f"plain pipelined trio loop per ply:  {med['plain'] * us:8.1f} us"
-              f"   ratio {med['plain ratio']:.2f}x")  # fmt: skip
-        print(f"bare referee loop per ply (floor):  {med['bare'] * us:8.1f} us"
-              f"   ratio {med['bare ratio']:.2f}x   (rules and clock, nothing else)")  # fmt: skip
+        print(
+            f"plain pipelined trio loop per ply:  {med['plain'] * us:8.1f} us"
+            f"   ratio {med['plain ratio']:.2f}x"
+        )
+        print(
+            f"bare referee loop per ply (floor):  {med['bare'] * us:8.1f} us"
+            f"   ratio {med['bare ratio']:.2f}x   (rules and clock, nothing else)"
+        )
         print(
             f"referee per ply, concurrency 1:      {med['ply'] * us:8.1f} us"
             f"   ratio {med['ply ratio']:.2f}x"
             f"   ({args.games} games a match, records+clocks on, engine starts included)"
         )
-        print(f"harness CPU per ply, concurrency 1:  {med['cpu'] * us:8.1f} us"
-              "   (user+system, the referee's process)")  # fmt: skip
+        print(
+            f"harness CPU per ply, concurrency 1:  {med['cpu'] * us:8.1f} us"
+            "   (user+system, the referee's process)"
+        )
         if args.baseline is not None:
-            print(f"baseline per ply:                    {med['base ply'] * us:8.1f} us"
-                  f"   ratio {med['base ply ratio']:.2f}x;  CPU per ply"
-                  f" {med['base cpu'] * us:.1f} us;  speed-up c2/c1 {med['base speed-up']:.2f}x"
-                  f"  ({args.baseline})")  # fmt: skip
+            print(
+                f"baseline per ply:                    {med['base ply'] * us:8.1f} us"
+                f"   ratio {med['base ply ratio']:.2f}x;  CPU per ply"
+                f" {med['base cpu'] * us:.1f} us;  speed-up c2/c1 {med['base speed-up']:.2f}x"
+                f"  ({args.baseline})"
+            )
         if args.sandbox:
-            print(f"sandboxed per ply, concurrency 1:    {med['sandbox ply'] * us:8.1f} us"
-                  f"   ratio {med['sandbox ply ratio']:.2f}x"
-                  "   (a fresh sandbox for every engine every game)")  # fmt: skip
-        print(f"games/s concurrency 1: {args.games / med['c1']:8.1f}   concurrency 2:"
-              f" {args.games / med['c2']:8.1f}   speed-up {med['speed-up']:.2f}x")  # fmt: skip
+            print(
+                f"sandboxed per ply, concurrency 1:    {med['sandbox ply'] * us:8.1f} us"
+                f"   ratio {med['sandbox ply ratio']:.2f}x"
+                "   (a fresh sandbox for every engine every game)"
+            )
+        print(
+            f"games/s concurrency 1: {args.games / med['c1']:8.1f}   concurrency 2:"
+            f" {args.games / med['c2']:8.1f}   speed-up {med['speed-up']:.2f}x"
+        )
         ratios = ", ".join(f"{r:.2f}" for r in series["ply ratio"])
         print(f"medians of {args.reps} interleaved repetitions; per-ply ratio in each: {ratios}")
         print(f"terminations: c1 {terms1}  c2 {terms2}")
@@ -323,8 +365,10 @@ def main() -> None:
             t3, _, terms3 = run_match(
                 binary, args.forfeit_games, 2, "1+0.01", work / "c3.jsonl", think=80
             )
-            print(f"{args.forfeit_games} games at 1+0.01, concurrency 2, engine thinking"
-                  f" time_left/80 per move: {terms3} in {t3:.0f} s")  # fmt: skip
+            print(
+                f"{args.forfeit_games} games at 1+0.01, concurrency 2, engine thinking"
+                f" time_left/80 per move: {terms3} in {t3:.0f} s"
+            )
     sys.stdout.flush()
 
 

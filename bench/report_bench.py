@@ -36,8 +36,9 @@ from arbiter.results.records import SCHEMA
 from arbiter.rules import Game, Variant
 
 
-def synthetic_records(games: int, engines: int, variant: Variant, faults: float,
-                      seed: int) -> list[dict[str, Any]]:  # fmt: skip
+def synthetic_records(
+    games: int, engines: int, variant: Variant, faults: float, seed: int
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     names = [f"engine-{i:02d}" for i in range(engines)]
     pairings = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
@@ -54,8 +55,15 @@ def synthetic_records(games: int, engines: int, variant: Variant, faults: float,
     return out
 
 
-def _game(rng: random.Random, variant: Variant, seat1: str, seat2: str, round_: int,
-          pair: str, faults: float) -> dict[str, Any]:  # fmt: skip
+def _game(
+    rng: random.Random,
+    variant: Variant,
+    seat1: str,
+    seat2: str,
+    round_: int,
+    pair: str,
+    faults: float,
+) -> dict[str, Any]:
     game = Game(variant)
     moves: list[str] = []
     crash_at = rng.randrange(4, 40) if rng.random() < faults else None
@@ -74,28 +82,45 @@ def _game(rng: random.Random, variant: Variant, seat1: str, seat2: str, round_: 
         winner = seat2 if loser == seat1 else seat1
         termination = "crash"
         evidence = {
-            "engine": loser, "detail": "genmove: closed its stdout (exited or crashed);"
-            " exit status 1", "transcript": [f"> {n} play b a1" for n in range(20)],
-            "returncode": 1, "stderr_tail": ("trace line " * 12 + "\n") * 540, "stage": "game",
-        }  # fmt: skip
+            "engine": loser,
+            "detail": "genmove: closed its stdout (exited or crashed); exit status 1",
+            "transcript": [f"> {n} play b a1" for n in range(20)],
+            "returncode": 1,
+            "stderr_tail": ("trace line " * 12 + "\n") * 540,
+            "stage": "game",
+        }
     else:
         winner = black if game.winner.name == "BLACK" else white
         termination = "connection"
-    gid = "r{}-{}".format(round_, hashlib.sha256(f"{round_}{seat1}{seat2}".encode())
-                          .hexdigest()[:16])  # fmt: skip
+    gid = "r{}-{}".format(
+        round_, hashlib.sha256(f"{round_}{seat1}{seat2}".encode()).hexdigest()[:16]
+    )
     record: dict[str, Any] = {
-        "schema": SCHEMA, "game_id": gid,
+        "schema": SCHEMA,
+        "game_id": gid,
         "variant": {"size": variant.size, "islands": variant.islands, "pie": variant.pie},
-        "seat1": seat1, "seat2": seat2, "swapped": swapped, "black": black, "white": white,
-        "winner": winner, "winner_color": "black" if winner == black else "white",
-        "termination": termination, "void": False,
-        "reason": evidence["detail"] if evidence else "", "plies": len(moves), "moves": moves,
+        "seat1": seat1,
+        "seat2": seat2,
+        "swapped": swapped,
+        "black": black,
+        "white": white,
+        "winner": winner,
+        "winner_color": "black" if winner == black else "white",
+        "termination": termination,
+        "void": False,
+        "reason": evidence["detail"] if evidence else "",
+        "plies": len(moves),
+        "moves": moves,
         "move_ms": [round(rng.uniform(1, 300), 1) for _ in moves],
         "tc": {"seat1": "10+0.1", "seat2": "10+0.1"},
-        "started": "2026-11-23T10:00:00.000Z", "finished": "2026-11-23T10:00:09.000Z",
-        "versions": {}, "seed": 1, "pair": pair, "commands": {},
+        "started": "2026-11-23T10:00:00.000Z",
+        "finished": "2026-11-23T10:00:09.000Z",
+        "versions": {},
+        "seed": 1,
+        "pair": pair,
+        "commands": {},
         "answers": {"seat1": seat1, "seat2": seat2},
-    }  # fmt: skip
+    }
     if evidence:
         record["evidence"] = evidence
     return record
@@ -114,10 +139,18 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
         return ["browser: skipped (needs chromium and chromedriver)"]
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--disable-dev-shm-usage", "--window-size=1280,1000",
-                 f"--user-data-dir={profile}"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     lines = []
@@ -129,8 +162,11 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
             start = time.perf_counter()
             driver.get(page.as_uri())
             wall = time.perf_counter() - start
-            WebDriverWait(driver, 30).until(lambda d: d.execute_script(
-                "return document.getElementById('download').dataset.ready"))  # fmt: skip
+            WebDriverWait(driver, 30).until(
+                lambda d: d.execute_script(
+                    "return document.getElementById('download').dataset.ready"
+                )
+            )
             dcl, load, ready, records = driver.execute_script(
                 "const n = performance.getEntriesByType('navigation')[0];"
                 "const r = performance.getEntriesByName('viewer-ready')[0];"
@@ -139,11 +175,18 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
                 " d ? d.startTime : -1];"
             )
             rows.append((dcl, load, ready, records, wall * 1000))
-        for label, k in (("DOMContentLoaded", 0), ("load event", 1), ("viewer ready", 2),
-                         ("download ready", 3), ("driver.get wall time", 4)):  # fmt: skip
+        for label, k in (
+            ("DOMContentLoaded", 0),
+            ("load event", 1),
+            ("viewer ready", 2),
+            ("download ready", 3),
+            ("driver.get wall time", 4),
+        ):
             values = [r[k] for r in rows]
-            lines.append(f"browser {label}: median {statistics.median(values):.0f} ms,"
-                         f" max {max(values):.0f} ms over {loads} loads")  # fmt: skip
+            lines.append(
+                f"browser {label}: median {statistics.median(values):.0f} ms,"
+                f" max {max(values):.0f} ms over {loads} loads"
+            )
         step_ms, plies = driver.execute_script(
             "const data = JSON.parse(document.getElementById('report-data').textContent);"
             "let longest = 0; data.games.forEach(function (g, i) {"
@@ -156,8 +199,9 @@ def browser_timings(page: Path, loads: int, profile: Path) -> list[str]:
             "    {key: 'ArrowRight', bubbles: true})); }"
             "return [(performance.now() - t0) / data.games[longest].p, data.games[longest].p];"
         )
-        lines.append(f"viewer step (Right arrow, longest game of {plies} plies):"
-                     f" {step_ms:.2f} ms per ply")  # fmt: skip
+        lines.append(
+            f"viewer step (Right arrow, longest game of {plies} plies): {step_ms:.2f} ms per ply"
+        )
     finally:
         driver.quit()
     return lines
@@ -192,9 +236,11 @@ def main() -> None:
         made = time.perf_counter() - start
         plies = sum(len(g["moves"]) for g in games)
         faulty = sum("evidence" in g for g in games)
-        print(f"{len(games)} games ({variant}, {args.engines} engines, {plies / len(games):.0f}"
-              f" plies on average, {faulty} crashes with 64 KiB stderr) made in {made:.1f} s;"
-              f" records file {records.stat().st_size / 1e6:.2f} MB")  # fmt: skip
+        print(
+            f"{len(games)} games ({variant}, {args.engines} engines, {plies / len(games):.0f}"
+            f" plies on average, {faulty} crashes with 64 KiB stderr) made in {made:.1f} s;"
+            f" records file {records.stat().st_size / 1e6:.2f} MB"
+        )
         start = time.perf_counter()
         done = CliRunner().invoke(cli, ["report", str(records), "-o", str(page)])
         wrote = time.perf_counter() - start

@@ -72,10 +72,14 @@ def main() -> None:
         # unprivileged user, so the folder must not be private to root.
         Path(tmp).chmod(0o755)
         binary = str(build_engine(Path(tmp)))
-        plain = (EngineSpec(argv=(binary,), name="a"), EngineSpec(argv=(binary, "0", "7"),
-                                                                   name="b"))  # fmt: skip
-        boxed = (EngineSpec(argv=(binary,), name="a", sandbox=True),
-                 EngineSpec(argv=(binary, "0", "7"), name="b", sandbox=True))  # fmt: skip
+        plain = (
+            EngineSpec(argv=(binary,), name="a"),
+            EngineSpec(argv=(binary, "0", "7"), name="b"),
+        )
+        boxed = (
+            EngineSpec(argv=(binary,), name="a", sandbox=True),
+            EngineSpec(argv=(binary, "0", "7"), name="b", sandbox=True),
+        )
         starts: dict[str, list[float]] = {"plain": [], "sandbox": []}
         games: dict[str, list[tuple[float, float]]] = {"plain": [], "sandbox": []}
         for _ in range(args.reps):  # interleaved, so a noisy moment hits both
@@ -86,15 +90,23 @@ def main() -> None:
     s_plain, s_box = (statistics.median(starts[k]) for k in ("plain", "sandbox"))
     m_plain, m_box = (statistics.median(g[1] for g in games[k]) for k in ("plain", "sandbox"))
     g_plain, g_box = (statistics.median(g[0] for g in games[k]) for k in ("plain", "sandbox"))
-    print(f"engine start + handshake + quit:  plain {s_plain * 1e3:7.2f} ms   sandbox"
-          f" {s_box * 1e3:7.2f} ms   extra {(s_box - s_plain) * 1e3:6.2f} ms"
-          f"   ratio {s_box / s_plain:.2f}x")  # fmt: skip
-    print(f"per move (referee's move_ms):     plain {m_plain * 1e3:7.1f} us   sandbox"
-          f" {m_box * 1e3:7.1f} us   ratio {m_box / m_plain:.3f}x")  # fmt: skip
-    print(f"per game, engines started afresh: plain {g_plain * 1e3:7.1f} ms   sandbox"
-          f" {g_box * 1e3:7.1f} ms   ratio {g_box / g_plain:.2f}x")  # fmt: skip
-    print(f"({args.reps} interleaved repetitions, medians; {args.starts} starts and"
-          f" {args.games} games each)")  # fmt: skip
+    print(
+        f"engine start + handshake + quit:  plain {s_plain * 1e3:7.2f} ms   sandbox"
+        f" {s_box * 1e3:7.2f} ms   extra {(s_box - s_plain) * 1e3:6.2f} ms"
+        f"   ratio {s_box / s_plain:.2f}x"
+    )
+    print(
+        f"per move (referee's move_ms):     plain {m_plain * 1e3:7.1f} us   sandbox"
+        f" {m_box * 1e3:7.1f} us   ratio {m_box / m_plain:.3f}x"
+    )
+    print(
+        f"per game, engines started afresh: plain {g_plain * 1e3:7.1f} ms   sandbox"
+        f" {g_box * 1e3:7.1f} ms   ratio {g_box / g_plain:.2f}x"
+    )
+    print(
+        f"({args.reps} interleaved repetitions, medians; {args.starts} starts and"
+        f" {args.games} games each)"
+    )
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def templates(count: int, seed: int) -> list[tuple[list[str], str]]:
     return out
 
 
-def games(n: int, *, engines: int = 50, templates_count: int = 2000, faults: float = 0.01,
-          seed: int = 1) -> Iterator[dict[str, Any]]:  # fmt: skip
+def games(
+    n: int, *, engines: int = 50, templates_count: int = 2000, faults: float = 0.01, seed: int = 1
+) -> Iterator[dict[str, Any]]:
     """N legal game records (JSON objects) of a round-robin in seat-swapped pairs."""
     rng = random.Random(seed)
     pool = templates(min(templates_count, max(n, 1)), seed)
@@ -87,26 +88,45 @@ def games(n: int, *, engines: int = 50, templates_count: int = 2000, faults: flo
         winner = black if color == "black" else white
         loser = seat2 if winner == seat1 else seat1
         if termination != "connection":
-            evidence = {"engine": loser, "detail": f"{termination} at ply {len(moves) + 1}",
-                        "transcript": [f"> play b {m}" for m in moves[-4:]],
-                        "returncode": 1 if termination == "crash" else None,
-                        "stderr_tail": "trace\n" * 20, "stage": "game"}  # fmt: skip
+            evidence = {
+                "engine": loser,
+                "detail": f"{termination} at ply {len(moves) + 1}",
+                "transcript": [f"> play b {m}" for m in moves[-4:]],
+                "returncode": 1 if termination == "crash" else None,
+                "stderr_tail": "trace\n" * 20,
+                "stage": "game",
+            }
         second = i
         started = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(1_780_000_000 + 10 * second))
         finished = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(1_780_000_009 + 10 * second))
         record: dict[str, Any] = {
-            "schema": SCHEMA, "game_id": f"scale-{i + 1}",
+            "schema": SCHEMA,
+            "game_id": f"scale-{i + 1}",
             "variant": {"size": VARIANT.size, "islands": VARIANT.islands, "pie": VARIANT.pie},
-            "seat1": seat1, "seat2": seat2, "swapped": swapped, "black": black,
-            "white": white, "winner": winner, "winner_color": color,
-            "termination": termination, "void": False,
-            "reason": evidence["detail"] if evidence else "", "plies": len(moves),
-            "moves": moves, "move_ms": [round(rng.uniform(1, 300), 1) for _ in moves],
-            "tc": TC, "started": started + ".000Z", "finished": finished + ".000Z",
-            "versions": {}, "seed": i, "pair": f"p{i // 2:07d}", "commands": {},
-            "answers": {"seat1": seat1, "seat2": seat2}, "host": f"node{i % 4}",
+            "seat1": seat1,
+            "seat2": seat2,
+            "swapped": swapped,
+            "black": black,
+            "white": white,
+            "winner": winner,
+            "winner_color": color,
+            "termination": termination,
+            "void": False,
+            "reason": evidence["detail"] if evidence else "",
+            "plies": len(moves),
+            "moves": moves,
+            "move_ms": [round(rng.uniform(1, 300), 1) for _ in moves],
+            "tc": TC,
+            "started": started + ".000Z",
+            "finished": finished + ".000Z",
+            "versions": {},
+            "seed": i,
+            "pair": f"p{i // 2:07d}",
+            "commands": {},
+            "answers": {"seat1": seat1, "seat2": seat2},
+            "host": f"node{i % 4}",
             "cpu": "bench CPU",
-        }  # fmt: skip
+        }
         if evidence:
             record["evidence"] = evidence
         yield record
@@ -160,8 +180,12 @@ def write_store(path: Path, n: int, **kw: Any) -> tuple[float, float]:
     store = Store.open(path)
     try:
         names = [f"engine-{i:02d}" for i in range(kw.get("engines", 50))]
-        store.begin("scale", {"kind": "match"}, {"name": "scale", "games": n},
-                    {name: EngineEntry({"command": name}, (name,)) for name in names})  # fmt: skip
+        store.begin(
+            "scale",
+            {"kind": "match"},
+            {"name": "scale", "games": n},
+            {name: EngineEntry({"command": name}, (name,)) for name in names},
+        )
         made = list(_first(games(n, **kw)))  # the playouts are played before the clock
         clock = time.perf_counter()
         for number, data in enumerate(made[0], 1):
@@ -211,16 +235,25 @@ def page_load(page: Path) -> str:
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     with tempfile.TemporaryDirectory() as profile:
-        for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                     "--disable-dev-shm-usage", f"--user-data-dir={profile}"):  # fmt: skip
+        for flag in (
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+        ):
             options.add_argument(flag)
         driver = webdriver.Chrome(service=Service(driver_path), options=options)
         try:
             driver.get("about:blank")
             start = time.perf_counter()
             driver.get(page.as_uri())
-            WebDriverWait(driver, 60).until(lambda d: d.execute_script(
-                "return document.getElementById('download').dataset.ready"))  # fmt: skip
+            WebDriverWait(driver, 60).until(
+                lambda d: d.execute_script(
+                    "return document.getElementById('download').dataset.ready"
+                )
+            )
             return f"{time.perf_counter() - start:.2f} s"
         finally:
             driver.quit()
@@ -235,8 +268,12 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="write the files here")
     parser.add_argument("--no-store", action="store_true", help="records files only")
     parser.add_argument("--no-browser", action="store_true")
-    parser.add_argument("--only", default="", help="run only the commands whose label holds"
-                        " one of these comma-separated words (e.g. status,write)")  # fmt: skip
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only the commands whose label holds"
+        " one of these comma-separated words (e.g. status,write)",
+    )
     args = parser.parse_args()
     only = [w for w in args.only.split(",") if w]
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -249,8 +286,11 @@ def main() -> None:
             records = folder / f"games-{n}.jsonl"
             start = time.perf_counter()
             write_records(records, n, **kw)
-            print(f"{n} games: records file {records.stat().st_size / 1e6:.0f} MB written in"
-                  f" {time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"{n} games: records file {records.stat().st_size / 1e6:.0f} MB written in"
+                f" {time.perf_counter() - start:.0f} s",
+                flush=True,
+            )
             page = folder / f"report-{n}.html"
             last = f"scale-{n}"
             commands = [
@@ -263,18 +303,23 @@ def main() -> None:
                 store = folder / f"games-{n}.sqlite"
                 start = time.perf_counter()
                 first, final = write_store(store, n, **kw)
-                print(f"{n} games: store {store.stat().st_size / 1e6:.0f} MB written in"
-                      f" {time.perf_counter() - start:.0f} s; Store.write {first:.2f} ms per"
-                      f" game over the first 1,000, {final:.2f} ms over the last 1,000",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{n} games: store {store.stat().st_size / 1e6:.0f} MB written in"
+                    f" {time.perf_counter() - start:.0f} s; Store.write {first:.2f} ms per"
+                    f" game over the first 1,000, {final:.2f} ms over the last 1,000",
+                    flush=True,
+                )
                 spage = folder / f"report-store-{n}.html"
                 commands += [
                     ("tournament status (store)", ["tournament", "status", str(store)], None),
                     ("ratings (store)", ["ratings", str(store)], None),
-                    ("tournament export (store)", ["tournament", "export", str(store),
-                                                   "--records", os.devnull], None),
+                    (
+                        "tournament export (store)",
+                        ["tournament", "export", str(store), "--records", os.devnull],
+                        None,
+                    ),
                     ("report (store)", ["report", str(store), "-o", str(spage)], spage),
-                ]  # fmt: skip
+                ]
             for label, command, out in commands:
                 if only and not any(w in label for w in only):
                     continue
@@ -284,8 +329,10 @@ def main() -> None:
                 if out is not None and not args.no_browser:
                     load = page_load(out)
                 rows.append((n, label, seconds, peak, size, load))
-                print(f"| {n:,} | {label} | {seconds:.1f} s | {peak:.0f} MB | {size} | {load} |",
-                      flush=True)  # fmt: skip
+                print(
+                    f"| {n:,} | {label} | {seconds:.1f} s | {peak:.0f} MB | {size} | {load} |",
+                    flush=True,
+                )
             for path in folder.glob(f"*-{n}.*"):
                 if args.keep is None:
                     path.unlink()

@@ -39,19 +39,43 @@ from arbiter.results.sprt import PAIR_SCORES, Sprt  # noqa: E402
 
 
 def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=ROOT,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
-def correlation(engines: tuple[str, str], games: int, islands: str, pie: bool,
-                openings: int, tc: str) -> dict[str, float]:  # fmt: skip
+def correlation(
+    engines: tuple[str, str], games: int, islands: str, pie: bool, openings: int, tc: str
+) -> dict[str, float]:
     """The first engine's results within pairs of a real match."""
     with tempfile.TemporaryDirectory() as folder:
         records = Path(folder) / "r.jsonl"
-        done = arbiter("match", *engines, "--games", str(games), "--islands", islands,
-                       "--size", "11", "--pie" if pie else "--no-pie", "--tc", tc,
-                       "--random-openings", str(openings), "--records", str(records),
-                       "-q", "-c", "2", "--seed", "1")  # fmt: skip
+        done = arbiter(
+            "match",
+            *engines,
+            "--games",
+            str(games),
+            "--islands",
+            islands,
+            "--size",
+            "11",
+            "--pie" if pie else "--no-pie",
+            "--tc",
+            tc,
+            "--random-openings",
+            str(openings),
+            "--records",
+            str(records),
+            "-q",
+            "-c",
+            "2",
+            "--seed",
+            "1",
+        )
         if done.returncode != 0:
             raise SystemExit(done.stderr)
         by_pair: dict[str, list[float]] = {}
@@ -109,8 +133,9 @@ def llr_pairs(counts: np.ndarray, test: Sprt) -> np.ndarray:
     return np.asarray(out)
 
 
-def simulate(test: Sprt, elo: float, rho: float, runs: int, cap: int,
-             rng: np.random.Generator) -> dict[str, dict[str, float]]:  # fmt: skip
+def simulate(
+    test: Sprt, elo: float, rho: float, runs: int, cap: int, rng: np.random.Generator
+) -> dict[str, dict[str, float]]:
     """Both tests on the same simulated pairs: games to a decision and how often H1."""
     probs = pair_probabilities(elo, rho)
     draws = rng.choice(3, size=(runs, cap), p=probs)
@@ -137,8 +162,11 @@ def simulate(test: Sprt, elo: float, rho: float, runs: int, cap: int,
             if not alive.any():
                 break
         games[alive] = 2 * cap
-        out[model] = {"games": float(games.mean()), "h1": float(h1.mean()),
-                      "undecided": float(alive.mean())}  # fmt: skip
+        out[model] = {
+            "games": float(games.mean()),
+            "h1": float(h1.mean()),
+            "undecided": float(alive.mean()),
+        }
     return out
 
 
@@ -146,9 +174,22 @@ def real_tests(engines: tuple[str, str], test: str, reps: int) -> dict[str, list
     taken: dict[str, list[int]] = {"pairs": [], "games": []}
     for rep in range(reps):
         for model in ("pairs", "games"):
-            done = arbiter("match", *engines, "--size", "11", "--tc", "2+0.02", "-c", "2",
-                           "--seed", str(rep + 1), "-q", "--json", "--sprt",
-                           f"{test},model={model}")  # fmt: skip
+            done = arbiter(
+                "match",
+                *engines,
+                "--size",
+                "11",
+                "--tc",
+                "2+0.02",
+                "-c",
+                "2",
+                "--seed",
+                str(rep + 1),
+                "-q",
+                "--json",
+                "--sprt",
+                f"{test},model={model}",
+            )
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
             taken[model].append(json.loads(done.stdout)["games"])
@@ -175,14 +216,18 @@ def main() -> None:
             for openings in (1, 0):
                 r = correlation(engines, args.games, islands, pie, openings, "2+0.02")
                 measured.append(r["rho"])
-                print(f" {board:8} {'on ' if pie else 'off'}  {openings:8} | {r['pairs']:5d}"
-                      f"  {r['score']:.2f}   {r['split']:.2f}  {r['rho']:+.2f}"
-                      f"  {r['design']:.2f}")  # fmt: skip
+                print(
+                    f" {board:8} {'on ' if pie else 'off'}  {openings:8} | {r['pairs']:5d}"
+                    f"  {r['score']:.2f}   {r['split']:.2f}  {r['rho']:+.2f}"
+                    f"  {r['design']:.2f}"
+                )
     gap = 100.0 if args.quick else 20.0
     test = Sprt(0.0, gap)
     rng = np.random.default_rng(1)
-    print(f"\n2. Simulated SPRT elo0=0 elo1={gap:.0f} alpha=beta=0.05, {args.runs} tests each:"
-          " mean games to a decision (share accepting H1)")  # fmt: skip
+    print(
+        f"\n2. Simulated SPRT elo0=0 elo1={gap:.0f} alpha=beta=0.05, {args.runs} tests each:"
+        " mean games to a decision (share accepting H1)"
+    )
     print("   rho   true Elo |   pairs GSPRT        binomial SPRT    games saved")
     finite = [r for r in measured if math.isfinite(r)]
     mean = round(sum(finite) / len(finite), 2) if finite else 0.0
@@ -193,11 +238,15 @@ def main() -> None:
             out = simulate(test, elo, rho, args.runs, 300 if args.quick else 4000, rng)
             p, g = out["pairs"], out["games"]
             saved = 1 - p["games"] / g["games"]
-            print(f" {rho:+.2f}   {elo:5.0f}    | {p['games']:7.0f} ({p['h1']:.2f})"
-                  f"   {g['games']:7.0f} ({g['h1']:.2f})   {saved:+.0%}")  # fmt: skip
+            print(
+                f" {rho:+.2f}   {elo:5.0f}    | {p['games']:7.0f} ({p['h1']:.2f})"
+                f"   {g['games']:7.0f} ({g['h1']:.2f})   {saved:+.0%}"
+            )
     if args.real:
-        print(f"\n3. Real matches, {engines[0]} vs {engines[1]}, --sprt elo0=0,elo1=100:"
-              " games to a decision")  # fmt: skip
+        print(
+            f"\n3. Real matches, {engines[0]} vs {engines[1]}, --sprt elo0=0,elo1=100:"
+            " games to a decision"
+        )
         taken = real_tests(engines, "elo0=0,elo1=100", args.real)
         for model, games in taken.items():
             print(f"   {model:5}: {games}  mean {sum(games) / len(games):.0f}")

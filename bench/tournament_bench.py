@@ -51,8 +51,13 @@ def tournament_file(work: Path, binary: Path, games: int, concurrency: int, name
 
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        argv,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - start
 
 
@@ -62,15 +67,30 @@ def store_overhead(work: Path, binary: Path, games: int, reps: int) -> None:
         for rep in range(reps):
             t = tournament_file(work, binary, games, concurrency, f"t{concurrency}-{rep}")
             tournament_times.append(timed(arbiter("tournament", "run", str(t), "-q")))
-            match_times.append(timed(arbiter(
-                "match", str(binary), f"{binary} 0 7", "--games", str(games), "--tc", "60+1",
-                "-c", str(concurrency), "-q",
-                "--records", str(work / f"m{concurrency}-{rep}.jsonl"),
-            )))  # fmt: skip
+            match_times.append(
+                timed(
+                    arbiter(
+                        "match",
+                        str(binary),
+                        f"{binary} 0 7",
+                        "--games",
+                        str(games),
+                        "--tc",
+                        "60+1",
+                        "-c",
+                        str(concurrency),
+                        "-q",
+                        "--records",
+                        str(work / f"m{concurrency}-{rep}.jsonl"),
+                    )
+                )
+            )
         m, t_ = statistics.median(match_times), statistics.median(tournament_times)
-        print(f"concurrency {concurrency}: match {games / m:7.1f} games/s, tournament"
-              f" {games / t_:7.1f} games/s; tournament/match time {t_ / m:.3f}"
-              f" (medians of {reps}, process start included)")  # fmt: skip
+        print(
+            f"concurrency {concurrency}: match {games / m:7.1f} games/s, tournament"
+            f" {games / t_:7.1f} games/s; tournament/match time {t_ / m:.3f}"
+            f" (medians of {reps}, process start included)"
+        )
 
 
 def rss_kib(pid: int) -> int:
@@ -99,8 +119,12 @@ def children(pid: int) -> list[int]:
 
 def long_run_memory(work: Path, binary: Path, games: int) -> None:
     t = tournament_file(work, binary, games, 2, "long")
-    proc = subprocess.Popen(arbiter("tournament", "run", str(t), "-q"), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        arbiter("tournament", "run", str(t), "-q"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     peak_main = peak_worker = 0
     samples: list[int] = []
     start = time.perf_counter()
@@ -113,9 +137,11 @@ def long_run_memory(work: Path, binary: Path, games: int) -> None:
         time.sleep(0.2)  # a sampling interval, not synchronisation
     elapsed = time.perf_counter() - start
     early = max(samples[: max(1, len(samples) // 10)] or [0])
-    print(f"{games}-game tournament at concurrency 2 in {elapsed:.0f} s: peak RSS of the"
-          f" harness {peak_main / 1024:.1f} MB (first tenth of the run {early / 1024:.1f} MB),"
-          f" of a worker {peak_worker / 1024:.1f} MB")  # fmt: skip
+    print(
+        f"{games}-game tournament at concurrency 2 in {elapsed:.0f} s: peak RSS of the"
+        f" harness {peak_main / 1024:.1f} MB (first tenth of the run {early / 1024:.1f} MB),"
+        f" of a worker {peak_worker / 1024:.1f} MB"
+    )
 
 
 def records_file(path: Path, n: int) -> None:
@@ -141,15 +167,29 @@ def records_file(path: Path, n: int) -> None:
             black, white = (winner, loser) if color == "black" else (loser, winner)
             moves = [game.move_name(m) for m in game.moves]
             record = {
-                "schema": 1, "game_id": f"bench-{i}", "variant": {"size": 11, "islands": 8,
-                "pie": False}, "seat1": black, "seat2": white, "swapped": False,
-                "black": black, "white": white, "winner": winner, "winner_color": color,
-                "termination": "connection", "void": False, "reason": "",
-                "plies": len(moves), "moves": moves, "move_ms": [1.5] * len(moves),
-                "tc": {"seat1": "5+0.05", "seat2": "5+0.05"}, "started": "2026-11-23T10:00:00Z",
-                "finished": "2026-11-23T10:00:01Z", "versions": {a: "1", b: "1"}, "seed": None,
+                "schema": 1,
+                "game_id": f"bench-{i}",
+                "variant": {"size": 11, "islands": 8, "pie": False},
+                "seat1": black,
+                "seat2": white,
+                "swapped": False,
+                "black": black,
+                "white": white,
+                "winner": winner,
+                "winner_color": color,
+                "termination": "connection",
+                "void": False,
+                "reason": "",
+                "plies": len(moves),
+                "moves": moves,
+                "move_ms": [1.5] * len(moves),
+                "tc": {"seat1": "5+0.05", "seat2": "5+0.05"},
+                "started": "2026-11-23T10:00:00Z",
+                "finished": "2026-11-23T10:00:01Z",
+                "versions": {a: "1", b: "1"},
+                "seed": None,
                 "pair": f"p{i // 2}",
-            }  # fmt: skip
+            }
             handle.write(json.dumps(record, separators=(",", ":")) + "\n")
 
 
@@ -162,8 +202,10 @@ def ratings_at_scale(work: Path, n: int) -> None:
     subprocess.run(arbiter("ratings", str(path)), check=True, stdout=subprocess.DEVNULL)
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"ratings on {n} records ({size:.0f} MB): {elapsed:.1f} s, peak RSS"
-          f" {max(peak, before) / 1024:.0f} MB (largest child process so far)")  # fmt: skip
+    print(
+        f"ratings on {n} records ({size:.0f} MB): {elapsed:.1f} s, peak RSS"
+        f" {max(peak, before) / 1024:.0f} MB (largest child process so far)"
+    )
 
 
 def main() -> None:

@@ -86,18 +86,25 @@ def on_files(files: Files, config: Any) -> Files:
     _targets.clear()
     spec = File.generated(config, "protocol/index.md", abs_src_path=str(PROTOCOL / "PROTOCOL.md"))
     files.append(spec)
-    files.append(File.generated(config, "protocol/bot_skeleton.py",
-                                abs_src_path=str(PROTOCOL / "bot_skeleton.py")))  # fmt: skip
+    files.append(
+        File.generated(
+            config, "protocol/bot_skeleton.py", abs_src_path=str(PROTOCOL / "bot_skeleton.py")
+        )
+    )
     descriptions = _descriptions()
     paths = _transcripts()
     for path in paths:
-        files.append(File.generated(config, f"protocol/transcripts/{path.name}",
-                                    abs_src_path=str(path)))  # fmt: skip
+        files.append(
+            File.generated(config, f"protocol/transcripts/{path.name}", abs_src_path=str(path))
+        )
         page = f"protocol/transcripts/{path.stem}.md"
         content = _transcript_page(path, descriptions.get(path.name, ""))
         files.append(File.generated(config, page, content=content))
-    files.append(File.generated(config, "protocol/transcripts/index.md",
-                                content=_transcript_index(paths, descriptions)))  # fmt: skip
+    files.append(
+        File.generated(
+            config, "protocol/transcripts/index.md", content=_transcript_index(paths, descriptions)
+        )
+    )
     for file in files:
         if file.abs_src_path:
             _targets[os.path.normpath(file.abs_src_path)] = file.src_uri
@@ -133,7 +140,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
         if not fenced:
-            line = _LINK.sub(lambda m: m[1] + _rewrite(m[2], Path(source),
-                                                       page.file.src_uri) + m[3], line)  # fmt: skip
+            line = _LINK.sub(
+                lambda m: m[1] + _rewrite(m[2], Path(source), page.file.src_uri) + m[3], line
+            )
         out.append(line)
     return "".join(out)

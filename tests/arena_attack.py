@@ -26,9 +26,19 @@ from arbiter.arena.serve import serve
 from arbiter.engines.remote import ENGINE_PATH, MAX_FRAME, PROTOCOL
 
 COMMANDS = (
-    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
-    "boardsize", "clear_board", "play", "genmove", "atoll-islands", "atoll-pie",
-)  # fmt: skip
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "play",
+    "genmove",
+    "atoll-islands",
+    "atoll-pie",
+)
 
 
 @dataclass
@@ -45,8 +55,7 @@ class Running:
 
 
 @asynccontextmanager
-async def arena_in_process(folder: Path, monkeypatch: Any, **kwargs: Any
-                           ) -> AsyncIterator[Running]:  # fmt: skip
+async def arena_in_process(folder: Path, monkeypatch: Any, **kwargs: Any) -> AsyncIterator[Running]:
     """`arbiter arena serve` on an arena file, in this trio run (stopped at the end)."""
     arena = load_arena(arena_file(folder, **kwargs))
     servers: list[net.Server] = []
@@ -76,16 +85,25 @@ async def arena_in_process(folder: Path, monkeypatch: Any, **kwargs: Any
 
 def login(who: str, token: Any = None, **fields: Any) -> str:
     """A login message as `who`, with `fields` put in or over its fields."""
-    message = {"type": "login", "protocol": PROTOCOL, "name": who,
-               "token": TOKENS[who] if token is None else token, "session": None,
-               "received": 0, **fields}  # fmt: skip
+    message = {
+        "type": "login",
+        "protocol": PROTOCOL,
+        "name": who,
+        "token": TOKENS[who] if token is None else token,
+        "session": None,
+        "received": 0,
+        **fields,
+    }
     return json.dumps(message)
 
 
 async def open_ws(nursery: trio.Nursery, port: int) -> WebSocketConnection:
-    return await connect_websocket_url(nursery, f"ws://127.0.0.1:{port}{ENGINE_PATH}",
-                                       subprotocols=[PROTOCOL],
-                                       max_message_size=4 * MAX_FRAME)  # fmt: skip
+    return await connect_websocket_url(
+        nursery,
+        f"ws://127.0.0.1:{port}{ENGINE_PATH}",
+        subprotocols=[PROTOCOL],
+        max_message_size=4 * MAX_FRAME,
+    )
 
 
 async def until_closed(ws: WebSocketConnection) -> tuple[list[Any], int | None, str]:
@@ -110,8 +128,7 @@ class FakeEngine:
     """The engine's end of a relayed session, answered by hand: the handshake, and then
     whatever commands come, each line as it is (`commands`)."""
 
-    def __init__(self, ws: WebSocketConnection, name: str = "fake",
-                 version: str = "1.0") -> None:  # fmt: skip
+    def __init__(self, ws: WebSocketConnection, name: str = "fake", version: str = "1.0") -> None:
         self.ws = ws
         self.name = name
         self.version = version
@@ -146,8 +163,12 @@ class FakeEngine:
                 await self.ws.send_message(f"={number}\n\n".encode())
 
     async def handshake(self) -> None:
-        answers = {"protocol_version": "2", "name": self.name, "version": self.version,
-                   "list_commands": "\n".join(COMMANDS)}  # fmt: skip
+        answers = {
+            "protocol_version": "2",
+            "name": self.name,
+            "version": self.version,
+            "list_commands": "\n".join(COMMANDS),
+        }
         for _ in range(4):
             number, word = (await self.command()).split()
             await self.ws.send_message(f"={number} {answers[word]}\n\n".encode())

@@ -23,15 +23,22 @@ from arbiter.arena.config import hash_token
 TOKENS = {name: f"token-of-{name}-0123456789" for name in ("alice", "bob", "carol", "dave")}
 
 
-def arena_file(folder: Path, *, players: tuple[str, ...] = ("alice", "bob", "carol"),
-               extra: str = "", engines: str = 'engines = ["random"]\nanchors = { random = 0 }',
-               port: int = 0) -> Path:  # fmt: skip
+def arena_file(
+    folder: Path,
+    *,
+    players: tuple[str, ...] = ("alice", "bob", "carol"),
+    extra: str = "",
+    engines: str = 'engines = ["random"]\nanchors = { random = 0 }',
+    port: int = 0,
+) -> Path:
     entries = "".join(
         f'\n[[player]]\nname = "{n}"\ntoken_hash = "{hash_token(TOKENS[n])}"\n' for n in players
     )
     path = folder / "arena.toml"
-    path.write_text(f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "10+0.1"\n'
-                    f'size = 7\n{engines}\n{extra}\n{entries}')  # fmt: skip
+    path.write_text(
+        f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "10+0.1"\n'
+        f"size = 7\n{engines}\n{extra}\n{entries}"
+    )
     return path
 
 
@@ -74,18 +81,28 @@ class Lines:
 
 
 class Proc:
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None, *,
-                 open_files: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        *,
+        open_files: int | None = None,
+    ) -> None:
         def limit() -> None:  # in the child: its open-file limit, soft and hard
             if open_files is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [sys.executable, "-m", "arbiter", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             env={**os.environ, **(env or {})},
             preexec_fn=limit if open_files is not None else None,
-        )  # fmt: skip
+        )
         self.out = Lines(self.popen.stdout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
@@ -117,14 +134,21 @@ class Server(Proc):
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
             body = r.read()
-            return json.loads(body) if r.headers.get_content_type() == "application/json" \
-                else body.decode()  # fmt: skip
+            return (
+                json.loads(body)
+                if r.headers.get_content_type() == "application/json"
+                else body.decode()
+            )
 
 
-def client(server_port: int, name: str, engine: str, cwd: Path, *, token: str | None = None
-           ) -> Proc:  # fmt: skip
-    return Proc(["arena", "connect", f"127.0.0.1:{server_port}", "--name", name, engine], cwd,
-                {"ARBITER_ARENA_TOKEN": token if token is not None else TOKENS[name]})  # fmt: skip
+def client(
+    server_port: int, name: str, engine: str, cwd: Path, *, token: str | None = None
+) -> Proc:
+    return Proc(
+        ["arena", "connect", f"127.0.0.1:{server_port}", "--name", name, engine],
+        cwd,
+        {"ARBITER_ARENA_TOKEN": token if token is not None else TOKENS[name]},
+    )
 
 
 @contextmanager
@@ -147,8 +171,9 @@ def events(port: int, timeout: float = 60.0) -> Iterator[Iterator[tuple[str, Any
         response.close()
 
 
-def wait_games(stream: Iterator[tuple[str, Any]], count: int,
-               where: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+def wait_games(
+    stream: Iterator[tuple[str, Any]], count: int, where: Any = None
+) -> list[dict[str, Any]]:
     """The next `count` finished games (those `where` accepts)."""
     games = []
     for name, data in stream:

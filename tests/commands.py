@@ -41,5 +41,4 @@ def invoke(*args: str, cwd: str | os.PathLike[str] = ROOT) -> subprocess.Complet
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         assert result.exc_info is not None
         stderr += "".join(traceback.format_exception(*result.exc_info))
-    return subprocess.CompletedProcess(["arbiter", *args], result.exit_code, result.stdout,
-                                       stderr)  # fmt: skip
+    return subprocess.CompletedProcess(["arbiter", *args], result.exit_code, result.stdout, stderr)

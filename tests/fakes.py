@@ -74,9 +74,24 @@ class FakeHost:
 
     def __init__(self, name: str, commands: frozenset[str] | None = None) -> None:
         self.stderr = StderrLog()
-        self.info = EngineInfo(name=name, version="1", protocol_version="2", commands=commands or
-            frozenset(["play", "genmove", "boardsize", "clear_board", "atoll-islands",
-                       "atoll-pie", "atoll-time_settings", "atoll-time_left"]))  # fmt: skip
+        self.info = EngineInfo(
+            name=name,
+            version="1",
+            protocol_version="2",
+            commands=commands
+            or frozenset(
+                [
+                    "play",
+                    "genmove",
+                    "boardsize",
+                    "clear_board",
+                    "atoll-islands",
+                    "atoll-pie",
+                    "atoll-time_settings",
+                    "atoll-time_left",
+                ]
+            ),
+        )
         self.killed = False
         self.returncode: int | None = None
 
@@ -111,8 +126,11 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
         bot.received.append(" ".join([command.name, *command.args]))
         if command.name == "genmove" and bot.raw_genmove is not None:
             await trio.sleep(bot.delay)
-            sign, text = ("?", bot.raw_genmove[1:]) if bot.raw_genmove.startswith("?") else (
-                "=", bot.raw_genmove)  # fmt: skip
+            sign, text = (
+                ("?", bot.raw_genmove[1:])
+                if bot.raw_genmove.startswith("?")
+                else ("=", bot.raw_genmove)
+            )
             await stream.send_all(f"{sign}{command.id} {text}\n\n".encode())
             continue
         if command.name == "genmove":
@@ -136,9 +154,15 @@ async def serve(bot: ScriptedBot, stream: trio.StapledStream) -> None:  # type: 
             bot.late_by = None
 
 
-def scripted_player(bot: ScriptedBot, name: str, nursery: trio.Nursery, *,
-                    commands: frozenset[str] | None = None, dialect: Dialect | None = None,
-                    command_timeout: float = 10.0) -> Player:  # fmt: skip
+def scripted_player(
+    bot: ScriptedBot,
+    name: str,
+    nursery: trio.Nursery,
+    *,
+    commands: frozenset[str] | None = None,
+    dialect: Dialect | None = None,
+    command_timeout: float = 10.0,
+) -> Player:
     """The real player over an in-memory stream to a scripted bot served by a task."""
     referee_end, engine_end = trio.testing.memory_stream_pair()
     nursery.start_soon(serve, bot, engine_end)
@@ -172,8 +196,12 @@ async def play_virtual(
                     command_timeout=command_timeout,
                 )
             )
-        spec = GameSpec("g1", variant or Variant(), (TimeControl.parse(tc), TimeControl.parse(tc)),
-                        opening=opening)  # fmt: skip
+        spec = GameSpec(
+            "g1",
+            variant or Variant(),
+            (TimeControl.parse(tc), TimeControl.parse(tc)),
+            opening=opening,
+        )
         start = trio.current_time()
         outcome = await Referee(config).play(spec, players)
         elapsed = trio.current_time() - start
@@ -244,8 +272,12 @@ def played(job: GameJob, outcome: Win | Void) -> GameRecord:
     seat1, seat2 = engine_names(job)
     if isinstance(outcome, Void):
         at_fault = (seat1, seat2)[outcome.seat - 1]
-        evidence = Evidence(engine=at_fault, detail=outcome.detail, stage=outcome.stage,
-                            stderr_tail=outcome.stderr_tail)  # fmt: skip
+        evidence = Evidence(
+            engine=at_fault,
+            detail=outcome.detail,
+            stage=outcome.stage,
+            stderr_tail=outcome.stderr_tail,
+        )
         reason = f"{at_fault}: {outcome.detail}"
         return void_record(job.spec, (seat1, seat2), outcome.termination, reason, evidence)
     winner = outcome.engine if outcome.engine is not None else (seat1, seat2)[outcome.seat - 1]
@@ -281,8 +313,9 @@ class FakeExecutor:
     _attempts: Counter[str] = field(default_factory=Counter)
     _up: set[str] = field(default_factory=set)
 
-    async def preflight(self, keys: Sequence[str], variant: Variant,
-                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+    async def preflight(
+        self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+    ) -> Preflight:
         return self.checked
 
     async def aclose(self) -> None:
@@ -305,8 +338,9 @@ class FakeExecutor:
             return Win()
         return scripted[min(attempt, len(scripted) - 1)]
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
-                  keep: Keep | None = None) -> None:  # fmt: skip
+    async def run(
+        self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit, keep: Keep | None = None
+    ) -> None:
         async with jobs:
             async for job in jobs:
                 if keep is not None and not keep(job):

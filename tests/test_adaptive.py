@@ -31,19 +31,44 @@ VARIANT = Variant(8, 7, True)
 
 
 def record(game: ScheduledGame, seat: int) -> GameRecord:
-    return GameRecord(game_id=game.game_id, variant={}, seat1=game.engines[0],
-                      seat2=game.engines[1], tc={}, started="", termination=Termination.RESIGN,
-                      winner=game.engines[seat - 1])  # fmt: skip
+    return GameRecord(
+        game_id=game.game_id,
+        variant={},
+        seat1=game.engines[0],
+        seat2=game.engines[1],
+        tc={},
+        started="",
+        termination=Termination.RESIGN,
+        winner=game.engines[seat - 1],
+    )
 
 
-def adaptive(engines: list[str], budget: int, rows: list[ResultRow] | None = None,
-             rule: StopRule | None = None, min_games: int = 4) -> AdaptiveSchedule:  # fmt: skip
-    return AdaptiveSchedule("t", engines, budget, VARIANT, Openings(random_plies=1, seed=4), 4,
-                            rows or [], rule, min_games)  # fmt: skip
+def adaptive(
+    engines: list[str],
+    budget: int,
+    rows: list[ResultRow] | None = None,
+    rule: StopRule | None = None,
+    min_games: int = 4,
+) -> AdaptiveSchedule:
+    return AdaptiveSchedule(
+        "t",
+        engines,
+        budget,
+        VARIANT,
+        Openings(random_plies=1, seed=4),
+        4,
+        rows or [],
+        rule,
+        min_games,
+    )
 
 
-def play(schedule: AdaptiveSchedule, elo: dict[str, float], rng: random.Random,
-         stop_after: int | None = None) -> list[tuple[ScheduledGame, int]]:  # fmt: skip
+def play(
+    schedule: AdaptiveSchedule,
+    elo: dict[str, float],
+    rng: random.Random,
+    stop_after: int | None = None,
+) -> list[tuple[ScheduledGame, int]]:
     """Play on results drawn from `elo` (a batch in flight at once, settled shuffled):
     the games handed out with the seat that won each."""
     out: list[tuple[ScheduledGame, int]] = []
@@ -120,9 +145,11 @@ def test_a_schedule_rebuilt_after_a_kill_hands_out_exactly_what_is_missing(seed:
     results = {g.game_id: w for g, w in games}
     cut = rng.randrange(len(games))
     current = games[cut][0].round
-    stored = [ResultRow(g.game_id, g.round, g.engines[0], g.engines[1], w)
-              for k, (g, w) in enumerate(games)
-              if g.round < current or (k < cut and rng.random() < 0.5)]  # fmt: skip
+    stored = [
+        ResultRow(g.game_id, g.round, g.engines[0], g.engines[1], w)
+        for k, (g, w) in enumerate(games)
+        if g.round < current or (k < cut and rng.random() < 0.5)
+    ]
     resumed = adaptive(list(elo), 120, stored, rule=StopRule(3))
     stored_ids = {row.game_id for row in stored}
     expected = [g for g, _ in games if g.game_id not in stored_ids]

@@ -78,10 +78,18 @@ def test_one_free_engine_between_two_anchors_solves_its_score_equation() -> None
     # x scored 9 of 12 against a (rated 0) and 2 of 8 against b (rated 400); a and b also
     # played each other, which says nothing about x once both are fixed.
     names = ["a", "b", "x"]
-    wins, losses = counts(3, {(2, 0): (5, 1), (0, 2): (2, 4), (2, 1): (1, 3), (1, 2): (3, 1),
-                              (0, 1): (4, 1), (1, 0): (2, 3)})  # fmt: skip
-    result = fit(names, wins, losses, prior=0.0, anchors={"a": 0.0, "b": 400.0},
-                 seat_term=False)  # fmt: skip
+    wins, losses = counts(
+        3,
+        {
+            (2, 0): (5, 1),
+            (0, 2): (2, 4),
+            (2, 1): (1, 3),
+            (1, 2): (3, 1),
+            (0, 1): (4, 1),
+            (1, 0): (2, 3),
+        },
+    )
+    result = fit(names, wins, losses, prior=0.0, anchors={"a": 0.0, "b": 400.0}, seat_term=False)
     # Maximum likelihood: expected wins equal actual wins, a 1-D equation in x.
     opponents = [(0.0, 12, 9), (400.0, 8, 2)]
 
@@ -92,8 +100,10 @@ def test_one_free_engine_between_two_anchors_solves_its_score_equation() -> None
     assert result.converged and not result.floating
     assert result.elo[2] == pytest.approx(x, abs=1e-5)
     # Its error is the curvature's: the information of its games, given the anchors.
-    info = sum(g * p * (1 - p) for r, g, _ in opponents
-               for p in [1 / (1 + 10 ** (-(x - r) / 400))]) * LOGIT**2  # fmt: skip
+    info = (
+        sum(g * p * (1 - p) for r, g, _ in opponents for p in [1 / (1 + 10 ** (-(x - r) / 400))])
+        * LOGIT**2
+    )
     assert result.error[2] == pytest.approx(Z95 / math.sqrt(info), rel=1e-6)
     assert list(result.elo[:2]) == [0.0, 400.0] and list(result.error[:2]) == [0.0, 0.0]
     # Its difference to an anchor has its own error only; between the anchors there is none.
@@ -107,8 +117,17 @@ def test_the_prior_pulls_towards_the_pool_mean_anchors_included() -> None:
     # x won all its games: without a prior it would be unbounded; with one, the virtual
     # games against the mean of a, b and x (all of the pool) keep it finite.
     names = ["a", "b", "x"]
-    wins, losses = counts(3, {(2, 0): (3, 0), (0, 2): (0, 3), (2, 1): (2, 0), (1, 2): (0, 1),
-                              (0, 1): (2, 2), (1, 0): (2, 2)})  # fmt: skip
+    wins, losses = counts(
+        3,
+        {
+            (2, 0): (3, 0),
+            (0, 2): (0, 3),
+            (2, 1): (2, 0),
+            (1, 2): (0, 1),
+            (0, 1): (2, 2),
+            (1, 0): (2, 2),
+        },
+    )
     prior = 2.0
     anchors = {"a": -100.0, "b": 300.0}
     result = fit(names, wins, losses, prior=prior, anchors=anchors, seat_term=False)
@@ -123,8 +142,9 @@ def test_the_prior_pulls_towards_the_pool_mean_anchors_included() -> None:
     assert not fit(names, wins, losses, prior=0.0, anchors=anchors, seat_term=False).converged
 
 
-def reference_check(names: list[str], wins: Counts, losses: Counts, prior: float,
-                    anchors: dict[str, float]) -> None:  # fmt: skip
+def reference_check(
+    names: list[str], wins: Counts, losses: Counts, prior: float, anchors: dict[str, float]
+) -> None:
     """The fit maximises the penalised likelihood over the free ratings and the seat term
     (numerical gradient 0), its covariance is the inverse numerical Hessian there, and the
     anchors keep their values exactly with no error."""
@@ -145,8 +165,9 @@ def reference_check(names: list[str], wins: Counts, losses: Counts, prior: float
     m = z0.size
     step = np.eye(m)
     h = 0.01  # Elo
-    grad = np.array([(objective(z0 + h * step[a]) - objective(z0 - h * step[a])) / (2 * h)
-                     for a in range(m)])  # fmt: skip
+    grad = np.array(
+        [(objective(z0 + h * step[a]) - objective(z0 - h * step[a])) / (2 * h) for a in range(m)]
+    )
     # At 1 Elo from the maximum the gradient is about the curvature (1e-3 per Elo here and
     # more): at the maximum it is zero but for the fit's tolerance and rounding.
     assert np.abs(grad).max() < 1e-6
@@ -154,8 +175,12 @@ def reference_check(names: list[str], wins: Counts, losses: Counts, prior: float
 
     def second(a: int, b: int) -> float:
         plus, minus = h * (step[a] + step[b]), h * (step[a] - step[b])
-        return (objective(z0 + plus) - objective(z0 + minus) - objective(z0 - minus)
-                + objective(z0 - plus)) / (4 * h * h)  # fmt: skip
+        return (
+            objective(z0 + plus)
+            - objective(z0 + minus)
+            - objective(z0 - minus)
+            + objective(z0 - plus)
+        ) / (4 * h * h)
 
     hess = np.array([[second(a, b) for b in range(m)] for a in range(m)])
     cov = np.linalg.inv(hess)
@@ -220,8 +245,12 @@ def test_anchors_where_the_fit_puts_them_change_nothing_but_the_errors() -> None
     assert two.seat_advantage == pytest.approx(one.seat_advantage, abs=1e-6)
     s = one.covariance
     free, given_ = [0, 2, 4], [3]
-    schur = s[np.ix_(free, free)] - s[np.ix_(free, given_)] @ np.linalg.inv(
-        s[np.ix_(given_, given_)]) @ s[np.ix_(given_, free)]  # fmt: skip
+    schur = (
+        s[np.ix_(free, free)]
+        - s[np.ix_(free, given_)]
+        @ np.linalg.inv(s[np.ix_(given_, given_)])
+        @ s[np.ix_(given_, free)]
+    )
     np.testing.assert_allclose(two.covariance[np.ix_(free, free)], schur, rtol=1e-6)
     assert np.all(two.error[free] < one.error[free])
     # Anchored elsewhere, the second anchor stretches the scale: the others move with it.
@@ -233,8 +262,17 @@ def test_anchors_where_the_fit_puts_them_change_nothing_but_the_errors() -> None
 def test_components_are_rated_by_their_own_anchors_or_said_to_float() -> None:
     # Two groups that never met, each with an anchor, and a third group with none.
     names = ["a", "b", "c", "d", "e", "f"]
-    wins, losses = counts(6, {(0, 1): (3, 2), (1, 0): (2, 3), (2, 3): (4, 1), (3, 2): (1, 3),
-                              (4, 5): (2, 2), (5, 4): (3, 1)})  # fmt: skip
+    wins, losses = counts(
+        6,
+        {
+            (0, 1): (3, 2),
+            (1, 0): (2, 3),
+            (2, 3): (4, 1),
+            (3, 2): (1, 3),
+            (4, 5): (2, 2),
+            (5, 4): (3, 1),
+        },
+    )
     both = {"a": 0.0, "c": 1000.0}
     plain = fit(names[:4], wins[:4, :4], losses[:4, :4], prior=0.0, anchors=both)
     assert plain.converged and not plain.connected and plain.floating == ()
@@ -242,13 +280,17 @@ def test_components_are_rated_by_their_own_anchors_or_said_to_float() -> None:
     assert all(math.isfinite(e) for e in plain.error)
     # Without the seat term the groups share nothing: each group's free engine is fitted
     # against its own anchor alone.
-    apart = fit(names[:4], wins[:4, :4], losses[:4, :4], prior=0.0, anchors=both,
-                seat_term=False)  # fmt: skip
+    apart = fit(names[:4], wins[:4, :4], losses[:4, :4], prior=0.0, anchors=both, seat_term=False)
     for anchored, other in ((0, 1), (2, 3)):
         sub = [anchored, other]
-        alone = fit([names[i] for i in sub], wins[np.ix_(sub, sub)], losses[np.ix_(sub, sub)],
-                    prior=0.0, anchor=(names[anchored], apart.elo[anchored]),
-                    seat_term=False)  # fmt: skip
+        alone = fit(
+            [names[i] for i in sub],
+            wins[np.ix_(sub, sub)],
+            losses[np.ix_(sub, sub)],
+            prior=0.0,
+            anchor=(names[anchored], apart.elo[anchored]),
+            seat_term=False,
+        )
         assert apart.elo[other] == pytest.approx(alone.elo[1], abs=1e-5)
         assert apart.error[other] == pytest.approx(alone.error[1], rel=1e-6)
 
@@ -289,20 +331,34 @@ def test_bad_anchors_are_refused() -> None:
 
 def write_records(path: Path, games: list[tuple[str, str, str]]) -> Path:
     """Rated games (seat 1, seat 2, winner) as a records file."""
-    lines = [GameRecord(
-        game_id=f"g-{n}", variant={"size": 5, "islands": 4, "pie": True}, seat1=s1, seat2=s2,
-        tc={"seat1": "5+0", "seat2": "5+0"}, started=f"2025-01-01T00:{n // 60:02d}:"
-        f"{n % 60:02d}.000Z", finished="2025-01-01T01:00:00.000Z", winner=w,
-        termination=Termination.RESIGN, pair=f"p{n // 2}").dumps() + "\n"
-        for n, (s1, s2, w) in enumerate(games)]  # fmt: skip
+    lines = [
+        GameRecord(
+            game_id=f"g-{n}",
+            variant={"size": 5, "islands": 4, "pie": True},
+            seat1=s1,
+            seat2=s2,
+            tc={"seat1": "5+0", "seat2": "5+0"},
+            started=f"2025-01-01T00:{n // 60:02d}:{n % 60:02d}.000Z",
+            finished="2025-01-01T01:00:00.000Z",
+            winner=w,
+            termination=Termination.RESIGN,
+            pair=f"p{n // 2}",
+        ).dumps()
+        + "\n"
+        for n, (s1, s2, w) in enumerate(games)
+    ]
     path.write_text("".join(lines))
     return path
 
 
 CHAIN = {  # (seat 1, seat 2): (seat 1's wins, its losses)
-    ("a", "b"): (2, 1), ("b", "a"): (1, 2), ("b", "c"): (3, 1), ("c", "b"): (1, 2),
-    ("c", "d"): (1, 2), ("d", "c"): (2, 2),
-}  # fmt: skip
+    ("a", "b"): (2, 1),
+    ("b", "a"): (1, 2),
+    ("b", "c"): (3, 1),
+    ("c", "b"): (1, 2),
+    ("c", "d"): (1, 2),
+    ("d", "c"): (2, 2),
+}
 
 
 def chain_games(
@@ -323,8 +379,9 @@ def test_ratings_with_two_anchors(tmp_path: Path) -> None:
     assert data["floating"] is None
     by_name = {e["name"]: e for e in data["engines"]}
     names = ["a", "b", "c", "d"]
-    wins, losses = counts(4, {(names.index(s1), names.index(s2)): v for (s1, s2), v in
-                              CHAIN.items()})  # fmt: skip
+    wins, losses = counts(
+        4, {(names.index(s1), names.index(s2)): v for (s1, s2), v in CHAIN.items()}
+    )
     expected = fit(names, wins, losses, anchors={"a": 0.0, "d": 1000.0})
     for i, name in enumerate(names):
         assert by_name[name]["elo"] == round(float(expected.elo[i]), 1)
@@ -332,8 +389,10 @@ def test_ratings_with_two_anchors(tmp_path: Path) -> None:
     assert by_name["a"]["error"] == by_name["d"]["error"] == 0
     table = invoke("ratings", str(records), "--anchor", "a=0", "--anchor", "d=1000")
     assert table.returncode == 0, table.stderr
-    assert ("Anchored (held at these ratings, the others fitted against them): a 0, d +1000."
-            in table.stdout)  # fmt: skip
+    assert (
+        "Anchored (held at these ratings, the others fitted against them): a 0, d +1000."
+        in table.stdout
+    )
     centred = json.loads(invoke("ratings", str(records), "--json").stdout)
     assert centred["anchors"] is None
 
@@ -352,8 +411,10 @@ def test_engines_apart_from_the_anchors_are_said_to_float(tmp_path: Path) -> Non
     # The report says so too.
     page = tmp_path / "r.html"
     assert invoke("report", str(records), "-o", str(page), "--anchor", "a=0").returncode == 0
-    assert ("e, f never played an anchored engine, even through others: their ratings are"
-            " not on the anchors' scale.") in page.read_text()  # fmt: skip
+    assert (
+        "e, f never played an anchored engine, even through others: their ratings are"
+        " not on the anchors' scale."
+    ) in page.read_text()
     # With an anchor in each group, both groups are on the anchors' scale.
     each = invoke("ratings", str(records), "--anchor", "a=0", "--anchor", "e=500", "--json")
     assert json.loads(each.stdout)["floating"] is None
@@ -364,12 +425,24 @@ def test_engines_apart_from_the_anchors_are_said_to_float(tmp_path: Path) -> Non
 def test_report_caption_names_every_anchor(tmp_path: Path) -> None:
     records = write_records(tmp_path / "r.jsonl", chain_games())
     page = tmp_path / "r.html"
-    done = invoke("report", str(records), "-o", str(page), "--anchor", "a=0", "--anchor",
-                  "c=500", "--anchor", "d=1000")  # fmt: skip
+    done = invoke(
+        "report",
+        str(records),
+        "-o",
+        str(page),
+        "--anchor",
+        "a=0",
+        "--anchor",
+        "c=500",
+        "--anchor",
+        "d=1000",
+    )
     assert done.returncode == 0, done.stderr
     html = page.read_text()
-    assert ("anchored so that a has 0, c has +500 and d has +1000 (held at these ratings, the"
-            " others fitted against them)") in html  # fmt: skip
+    assert (
+        "anchored so that a has 0, c has +500 and d has +1000 (held at these ratings, the"
+        " others fitted against them)"
+    ) in html
     one = tmp_path / "one.html"
     assert invoke("report", str(records), "-o", str(one), "--anchor", "d=10").returncode == 0
     assert "anchored so that d has +10;" in one.read_text()
@@ -386,12 +459,12 @@ def test_report_caption_names_every_anchor(tmp_path: Path) -> None:
     ],
 )
 @pytest.mark.parametrize("command", ["ratings", "report"])
-def test_bad_anchors_exit_2(tmp_path: Path, command: str, anchors: list[str],
-                            message: str) -> None:  # fmt: skip
+def test_bad_anchors_exit_2(tmp_path: Path, command: str, anchors: list[str], message: str) -> None:
     records = write_records(tmp_path / "r.jsonl", chain_games())
     before = records.read_bytes()
-    args = [command, str(records)] + (["-o", str(tmp_path / "r.html")] if command == "report"
-                                      else [])  # fmt: skip
+    args = [command, str(records)] + (
+        ["-o", str(tmp_path / "r.html")] if command == "report" else []
+    )
     for a in anchors:
         args += ["--anchor", a]
     done = invoke(*args)

@@ -64,7 +64,8 @@ class _Page(Respond):
 
 
 async def test_a_page_keeps_up_when_each_pass_publishes_many_events(
-        tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:  # fmt: skip
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
     """Many games in play publish a move each in one pass of the event loop, pass after
     pass; a page is written to a few times a second, and each write carries all that was
     queued meanwhile (the clock here jumps: no time is waited)."""
@@ -89,15 +90,19 @@ async def test_a_page_keeps_up_when_each_pass_publishes_many_events(
 
 
 async def test_a_page_that_falls_behind_gets_what_was_queued_then_is_dropped_quietly(
-        tmp_path: Path) -> None:  # fmt: skip
+    tmp_path: Path,
+) -> None:
     arena = load_arena(arena_file(tmp_path))
     broadcast = Broadcast()
     hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0)
     page = _Page()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(Site(arena, cast(Hall, hall), broadcast).events,
-                               Request("GET", "/events", {}, "127.0.0.1"), page)  # fmt: skip
+            nursery.start_soon(
+                Site(arena, cast(Hall, hall), broadcast).events,
+                Request("GET", "/events", {}, "127.0.0.1"),
+                page,
+            )
             await trio.testing.wait_all_tasks_blocked()
             for k in range(2 * SUBSCRIBER_QUEUE):  # the page's task cannot run meanwhile
                 broadcast.publish("move", {"ply": k})
@@ -105,20 +110,29 @@ async def test_a_page_that_falls_behind_gets_what_was_queued_then_is_dropped_qui
     assert SUBSCRIBER_QUEUE <= page.data.count(b"event: move") < 2 * SUBSCRIBER_QUEUE
 
 
-@pytest.mark.parametrize("text, where", [
-    ('[arena]\nname = "x"\n', "listen is missing"),
-    ('[arena]\nlisten = "nowhere"\n', "arena.listen"),
-    ('[arena]\nlisten = "127.0.0.1:0"\ntc = "inf"\n', "arena.tc"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { ghost = 0 }\n', "arena.anchors"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { random = "high" }\nengines = ["random"]\n',
-     "arena.anchors"),
-    ('[arena]\nlisten = "127.0.0.1:0"\n[[player]]\nname = "a"\ntoken_hash = "plain"\n',
-     "token_hash"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nlatency_allowance = -1\n', "latency_allowance"),
-    ('[arena]\nlisten = "127.0.0.1:0"\nbogus = 1\n', "unknown key"),
-])  # fmt: skip
-def test_a_bad_arena_file_is_a_usage_error_naming_the_key(tmp_path: Path, text: str,
-                                                          where: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('[arena]\nname = "x"\n', "listen is missing"),
+        ('[arena]\nlisten = "nowhere"\n', "arena.listen"),
+        ('[arena]\nlisten = "127.0.0.1:0"\ntc = "inf"\n', "arena.tc"),
+        ('[arena]\nlisten = "127.0.0.1:0"\nanchors = { ghost = 0 }\n', "arena.anchors"),
+        (
+            '[arena]\nlisten = "127.0.0.1:0"\nanchors = { random = "high" }\n'
+            'engines = ["random"]\n',
+            "arena.anchors",
+        ),
+        (
+            '[arena]\nlisten = "127.0.0.1:0"\n[[player]]\nname = "a"\ntoken_hash = "plain"\n',
+            "token_hash",
+        ),
+        ('[arena]\nlisten = "127.0.0.1:0"\nlatency_allowance = -1\n', "latency_allowance"),
+        ('[arena]\nlisten = "127.0.0.1:0"\nbogus = 1\n', "unknown key"),
+    ],
+)
+def test_a_bad_arena_file_is_a_usage_error_naming_the_key(
+    tmp_path: Path, text: str, where: str
+) -> None:
     file = tmp_path / "arena.toml"
     file.write_text(text)
     result = invoke("arena", "status", str(file))
@@ -126,8 +140,7 @@ def test_a_bad_arena_file_is_a_usage_error_naming_the_key(tmp_path: Path, text: 
     assert where in result.stderr
 
 
-def test_the_server_does_not_start_with_an_own_engine_that_cannot_play(tmp_path: Path
-                                                                      ) -> None:  # fmt: skip
+def test_the_server_does_not_start_with_an_own_engine_that_cannot_play(tmp_path: Path) -> None:
     hex_only = (
         f'[[engine]]\nname = "hexer"\ncommand = ["{sys.executable}", "{BADBOT}", "ok"]'
         "\nsizes = [5]\n"
@@ -163,9 +176,11 @@ def test_four_engines_play_continuously_and_are_rated(tmp_path: Path) -> None:
     clients = []
     try:
         with events(server.port) as stream:
-            clients = [client(server.port, "alice", "heuristic", tmp_path),
-                       client(server.port, "bob", "mc-fast", tmp_path),
-                       client(server.port, "carol", "random", tmp_path)]  # fmt: skip
+            clients = [
+                client(server.port, "alice", "heuristic", tmp_path),
+                client(server.port, "bob", "mc-fast", tmp_path),
+                client(server.port, "carol", "random", tmp_path),
+            ]
             games = wait_games(stream, 24)
         live = server.get("/api/live")
         assert {e["name"] for e in live["connected"]} == {"alice", "bob", "carol", "random"}
@@ -181,8 +196,11 @@ def test_four_engines_play_continuously_and_are_rated(tmp_path: Path) -> None:
         assert server.stop() in (0, 130, 143), server.out.text()
     played = {frozenset((g["seat1"], g["seat2"])) for g in games}
     assert all("random" in pair or len(pair & {"alice", "bob", "carol"}) == 2 for pair in played)
-    assert frozenset(("alice", "bob")) in played or frozenset(("alice", "carol")) in played \
-        or frozenset(("bob", "carol")) in played  # fmt: skip
+    assert (
+        frozenset(("alice", "bob")) in played
+        or frozenset(("alice", "carol")) in played
+        or frozenset(("bob", "carol")) in played
+    )
     assert {e["name"] for e in standings["engines"]} <= {"alice", "bob", "carol", "random"}
     store = tmp_path / "test-arena.sqlite"
     rated = invoke("ratings", str(store), "--anchor", "random=0", "--json")
@@ -225,8 +243,9 @@ def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path) -> None:
-    file = arena_file(tmp_path, players=("alice", "bob"), engines="",
-                      extra="disconnect_grace = 1.0")  # fmt: skip
+    file = arena_file(
+        tmp_path, players=("alice", "bob"), engines="", extra="disconnect_grace = 1.0"
+    )
     server = Server(file)
     slow = f"slow={sys.executable} {BADBOT} slow --ms 300"
     try:
@@ -248,8 +267,9 @@ def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_garbage_and_a_flood_of_idle_connections_do_not_stop_play(tmp_path: Path) -> None:
-    server = Server(arena_file(tmp_path, players=("alice", "bob"),
-                               extra="connections_per_address = 100"))  # fmt: skip
+    server = Server(
+        arena_file(tmp_path, players=("alice", "bob"), extra="connections_per_address = 100")
+    )
     idle: list[socket.socket] = []
     try:
         with events(server.port) as stream:
@@ -259,8 +279,11 @@ def test_garbage_and_a_flood_of_idle_connections_do_not_stop_play(tmp_path: Path
             for _ in range(150):  # more than one address may hold: the rest are closed
                 s = socket.create_connection(("127.0.0.1", server.port))
                 idle.append(s)
-            for junk in (b"\x16\x03\x01\x02\x00garbage", b"GET / HTTP/1.1\r\n" + b"X" * 40000,
-                         b"\x00" * 1000):  # fmt: skip
+            for junk in (
+                b"\x16\x03\x01\x02\x00garbage",
+                b"GET / HTTP/1.1\r\n" + b"X" * 40000,
+                b"\x00" * 1000,
+            ):
                 with socket.create_connection(("127.0.0.1", server.port)) as s:
                     s.sendall(junk)
             wait_games(stream, 4)  # play goes on

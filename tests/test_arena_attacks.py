@@ -44,8 +44,10 @@ from arbiter.engines.remote import (
 )
 
 BADBOT = Path(__file__).parent / "engines" / "badbot.py"
-UPGRADE = (b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
-           b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n")  # fmt: skip
+UPGRADE = (
+    b"connection: upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n"
+    b"sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+)
 
 
 def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -71,7 +73,7 @@ async def test_hostile_logins_are_refused_in_words_and_leave_no_traceback(
         ("[1, 2]", "log in first"),
         ('{"type": "login", "name": "alice", "token": 1e999}', "log in first"),
         (b"\x00" * 10, "log in first"),
-    ]  # fmt: skip
+    ]
     async with (
         arena_in_process(tmp_path, monkeypatch, players=("alice", "bob"), engines="") as arena,
         trio.open_nursery() as nursery,
@@ -157,8 +159,9 @@ async def test_slow_heads_and_silent_websockets_are_dropped_on_time(
         assert code == CLOSE_REFUSED and "log in first" in json.loads(got[0])["reason"]
 
 
-async def logged_in(nursery: trio.Nursery, port: int, who: str = "alice",
-                    **fields: Any) -> FakeEngine:  # fmt: skip
+async def logged_in(
+    nursery: trio.Nursery, port: int, who: str = "alice", **fields: Any
+) -> FakeEngine:
     ws = await open_ws(nursery, port)
     await ws.send_message(login(who, **fields))
     engine = FakeEngine(ws)
@@ -180,11 +183,18 @@ async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
         await ws.send_message(login("alice"))
         engine = FakeEngine(ws)
         await engine.welcome()
-        for text in ('{"type":"t","ms":1' + "0" * 400 + "}", '{"type":"t","ms":NaN}',
-                     '{"type":"t","ms":-Infinity}', '{"type":"t","ms":"9"}',
-                     '{"type":"t","ms":true}', '{"type":"exited","code":"3"}',
-                     '{"type":"exited","code":1.5}', '{"type":"exited","code":true}',
-                     '{"type":"stderr","text":5}', '{"type":"nonsense"}'):  # fmt: skip
+        for text in (
+            '{"type":"t","ms":1' + "0" * 400 + "}",
+            '{"type":"t","ms":NaN}',
+            '{"type":"t","ms":-Infinity}',
+            '{"type":"t","ms":"9"}',
+            '{"type":"t","ms":true}',
+            '{"type":"exited","code":"3"}',
+            '{"type":"exited","code":1.5}',
+            '{"type":"exited","code":true}',
+            '{"type":"stderr","text":5}',
+            '{"type":"nonsense"}',
+        ):
             await ws.send_message(text)
         await engine.handshake()
         await trio.testing.wait_all_tasks_blocked()
@@ -261,9 +271,18 @@ async def test_bad_queries_of_the_games_api_are_answered_400(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with arena_in_process(tmp_path, monkeypatch, engines="") as arena:
-        for query in ("limit=abc", "limit=0", "limit=-5", "before=x", "before=" + "9" * 40,
-                      "before=-" + "9" * 40, "limit=" + "9" * 5000, "before=1e3",
-                      "limit=%ff%fe", "before=%00"):  # fmt: skip
+        for query in (
+            "limit=abc",
+            "limit=0",
+            "limit=-5",
+            "before=x",
+            "before=" + "9" * 40,
+            "before=-" + "9" * 40,
+            "limit=" + "9" * 5000,
+            "before=1e3",
+            "limit=%ff%fe",
+            "before=%00",
+        ):
             got, closed = await raw_exchange(
                 arena.port, f"GET /api/games?{query} HTTP/1.1\r\nhost: x\r\n\r\n".encode()
             )
@@ -406,8 +425,10 @@ def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path)
     file = arena_file(tmp_path, players=("alice", "bob"), extra="connections_per_address = 100000")
     server = Server(file, open_files=256)
     idle: list[socket.socket] = []
-    clients = [client(server.port, "alice", "heuristic", tmp_path),
-               client(server.port, "bob", "random", tmp_path)]  # fmt: skip
+    clients = [
+        client(server.port, "alice", "heuristic", tmp_path),
+        client(server.port, "bob", "random", tmp_path),
+    ]
     try:
         with events(server.port) as stream:
             wait_games(stream, 2)
@@ -439,12 +460,19 @@ def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path)
 
 
 # Attackers at once of each kind, and from how many addresses.
-ATTACKS = {"slow head": (40, 4), "idle": (400, 20), "silent websocket": (40, 2),
-           "deaf page": (10, 1), "wrong login": (4, 1), "garbage": (4, 1)}  # fmt: skip
+ATTACKS = {
+    "slow head": (40, 4),
+    "idle": (400, 20),
+    "silent websocket": (40, 2),
+    "deaf page": (10, 1),
+    "wrong login": (4, 1),
+    "garbage": (4, 1),
+}
 
 
-async def _attack(port: int, until: float, counts: dict[str, int],
-                  kinds: frozenset[str] = frozenset(ATTACKS)) -> None:  # fmt: skip
+async def _attack(
+    port: int, until: float, counts: dict[str, int], kinds: frozenset[str] = frozenset(ATTACKS)
+) -> None:
     """Everything at once, from addresses other than the honest clients' (127.0.0.1):
     slow heads, idle connections, WebSockets that never log in, pages that never read
     their events, a login flood with wrong tokens, oversized heads and garbage."""
@@ -470,8 +498,7 @@ async def _attack(port: int, until: float, counts: dict[str, int],
                 continue
             counts[kind] = counts.get(kind, 0) + 1
             async with stream:
-                with (trio.move_on_at(until),
-                      contextlib.suppress(trio.BrokenResourceError)):  # fmt: skip
+                with trio.move_on_at(until), contextlib.suppress(trio.BrokenResourceError):
                     await body(stream)
 
     async def slow_head(stream: trio.SocketStream) -> None:
@@ -513,8 +540,14 @@ async def _attack(port: int, until: float, counts: dict[str, int],
             pass
         await trio.sleep(0.02)  # (the attacker shares the machine's two cores)
 
-    bodies = {"slow head": slow_head, "idle": idle, "silent websocket": silent_ws,
-              "deaf page": deaf_page, "wrong login": wrong_login, "garbage": garbage}  # fmt: skip
+    bodies = {
+        "slow head": slow_head,
+        "idle": idle,
+        "silent websocket": silent_ws,
+        "deaf page": deaf_page,
+        "wrong login": wrong_login,
+        "garbage": garbage,
+    }
     async with trio.open_nursery() as nursery:
         for kind in kinds:
             number, addresses = ATTACKS[kind]
@@ -535,8 +568,10 @@ async def test_games_in_flight_keep_their_pace_while_the_port_is_attacked(tmp_pa
     takes does not jump, no game is lost to the attack, and the log stays clean."""
     file = arena_file(tmp_path, players=("alice", "bob"))
     server = Server(file)
-    clients = [client(server.port, "alice", "heuristic", tmp_path),
-               client(server.port, "bob", "random", tmp_path)]  # fmt: skip
+    clients = [
+        client(server.port, "alice", "heuristic", tmp_path),
+        client(server.port, "bob", "random", tmp_path),
+    ]
     counts: dict[str, int] = {}
     try:
         await trio.sleep(3)  # (the clients log in and the first games start)
@@ -560,22 +595,31 @@ async def test_games_in_flight_keep_their_pace_while_the_port_is_attacked(tmp_pa
     rate_before, rate_during = len(before) / (t1 - t0), len(during) / (t2 - t1)
 
     def waits(games: list[dict[str, Any]]) -> list[float]:  # charged + network allowance
-        return [m + a for r in games
-                for m, a in zip(r["move_ms"], r["allowance_ms"] or [0.0] * len(r["move_ms"]),
-                                strict=True)]  # fmt: skip
+        return [
+            m + a
+            for r in games
+            for m, a in zip(
+                r["move_ms"], r["allowance_ms"] or [0.0] * len(r["move_ms"]), strict=True
+            )
+        ]
 
     moves_before, moves_during = waits(before), waits(during)
     p50 = (_percentile(moves_before, 0.5), _percentile(moves_during, 0.5))
     p99 = (_percentile(moves_before, 0.99), _percentile(moves_during, 0.99))
-    print(f"attack: {counts}; games/s {rate_before:.2f} -> {rate_during:.2f}; move wait ms p50"
-          f" {p50[0]:.1f} -> {p50[1]:.1f}, p99 {p99[0]:.1f} -> {p99[1]:.1f}")  # fmt: skip
+    print(
+        f"attack: {counts}; games/s {rate_before:.2f} -> {rate_during:.2f}; move wait ms p50"
+        f" {p50[0]:.1f} -> {p50[1]:.1f}, p99 {p99[0]:.1f} -> {p99[1]:.1f}"
+    )
     assert counts.get("idle", 0) >= 400 and counts.get("wrong login", 0) >= 4
     # The engines, the clients and the attacker share two cores with the server: the rate
     # may fall with the machine's load, but play must go on and moves keep their pace.
     assert len(during) >= 20 and rate_during >= 0.25 * rate_before, (rate_before, rate_during)
     assert p99[1] <= max(3 * p99[0], p99[0] + 100), (p99, counts)
-    odd = [(r["termination"], r["reason"]) for r in during + before
-           if r["termination"] not in ("connection", "resign")]  # fmt: skip
+    odd = [
+        (r["termination"], r["reason"])
+        for r in during + before
+        if r["termination"] not in ("connection", "resign")
+    ]
     assert not odd, odd
     text = server.out.text()
     assert "Traceback" not in text and "EMFILE" not in text, text[-3000:]
@@ -591,8 +635,10 @@ def test_markup_and_escapes_from_a_remote_engine_stay_text_everywhere(tmp_path: 
     says more on stderr: the live API, the games API, the live report, `arbiter report`
     and the server's own output carry it as text, never as markup or escapes."""
     evil = "<script>alert(1)</script>\\x1b[31mred\\x1b]0;t\\x07"
-    engine = (f"evil={sys.executable} {BADBOT} ok --hostile --name '{evil}'"
-              f" --say '<img src=x onerror=alert(2)>\\x1b[2J'")  # fmt: skip
+    engine = (
+        f"evil={sys.executable} {BADBOT} ok --hostile --name '{evil}'"
+        f" --say '<img src=x onerror=alert(2)>\\x1b[2J'"
+    )
     file = arena_file(tmp_path, players=("alice",))
     server = Server(file)
     try:
@@ -629,15 +675,16 @@ async def test_behind_a_trusted_proxy_the_limits_count_the_clients_it_forwards_f
     async with (
         arena_in_process(
             tmp_path, monkeypatch, engines="", extra=f"logins_per_minute = 2\n{proxies}"
-        ) as arena,  # fmt: skip
+        ) as arena,
         trio.open_nursery() as nursery,
     ):
 
         async def attempt(client: str) -> int | None:
             chain = f"198.51.100.9, {client}".encode()
             headers = [(b"x-forwarded-for", chain)]
-            ws = await connect_websocket_url(nursery, arena.url, subprotocols=[PROTOCOL],
-                                             extra_headers=headers)  # fmt: skip
+            ws = await connect_websocket_url(
+                nursery, arena.url, subprotocols=[PROTOCOL], extra_headers=headers
+            )
             await ws.send_message(login("alice", token="wrong-token-0123456789"))
             _, code, _ = await until_closed(ws)
             return code

@@ -23,9 +23,13 @@ SLOW = f"slow={sys.executable} {BADBOT} slow --ms 150"
 def stored(store: Path) -> list[tuple[str, int]]:
     """(game id, number) of every game in the store."""
     with Store.open_read(store) as s:
-        return [(record["game_id"], number) for number, (record, _) in
-                ((int(r["game_id"][1:7]) * 2 + int(r["game_id"][-1]) - 1, (r, v))
-                 for r, v in s.records(voids=False))]  # fmt: skip
+        return [
+            (record["game_id"], number)
+            for number, (record, _) in (
+                (int(r["game_id"][1:7]) * 2 + int(r["game_id"][-1]) - 1, (r, v))
+                for r, v in s.records(voids=False)
+            )
+        ]
 
 
 @pytest.mark.slow
@@ -57,8 +61,9 @@ def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path:
 def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None:
     """Behind a proxy that adds 60 ms each way, alice's moves are charged the wait less
     the measured round trip (about 120 ms, at most the allowance); bob's nothing."""
-    server = Server(arena_file(tmp_path, players=("alice", "bob"), engines="",
-                               extra="latency_allowance = 0.25"))  # fmt: skip
+    server = Server(
+        arena_file(tmp_path, players=("alice", "bob"), engines="", extra="latency_allowance = 0.25")
+    )
     proxy = Proxy(server.port, delay=0.06)
     alice = client(proxy.port, "alice", "heuristic", tmp_path)
     bob = client(server.port, "bob", "random", tmp_path)
@@ -71,8 +76,10 @@ def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None
         proxy.close()
         server.stop()
     out = tmp_path / "games.jsonl"
-    assert invoke("arena", "export", str(tmp_path / "arena.toml"), "--records",
-                  str(out)).returncode == 0  # fmt: skip
+    assert (
+        invoke("arena", "export", str(tmp_path / "arena.toml"), "--records", str(out)).returncode
+        == 0
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()][:2]
     for r in records:
         opening = r.get("opening", 0)
@@ -94,8 +101,11 @@ def test_the_server_killed_and_restarted_goes_on_while_clients_reconnect(tmp_pat
     port = server.port
     file.write_text(file.read_text().replace("127.0.0.1:0", f"127.0.0.1:{port}"))
     store = tmp_path / "test-arena.sqlite"
-    clients = [client(port, "alice", "heuristic", tmp_path), client(port, "bob", SLOW, tmp_path),
-               client(port, "carol", "random", tmp_path)]  # fmt: skip
+    clients = [
+        client(port, "alice", "heuristic", tmp_path),
+        client(port, "bob", SLOW, tmp_path),
+        client(port, "carol", "random", tmp_path),
+    ]
     try:
         with events(port) as stream:
             wait_games(stream, 6)
@@ -148,11 +158,13 @@ def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_path: Path
-                                                                         ) -> None:  # fmt: skip
-    file = arena_file(tmp_path, players=(), engines='engines = ["random", "mc-fast"]\n'
-                      'anchors = { random = 0, mc-fast = 400 }',
-                      extra="open_registration = true")  # fmt: skip
+def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_path: Path) -> None:
+    file = arena_file(
+        tmp_path,
+        players=(),
+        engines='engines = ["random", "mc-fast"]\nanchors = { random = 0, mc-fast = 400 }',
+        extra="open_registration = true",
+    )
     server = Server(file)
     newcomer = client(server.port, "newcomer", "heuristic", tmp_path, token="n" * 20)
     try:
@@ -194,8 +206,11 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         first = int(driver.execute_script("return Number(document.body.dataset.games || 0)"))
         # No reload: the same document, its games counter and recent table move on.
         driver.execute_script("window.sameDocument = true;")
-        wait.until(lambda d: int(d.execute_script(
-            "return Number(document.body.dataset.games || 0)")) > first)  # fmt: skip
+        wait.until(
+            lambda d: (
+                int(d.execute_script("return Number(document.body.dataset.games || 0)")) > first
+            )
+        )
         wait.until(lambda d: len(d.find_elements("css selector", "#recent tbody tr")) >= 1)
         assert driver.execute_script("return window.sameDocument === true")
         row = driver.find_element("css selector", "#recent tbody tr").text
@@ -218,8 +233,9 @@ def test_tokens_are_never_in_the_store_or_the_page(tmp_path: Path) -> None:
     try:
         with events(server.port) as stream:
             wait_games(stream, 2)
-        pages = [server.get(p) for p in ("/", "/api/live", "/api/standings", "/api/games",
-                                         "/report")]  # fmt: skip
+        pages = [
+            server.get(p) for p in ("/", "/api/live", "/api/standings", "/api/games", "/report")
+        ]
     finally:
         alice.stop()
         bob.stop()

@@ -19,9 +19,12 @@ pytestmark = pytest.mark.slow
 
 def run(*args: str) -> str:
     done = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=300,
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -57,8 +60,9 @@ def test_tournament_bench_runs() -> None:
     assert "ratings on 200 records" in out and "peak RSS of the harness" in out
 
 
-@pytest.mark.skipif(sandbox.unavailable() is not None,
-                    reason=f"no sandbox here: {sandbox.unavailable()}")  # fmt: skip
+@pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
+)
 def test_sandbox_bench_runs() -> None:
     out = run(str(BENCH / "sandbox_bench.py"), "--starts", "2", "--games", "2", "--reps", "1")
     assert "per move" in out and "ratio" in out
@@ -78,8 +82,19 @@ def test_dask_bench_runs() -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the instant engine")
 def test_pool_bench_runs() -> None:
-    out = run(str(BENCH / "pool_bench.py"), "--engines", "3", "--rounds", "1", "--delays", "0",
-              "--concurrency", "2", "--reps", "1")  # fmt: skip
+    out = run(
+        str(BENCH / "pool_bench.py"),
+        "--engines",
+        "3",
+        "--rounds",
+        "1",
+        "--delays",
+        "0",
+        "--concurrency",
+        "2",
+        "--reps",
+        "1",
+    )
     assert "3-engine round-robin of 6 games" in out and "per engine/slot" in out
 
 

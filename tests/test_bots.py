@@ -22,17 +22,29 @@ BOTS = {"random": "random_bot.py", "heuristic": "heuristic_bot.py", "mcts": "mct
 FLAGS = {
     "random": ["--seed"],
     "heuristic": ["--depth", "--width", "--seed"],
-    "mcts": ["--time", "--playouts", "--seed", "--rave", "--explore", "--per-leaf",
-             "--no-reuse", "--no-resign"],
-}  # fmt: skip
+    "mcts": [
+        "--time",
+        "--playouts",
+        "--seed",
+        "--rave",
+        "--explore",
+        "--per-leaf",
+        "--no-reuse",
+        "--no-resign",
+    ],
+}
 
 
 def arbiter(*args: str) -> subprocess.Popen[str]:
     """Start the CLI from the project root, where the bundled engines file is found."""
     return subprocess.Popen(
-        [sys.executable, "-m", "arbiter", *args], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def run_all(jobs: list[tuple[str, list[str]]], at_once: int = 2) -> None:
@@ -88,10 +100,12 @@ def test_every_bot_plays_every_variant(tmp_path: Path) -> None:
         (tmp_path / f"{tag}.toml").write_text(
             f'[tournament]\nname = "{tag}"\nrounds = 1\nconcurrency = 1\ntc = "0.5+0.01"\n'
             f"size = {size}\nislands = {islands}\npie = {str(pie).lower()}\n"
-            + "".join(f"[[engine]]\nname = {json.dumps(bot)}\ncwd = {json.dumps(str(ENGINES))}\n"
-                      f"command = {json.dumps([sys.executable, BOTS[bot], *QUICK[bot]])}\n"
-                      for bot in BOTS)
-        )  # fmt: skip
+            + "".join(
+                f"[[engine]]\nname = {json.dumps(bot)}\ncwd = {json.dumps(str(ENGINES))}\n"
+                f"command = {json.dumps([sys.executable, BOTS[bot], *QUICK[bot]])}\n"
+                for bot in BOTS
+            )
+        )
         jobs.append((tag, ["tournament", "run", str(tmp_path / f"{tag}.toml"), "--quiet"]))
     run_all(jobs)
     for tag, (islands, size, pie) in VARIANTS.items():
@@ -102,7 +116,10 @@ def test_every_bot_plays_every_variant(tmp_path: Path) -> None:
         for data, _ in stored:
             record = GameRecord.from_json(data)
             assert record.termination in (Termination.CONNECTION, Termination.RESIGN), (
-                tag, record.termination, record.reason)  # fmt: skip
+                tag,
+                record.termination,
+                record.reason,
+            )
             game = replayed(record)
             assert game.variant == Variant(islands, size, pie)
             assert pie or not record.swapped
@@ -122,10 +139,15 @@ def seat_times(record: GameRecord, engine: str) -> list[float]:
 def test_clock_is_used_but_never_overrun(tmp_path: Path) -> None:
     """Under 1+0.01 the searchers spend a real share of their clock and never lose on it;
     with a fixed time per move they stay inside it."""
-    run_all([(tag, ["match", *args, "--records", str(tmp_path / f"{tag}.jsonl")]) for tag, args in [
-        ("fischer", ["heuristic", "mcts", "--games", "2", "--tc", "1+0.01", "--seed", "5"]),
-        ("movetime", ["mcts", "random", "--games", "2", "--tc", "st=0.2", "--seed", "5"]),
-    ]])  # fmt: skip
+    run_all(
+        [
+            (tag, ["match", *args, "--records", str(tmp_path / f"{tag}.jsonl")])
+            for tag, args in [
+                ("fischer", ["heuristic", "mcts", "--games", "2", "--tc", "1+0.01", "--seed", "5"]),
+                ("movetime", ["mcts", "random", "--games", "2", "--tc", "st=0.2", "--seed", "5"]),
+            ]
+        ]
+    )
     for record in read_records(tmp_path / "fischer.jsonl"):
         assert record.termination in (Termination.CONNECTION, Termination.RESIGN)
         replayed(record)
@@ -146,8 +168,13 @@ def test_clock_is_used_but_never_overrun(tmp_path: Path) -> None:
 def test_help_lists_every_flag_and_the_docs_document_them() -> None:
     docs = (ROOT / "docs" / "guide" / "bundled-bots.md").read_text()
     for bot, script in BOTS.items():
-        done = subprocess.run([sys.executable, str(ENGINES / script), "--help"], cwd=ENGINES,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(ENGINES / script), "--help"],
+            cwd=ENGINES,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         for flag in FLAGS[bot]:
             assert flag in done.stdout, (bot, flag)
@@ -160,8 +187,11 @@ def talk(bot: str, lines: list[str], *flags: str) -> list[str]:
     done = subprocess.run(
         [sys.executable, str(ENGINES / BOTS[bot]), *flags],
         input="".join(f"{i} {line}\n" for i, line in enumerate(lines, 1)),
-        cwd=ENGINES, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ENGINES,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     answers = [a for a in done.stdout.split("\n\n") if a.strip()]
     assert len(answers) == len(lines), done.stdout
@@ -170,9 +200,15 @@ def talk(bot: str, lines: list[str], *flags: str) -> list[str]:
     return [a.split(" ", 1)[1].strip() if " " in a else "" for a in answers]
 
 
-SETUP = ["atoll-islands 8", "boardsize 11", "clear_board", "atoll-pie on",
-         "atoll-time_settings fischer 5000 50", "atoll-time_left b 5000",
-         "atoll-time_left w 5000"]  # fmt: skip
+SETUP = [
+    "atoll-islands 8",
+    "boardsize 11",
+    "clear_board",
+    "atoll-pie on",
+    "atoll-time_settings fischer 5000 50",
+    "atoll-time_left b 5000",
+    "atoll-time_left w 5000",
+]
 CENTRAL, CORNER = "f5", "a1"
 
 
@@ -199,8 +235,10 @@ def test_opening_is_modest_with_the_pie_rule(bot: str) -> None:
 
 
 def test_random_takes_the_pie_at_random_and_never_without_it() -> None:
-    answers = [talk("random", [*SETUP, f"play b {CENTRAL}", "genmove w"], "--seed", str(s))[-1]
-               for s in range(8)]  # fmt: skip
+    answers = [
+        talk("random", [*SETUP, f"play b {CENTRAL}", "genmove w"], "--seed", str(s))[-1]
+        for s in range(8)
+    ]
     assert SWAP in answers and any(a != SWAP for a in answers)
     off = [s if s != "atoll-pie on" else "atoll-pie off" for s in SETUP]
     assert talk("random", [*off, f"play b {CENTRAL}", "genmove w"], "--seed", "1")[-1] != SWAP
@@ -212,8 +250,11 @@ def lost_position(variant: Variant) -> Game:
     while True:
         game = Game(variant)
         while game.winner is None:
-            if game.to_move is Color.BLACK and not game.winning_cells(Color.BLACK) and len(
-                    game.winning_cells(Color.WHITE)) >= 2:  # fmt: skip
+            if (
+                game.to_move is Color.BLACK
+                and not game.winning_cells(Color.BLACK)
+                and len(game.winning_cells(Color.WHITE)) >= 2
+            ):
                 return game
             game.play(rng.choice(game.legal_cells()))
 
@@ -229,8 +270,9 @@ def test_mcts_resigns_only_a_lost_position_and_heuristic_never() -> None:
     assert block in {game.move_name(c) for c in game.winning_cells(Color.WHITE)}
     assert talk("heuristic", [*setup, *plays, "genmove b"])[-1] != "resign"
     # One step earlier (White to move) nothing is lost yet for Black: no resignation.
-    earlier = talk("mcts", [*setup, *plays[:-1], f"genmove {'b' if len(plays) % 2 else 'w'}"],
-                   "--time", "0.2")  # fmt: skip
+    earlier = talk(
+        "mcts", [*setup, *plays[:-1], f"genmove {'b' if len(plays) % 2 else 'w'}"], "--time", "0.2"
+    )
     assert earlier[-1] != "resign"
 
 

@@ -91,10 +91,15 @@ def _tournament(folder: Path, extra: str) -> Path:
 def test_a_tournament_resolves_names_file_then_own_entries_then_bundled(tmp_path: Path) -> None:
     (tmp_path / "bot.py").write_text("")
     _user_file(tmp_path, '[engines.heuristic]\ncommand = ["{python}", "bot.py"]\n')
-    t = load_tournament(_tournament(tmp_path, 'engines = ["random", "heuristic", "mcts"]\n'
-                                               'engines_file = "mine.toml"\n'
-                                               '[[engine]]\nname = "mcts"\n'
-                                               'command = ["{python}", "bot.py"]\n'))  # fmt: skip
+    t = load_tournament(
+        _tournament(
+            tmp_path,
+            'engines = ["random", "heuristic", "mcts"]\n'
+            'engines_file = "mine.toml"\n'
+            '[[engine]]\nname = "mcts"\n'
+            'command = ["{python}", "bot.py"]\n',
+        )
+    )
     assert list(t.engines) == ["random", "heuristic", "mcts"]
     assert t.engines["random"].bundled
     assert not t.engines["heuristic"].bundled and t.engines["heuristic"].cwd == str(tmp_path)
@@ -156,8 +161,7 @@ def test_new_tournament_loads_with_the_bundled_bots_and_the_new_bot(tmp_path: Pa
     (tmp_path / "bots").mkdir()
     assert invoke("new", "bot", "bots/mine.py", cwd=tmp_path).returncode == 0
     (tmp_path / "leagues").mkdir()
-    done = invoke("new", "tournament", "leagues/spring.toml", "--bot", "bots/mine.py",
-                  cwd=tmp_path)  # fmt: skip
+    done = invoke("new", "tournament", "leagues/spring.toml", "--bot", "bots/mine.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     t = load_tournament(tmp_path / "leagues" / "spring.toml")
     assert t.name == "spring" and list(t.engines) == ["random", "heuristic", "mcts", "mine"]
@@ -177,8 +181,10 @@ def test_an_example_runs_from_any_folder_with_its_store_there(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
     assert status["games"] == 0 and status["left"] == 60
-    assert str(tmp_path / "demo.sqlite") in invoke("tournament", "status", "--example", "demo",
-                                                   cwd=tmp_path).stdout  # fmt: skip
+    assert (
+        str(tmp_path / "demo.sqlite")
+        in invoke("tournament", "status", "--example", "demo", cwd=tmp_path).stdout
+    )
     for args in ([], ["--example", "demo", "t.toml"]):
         wrong = invoke("tournament", "run", *args, cwd=tmp_path)
         assert wrong.returncode == 2 and "--example" in wrong.stderr

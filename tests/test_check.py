@@ -50,8 +50,9 @@ sys.exit(Bot().run())
 """
 
 
-async def check_position(spec: EngineSpec, *, timeout: float, moves: int,
-                         clock: TimeControl | None = None) -> CheckResult:  # fmt: skip
+async def check_position(
+    spec: EngineSpec, *, timeout: float, moves: int, clock: TimeControl | None = None
+) -> CheckResult:
     """One position check of `moves` plies, as `arbiter check` runs it."""
     variant = Variant()
     game = Game(variant)
@@ -75,8 +76,12 @@ async def test_an_engine_stuck_on_a_play_is_told_so_not_that_genmove_was_slow() 
 
 
 async def test_an_engine_over_its_clock_is_told_to_budget_its_moves() -> None:
-    result = await check_position(inline_engine("late", OVERRUNS_BY_800_MS), timeout=10.0,
-                                  moves=2, clock=TimeControl(1.5, 0.0))  # fmt: skip
+    result = await check_position(
+        inline_engine("late", OVERRUNS_BY_800_MS),
+        timeout=10.0,
+        moves=2,
+        clock=TimeControl(1.5, 0.0),
+    )
     assert not result.passed
     assert "budget each move" in result.hint, (result.detail, result.hint)
     assert "--timeout" not in result.hint  # --timeout is not what limits a clocked move
@@ -92,8 +97,7 @@ sys.exit(Bot().run())
 
 
 async def test_a_genmove_answer_of_two_lines_gets_a_genmove_hint() -> None:
-    result = await check_position(inline_engine("chatty", TWO_LINE_GENMOVE), timeout=5.0,
-                                  moves=1)  # fmt: skip
+    result = await check_position(inline_engine("chatty", TWO_LINE_GENMOVE), timeout=5.0, moves=1)
     assert not result.passed
     assert "several lines" in result.detail, result.detail
     assert "genmove must answer" in result.hint, result.hint
@@ -127,8 +131,7 @@ sys.exit(Bot().run())
     " turn awaited: the reader cannot say which response of a chunk was bad",
 )
 async def test_debug_output_before_the_move_is_not_blamed_on_a_play() -> None:
-    result = await check_position(inline_engine("chatty", BUFFERED_DEBUG), timeout=5.0,
-                                  moves=1)  # fmt: skip
+    result = await check_position(inline_engine("chatty", BUFFERED_DEBUG), timeout=5.0, moves=1)
     assert not result.passed and "got 'thinking...'" in result.detail, result.detail
     assert "send logs to stderr" in result.hint
     assert "play" not in result.detail.splitlines()[0], result.detail

@@ -48,33 +48,69 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
 @pytest.mark.parametrize(
     ("mode", "failed", "detail", "hint"),
     [
-        ("hex-rows-from-bottom", "coordinates: hex/11", "rows counted from the other end",
-         "a1 is the top-left corner"),
-        pytest.param("atoll-ranks-from-top", "coordinates: atoll-8/11",
-                     "rows counted from the other end", "rank 1 is the bottom cell of each file",
-                     marks=pytest.mark.slow),  # the Atoll form of rows from the bottom
-        pytest.param("files-from-right", "coordinates: hex/11", "letters from the right",
-                     "letter counted from the left",
-                     marks=pytest.mark.slow),  # a misread file, as rows from the bottom (fast)
-        pytest.param("files-from-right", "coordinates: atoll-8/11", "letters from the right",
-         "letter counted from the left",
-                     marks=pytest.mark.slow),  # the same mistake on the other board
-        ("letter-number-swapped", "coordinates: hex/11", "letter and number swapped",
-         "the letter is the column"),
-        pytest.param("letter-number-swapped", "positions: atoll-8/11", "not a playable cell",
-         "rank 1 the bottom cell of its file (PROTOCOL.md section 4.1)",
-                     marks=pytest.mark.slow),  # the same mistake on the other board
-        ("swaps-central-without-pie", "positions: hex/11 no-pie", "swap",
-         "never answer swap"),
-        pytest.param("swaps-central-without-pie", "positions: atoll-8/11 no-pie", "swap",
-         "never answer swap",
-                     marks=pytest.mark.slow),  # the same mistake on the other board
-        pytest.param("refuses-7-and-23", "positions: atoll-8/23", "boardsize 23",
-                     "declare the sizes", marks=pytest.mark.slow),
-        ("one-newline", "start-up handshake",
-         "answered '=1 2\\n=2 checkbot-one-newline", "end every answer with an empty line"),
+        (
+            "hex-rows-from-bottom",
+            "coordinates: hex/11",
+            "rows counted from the other end",
+            "a1 is the top-left corner",
+        ),
+        pytest.param(
+            "atoll-ranks-from-top",
+            "coordinates: atoll-8/11",
+            "rows counted from the other end",
+            "rank 1 is the bottom cell of each file",
+            marks=pytest.mark.slow,
+        ),  # the Atoll form of rows from the bottom
+        pytest.param(
+            "files-from-right",
+            "coordinates: hex/11",
+            "letters from the right",
+            "letter counted from the left",
+            marks=pytest.mark.slow,
+        ),  # a misread file, as rows from the bottom (fast)
+        pytest.param(
+            "files-from-right",
+            "coordinates: atoll-8/11",
+            "letters from the right",
+            "letter counted from the left",
+            marks=pytest.mark.slow,
+        ),  # the same mistake on the other board
+        (
+            "letter-number-swapped",
+            "coordinates: hex/11",
+            "letter and number swapped",
+            "the letter is the column",
+        ),
+        pytest.param(
+            "letter-number-swapped",
+            "positions: atoll-8/11",
+            "not a playable cell",
+            "rank 1 the bottom cell of its file (PROTOCOL.md section 4.1)",
+            marks=pytest.mark.slow,
+        ),  # the same mistake on the other board
+        ("swaps-central-without-pie", "positions: hex/11 no-pie", "swap", "never answer swap"),
+        pytest.param(
+            "swaps-central-without-pie",
+            "positions: atoll-8/11 no-pie",
+            "swap",
+            "never answer swap",
+            marks=pytest.mark.slow,
+        ),  # the same mistake on the other board
+        pytest.param(
+            "refuses-7-and-23",
+            "positions: atoll-8/23",
+            "boardsize 23",
+            "declare the sizes",
+            marks=pytest.mark.slow,
+        ),
+        (
+            "one-newline",
+            "start-up handshake",
+            "answered '=1 2\\n=2 checkbot-one-newline",
+            "end every answer with an empty line",
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_mistake_fails_check_with_a_hint_that_names_it(
     mode: str, failed: str, detail: str, hint: str
 ) -> None:
@@ -191,8 +227,13 @@ def test_movetime_milliseconds_read_as_seconds_fail_the_movetime_clock() -> None
 @pytest.mark.slow
 def test_transcripts_and_verbose_show_each_positions_exchange(tmp_path: Path) -> None:
     folder = tmp_path / "exchanges"
-    done = invoke("check", "-v", "--transcripts", str(folder),
-                  f"{sys.executable} {CHECKBOTS} win-no-island-chain")  # fmt: skip
+    done = invoke(
+        "check",
+        "-v",
+        "--transcripts",
+        str(folder),
+        f"{sys.executable} {CHECKBOTS} win-no-island-chain",
+    )
     assert done.returncode == 1
     files = sorted(folder.glob("position-*.log"))
     assert len(files) > 40

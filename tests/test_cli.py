@@ -31,16 +31,33 @@ GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
 def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     records = tmp_path / "games.jsonl"
     done = arbiter(
-        "match", "--engines", str(ENGINES), "random", "mc-fast", "--games", "4",
-        "--tc", "5+0.05", "--concurrency", "2", "--records", str(records), "--seed", "3",
-    )  # fmt: skip
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "mc-fast",
+        "--games",
+        "4",
+        "--tc",
+        "5+0.05",
+        "--concurrency",
+        "2",
+        "--records",
+        str(records),
+        "--seed",
+        "3",
+    )
     assert done.returncode == 0, done.stderr
     for n in range(1, 5):
         assert f"Started game {n} of 4" in done.stderr
@@ -71,8 +88,11 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     assert stones == 3 - games[0].moves[:3].count("swap")
     assert board.count("x") + board.count("o") == 1  # the last stone is marked
     moves = shown.stdout.split("Moves:\n")[1].split()
-    assert moves[:3] == [f"1.{games[0].moves[0]}", f"2.{games[0].moves[1]}",
-                         f"3.{games[0].moves[2]}<"]  # fmt: skip
+    assert moves[:3] == [
+        f"1.{games[0].moves[0]}",
+        f"2.{games[0].moves[1]}",
+        f"3.{games[0].moves[2]}<",
+    ]
     by_number = invoke("show", str(records), "--game", games[0].game_id.rsplit("-", 1)[1])
     assert by_number.stdout.splitlines()[0] == shown.stdout.splitlines()[0]
     ambiguous = invoke("show", str(records), "--game", games[0].game_id[:-1])
@@ -88,9 +108,22 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
 
 def test_match_json_summary_and_hex(tmp_path: Path) -> None:
     done = arbiter(
-        "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "2",
-        "--islands", "4", "--size", "5", "--tc", "st=1", "--json", "--quiet",
-    )  # fmt: skip
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "2",
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "--tc",
+        "st=1",
+        "--json",
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["games"] == 2 and summary["engines"] == ["random", "skeleton"]
@@ -112,8 +145,21 @@ def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: 
     shifty = f"sh -c 'exec {sys.executable} {BADBOT} ok --name shifty-$$'"
     loser = f"{sys.executable} {BADBOT} resign --name loser"
     records = tmp_path / "r.jsonl"
-    done = arbiter("match", shifty, loser, "--games", "6", "--tc", "10+0.1", "-c", "2",
-                   "--json", "-q", "--records", str(records))  # fmt: skip
+    done = arbiter(
+        "match",
+        shifty,
+        loser,
+        "--games",
+        "6",
+        "--tc",
+        "10+0.1",
+        "-c",
+        "2",
+        "--json",
+        "-q",
+        "--records",
+        str(records),
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["wins"] == {shifty: 6, loser: 0}
@@ -129,9 +175,18 @@ def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     bad = f"{sys.executable} {BADBOT} crash --after 2"
     done = arbiter(
-        "match", bad, "--engines", str(ENGINES), "random", "--games", "2",
-        "--tc", "5+0", "--records", str(records),
-    )  # fmt: skip
+        "match",
+        bad,
+        "--engines",
+        str(ENGINES),
+        "random",
+        "--games",
+        "2",
+        "--tc",
+        "5+0",
+        "--records",
+        str(records),
+    )
     assert done.returncode == 0, done.stderr
     assert "forfeits (crash" in done.stderr
     games = list(read_records(records))
@@ -228,9 +283,17 @@ def test_show_reports_bad_files(tmp_path: Path) -> None:
     assert result.exit_code == 2 and f"{bad}:1: not a game record" in result.output
     assert "holds no games" in result.output
     # Foreign lines among good records: the good ones show, each bad one is named.
-    good = GameRecord(game_id="m-1", variant={"size": 11, "islands": 8, "pie": True},
-                      seat1="a", seat2="b", tc={"seat1": "1+0", "seat2": "1+0"}, started="s",
-                      moves=["f5"], winner="a", termination=Termination.RESIGN)  # fmt: skip
+    good = GameRecord(
+        game_id="m-1",
+        variant={"size": 11, "islands": 8, "pie": True},
+        seat1="a",
+        seat2="b",
+        tc={"seat1": "1+0", "seat2": "1+0"},
+        started="s",
+        moves=["f5"],
+        winner="a",
+        termination=Termination.RESIGN,
+    )
     broken_variant = dict(good.to_json(), variant={"size": 12, "islands": 8, "pie": True})
     bad.write_text(
         "\n".join(
@@ -260,18 +323,31 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     records.write_text("")
     for _ in range(2):
         done = invoke(
-            "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
-            "--tc", "5+0", "--records", str(records), "-q",
-        )  # fmt: skip
+            "match",
+            "--engines",
+            str(ENGINES),
+            "random",
+            "skeleton",
+            "--games",
+            "1",
+            "--tc",
+            "5+0",
+            "--records",
+            str(records),
+            "-q",
+        )
         assert done.returncode == 0, done.stderr
     assert len(list(read_records(records))) == 2
 
 
-@pytest.mark.parametrize("name", [
-    "skeleton",
-    pytest.param("random", marks=pytest.mark.slow),  # the bundled bots pass the same checks
-    pytest.param("mc-fast", marks=pytest.mark.slow),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "skeleton",
+        pytest.param("random", marks=pytest.mark.slow),  # the bundled bots pass the same checks
+        pytest.param("mc-fast", marks=pytest.mark.slow),
+    ],
+)
 def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) -> None:
     done = invoke("check", "--engines", str(ENGINES), name, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -370,9 +446,11 @@ def test_check_fails_each_bot_author_mistake_with_a_true_hint(
 def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
     book = tmp_path / "engines.toml"
     hexer = [sys.executable, str(ROOT / "tests" / "engines" / "gtphex.py"), "--always-swap"]
-    book.write_text(f"[engines.hexer]\ncommand = {json.dumps(hexer)}\nislands = [4]\n"
-                    'sizes = [7, 11]\nswap = "swap-pieces"\n'
-                    'options = ["param_game allow_swap 1"]\n')  # fmt: skip
+    book.write_text(
+        f"[engines.hexer]\ncommand = {json.dumps(hexer)}\nislands = [4]\n"
+        'sizes = [7, 11]\nswap = "swap-pieces"\n'
+        'options = ["param_game allow_swap 1"]\n'
+    )
     done = invoke("check", "hexer", "--engines", str(book), "--json")
     assert done.returncode == 0, done.stdout
     results = {r["name"]: r for r in json.loads(done.stdout)}
@@ -387,9 +465,17 @@ def test_check_honours_the_engine_definition(tmp_path: Path) -> None:
 def test_an_engine_that_cannot_play_the_variant_is_a_config_error() -> None:
     assert GNUGO is not None
     done = invoke(
-        "match", f"{GNUGO} --mode gtp", "--engines", str(ENGINES), "random",
-        "--islands", "4", "--size", "5", "-q",
-    )  # fmt: skip
+        "match",
+        f"{GNUGO} --mode gtp",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "-q",
+    )
     assert done.returncode == 2
     assert "GNU Go does not list atoll-islands" in done.stderr
     assert done.stdout == ""
@@ -410,12 +496,31 @@ def test_a_signal_stops_cleanly_with_the_score_so_far(
     slow = f"{sys.executable} {BADBOT} slow --ms 20 --name {marker}"
     records = tmp_path / "r.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", slow, "random", "--engines", str(ENGINES),
-         "--games", "1000000000", "--tc", "60+0", "-c", concurrency, "--records", str(records),
-         *(["--json", "--sprt", "elo0=0,elo1=5"] if as_json else [])],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            slow,
+            "random",
+            "--engines",
+            str(ENGINES),
+            "--games",
+            "1000000000",
+            "--tc",
+            "60+0",
+            "-c",
+            concurrency,
+            "--records",
+            str(records),
+            *(["--json", "--sprt", "elo0=0,elo1=5"] if as_json else []),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     assert proc.stderr is not None
     for line in proc.stderr:  # a billion games start at once: the schedule is not a list
         if line.startswith("Finished game"):
@@ -453,16 +558,39 @@ def test_a_killed_worker_process_takes_its_engines_and_only_its_game(tmp_path: P
     slow = f"{sys.executable} {BADBOT} slow --ms 20 --name {marker}"
     records = tmp_path / "r.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", slow, slow, "--games", "4",
-         "--tc", "60+0", "-c", "2", "--records", str(records), "--json", "-q"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            slow,
+            slow,
+            "--games",
+            "4",
+            "--tc",
+            "60+0",
+            "-c",
+            "2",
+            "--records",
+            str(records),
+            "--json",
+            "-q",
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         workers: list[int] = []
         worker = "arbiter.executors.worker"
-        assert wait_until(lambda: len(workers := _children(proc.pid, worker)) == 2
-                          and all(len(_children(w, marker)) == 2 for w in workers))  # fmt: skip
+        assert wait_until(
+            lambda: (
+                len(workers := _children(proc.pid, worker)) == 2
+                and all(len(_children(w, marker)) == 2 for w in workers)
+            )
+        )
         workers = _children(proc.pid, worker)
         victim = workers[0]
         engines = _children(victim, marker)
@@ -491,11 +619,31 @@ def test_a_worker_that_dies_starting_a_games_engines_names_them_as_the_match_doe
     bot = f"{sys.executable} {BADBOT} slow-start --ms 1500 --name {marker}"
     records = tmp_path / "r.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", bot, bot, "--games", "2", "--sandbox",
-         "--tc", "60+0", "-c", "2", "--records", str(records), "--json", "-q"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            bot,
+            bot,
+            "--games",
+            "2",
+            "--sandbox",
+            "--tc",
+            "60+0",
+            "-c",
+            "2",
+            "--records",
+            str(records),
+            "--json",
+            "-q",
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         worker = "arbiter.executors.worker"
         victims: list[int] = []
@@ -521,9 +669,19 @@ def test_a_worker_that_dies_starting_a_games_engines_names_them_as_the_match_doe
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_is_one_clear_line_not_a_traceback() -> None:
     done = arbiter(
-        "match", "--engines", str(ENGINES), "random", "skeleton", "--games", "2",
-        "--tc", "5+0", "--records", "/dev/full", "-q",
-    )  # fmt: skip
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "2",
+        "--tc",
+        "5+0",
+        "--records",
+        "/dev/full",
+        "-q",
+    )
     assert done.returncode == 1
     assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
 
@@ -534,8 +692,20 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
     import resource
 
     records = tmp_path / "r.jsonl"
-    first = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
-                   "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    first = invoke(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "1",
+        "--tc",
+        "5+0",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert first.returncode == 0, first.stderr
     kept = records.read_bytes()
     limit = len(kept) + 300  # room for part of the next record, not all of it
@@ -544,17 +714,48 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     done = subprocess.run(
-        [sys.executable, "-m", "arbiter", "match", "--engines", str(ENGINES), "random",
-         "skeleton", "--games", "4", "--tc", "5+0", "--records", str(records), "-q"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            "--engines",
+            str(ENGINES),
+            "random",
+            "skeleton",
+            "--games",
+            "4",
+            "--tc",
+            "5+0",
+            "--records",
+            str(records),
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
         preexec_fn=small_files,
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     [line] = done.stderr.strip().splitlines()
     assert "cannot append to" in line and "intact" in line and "Traceback" not in line
     assert records.read_bytes() == kept  # the torn line was cut back
-    again = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "1",
-                   "--tc", "5+0", "--records", str(records), "-q")  # fmt: skip
+    again = invoke(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "1",
+        "--tc",
+        "5+0",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert again.returncode == 0
     assert len(list(read_records(records))) == 2
 
@@ -563,9 +764,16 @@ def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Pa
     broken = tmp_path / "broken_bot.py"
     broken.write_text("import sys\ndef broken(:\n")
     done = arbiter(
-        "match", f"{sys.executable} {broken}", "--engines", str(ENGINES), "random",
-        "--games", "4", "--tc", "5+0",
-    )  # fmt: skip
+        "match",
+        f"{sys.executable} {broken}",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "--games",
+        "4",
+        "--tc",
+        "5+0",
+    )
     assert done.returncode == 1
     assert "broken_bot could not be started" in done.stdout
     assert "SyntaxError" in done.stdout and "exit status 1" in done.stdout
@@ -580,16 +788,31 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
 
     store = tmp_path / "m.sqlite"
     engines = [f"slow={sys.executable} {BADBOT} slow --ms 20", f"ok={sys.executable} {BADBOT} ok"]
-    args = ["match", *engines, "--size", "7", "--tc", "10+0.1", "--seed", "4", "--store",
-            str(store)]  # fmt: skip
+    args = [
+        "match",
+        *engines,
+        "--size",
+        "7",
+        "--tc",
+        "10+0.1",
+        "--seed",
+        "4",
+        "--store",
+        str(store),
+    ]
 
     def stored() -> set[str]:
         with Store.open_read(store) as reader:
             return reader.done_ids()
 
-    with subprocess.Popen([sys.executable, "-m", "arbiter", *args, "--games", "8", "-c", "2"],
-                          cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True) as first:  # fmt: skip
+    with subprocess.Popen(
+        [sys.executable, "-m", "arbiter", *args, "--games", "8", "-c", "2"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as first:
         assert first.stderr is not None
         finished = 0
         for line in first.stderr:
@@ -654,8 +877,9 @@ def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) 
     with Store.open(path) as store:
         store.begin("league", {"format": "round-robin"}, {"name": "league"}, {})
     before = path.read_bytes()
-    result = CliRunner().invoke(main, ["match", "--engines", str(ENGINES), "random", "mc",
-                                       "--store", str(path)])  # fmt: skip
+    result = CliRunner().invoke(
+        main, ["match", "--engines", str(ENGINES), "random", "mc", "--store", str(path)]
+    )
     assert result.exit_code == 2, result.output
     assert "holds tournament 'league', not a match" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
@@ -665,8 +889,22 @@ def test_a_match_refuses_a_tournament_store_and_leaves_it_alone(tmp_path: Path) 
 @pytest.mark.slow
 def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
     store = tmp_path / "m.sqlite"
-    args = ["match", "--engines", str(ENGINES), "mc-fast", "random", "--size", "7", "--tc",
-            "5+0.05", "--sprt", "elo0=0,elo1=400", "--store", str(store), "--json"]  # fmt: skip
+    args = [
+        "match",
+        "--engines",
+        str(ENGINES),
+        "mc-fast",
+        "random",
+        "--size",
+        "7",
+        "--tc",
+        "5+0.05",
+        "--sprt",
+        "elo0=0,elo1=400",
+        "--store",
+        str(store),
+        "--json",
+    ]
     first = arbiter(*args, "--games", "40", "-c", "2")
     assert first.returncode == 0, first.stderr
     decided = json.loads(first.stdout)
@@ -688,8 +926,16 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
         f"runpy.run_path({str(BADBOT)!r}, run_name='__main__')\n"
     )
     store = tmp_path / "m.sqlite"
-    args = ["match", f"a={sys.executable} {script} ok", f"b={sys.executable} {BADBOT} ok",
-            "--size", "7", "--store", str(store), "-q"]  # fmt: skip
+    args = [
+        "match",
+        f"a={sys.executable} {script} ok",
+        f"b={sys.executable} {BADBOT} ok",
+        "--size",
+        "7",
+        "--store",
+        str(store),
+        "-q",
+    ]
     assert arbiter(*args, "--games", "2").returncode == 0
     script.write_text(script.read_text() + "\n# build 2\n")
     refused = arbiter(*args, "--games", "4")
@@ -723,34 +969,66 @@ def test_a_match_varies_its_pairs_with_openings_as_a_tournament_does(tmp_path: P
     # By default each pair starts from its own random stone: two deterministic
     # engines no longer replay one pair of games; the same seed draws the same stones.
     for name in ("a", "b"):
-        done = invoke("match", first, first, *pair, "--seed", "7",
-                      "--records", str(tmp_path / f"{name}.jsonl"))  # fmt: skip
+        done = invoke(
+            "match",
+            first,
+            first,
+            *pair,
+            "--seed",
+            "7",
+            "--records",
+            str(tmp_path / f"{name}.jsonl"),
+        )
         assert done.returncode == 0, done.stderr
     drawn = openings(tmp_path / "a.jsonl")
     assert drawn == openings(tmp_path / "b.jsonl")
     assert all(len(o) == 1 for o in drawn) and len(set(drawn)) > 1
     # --random-openings 0 plays from the empty board; without the pie rule, N plies.
-    done = invoke("match", first, first, *pair, "--random-openings", "0",
-                  "--records", str(tmp_path / "empty.jsonl"))  # fmt: skip
+    done = invoke(
+        "match",
+        first,
+        first,
+        *pair,
+        "--random-openings",
+        "0",
+        "--records",
+        str(tmp_path / "empty.jsonl"),
+    )
     assert done.returncode == 0, done.stderr
     assert all(g.opening == 0 for g in read_records(tmp_path / "empty.jsonl"))
-    done = invoke("match", first, first, *pair, "--random-openings", "3", "--no-pie",
-                  "--records", str(tmp_path / "three.jsonl"))  # fmt: skip
+    done = invoke(
+        "match",
+        first,
+        first,
+        *pair,
+        "--random-openings",
+        "3",
+        "--no-pie",
+        "--records",
+        str(tmp_path / "three.jsonl"),
+    )
     assert done.returncode == 0, done.stderr
     assert all(len(o) == 3 for o in openings(tmp_path / "three.jsonl"))
     # An openings file: one line a pair, in order, cycling.
     book = tmp_path / "book.txt"
     book.write_text("d4  # the centre\nb2 swap\n")
-    done = invoke("match", first, first, *pair, "--openings", str(book),
-                  "--records", str(tmp_path / "book.jsonl"))  # fmt: skip
+    done = invoke(
+        "match",
+        first,
+        first,
+        *pair,
+        "--openings",
+        str(book),
+        "--records",
+        str(tmp_path / "book.jsonl"),
+    )
     assert done.returncode == 0, done.stderr
     assert openings(tmp_path / "book.jsonl") == [("d4",), ("b2", "swap"), ("d4",)]
     # Mistakes are one line, exit 2, naming the file and line.
     book.write_text("d4 e5\n")
     done = invoke("match", first, first, *pair, "--openings", str(book))
     assert done.returncode == 2 and f"{book}" in done.stderr and "line 1" in done.stderr
-    done = invoke("match", first, first, *pair, "--openings", str(book),
-                  "--random-openings", "2")  # fmt: skip
+    done = invoke("match", first, first, *pair, "--openings", str(book), "--random-openings", "2")
     assert done.returncode == 2 and "choose one" in done.stderr
 
 

@@ -182,8 +182,9 @@ async def test_a_fault_before_the_first_genmove_is_written_voids_the_game(
     assert record.termination is Termination.SETUP and outcome.faulty == {0}  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("delay", "verdict"), [(0.5, Termination.PROTOCOL),
-                                                (1.5, Termination.TIME)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("delay", "verdict"), [(0.5, Termination.PROTOCOL), (1.5, Termination.TIME)]
+)
 async def test_the_clock_is_checked_before_a_refusal(
     delay: float, verdict: Termination, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -203,15 +204,21 @@ async def test_every_command_each_dialect_is_sent(autojump_clock: trio.abc.Clock
     bots = (ScriptedBot(0.5, 3), ScriptedBot(0.25, 4))
     bots[0].islands = 4  # a Hex program: it is never told the variant
     speak = ((GTP_HEX, Dialect(islands=(4,), swap="swap-pieces")), (None, None))
-    outcome, _, _ = await play_virtual(bots, "10+1", variant=Variant(4, 5, True),
-                                       opening=("c3", "swap"), speak=speak)  # fmt: skip
+    outcome, _, _ = await play_virtual(
+        bots, "10+1", variant=Variant(4, 5, True), opening=("c3", "swap"), speak=speak
+    )
     record = outcome.record  # type: ignore[attr-defined]
     assert record.termination is Termination.CONNECTION and record.moves[:2] == ["c3", "swap"]
     gtp, atoll = bots[0].received, bots[1].received
     # Set-up: only what each one lists; the GTP engine hears of no clock at all.
     assert gtp[:2] == ["boardsize 5", "clear_board"]
-    assert atoll[:5] == ["atoll-islands 4", "boardsize 5", "clear_board", "atoll-pie on",
-                         "atoll-time_settings fischer 10000 1000"]  # fmt: skip
+    assert atoll[:5] == [
+        "atoll-islands 4",
+        "boardsize 5",
+        "clear_board",
+        "atoll-pie on",
+        "atoll-time_settings fischer 10000 1000",
+    ]
     assert not any(line.startswith(("time_", "atoll-")) for line in gtp)
     # The opening reaches both, the pie move in each one's spelling.
     assert gtp[2:4] == ["play b c3", "play w swap-pieces"]

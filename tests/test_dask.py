@@ -43,8 +43,9 @@ try:
 except ImportError:  # pragma: no cover - the test extra installs it
     distributed = None
 
-needs_dask = pytest.mark.skipif(distributed is None, reason="needs the distributed package"
-                                " (pip install -e '.[dask]')")  # fmt: skip
+needs_dask = pytest.mark.skipif(
+    distributed is None, reason="needs the distributed package (pip install -e '.[dask]')"
+)
 ROOT = Path(__file__).resolve().parent.parent
 BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 NO_ENGINE = "ARBITER_TEST_NO_ENGINE"  # a worker started with it cannot start "picky" engines
@@ -62,8 +63,9 @@ def picky_bot(name: str) -> str:
     return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n"
 
 
-def write_tournament(folder: Path, name: str, header: str, engines: list[str],
-                     file: str = "") -> Path:  # fmt: skip
+def write_tournament(
+    folder: Path, name: str, header: str, engines: list[str], file: str = ""
+) -> Path:
     path = folder / (file or f"{name}.toml")
     path.write_text(
         f'[tournament]\nname = "{name}"\nsize = 7\ntc = "10+0.1"\n'
@@ -73,8 +75,14 @@ def write_tournament(folder: Path, name: str, header: str, engines: list[str],
 
 
 def arbiter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # ------------------------------------------------------------ in-process cluster
@@ -86,8 +94,9 @@ def local_cluster() -> Iterator[str]:
     games have their own ids and store, so nothing of one reaches another)."""
     if distributed is None:
         pytest.skip("needs the distributed package (pip install -e '.[dask]')")
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster:  # fmt: skip
+    with distributed.LocalCluster(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as cluster:
         yield str(cluster.scheduler_address)
 
 
@@ -103,8 +112,9 @@ def test_the_cluster_plays_the_same_games_as_the_local_executor(
     tmp_path: Path, local_cluster: str
 ) -> None:
     engines = [bot("alpha"), bot("beta"), bot("gamma")]
-    local = write_tournament(tmp_path, "t", 'rounds = 2\nconcurrency = 2\noutput = "local.sqlite"',
-                             engines)  # fmt: skip
+    local = write_tournament(
+        tmp_path, "t", 'rounds = 2\nconcurrency = 2\noutput = "local.sqlite"', engines
+    )
     dask = write_tournament(tmp_path, "t", 'rounds = 2\noutput = "dask.sqlite"', engines, "d.toml")
     local_outcome, left = _run(local)
     dask_outcome, dask_left = _run(dask, dask=local_cluster)
@@ -132,8 +142,10 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["tournament", "run", str(t), "-q"])
     assert result.exit_code == 0, result.output
     with sqlite3.connect(tmp_path / "t.sqlite") as con:  # as if a second machine played some
-        con.execute("UPDATE games SET record = json_set(record, '$.host', 'node-2', '$.cpu',"
-                    " 'Slow CPU') WHERE number % 2 = 0")  # fmt: skip
+        con.execute(
+            "UPDATE games SET record = json_set(record, '$.host', 'node-2', '$.cpu',"
+            " 'Slow CPU') WHERE number % 2 = 0"
+        )
     result = CliRunner().invoke(main, ["tournament", "status", str(t), "--by-host", "--json"])
     assert result.exit_code == 0, result.output
     hosts = {h["host"]: h for h in json.loads(result.output)["hosts"]}
@@ -150,7 +162,8 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
 @needs_dask
 @pytest.mark.slow
 def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
-        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from arbiter.cli import main
@@ -166,8 +179,22 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
     monkeypatch.setattr(dask, "_where", counted)  # the in-process workers call it
     engines = [f"{name}={sys.executable} {BADBOT} ok --name reply-{name}" for name in "ab"]
     store = tmp_path / "m.sqlite"
-    args = ["match", *engines, "--size", "7", "--tc", "10+0.1", "--seed", "3", "--dask",
-            local_cluster, "--store", str(store), "--json", "-q"]  # fmt: skip
+    args = [
+        "match",
+        *engines,
+        "--size",
+        "7",
+        "--tc",
+        "10+0.1",
+        "--seed",
+        "3",
+        "--dask",
+        local_cluster,
+        "--store",
+        str(store),
+        "--json",
+        "-q",
+    ]
     first = CliRunner().invoke(main, [*args, "--games", "2"])
     assert first.exit_code == 0, first.output
     # Each of the two workers checked the engines, then the cluster played both games.
@@ -185,15 +212,17 @@ def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
             "b": "reply-b",
         }  # answers reached the store from the workers
     # Engines are looked for on the workers, not here: each worker's failure is named.
-    missing = CliRunner().invoke(main, ["match", engines[0], f"gone={tmp_path / 'no-bot'}",
-                                        "--dask", local_cluster, "-q"])  # fmt: skip
+    missing = CliRunner().invoke(
+        main, ["match", engines[0], f"gone={tmp_path / 'no-bot'}", "--dask", local_cluster, "-q"]
+    )
     assert missing.exit_code == 1, missing.output
     assert "Match stopped: no Dask worker can start gone: on inproc://" in missing.stdout
 
 
 @needs_dask
 def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
-        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The client resolves a bundled name to its own interpreter and package; a worker
     installed elsewhere starts the bot from its own."""
     import dataclasses
@@ -203,12 +232,29 @@ def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
     class Elsewhere(config.EnginesFile):
         def spec(self, key: str, *, local: bool = True) -> Any:
             spec = super().spec(key, local=False)
-            return dataclasses.replace(spec, argv=("/client/bin/python", *spec.argv[1:]),
-                                       cwd="/client/site-packages/arbiter/bots")  # fmt: skip
+            return dataclasses.replace(
+                spec,
+                argv=("/client/bin/python", *spec.argv[1:]),
+                cwd="/client/site-packages/arbiter/bots",
+            )
 
     monkeypatch.setattr(config, "bundled", lambda: Elsewhere(config.BUNDLED_FILE, bundled=True))
-    done = invoke("match", "random", "skeleton", "--dask", local_cluster, "--games", "2",
-                  "--size", "7", "--tc", "5+0", "--json", "-q", cwd=tmp_path)  # fmt: skip
+    done = invoke(
+        "match",
+        "random",
+        "skeleton",
+        "--dask",
+        local_cluster,
+        "--games",
+        "2",
+        "--size",
+        "7",
+        "--tc",
+        "5+0",
+        "--json",
+        "-q",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)
     assert summary["games"] == 2 and summary["void"] == 0, summary
@@ -216,14 +262,24 @@ def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
 
 
 @needs_dask
-def test_each_games_transcript_comes_back_from_the_cluster(tmp_path: Path,
-                                                          local_cluster: str) -> None:  # fmt: skip
+def test_each_games_transcript_comes_back_from_the_cluster(
+    tmp_path: Path, local_cluster: str
+) -> None:
     from test_transcripts import check_transcript
 
     path = write_tournament(tmp_path, "tr", "rounds = 1", [bot("alpha"), bot("beta")])
     folder = tmp_path / "transcripts"
-    done = invoke("tournament", "run", str(path), "--dask", local_cluster, "--transcripts",
-                  str(folder), "-q", cwd=tmp_path)  # fmt: skip
+    done = invoke(
+        "tournament",
+        "run",
+        str(path),
+        "--dask",
+        local_cluster,
+        "--transcripts",
+        str(folder),
+        "-q",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     stored = read_store(tmp_path / "tr.sqlite")
     assert len(stored.records) == 2
@@ -258,8 +314,9 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(
         with Store.open(t.output) as store:
             store.begin(t.name, t.conditions(), t.definition(), t.entries())
             try:
-                checked = await executor.preflight(list(t.engines), t.variant,
-                                                   {n: t.tc for n in t.engines})  # fmt: skip
+                checked = await executor.preflight(
+                    list(t.engines), t.variant, {n: t.tc for n in t.engines}
+                )
                 assert not checked.problem and checked.info.keys() == t.engines.keys()
                 script.unlink()  # gone after the check: no worker can start it any more
                 plan = t.plan(store)
@@ -272,22 +329,27 @@ def test_an_engine_that_stops_starting_on_every_worker_stops_the_run(
     outcome = trio.run(main)
     assert outcome.aborted.startswith("no Dask worker can start vanishing: on inproc://")
     stored = read_store(t.output)
-    assert stored.voids and all(v["termination"] == "setup"
-                                and "on Dask worker inproc://" in v["reason"]
-                                for v in stored.voids)  # fmt: skip
+    assert stored.voids and all(
+        v["termination"] == "setup" and "on Dask worker inproc://" in v["reason"]
+        for v in stored.voids
+    )
     # Its first games were lost by its crash (one on each worker at most) before it had
     # to start again.
     assert len(stored.games) <= 2
-    assert all(g.termination == "crash" and "vanishing" in (g.seat1, g.seat2)
-               for g in stored.games)  # fmt: skip
+    assert all(g.termination == "crash" and "vanishing" in (g.seat1, g.seat2) for g in stored.games)
 
 
 @needs_dask
 def test_an_engine_no_worker_can_start_stops_the_run_naming_each_worker(
-        tmp_path: Path, local_cluster: str) -> None:  # fmt: skip
+    tmp_path: Path, local_cluster: str
+) -> None:
     missing = str(tmp_path / "no-such-python")
-    t = write_tournament(tmp_path, "t", "", [bot("ok"), bot("gone").replace(
-        json.dumps(sys.executable), json.dumps(missing))])  # fmt: skip
+    t = write_tournament(
+        tmp_path,
+        "t",
+        "",
+        [bot("ok"), bot("gone").replace(json.dumps(sys.executable), json.dumps(missing))],
+    )
     outcome, _ = _run(t, dask=local_cluster)
     assert outcome.aborted.startswith("no Dask worker can start gone: on inproc://")
     assert outcome.aborted.count("could not be started") == 2  # both workers named
@@ -354,7 +416,8 @@ def test_games_in_flight_are_bounded_and_a_stop_ends_the_run(
 
 @needs_dask
 def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
-        tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from arbiter.executors import game_worker
 
     async def broken(self: Any, job: GameJob, demand: Any = None) -> None:
@@ -484,9 +547,14 @@ class Cluster:
 
 
 def _spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "dask", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **(env or {})}, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "dask", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -507,16 +575,34 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         pytest.skip("needs the distributed package (pip install -e '.[dask]')")
     folder = tmp_path_factory.mktemp("cluster")
     file = folder / "scheduler.json"
-    scheduler = _spawn("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                       "--scheduler-file", str(file))  # fmt: skip
+    scheduler = _spawn(
+        "scheduler",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--no-dashboard",
+        "--scheduler-file",
+        str(file),
+    )
     workers: dict[str, subprocess.Popen[bytes]] = {}
     try:
         assert wait_until(lambda: file.exists() and file.stat().st_size > 0, 60)
         address = json.loads(file.read_text())["address"]
         for name, env in (("a", {}), ("b", {NO_ENGINE: "1"})):
-            workers[name] = _spawn("worker", address, "--name", name, "--nthreads", "1",
-                                   "--no-nanny", "--no-dashboard", "--host", "127.0.0.1",
-                                   env=env)  # fmt: skip
+            workers[name] = _spawn(
+                "worker",
+                address,
+                "--name",
+                name,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                env=env,
+            )
         with distributed.Client(address, timeout=30, set_as_default=False) as client:
             assert wait_until(lambda: len(client.nthreads()) == 2, 60), "workers did not join"
             info = client.scheduler_info()["workers"]
@@ -550,8 +636,7 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     # An engine that cannot start on worker b: its games are played on a, the run says so.
-    t = write_tournament(tmp_path, "picky", "rounds = 1",
-                         [picky_bot("fussy"), bot("plain")])  # fmt: skip
+    t = write_tournament(tmp_path, "picky", "rounds = 1", [picky_bot("fussy"), bot("plain")])
     done = arbiter("tournament", "run", str(t), "--dask", cluster.address, "-q")
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
@@ -559,8 +644,19 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
     # A match on the same cluster: played on a, and its summary says so.
     script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
     fussy = shlex.join(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
-    done = arbiter("match", f"fussy={fussy}", f"plain={sys.executable} {BADBOT} ok", "--size",
-                   "7", "--games", "2", "--dask", cluster.address, "--json", "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        f"fussy={fussy}",
+        f"plain={sys.executable} {BADBOT} ok",
+        "--size",
+        "7",
+        "--games",
+        "2",
+        "--dask",
+        cluster.address,
+        "--json",
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["games"] == 2 and summary["void"] == 0
@@ -573,10 +669,24 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
     slow = [bot("x", "slow", "--ms", "10"), bot("y", "slow", "--ms", "10")]
     t = write_tournament(tmp_path, "t", "rounds = 4", slow)
     db = tmp_path / "t.sqlite"
-    command = [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--dask",
-               cluster.address]  # fmt: skip
-    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True) as first:  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "arbiter",
+        "tournament",
+        "run",
+        str(t),
+        "--dask",
+        cluster.address,
+    ]
+    with subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as first:
         assert first.stderr is not None
         finished = 0
         for line in first.stderr:
@@ -589,8 +699,14 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
 
     # The run again, with a worker killed in the middle of a game: that game is played
     # again on the other worker.
-    with subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True) as again:  # fmt: skip
+    with subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as again:
         assert again.stderr is not None
         lines = []
         for line in again.stderr:
@@ -618,16 +734,21 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
 
 
 @needs_dask
-@pytest.mark.skipif(sandbox.unavailable() is not None,
-                    reason="no sandbox (bubblewrap) here")  # fmt: skip
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason="no sandbox (bubblewrap) here")
 def test_sandbox_and_limits_apply_on_the_workers(tmp_path: Path, local_cluster: str) -> None:
     target = tmp_path / "outside.txt"
     target.write_text("original\n")
-    attacker = [sys.executable, str(ROOT / "tests" / "engines" / "attacker.py"), "write",
-                "--path", str(target)]  # fmt: skip
+    attacker = [
+        sys.executable,
+        str(ROOT / "tests" / "engines" / "attacker.py"),
+        "write",
+        "--path",
+        str(target),
+    ]
     engines = [f'[[engine]]\nname = "attacker"\ncommand = {json.dumps(attacker)}\n', bot("b")]
-    path = write_tournament(tmp_path, "t", "rounds = 1\nsandbox = true\nlimits = { cpu_s = 30 }",
-                            engines)  # fmt: skip
+    path = write_tournament(
+        tmp_path, "t", "rounds = 1\nsandbox = true\nlimits = { cpu_s = 30 }", engines
+    )
     outcome, left = _run(path, dask=local_cluster)
     assert left == 2 and not outcome.aborted, outcome.aborted
     assert target.read_text() == "original\n"  # refused inside the sandbox on the worker
@@ -675,8 +796,7 @@ def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
         async with executor.session(), trio.open_nursery() as nursery:
 
             async def check() -> None:
-                await executor.preflight(list(t.engines), t.variant,
-                                         {n: t.tc for n in t.engines})  # fmt: skip
+                await executor.preflight(list(t.engines), t.variant, {n: t.tc for n in t.engines})
                 raise AssertionError("the check was not stopped")
 
             nursery.start_soon(check)
@@ -706,8 +826,18 @@ def test_a_run_that_ends_does_not_wait_for_another_runs_game(tmp_path: Path) -> 
     log = tmp_path / "b-engines.log"
     slow_bots = []
     for name in ("s", "t"):
-        argv = ["sh", "-c", f'echo up >> "{log}"; exec "$0" "$@"', sys.executable,
-                str(BADBOT), "slow", "--ms", "600", "--name", name]  # fmt: skip
+        argv = [
+            "sh",
+            "-c",
+            f'echo up >> "{log}"; exec "$0" "$@"',
+            sys.executable,
+            str(BADBOT),
+            "slow",
+            "--ms",
+            "600",
+            "--name",
+            name,
+        ]
         slow_bots.append(f"[[engine]]\nname = {json.dumps(name)}\ncommand = {json.dumps(argv)}\n")
     slow = write_tournament(folders["b"], "b", "rounds = 1", slow_bots)
     slow.write_text(slow.read_text().replace('tc = "10+0.1"', 'tc = "300+1"'))
@@ -732,8 +862,9 @@ def test_a_run_that_ends_does_not_wait_for_another_runs_game(tmp_path: Path) -> 
 
         return Sink()
 
-    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
-                                  dashboard_address=":0") as cluster:  # fmt: skip
+    with distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"
+    ) as cluster:
         address = str(cluster.scheduler_address)
 
         async def play(name: str, path: Path, reporter: Unheard) -> None:
@@ -741,8 +872,14 @@ def test_a_run_that_ends_does_not_wait_for_another_runs_game(tmp_path: Path) -> 
             executor = DaskExecutor(ExecutorSettings(engines=t.engines), address, window=1)
             plan = Plan(ExecutorSettings(engines=t.engines), t.games(), 1, 1, t.variant, t.tc)
             try:
-                await Driver(plan.games, plan.game_spec, executor, [sink(name)], reporter,
-                             stop=lambda: len(stored[name]) >= 1).run()  # fmt: skip
+                await Driver(
+                    plan.games,
+                    plan.game_spec,
+                    executor,
+                    [sink(name)],
+                    reporter,
+                    stop=lambda: len(stored[name]) >= 1,
+                ).run()
             finally:
                 began = trio.current_time()
                 await executor.aclose()

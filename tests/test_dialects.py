@@ -24,9 +24,13 @@ BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 
 def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def engines_file(tmp_path: Path, *flags: str, extra: str = "") -> Path:
@@ -44,9 +48,24 @@ def engines_file(tmp_path: Path, *flags: str, extra: str = "") -> Path:
 def test_a_plain_gtp_hex_engine_plays_full_games_unchanged(tmp_path: Path) -> None:
     book = engines_file(tmp_path, "--always-swap", extra='options = ["param_game allow_swap 1"]')
     records = tmp_path / "r.jsonl"
-    done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                   "--size", "7", "--games", "4", "--tc", "5+0.05", "--records", str(records),
-                   "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "hexer",
+        "random",
+        "--engines",
+        str(book),
+        "--islands",
+        "4",
+        "--size",
+        "7",
+        "--games",
+        "4",
+        "--tc",
+        "5+0.05",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     games = list(read_records(records))
     assert len(games) == 4
@@ -59,12 +78,30 @@ def test_a_plain_gtp_hex_engine_plays_full_games_unchanged(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) -> None:
-    book = engines_file(tmp_path, "--islands", "8", "--always-swap",
-                        extra='islands = [8]\noptions = ["param_game allow_swap 1"]\n'
-                        "sizes = [7, 11]")  # fmt: skip
+    book = engines_file(
+        tmp_path,
+        "--islands",
+        "8",
+        "--always-swap",
+        extra='islands = [8]\noptions = ["param_game allow_swap 1"]\nsizes = [7, 11]',
+    )
     records = tmp_path / "r.jsonl"
-    done = arbiter("match", "random", "hexer", "--engines", str(book), "--size", "7",
-                   "--games", "2", "--tc", "5+0.05", "--records", str(records), "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "random",
+        "hexer",
+        "--engines",
+        str(book),
+        "--size",
+        "7",
+        "--games",
+        "2",
+        "--tc",
+        "5+0.05",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     games = list(read_records(records))
     assert all(g.termination.value == "connection" for g in games)
@@ -74,8 +111,21 @@ def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) ->
 
 def test_an_option_the_engine_refuses_stops_the_run_naming_it(tmp_path: Path) -> None:
     book = engines_file(tmp_path, extra='options = ["param_game no_such_thing 1"]')
-    done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                  "--size", "7", "--games", "2", "--tc", "5+0.05")  # fmt: skip
+    done = invoke(
+        "match",
+        "hexer",
+        "random",
+        "--engines",
+        str(book),
+        "--islands",
+        "4",
+        "--size",
+        "7",
+        "--games",
+        "2",
+        "--tc",
+        "5+0.05",
+    )
     assert done.returncode == 2  # the operator's to fix, before any game
     [line] = done.stderr.strip().splitlines()
     assert "option 'param_game no_such_thing 1'" in line and "unknown parameter" in line
@@ -94,8 +144,21 @@ def test_a_game_the_engine_cannot_play_is_a_configuration_error(
     tmp_path: Path, flags: list[str], extra: str, size: str, message: str
 ) -> None:
     book = engines_file(tmp_path, *flags, extra=extra)
-    done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                  "--size", size, "--games", "4", "--tc", "5+0.05")  # fmt: skip
+    done = invoke(
+        "match",
+        "hexer",
+        "random",
+        "--engines",
+        str(book),
+        "--islands",
+        "4",
+        "--size",
+        size,
+        "--games",
+        "4",
+        "--tc",
+        "5+0.05",
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.strip().splitlines()
     assert message in line
@@ -111,8 +174,21 @@ def test_a_wrong_protocol_version_or_a_banner_is_a_start_up_fault(
     tmp_path: Path, flags: list[str], message: str
 ) -> None:
     book = engines_file(tmp_path, *flags)
-    done = arbiter("match", "hexer", "random", "--engines", str(book), "--islands", "4",
-                   "--size", "7", "--games", "2", "--tc", "5+0.05")  # fmt: skip
+    done = arbiter(
+        "match",
+        "hexer",
+        "random",
+        "--engines",
+        str(book),
+        "--islands",
+        "4",
+        "--size",
+        "7",
+        "--games",
+        "2",
+        "--tc",
+        "5+0.05",
+    )
     assert done.returncode == 1
     assert "hexer could not be started" in done.stdout and message in done.stdout
 
@@ -130,17 +206,31 @@ async def test_a_board_drawing_with_blank_looking_lines_is_one_response() -> Non
 
 
 def test_engine_definition_keys_are_checked(tmp_path: Path) -> None:
-    for extra, key in (("islands = [5]", "islands"), ('swap = "swap it"', "swap"),
-                       ('time = "fast"', "time"), ("options = [3]", "options"),
-                       ('sizes = "11"', "sizes")):  # fmt: skip
+    for extra, key in (
+        ("islands = [5]", "islands"),
+        ('swap = "swap it"', "swap"),
+        ('time = "fast"', "time"),
+        ("options = [3]", "options"),
+        ('sizes = "11"', "sizes"),
+    ):
         book = engines_file(tmp_path, extra=extra)
         done = invoke("match", "hexer", "random", "--engines", str(book), "--islands", "4")
         assert done.returncode == 2
         [line] = done.stderr.strip().splitlines()
         assert f"engines.hexer.{key}" in line and str(book) in line
     # A broken entry does not keep the others from playing.
-    done = arbiter("match", "random", f"{sys.executable} {RANDOM}", "--engines", str(book),
-                   "--games", "2", "--tc", "5+0.05", "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "random",
+        f"{sys.executable} {RANDOM}",
+        "--engines",
+        str(book),
+        "--games",
+        "2",
+        "--tc",
+        "5+0.05",
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
 
 

@@ -32,9 +32,18 @@ VARIANT = Variant(8, 7, True)
 
 
 def schedule(count: int = 3) -> list[ScheduledGame]:
-    return [ScheduledGame(number=n, game_id=f"g{n}", round=1, pair_key=f"p{n}",
-                          engines=("a", "b"), opening=(), seed=n)
-            for n in range(1, count + 1)]  # fmt: skip
+    return [
+        ScheduledGame(
+            number=n,
+            game_id=f"g{n}",
+            round=1,
+            pair_key=f"p{n}",
+            engines=("a", "b"),
+            opening=(),
+            seed=n,
+        )
+        for n in range(1, count + 1)
+    ]
 
 
 def spec(game: ScheduledGame) -> GameSpec:
@@ -77,11 +86,22 @@ class Run:
         return Counter(job.spec.game_id for job in self.executor.jobs)
 
 
-async def drive(script: Script, games: Iterable[ScheduledGame] | None = None,
-                policy: VoidPolicy | None = None, **kwargs: object) -> Run:  # fmt: skip
+async def drive(
+    script: Script,
+    games: Iterable[ScheduledGame] | None = None,
+    policy: VoidPolicy | None = None,
+    **kwargs: object,
+) -> Run:
     run = Run(FakeExecutor(script))
-    driver = Driver(iter(schedule() if games is None else games), spec, run.executor, [run], run,
-                    policy=policy, **kwargs)  # type: ignore[arg-type]  # fmt: skip
+    driver = Driver(
+        iter(schedule() if games is None else games),
+        spec,
+        run.executor,
+        [run],
+        run,
+        policy=policy,
+        **kwargs,
+    )  # type: ignore[arg-type]
     run.outcome = await driver.run()
     return run
 
@@ -102,13 +122,18 @@ async def test_a_void_game_is_stored_then_replayed_until_it_is_played() -> None:
     [won] = [r for r in run.stored if r.game_id == "g2" and not r.void]
     assert won.winner == "b"
     notes = [note for game, note in run.finished if game == "g2"]
-    assert notes == ["it will be replayed (attempt 2 of 3)",
-                     "it will be replayed (attempt 3 of 3)", ""]  # fmt: skip
+    assert notes == [
+        "it will be replayed (attempt 2 of 3)",
+        "it will be replayed (attempt 3 of 3)",
+        "",
+    ]
 
 
 async def test_a_game_void_max_attempts_times_is_given_up_and_the_run_goes_on() -> None:
-    run = await drive({"g1": [Void(Termination.HARNESS)]},
-                      policy=VoidPolicy(max_attempts=2, max_consecutive_voids=10))  # fmt: skip
+    run = await drive(
+        {"g1": [Void(Termination.HARNESS)]},
+        policy=VoidPolicy(max_attempts=2, max_consecutive_voids=10),
+    )
     assert not run.outcome.aborted
     assert [g.game_id for g in run.outcome.unplayed] == ["g1"]
     assert run.taken() == Counter({"g1": 2, "g2": 1, "g3": 1})
@@ -117,8 +142,10 @@ async def test_a_game_void_max_attempts_times_is_given_up_and_the_run_goes_on() 
 
 
 async def test_voids_in_a_row_stop_the_run_with_the_last_reason() -> None:
-    run = await drive(lambda job, attempt: Void(Termination.HARNESS, detail=f"try {attempt}"),
-                      policy=VoidPolicy(max_attempts=3, max_consecutive_voids=4))  # fmt: skip
+    run = await drive(
+        lambda job, attempt: Void(Termination.HARNESS, detail=f"try {attempt}"),
+        policy=VoidPolicy(max_attempts=3, max_consecutive_voids=4),
+    )
     assert run.outcome.aborted.startswith("4 games in a row were void; last: ")
     assert len(run.stored) == 4 and all(r.void for r in run.stored)
     assert run.finished[-1][1] == "the run stops"
@@ -134,11 +161,17 @@ async def test_a_rated_game_resets_the_count_of_voids_in_a_row() -> None:
 
 
 async def test_an_engine_that_never_started_stops_the_run_at_its_first_void() -> None:
-    never = Void(Termination.SETUP, Stage.START, seat=2, detail="exit status 3",
-                 stderr_tail="Traceback\nSyntaxError: invalid syntax\n")  # fmt: skip
+    never = Void(
+        Termination.SETUP,
+        Stage.START,
+        seat=2,
+        detail="exit status 3",
+        stderr_tail="Traceback\nSyntaxError: invalid syntax\n",
+    )
     run = await drive({"g1": [never]})
-    assert run.outcome.aborted == ("b could not be started: exit status 3; its last stderr"
-                                   " line: SyntaxError: invalid syntax")  # fmt: skip
+    assert run.outcome.aborted == (
+        "b could not be started: exit status 3; its last stderr line: SyntaxError: invalid syntax"
+    )
     assert run.taken() == Counter({"g1": 1}) and void_ids(run) == ["g1"]
     assert not run.outcome.config_error and not run.outcome.unplayed
 
@@ -190,8 +223,9 @@ async def test_a_stop_is_asked_after_each_rated_game_only() -> None:
 
 @pytest.mark.parametrize("model", ["pairs", "games"])
 @pytest.mark.parametrize(("winner", "verdict"), [("0", "H1"), ("1", "H0")])
-async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str,
-                                                      model: str) -> None:  # fmt: skip
+async def test_the_sprt_stops_a_match_once_it_decides(
+    winner: str, verdict: str, model: str
+) -> None:
     test = Sprt(0.0, 100.0, model=model)
     result = MatchResult(names=("a", "b"), keep=True, test=test)
     run = Run(FakeExecutor(lambda job, attempt: Win(engine=winner)))
@@ -215,8 +249,9 @@ async def test_the_sprt_stops_a_match_once_it_decides(winner: str, verdict: str,
         before.add(("0", "1") if record.seat1 == "0" else ("1", "0"), record)
     assert before.sprt_result().result == "inconclusive"
     if model == "pairs":
-        assert decided.pairs == ((0, 0, len(run.stored) // 2) if winner == "0"
-                                 else (len(run.stored) // 2, 0, 0))  # fmt: skip
+        assert decided.pairs == (
+            (0, 0, len(run.stored) // 2) if winner == "0" else (len(run.stored) // 2, 0, 0)
+        )
 
 
 class Knockout:
@@ -242,8 +277,9 @@ class Knockout:
             return None
         self.final = True
         winners = [winner or "" for _, winner in sorted(self.heard)]  # of g1, then g2
-        return ScheduledGame(number=3, game_id="g3", round=2, pair_key="p3",
-                             engines=(winners[0], winners[1]))  # fmt: skip
+        return ScheduledGame(
+            number=3, game_id="g3", round=2, pair_key="p3", engines=(winners[0], winners[1])
+        )
 
     def settled(self, game: ScheduledGame, record: GameRecord) -> None:
         assert not record.void and record is self.stored[-1]  # stored before it is told
@@ -265,8 +301,9 @@ async def test_a_schedule_made_from_results_waits_for_them_and_hears_each_rated_
 async def test_a_schedule_waiting_for_a_game_given_up_ends_the_run_blocked() -> None:
     run = Run(FakeExecutor({"g1": [Void(Termination.HARNESS)]}))
     knockout = Knockout(run.stored)
-    outcome = await Driver(knockout, spec, run.executor, [run], run,
-                           policy=VoidPolicy(max_attempts=2)).run()  # fmt: skip
+    outcome = await Driver(
+        knockout, spec, run.executor, [run], run, policy=VoidPolicy(max_attempts=2)
+    ).run()
     assert outcome.blocked and not outcome.aborted
     assert [g.game_id for g in outcome.unplayed] == ["g1"]
     assert "g3" not in run.taken() and knockout.heard == [("g2", "a")]
@@ -282,9 +319,10 @@ async def test_a_schedule_that_cannot_go_on_stops_the_run_with_its_reason() -> N
 
 async def test_a_resumed_tournament_plays_only_the_games_not_stored(tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
-    path.write_text('[tournament]\nname = "t"\nsize = 7\nrounds = 2\n'
-                    + "".join(f'[[engine]]\nname = "{n}"\ncommand = ["true"]\n'
-                              for n in ("a", "b", "c")))  # fmt: skip
+    path.write_text(
+        '[tournament]\nname = "t"\nsize = 7\nrounds = 2\n'
+        + "".join(f'[[engine]]\nname = "{n}"\ncommand = ["true"]\n' for n in ("a", "b", "c"))
+    )
     t = load_tournament(path, engines_here=False)
     assert t.total == 12
 

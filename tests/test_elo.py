@@ -31,11 +31,17 @@ def record(n: int, game: Game, *, tc: str = "6+0.06", prefix: str = "g") -> Game
     """A rated game that ended by resignation before a move: valid, and replayable."""
     seat1, seat2, winner = game
     return GameRecord(
-        game_id=f"{prefix}-{n}", variant={"size": 5, "islands": 4, "pie": True}, seat1=seat1,
-        seat2=seat2, tc={"seat1": tc, "seat2": tc}, started=f"2025-01-01T00:{n // 60:02d}:"
-        f"{n % 60:02d}.000Z", finished="2025-01-01T01:00:00.000Z", winner=winner,
-        termination=Termination.RESIGN, pair=f"{prefix}-pair{n // 2}",
-    )  # fmt: skip
+        game_id=f"{prefix}-{n}",
+        variant={"size": 5, "islands": 4, "pie": True},
+        seat1=seat1,
+        seat2=seat2,
+        tc={"seat1": tc, "seat2": tc},
+        started=f"2025-01-01T00:{n // 60:02d}:{n % 60:02d}.000Z",
+        finished="2025-01-01T01:00:00.000Z",
+        winner=winner,
+        termination=Termination.RESIGN,
+        pair=f"{prefix}-pair{n // 2}",
+    )
 
 
 def write(path: Path, games: list[Game], **kwargs: str) -> Path:
@@ -45,8 +51,12 @@ def write(path: Path, games: list[Game], **kwargs: str) -> Path:
 
 def swapped(a: str, b: str, a_seat1: tuple[int, int], b_seat1: tuple[int, int]) -> list[Game]:
     """Games of a and b: a's (wins, losses) with a in seat 1, b's with b in seat 1."""
-    return ([(a, b, a)] * a_seat1[0] + [(a, b, b)] * a_seat1[1] + [(b, a, b)] * b_seat1[0]
-            + [(b, a, a)] * b_seat1[1])  # fmt: skip
+    return (
+        [(a, b, a)] * a_seat1[0]
+        + [(a, b, b)] * a_seat1[1]
+        + [(b, a, b)] * b_seat1[0]
+        + [(b, a, a)] * b_seat1[1]
+    )
 
 
 def ok(*args: str) -> tuple[str, str]:
@@ -76,18 +86,50 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A real 4-game Hex match of two bundled bots, in a store and a records file."""
     folder = tmp_path_factory.mktemp("elo")
     store, records = folder / "m.sqlite", folder / "m.jsonl"
-    ok("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "4", "--islands",
-       "4", "--size", "5", "--tc", "5+0", "--store", str(store), "--records", str(records),
-       "-q")  # fmt: skip
+    ok(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "4",
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "--tc",
+        "5+0",
+        "--store",
+        str(store),
+        "--records",
+        str(records),
+        "-q",
+    )
     return store, records
 
 
 def test_match_and_ratings_print_one_estimate_for_one_match(played: tuple[Path, Path]) -> None:
     store, records = played
     # The same command again finds every game stored: its summary is of those games.
-    again = ("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "4",
-             "--islands", "4", "--size", "5", "--tc", "5+0", "--store", str(store),
-             "-q")  # fmt: skip
+    again = (
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "4",
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "--tc",
+        "5+0",
+        "--store",
+        str(store),
+        "-q",
+    )
     summary = json.loads(ok(*again, "--json")[0])
     text = ok(*again)[0]
     assert summary["resumed"] == summary["games"] == 4 and summary["prior"] == 2.0
@@ -103,11 +145,14 @@ def test_match_and_ratings_print_one_estimate_for_one_match(played: tuple[Path, 
         assert line.count(shown) == 2  # head-to-head and pool fit, as the match prints it
 
 
-@pytest.mark.parametrize(("games", "elo_sign"), [
-    (swapped("a", "b", (2, 0), (1, 1)), 1),  # 3-1, seats swapped
-    (swapped("a", "b", (1, 0), (1, 0)), 0),  # 1-1
-    (swapped("a", "b", (0, 2), (2, 0)), -1),  # 0-4
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("games", "elo_sign"),
+    [
+        (swapped("a", "b", (2, 0), (1, 1)), 1),  # 3-1, seats swapped
+        (swapped("a", "b", (1, 0), (1, 0)), 0),  # 1-1
+        (swapped("a", "b", (0, 2), (2, 0)), -1),  # 0-4
+    ],
+)
 def test_a_match_summary_is_the_fit_ratings_makes_of_its_games(
     tmp_path: Path, games: list[Game], elo_sign: int
 ) -> None:
@@ -117,8 +162,11 @@ def test_a_match_summary_is_the_fit_ratings_makes_of_its_games(
         result.add_stored(game)
     summary = summary_json(result)
     row = h2h(ratings_json(str(path), "--matrix"), "a", "b")
-    assert row["head_to_head"] == {"elo": summary["elo"], "error": summary["elo_error"],
-                                   "los": summary["los"]}  # fmt: skip
+    assert row["head_to_head"] == {
+        "elo": summary["elo"],
+        "error": summary["elo_error"],
+        "los": summary["los"],
+    }
     assert summary["elo"] is not None and summary["elo_error"] is not None
     assert (summary["elo"] > 0) - (summary["elo"] < 0) == elo_sign
     assert summary["elo_error"] < 1000  # not the normal approximation's 1863 or 3600
@@ -130,10 +178,12 @@ def test_a_match_summary_is_the_fit_ratings_makes_of_its_games(
 # -------------------------------------------------------------------- the matrix
 
 
-CYCLE = (swapped("A", "B", (2, 1), (1, 2))  # A beats B 4-2 ...
-         + swapped("B", "C", (3, 0), (0, 3))  # ... but B beats C 6-0
-         + swapped("C", "A", (3, 0), (0, 3))  # ... and C beats A 6-0
-         + swapped("A", "D", (2, 1), (2, 1)))  # A and D: 3-3  # fmt: skip
+CYCLE = (
+    swapped("A", "B", (2, 1), (1, 2))  # A beats B 4-2 ...
+    + swapped("B", "C", (3, 0), (0, 3))  # ... but B beats C 6-0
+    + swapped("C", "A", (3, 0), (0, 3))  # ... and C beats A 6-0
+    + swapped("A", "D", (2, 1), (2, 1))
+)  # A and D: 3-3
 
 
 def test_the_head_to_head_table_puts_the_pairings_result_beside_the_pool_fit(
@@ -179,8 +229,17 @@ def test_every_format_holds_the_head_to_head_table(tmp_path: Path) -> None:
             assert value == "" or float(value) == float(value)  # a number, or empty
     assert "%" not in out and "+" not in out and "±" not in out
     board = list(csv.reader(io.StringIO(ok("ratings", str(pool), "--format", "csv")[0])))
-    assert board[0][:9] == ["rank", "engine", "elo", "error", "games", "wins", "losses",
-                            "score", "los_next"]  # fmt: skip
+    assert board[0][:9] == [
+        "rank",
+        "engine",
+        "elo",
+        "error",
+        "games",
+        "wins",
+        "losses",
+        "score",
+        "los_next",
+    ]
     for r in board[1:]:
         assert [float(v) for v in r[2:9] if v] and not any(c in "".join(r) for c in "+%")
     # JSON: the matrix is there, not dropped.
@@ -190,8 +249,7 @@ def test_every_format_holds_the_head_to_head_table(tmp_path: Path) -> None:
     # Markdown: both tables as Markdown tables, each note a paragraph of its own.
     md = ok("ratings", str(pool), "--matrix", "--format", "markdown")[0]
     tables = [b for b in md.split("\n\n") if b.startswith("|")]
-    assert len(tables) == 2 and all(line.startswith("|") for t in tables
-                                    for line in t.splitlines())  # fmt: skip
+    assert len(tables) == 2 and all(line.startswith("|") for t in tables for line in t.splitlines())
     assert "| engine" in tables[1] and "Elo, head-to-head" in tables[1]
 
 
@@ -199,8 +257,11 @@ def test_every_format_holds_the_head_to_head_table(tmp_path: Path) -> None:
 
 
 def test_without_a_prior_unbounded_ratings_print_as_unbounded(tmp_path: Path) -> None:
-    games = (swapped("mcts", "a", (3, 0), (0, 3)) + swapped("mcts", "b", (3, 0), (0, 3))
-             + swapped("a", "b", (2, 1), (1, 2)))  # fmt: skip
+    games = (
+        swapped("mcts", "a", (3, 0), (0, 3))
+        + swapped("mcts", "b", (3, 0), (0, 3))
+        + swapped("a", "b", (2, 1), (1, 2))
+    )
     path = write(tmp_path / "p.jsonl", games)
     text = ok("ratings", str(path), "--prior", "0", "--matrix")[0]
     board = text.split("\n\n")[0]
@@ -214,16 +275,16 @@ def test_without_a_prior_unbounded_ratings_print_as_unbounded(tmp_path: Path) ->
     data = ratings_json(str(path), "--prior", "0", "--matrix")
     engines = data["engines"]
     assert isinstance(engines, list)
-    assert all(e["elo"] is None and e["error"] is None and e["los_next"] is None
-               for e in engines)  # fmt: skip
+    assert all(e["elo"] is None and e["error"] is None and e["los_next"] is None for e in engines)
     assert data["unbounded"] == ["mcts won all 12 of its games"]
     assert h2h(data, "mcts", "a")["head_to_head"] == {"elo": None, "error": None, "los": None}
     # The pairing a-b (4-2, seats balanced) is bounded on its own: plain maximum
     # likelihood of a 2:1 score, 400 log10(2).
     own = h2h(data, "a", "b")["head_to_head"]
     assert own["elo"] == pytest.approx(400 * math.log10(2), abs=0.1)  # type: ignore[index]
-    csv_rows = list(csv.reader(io.StringIO(ok("ratings", str(path), "--prior", "0",
-                                              "--format", "csv")[0])))  # fmt: skip
+    csv_rows = list(
+        csv.reader(io.StringIO(ok("ratings", str(path), "--prior", "0", "--format", "csv")[0]))
+    )
     assert all(r[2] == r[3] == r[8] == "" for r in csv_rows[1:])
     # With the default prior the same games are bounded, with a LOS between neighbours.
     default = ratings_json(str(path))
@@ -251,8 +312,9 @@ def test_one_name_under_different_conditions_is_named_or_rated_apart(
             data = game.to_json()
             data["game_id"] += "-later"
             data["tc"] = {"seat1": "2+0.02", "seat2": "2+0.02"}
-            data["versions"] = {k: v + "-new" if k == "random" else v
-                                for k, v in data["versions"].items()}  # fmt: skip
+            data["versions"] = {
+                k: v + "-new" if k == "random" else v for k, v in data["versions"].items()
+            }
             out.write(json.dumps(data) + "\n")
     # A store and its own records agree on what was played: nothing to say.
     assert "Warning" not in ok("ratings", str(store), str(records))[1]
@@ -269,23 +331,28 @@ def test_one_name_under_different_conditions_is_named_or_rated_apart(
     # --split-by conditions: an engine per set of conditions, named by what differs.
     split = ratings_json(str(store), str(later), "--split-by", "conditions")
     names = {e["name"]: e for e in split["engines"]}  # type: ignore[union-attr]
-    assert set(names) == {"random [5+0, version 1.0]", "random [2+0.02, version 1.0-new]",
-                          "skeleton [5+0]", "skeleton [2+0.02]"}  # fmt: skip
+    assert set(names) == {
+        "random [5+0, version 1.0]",
+        "random [2+0.02, version 1.0-new]",
+        "skeleton [5+0]",
+        "skeleton [2+0.02]",
+    }
     assert all(e["games"] == 4 for e in names.values())
     err = invoke("ratings", str(store), str(later), "--split-by", "conditions").stderr
     assert "Warning" not in err
-    assert (f"random is rated apart by tc and version: random [5+0, version 1.0] ({store}: 4"
-            " games)") in err  # fmt: skip
+    assert (
+        f"random is rated apart by tc and version: random [5+0, version 1.0] ({store}: 4 games)"
+    ) in err
     # By the time control alone: the version goes with it, so nothing is left mixed.
     by_tc = invoke("ratings", str(store), str(later), "--split-by", "tc")
     assert by_tc.returncode == 0 and "Warning" not in by_tc.stderr
     assert "random [2+0.02]" in by_tc.stdout
     # The anchor must name one of the engines rated apart.
-    anchored = invoke("ratings", str(store), str(later), "--split-by", "tc", "--anchor",
-                      "random=0")  # fmt: skip
+    anchored = invoke("ratings", str(store), str(later), "--split-by", "tc", "--anchor", "random=0")
     assert anchored.returncode == 2 and "'random [5+0]'" in anchored.stderr
-    pinned = ratings_json(str(store), str(later), "--split-by", "tc", "--anchor",
-                          "random [5+0]=100")  # fmt: skip
+    pinned = ratings_json(
+        str(store), str(later), "--split-by", "tc", "--anchor", "random [5+0]=100"
+    )
     assert {e["name"]: e["elo"] for e in pinned["engines"]}["random [5+0]"] == 100  # type: ignore[union-attr]
     # The report rates them as one engine too, and says so.
     report = invoke("report", str(store), str(later), "-o", str(tmp_path / "r.html"))
@@ -318,9 +385,22 @@ def test_with_enough_pairs_match_and_ratings_take_the_interval_from_the_pairs(
 
     badbot = ROOT / "tests" / "engines" / "badbot.py"
     records = tmp_path / "m.jsonl"
-    done = invoke("match", f"a={sys.executable} {badbot} ok", f"b={sys.executable} {badbot} ok",
-                  "--games", "24", "--size", "7", "--tc", "10+0.1", "-c", "2", "--json",
-                  "--records", str(records))  # fmt: skip
+    done = invoke(
+        "match",
+        f"a={sys.executable} {badbot} ok",
+        f"b={sys.executable} {badbot} ok",
+        "--games",
+        "24",
+        "--size",
+        "7",
+        "--tc",
+        "10+0.1",
+        "-c",
+        "2",
+        "--json",
+        "--records",
+        str(records),
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     rated = json.loads(invoke("ratings", str(records), "--matrix", "--json").stdout)

@@ -579,8 +579,9 @@ async def test_match_never_rates_void_games_and_gives_up(
     )
     finished: list[GameRecord] = []
     # It starts fine but refuses every game's set-up: void after void, never rated.
-    noclear = replace(inline_engine("noclear", REJECTS_CLEAR_BOARD),
-                      env={"CLEARS": str(tmp_path / "clears")})  # fmt: skip
+    noclear = replace(
+        inline_engine("noclear", REJECTS_CLEAR_BOARD), env={"CLEARS": str(tmp_path / "clears")}
+    )
     specs = (noclear, badbot("ok", label=GOOD))
     match = Match(specs, config)
     with trio.fail_after(30):
@@ -622,8 +623,9 @@ async def test_an_engine_that_never_starts_stops_the_match_at_once() -> None:
 
 async def test_void_record_of_a_start_failure_tells_the_engines_apart() -> None:
     # An engine that fails to (re)start in the middle of a run: the executor's record.
-    settings = ExecutorSettings(engines={"0": badbot("crash-start"), "1": good()},
-                                referee=FAST, deadlines=DEADLINES)  # fmt: skip
+    settings = ExecutorSettings(
+        engines={"0": badbot("crash-start"), "1": good()}, referee=FAST, deadlines=DEADLINES
+    )
     spec = GameSpec("g-1", Variant(), (ROOMY, ROOMY))
     events: list[object] = []
     with trio.fail_after(30):

@@ -30,9 +30,12 @@ SLOW_EXAMPLES = 600  # a fresh draw each run (not derandomized): CI covers more 
 
 
 def fuzz_settings(examples: int) -> settings:
-    return settings(max_examples=examples, deadline=None, derandomize=examples < 100,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])  # fmt: skip
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=examples < 100,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 def invoke(args: list[str]) -> Result:
@@ -163,9 +166,11 @@ def _check_tournament(tmp: Path, text: str) -> None:
     file = tmp / "t.toml"
     file.write_text(text, encoding="utf-8")
     before = set(tmp.iterdir())
-    for command in (["tournament", "status", str(file)], ["tournament", "status", str(file),
-                                                          "--json"],
-                    ["ratings", str(file)]):  # fmt: skip
+    for command in (
+        ["tournament", "status", str(file)],
+        ["tournament", "status", str(file), "--json"],
+        ["ratings", str(file)],
+    ):
         invoke(command)
     assert file.read_text(encoding="utf-8") == text
     assert set(tmp.iterdir()) == before  # a reader creates nothing (no store, no lock)
@@ -196,9 +201,9 @@ def test_fuzz_tournament_files(
 @pytest.mark.slow
 @fuzz_settings(SLOW_EXAMPLES)
 @given(tournament_changes, engine_changes)
-def test_fuzz_tournament_files_many(tmp_path_factory: pytest.TempPathFactory,
-                                    changes: dict[str, object],
-                                    engine: dict[str, object]) -> None:  # fmt: skip
+def test_fuzz_tournament_files_many(
+    tmp_path_factory: pytest.TempPathFactory, changes: dict[str, object], engine: dict[str, object]
+) -> None:
     _check_tournament(tmp_path_factory.mktemp("t"), _tournament(changes, engine))
 
 
@@ -217,14 +222,29 @@ def test_fuzz_tournament_text(tmp_path_factory: pytest.TempPathFactory, text: st
 def _check_engines_file(tmp: Path, changes: dict[str, object]) -> None:
     engine: dict[str, object] = {"command": ["{python}", str(RANDOM_BOT)]}
     engine.update(changes)
-    text = "[engines.x]\n" + "".join(f"{json.dumps(k)} = {toml_value(v)}\n"
-                                     for k, v in engine.items())  # fmt: skip
+    text = "[engines.x]\n" + "".join(
+        f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in engine.items()
+    )
     book = tmp / "e.toml"
     book.write_text(text, encoding="utf-8")
     # A match the engines file lets through plays one short game; --games and the size
     # keep it short, and --margin keeps a slow start from costing a loss.
-    invoke(["match", "--engines", str(book), "x", "skeleton", "-n", "1", "--size", "7",
-            "-q", "--tc", "10+0"])  # fmt: skip
+    invoke(
+        [
+            "match",
+            "--engines",
+            str(book),
+            "x",
+            "skeleton",
+            "-n",
+            "1",
+            "--size",
+            "7",
+            "-q",
+            "--tc",
+            "10+0",
+        ]
+    )
     assert book.read_text(encoding="utf-8") == text
 
 
@@ -235,38 +255,60 @@ def _check_engines_file(tmp: Path, changes: dict[str, object]) -> None:
 @example({"limits": [1]})
 @example({"cwd": "9" * 400 + "+0"})  # found by the slow draw: a name too long
 @example({"command": ["./" + "9" * 400]})
-def test_fuzz_engines_files(tmp_path_factory: pytest.TempPathFactory,
-                            changes: dict[str, object]) -> None:  # fmt: skip
+def test_fuzz_engines_files(
+    tmp_path_factory: pytest.TempPathFactory, changes: dict[str, object]
+) -> None:
     _check_engines_file(tmp_path_factory.mktemp("e"), changes)
 
 
 @pytest.mark.slow
 @fuzz_settings(SLOW_EXAMPLES // 3)
 @given(st.dictionaries(st.sampled_from(ENGINE_KEYS), _values, max_size=3))
-def test_fuzz_engines_files_many(tmp_path_factory: pytest.TempPathFactory,
-                                 changes: dict[str, object]) -> None:  # fmt: skip
+def test_fuzz_engines_files_many(
+    tmp_path_factory: pytest.TempPathFactory, changes: dict[str, object]
+) -> None:
     _check_engines_file(tmp_path_factory.mktemp("e"), changes)
 
 
 # -- records lines --------------------------------------------------------------------------
 
 GOOD = {
-    "schema": 1, "game_id": "m-1", "variant": {"size": 7, "islands": 8, "pie": True},
-    "seat1": "a", "seat2": "b", "swapped": False, "black": "a", "white": "b", "winner": "a",
-    "winner_color": "black", "termination": "resign", "void": False, "reason": "",
-    "plies": 2, "moves": ["d4", "c3"], "move_ms": [1.0, 2.0],
-    "tc": {"seat1": "5+0", "seat2": "5+0"}, "started": "2026-01-01T00:00:00.000Z",
-    "finished": "2026-01-01T00:00:01.000Z", "versions": {}, "seed": None, "pair": "p",
-}  # fmt: skip
+    "schema": 1,
+    "game_id": "m-1",
+    "variant": {"size": 7, "islands": 8, "pie": True},
+    "seat1": "a",
+    "seat2": "b",
+    "swapped": False,
+    "black": "a",
+    "white": "b",
+    "winner": "a",
+    "winner_color": "black",
+    "termination": "resign",
+    "void": False,
+    "reason": "",
+    "plies": 2,
+    "moves": ["d4", "c3"],
+    "move_ms": [1.0, 2.0],
+    "tc": {"seat1": "5+0", "seat2": "5+0"},
+    "started": "2026-01-01T00:00:00.000Z",
+    "finished": "2026-01-01T00:00:01.000Z",
+    "versions": {},
+    "seed": None,
+    "pair": "p",
+}
 
 
 def _check_records(tmp: Path, lines: list[str]) -> None:
     records = tmp / "r.jsonl"
     data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
     records.write_bytes(data)
-    for command in (["show", str(records)], ["show", str(records), "--game", "1"],
-                    ["ratings", str(records)], ["ratings", str(records), "--strict"],
-                    ["report", str(records), "-o", str(tmp / "r.html")]):  # fmt: skip
+    for command in (
+        ["show", str(records)],
+        ["show", str(records), "--game", "1"],
+        ["ratings", str(records)],
+        ["ratings", str(records), "--strict"],
+        ["report", str(records), "-o", str(tmp / "r.html")],
+    ):
         invoke(command)
     assert records.read_bytes() == data
 
@@ -337,8 +379,9 @@ _option_text = st.one_of(
 )
 
 
-def _check_options(tmp: Path, margin: str, prior: str, anchor: str, game: str, ply: str,
-                   tc: str) -> None:  # fmt: skip
+def _check_options(
+    tmp: Path, margin: str, prior: str, anchor: str, game: str, ply: str, tc: str
+) -> None:
     records = tmp / "r.jsonl"
     records.write_text(json.dumps(GOOD) + "\n")
     before = records.read_bytes()
@@ -355,15 +398,28 @@ def _check_options(tmp: Path, margin: str, prior: str, anchor: str, game: str, p
 @fuzz_settings(DEFAULT_EXAMPLES)
 @given(_option_text, _option_text, _option_text, _option_text, _option_text, _option_text)
 @example("nan", "inf", "a=nan", "²", "-1", "9" * 400 + "+0")
-def test_fuzz_option_values(tmp_path_factory: pytest.TempPathFactory, margin: str, prior: str,
-                            anchor: str, game: str, ply: str, tc: str) -> None:  # fmt: skip
+def test_fuzz_option_values(
+    tmp_path_factory: pytest.TempPathFactory,
+    margin: str,
+    prior: str,
+    anchor: str,
+    game: str,
+    ply: str,
+    tc: str,
+) -> None:
     _check_options(tmp_path_factory.mktemp("o"), margin, prior, anchor, game, ply, tc)
 
 
 @pytest.mark.slow
 @fuzz_settings(SLOW_EXAMPLES)
 @given(_option_text, _option_text, _option_text, _option_text, _option_text, _option_text)
-def test_fuzz_option_values_many(tmp_path_factory: pytest.TempPathFactory, margin: str,
-                                 prior: str, anchor: str, game: str, ply: str,
-                                 tc: str) -> None:  # fmt: skip
+def test_fuzz_option_values_many(
+    tmp_path_factory: pytest.TempPathFactory,
+    margin: str,
+    prior: str,
+    anchor: str,
+    game: str,
+    ply: str,
+    tc: str,
+) -> None:
     _check_options(tmp_path_factory.mktemp("o"), margin, prior, anchor, game, ply, tc)

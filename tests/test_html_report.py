@@ -42,8 +42,12 @@ HTML_NAME = "<b>bold</b>"  # a tournament-file name that is markup
 def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def badbot(name: str, mode: str, *extra: str) -> str:
@@ -71,21 +75,36 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
     tournament = folder / "t.toml"
     tournament.write_text(
         '[tournament]\nname = "tiny"\nrounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\n'
-        f'random_openings = 1\nseed = 4\nengines_file = {json.dumps(str(ENGINES))}\n'
+        f"random_openings = 1\nseed = 4\nengines_file = {json.dumps(str(ENGINES))}\n"
         'engines = ["random"]\n\n[tournament.limits]\nmemory_mb = 1024\n\n'
         + badbot(HTML_NAME, "swapper", "--hostile", "--name", HOSTILE_ANSWER)
         + badbot("crashy", "crash", "--after", "1", "--say", HOSTILE_STDERR)
-    )  # fmt: skip
+    )
     done = arbiter("tournament", "run", str(tournament), "-q")
     assert done.returncode == 0, done.stderr
     hex_records = folder / "hex.jsonl"
-    done = arbiter("match", "random", "skeleton", "--islands", "4", "--size", "5", "--games",
-                   "2", "--tc", "5+0", "--records", str(hex_records), "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "random",
+        "skeleton",
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "--games",
+        "2",
+        "--tc",
+        "5+0",
+        "--records",
+        str(hex_records),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     exported = folder / "t.jsonl"
     runner = CliRunner()
-    done = runner.invoke(main, ["tournament", "export", str(tournament), "--records",
-                                str(exported)])  # fmt: skip
+    done = runner.invoke(
+        main, ["tournament", "export", str(tournament), "--records", str(exported)]
+    )
     assert done.exit_code == 0, done.output
     report = folder / "report.html"
     done = runner.invoke(main, ["report", str(tournament), str(hex_records), "-o", str(report)])
@@ -112,8 +131,22 @@ class Element:
         return self.text + "".join(c.all_text() for c in self.children)
 
 
-VOID_TAGS = {"meta", "link", "br", "img", "input", "hr", "col", "source", "area", "base",
-             "wbr", "embed", "param", "track"}  # fmt: skip
+VOID_TAGS = {
+    "meta",
+    "link",
+    "br",
+    "img",
+    "input",
+    "hr",
+    "col",
+    "source",
+    "area",
+    "base",
+    "wbr",
+    "embed",
+    "param",
+    "track",
+}
 
 
 class TreeBuilder(HTMLParser):
@@ -159,8 +192,10 @@ def payload(doc: Element) -> dict[str, Any]:
 def decode_cells(text: str) -> list[int]:
     """The page's two-character cell code: base64url digits, ".." for the swap."""
     digits = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
-    return [-1 if text[i] == "." else digits.index(text[i]) * 64 + digits.index(text[i + 1])
-            for i in range(0, len(text), 2)]  # fmt: skip
+    return [
+        -1 if text[i] == "." else digits.index(text[i]) * 64 + digits.index(text[i + 1])
+        for i in range(0, len(text), 2)
+    ]
 
 
 def test_report_structure_from_a_real_tournament(played: Played) -> None:
@@ -185,9 +220,20 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     assert "pairs " in cross.all_text() and "±" in cross.all_text()
     # Each cell: the score, the pairing's own estimate and the pool fit's, labelled, as
     # `ratings --matrix` has them.
-    matrix = json.loads(CliRunner().invoke(main, [
-        "ratings", str(played.tournament), str(played.hex_records), "--matrix", "--json",
-    ]).stdout)["matrix"]  # fmt: skip
+    matrix = json.loads(
+        CliRunner()
+        .invoke(
+            main,
+            [
+                "ratings",
+                str(played.tournament),
+                str(played.hex_records),
+                "--matrix",
+                "--json",
+            ],
+        )
+        .stdout
+    )["matrix"]
     heads = [th.all_text() for th in next(cross.find_all("thead")).find_all("th")]
 
     def same(text: str, label: str, d: dict[str, float]) -> bool:
@@ -200,10 +246,10 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     cells = 0
     for row in cross_rows:
         engine = next(row.find_all("th")).all_text()
-        for opponent, cell in zip(heads, [c for c in row.children if c.tag == "td"],
-                                  strict=True):  # fmt: skip
-            [entry] = [m for m in matrix if (m["engine"], m["opponent"]) == (engine, opponent)
-                       ] or [None]  # fmt: skip
+        for opponent, cell in zip(heads, [c for c in row.children if c.tag == "td"], strict=True):
+            [entry] = [m for m in matrix if (m["engine"], m["opponent"]) == (engine, opponent)] or [
+                None
+            ]
             if entry is None:
                 continue
             cells += 1
@@ -277,8 +323,9 @@ def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
         for ev in evidence
     )
     for g in data["games"]:
-        assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", json.dumps(
-            g, ensure_ascii=False))  # fmt: skip
+        assert not re.search(
+            "[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", json.dumps(g, ensure_ascii=False)
+        )
 
 
 def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
@@ -296,18 +343,21 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     clobber = runner.invoke(main, ["report", str(played.tournament), "-o", str(store)])
     assert clobber.exit_code == 2 and "left alone" in clobber.output
     assert store.read_bytes() == before
-    clobber = runner.invoke(main, ["show", str(played.hex_records), "--game", "1", "--svg",
-                                   str(played.hex_records)])  # fmt: skip
+    clobber = runner.invoke(
+        main, ["show", str(played.hex_records), "--game", "1", "--svg", str(played.hex_records)]
+    )
     assert clobber.exit_code == 2 and "left alone" in clobber.output
     # A report is replaced by the next one.
     shutil.copy(played.report, tmp_path / "old.html")
-    again = runner.invoke(main, ["report", str(played.hex_records), "-o",
-                                 str(tmp_path / "old.html")])  # fmt: skip
+    again = runner.invoke(
+        main, ["report", str(played.hex_records), "-o", str(tmp_path / "old.html")]
+    )
     assert again.exit_code == 0, again.output
     assert "2 in the viewer" in again.output
     assert len(payload(parse((tmp_path / "old.html").read_text()))["games"]) == 2
-    missing = runner.invoke(main, ["report", str(played.hex_records), "-o",
-                                   str(tmp_path / "no" / "dir" / "r.html")])  # fmt: skip
+    missing = runner.invoke(
+        main, ["report", str(played.hex_records), "-o", str(tmp_path / "no" / "dir" / "r.html")]
+    )
     assert missing.exit_code == 2 and "cannot write" in missing.output
 
 
@@ -317,26 +367,33 @@ def test_records_that_do_not_replay_are_skipped_with_the_problem(
     lines = [json.loads(line) for line in played.hex_records.read_text().splitlines()]
     # A move after the game was won: every field has its type, but the replay stops there.
     extra = json.loads(json.dumps(lines[0]))
-    game = Game(Variant(extra["variant"]["islands"], extra["variant"]["size"],
-                        extra["variant"]["pie"]))  # fmt: skip
+    game = Game(
+        Variant(extra["variant"]["islands"], extra["variant"]["size"], extra["variant"]["pie"])
+    )
     for move in extra["moves"]:
         game.play(move)
     assert game.over
     plies = len(extra["moves"])
-    extra["moves"].append(next((n for i, n in enumerate(game.geometry.names)
-                                if not game.colors[i]), extra["moves"][0]))  # fmt: skip
+    extra["moves"].append(
+        next(
+            (n for i, n in enumerate(game.geometry.names) if not game.colors[i]), extra["moves"][0]
+        )
+    )
     extra["plies"], extra["game_id"] = plies + 1, "extra"
     bad_variant = {**lines[1], "variant": {"size": 5, "islands": 4}, "game_id": "variant"}
     damaged = tmp_path / "damaged.jsonl"
-    damaged.write_text("".join(json.dumps(line) + "\n"
-                               for line in [*lines, extra, bad_variant]))  # fmt: skip
+    damaged.write_text("".join(json.dumps(line) + "\n" for line in [*lines, extra, bad_variant]))
     page = tmp_path / "damaged.html"
-    done = CliRunner().invoke(main, ["report", str(damaged), "-o", str(page), "--anchor",
-                                     "random=1500", "--title", "Damaged"])  # fmt: skip
+    done = CliRunner().invoke(
+        main,
+        ["report", str(damaged), "-o", str(page), "--anchor", "random=1500", "--title", "Damaged"],
+    )
     assert done.exit_code == 0, done.output
     n = len(lines)
-    assert f"{damaged}:{n + 1}: not a game record (the moves do not replay at ply" \
-        f" {plies + 1}" in done.output  # fmt: skip
+    assert (
+        f"{damaged}:{n + 1}: not a game record (the moves do not replay at ply"
+        f" {plies + 1}" in done.output
+    )
     assert f"{damaged}:{n + 2}: not a game record" in done.output
     doc = parse(page.read_text())
     assert len(payload(doc)["games"]) == n  # the good games only
@@ -356,10 +413,14 @@ def test_picture_and_rules_agree_on_every_board() -> None:
         index = {c: i for i, c in enumerate(coords)}
         step = RADIUS * math.sqrt(3)
         for i, (q, r) in enumerate(coords):
-            near = {j for j, (x, y) in enumerate(points)
-                    if j != i and math.dist((x, y), points[i]) < step * 1.05}  # fmt: skip
-            expected = {index[(q + dq, r + dr)] for dq, dr in geom.directions
-                        if (q + dq, r + dr) in index}  # fmt: skip
+            near = {
+                j
+                for j, (x, y) in enumerate(points)
+                if j != i and math.dist((x, y), points[i]) < step * 1.05
+            }
+            expected = {
+                index[(q + dq, r + dr)] for dq, dr in geom.directions if (q + dq, r + dr) in index
+            }
             assert near == expected, (geom.key, geom.name_of((q, r)) or (q, r))
             for j in near:
                 assert abs(math.dist(points[i], points[j]) - step) < 0.2
@@ -371,12 +432,16 @@ def test_show_svg_writes_the_position(played: Played, tmp_path: Path) -> None:
     records = played.folder / "t.jsonl"
     swapped = next(r for r in played.records if r.swapped)
     hexed = next(r for r in played.records if r.variant["islands"] == 4)
-    for record, source, ply in ((swapped, records, 5), (swapped, records, None),
-                                (hexed, played.hex_records, 3)):  # fmt: skip
+    for record, source, ply in (
+        (swapped, records, 5),
+        (swapped, records, None),
+        (hexed, played.hex_records, 3),
+    ):
         out = tmp_path / f"{record.game_id}-{ply}.svg"
         extra = [] if ply is None else ["--ply", str(ply)]
-        done = CliRunner().invoke(main, ["show", str(source), "--game", record.game_id, "--svg",
-                                         str(out), *extra])  # fmt: skip
+        done = CliRunner().invoke(
+            main, ["show", str(source), "--game", record.game_id, "--svg", str(out), *extra]
+        )
         assert done.exit_code == 0, done.output
         root = ET.parse(out).getroot()
         ns = "{http://www.w3.org/2000/svg}"
@@ -388,16 +453,31 @@ def test_show_svg_writes_the_position(played: Played, tmp_path: Path) -> None:
         for g in root.iter(f"{ns}g"):
             if "cell" in g.get("class", "").split() and g.find(f"{ns}circle") is not None:
                 drawn[g.get("data-name")] = g.get("data-stone")
-        expected = {game.geometry.names[i]: "b" if c == Color.BLACK else "w"
-                    for i, c in enumerate(game.colors) if c}  # fmt: skip
+        expected = {
+            game.geometry.names[i]: "b" if c == Color.BLACK else "w"
+            for i, c in enumerate(game.colors)
+            if c
+        }
         assert drawn == expected and len(drawn) == game.n_stones
-        chain = {g.get("data-name") for g in root.iter(f"{ns}g")
-                 if "chain" in g.get("class", "").split()}  # fmt: skip
+        chain = {
+            g.get("data-name") for g in root.iter(f"{ns}g") if "chain" in g.get("class", "").split()
+        }
         assert chain == {game.geometry.names[i] for i in game.winning_chain()}
         assert (ply is None) == bool(chain)
         assert root.find(f"{ns}title") is not None and "plies" in str(root.find(f"{ns}title").text)
-    bad = CliRunner().invoke(main, ["show", str(records), "--game", swapped.game_id, "--ply",
-                                    "999", "--svg", str(tmp_path / "x.svg")])  # fmt: skip
+    bad = CliRunner().invoke(
+        main,
+        [
+            "show",
+            str(records),
+            "--game",
+            swapped.game_id,
+            "--ply",
+            "999",
+            "--svg",
+            str(tmp_path / "x.svg"),
+        ],
+    )
     assert bad.exit_code == 2 and "out of range" in bad.output
     assert not (tmp_path / "x.svg").exists()
 
@@ -422,12 +502,20 @@ def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     ours = [r for r in played.records if r.variant["islands"] == 8]
     hexed = [r for r in played.records if r.variant["islands"] == 4]
     assert text["Source"] == ["tournament \u201ctiny\u201d, store tiny.sqlite", "records file"]
-    assert text["Games"] == [f"{len(ours)} rated, {sum(r.swapped for r in ours)} with a swap"
-                             if any(r.swapped for r in ours) else f"{len(ours)} rated",
-                             f"{len(hexed)} rated" + (f", {sum(r.swapped for r in hexed)} with"
-                             " a swap" if any(r.swapped for r in hexed) else "")]  # fmt: skip
-    assert text["Format"][0] == ("round-robin, 1 round: 6 games for 3 engines, each pairing as"
-                                 " a seat-swapped pair")  # fmt: skip
+    assert text["Games"] == [
+        f"{len(ours)} rated, {sum(r.swapped for r in ours)} with a swap"
+        if any(r.swapped for r in ours)
+        else f"{len(ours)} rated",
+        f"{len(hexed)} rated"
+        + (
+            f", {sum(r.swapped for r in hexed)} with a swap"
+            if any(r.swapped for r in hexed)
+            else ""
+        ),
+    ]
+    assert text["Format"][0] == (
+        "round-robin, 1 round: 6 games for 3 engines, each pairing as a seat-swapped pair"
+    )
     assert tournament.total == 6
     assert text["Format"][1].startswith("not recorded")
     assert text["Board"] == ["Atoll 7", "Hex 5"]
@@ -436,9 +524,12 @@ def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     assert text["Openings"][0].startswith("1 random stone per seat-swapped pair")
     # A records file says how many first moves came from an opening (when not none).
     (plies,) = {r.opening for r in hexed}
-    assert text["Openings"][1] == (f"openings of {plies} pl{'y' if plies == 1 else 'ies'} in"
-                                   f" {len(hexed)} of {len(hexed)} games (from the records)"
-                                   if plies else "not recorded")  # fmt: skip
+    assert text["Openings"][1] == (
+        f"openings of {plies} pl{'y' if plies == 1 else 'ies'} in"
+        f" {len(hexed)} of {len(hexed)} games (from the records)"
+        if plies
+        else "not recorded"
+    )
     assert text["Seed"] == ["4", "not recorded"]
     assert text["Sandbox and limits"] == ["no sandbox, limits: memory 1024 MB", "not recorded"]
     day = str(created)[:10]
@@ -452,8 +543,9 @@ def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     assert [c.all_text() for c in unknown] == ["not recorded"]
     differing = {r.attrs.get("class") for r in table.find_all("tr", **{"class": "differs"})}
     assert differing == {"differs"}
-    marked = [next(r.find_all("th")).all_text()
-              for r in table.find_all("tr", **{"class": "differs"})]  # fmt: skip
+    marked = [
+        next(r.find_all("th")).all_text() for r in table.find_all("tr", **{"class": "differs"})
+    ]
     assert marked == ["Board", "Time control"]
     (note,) = doc.find_all("p", id="differences")
     assert "differ in board, time control" in note.all_text()
@@ -503,17 +595,28 @@ def voided(played: Played, tmp_path_factory: pytest.TempPathFactory) -> Voided:
     third = schedule[2]
     rated = next(r for r in played.records if r.game_id == third.game_id)
     attempt = replace(
-        rated, void=True, termination=Termination.SETUP, winner=None, winner_color=None,
-        moves=[], move_ms=[], opening=0, swapped=False, black="", white="",
-        reason=f"{rated.seat1} did not start", started="2000-01-01T00:00:00.000Z",
+        rated,
+        void=True,
+        termination=Termination.SETUP,
+        winner=None,
+        winner_color=None,
+        moves=[],
+        move_ms=[],
+        opening=0,
+        swapped=False,
+        black="",
+        white="",
+        reason=f"{rated.seat1} did not start",
+        started="2000-01-01T00:00:00.000Z",
         finished="2000-01-01T00:00:01.000Z",
         evidence=Evidence(engine=rated.seat1, detail="did not start", stage=Stage.GAME),
-    )  # fmt: skip
+    )
     with Store.open(store) as opened:  # writable, as a run's
         opened.write(third, attempt)
     report = folder / "voided.html"
-    done = CliRunner().invoke(main, ["report", str(played.hex_records), str(store), "-o",
-                                     str(report)])  # fmt: skip
+    done = CliRunner().invoke(
+        main, ["report", str(played.hex_records), str(store), "-o", str(report)]
+    )
     assert done.exit_code == 0, done.output
     hexed = [r.game_id for r in read_records(played.hex_records)]
     ids = [g.game_id for g in schedule]
@@ -565,8 +668,9 @@ def expected_stones(record: GameRecord, ply: int) -> tuple[dict[str, str], Game]
     for move in record.moves[:ply]:
         game.play(move)
     names = game.geometry.names
-    return {names[i]: "b" if c == Color.BLACK else "w"
-            for i, c in enumerate(game.colors) if c}, game  # fmt: skip
+    return {
+        names[i]: "b" if c == Color.BLACK else "w" for i, c in enumerate(game.colors) if c
+    }, game
 
 
 def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -> None:
@@ -603,7 +707,7 @@ def test_viewer_steps_through_games_in_a_browser(played: Played, browser: Any) -
             "  status: document.getElementById('status').textContent,"
             "  players: document.getElementById('players').textContent};",
             game.last_cell(),
-        )  # fmt: skip
+        )
         assert state["stones"] == expected and state["ply"] == str(ply), f"ply {ply}"
         assert state["mark"] == ["visible", *state["cell"]]  # the last stone is marked
         if swapped.moves[ply - 1] == "swap":
@@ -667,8 +771,7 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     assert script_errors(browser) == []
 
 
-def test_game_list_pages_through_many_games(played: Played, browser: Any,
-                                            tmp_path: Path) -> None:  # fmt: skip
+def test_game_list_pages_through_many_games(played: Played, browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -705,9 +808,11 @@ def open_game(driver: Any, url: str, number: int) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url)
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
-        "return document.getElementById('game-title').textContent").startswith(
-            f"Game {number}:"))  # fmt: skip
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script(
+            "return document.getElementById('game-title').textContent"
+        ).startswith(f"Game {number}:")
+    )
 
 
 def downloaded(driver: Any, folder: Path) -> Path:
@@ -728,8 +833,7 @@ def downloaded(driver: Any, folder: Path) -> Path:
     return path
 
 
-def test_download_holds_the_games_records(played: Played, browser: Any,
-                                          tmp_path: Path) -> None:  # fmt: skip
+def test_download_holds_the_games_records(played: Played, browser: Any, tmp_path: Path) -> None:
     browser.get(played.report.as_uri())
     # The records reader takes every line (it raises on one that is not a record), and
     # they are the games of the list, in its order, as the sources hold them.
@@ -740,8 +844,9 @@ def test_download_holds_the_games_records(played: Played, browser: Any,
     assert script_errors(browser) == []
 
 
-def test_download_keeps_what_the_viewer_cannot_restore(played: Played, browser: Any,
-                                                       tmp_path: Path) -> None:  # fmt: skip
+def test_download_keeps_what_the_viewer_cannot_restore(
+    played: Played, browser: Any, tmp_path: Path
+) -> None:
     """Move times finer than the viewer's tenths travel in the line itself; a faulty
     game's long stderr is cut to the tail the viewer shows."""
     first, second = (json.loads(line) for line in played.hex_records.read_text().splitlines())
@@ -751,11 +856,15 @@ def test_download_keeps_what_the_viewer_cannot_restore(played: Played, browser: 
         game.play(move)
     loser = second["seat1"] if game.to_move is Color.BLACK else second["seat2"]
     second.update(
-        moves=second["moves"][:3], move_ms=second["move_ms"][:3], plies=3, termination="crash",
+        moves=second["moves"][:3],
+        move_ms=second["move_ms"][:3],
+        plies=3,
+        termination="crash",
         winner=second["seat2"] if loser == second["seat1"] else second["seat1"],
-        winner_color=None, reason="crashed",
+        winner_color=None,
+        reason="crashed",
         evidence={"engine": loser, "detail": "crashed", "stderr_tail": "x" * 9000 + "END"},
-    )  # fmt: skip
+    )
     source = tmp_path / "odd.jsonl"
     source.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
     page = tmp_path / "odd.html"
@@ -805,18 +914,25 @@ def test_game_link_opens_that_game_in_the_viewer(voided: Voided, browser: Any) -
     assert script_errors(browser) == []
 
 
-def random_record(variant: Variant, plies: int, game_id: str, rng: random.Random
-                  ) -> dict[str, Any]:  # fmt: skip
+def random_record(variant: Variant, plies: int, game_id: str, rng: random.Random) -> dict[str, Any]:
     game = Game(variant)
     moves = []
     for _ in range(plies):
         cell = rng.choice(game.legal_cells())
         game.play(cell)
         moves.append(game.move_name(cell))
-    return {"schema": 1, "game_id": game_id, "variant": {"size": variant.size,
-            "islands": variant.islands, "pie": variant.pie}, "seat1": "a", "seat2": "b",
-            "tc": {"seat1": "1+0", "seat2": "1+0"}, "started": "2026-01-01T00:00:00.000Z",
-            "termination": "resign", "winner": "a", "moves": moves}  # fmt: skip
+    return {
+        "schema": 1,
+        "game_id": game_id,
+        "variant": {"size": variant.size, "islands": variant.islands, "pie": variant.pie},
+        "seat1": "a",
+        "seat2": "b",
+        "tc": {"seat1": "1+0", "seat2": "1+0"},
+        "started": "2026-01-01T00:00:00.000Z",
+        "termination": "resign",
+        "winner": "a",
+        "moves": moves,
+    }
 
 
 def test_cell_names_are_legible_on_every_board(browser: Any, tmp_path: Path) -> None:
@@ -827,8 +943,11 @@ def test_cell_names_are_legible_on_every_board(browser: Any, tmp_path: Path) -> 
     rng = random.Random(1)
     boards = [Variant(4, 11), Variant(8, 23), Variant(4, 26)]
     source = tmp_path / "boards.jsonl"
-    source.write_text("".join(json.dumps(random_record(v, 6, f"g{n}", rng)) + "\n"
-                              for n, v in enumerate(boards, 1)))  # fmt: skip
+    source.write_text(
+        "".join(
+            json.dumps(random_record(v, 6, f"g{n}", rng)) + "\n" for n, v in enumerate(boards, 1)
+        )
+    )
     page = tmp_path / "boards.html"
     done = CliRunner().invoke(main, ["report", str(source), "-o", str(page)])
     assert done.exit_code == 0, done.output

@@ -19,8 +19,7 @@ pytestmark = pytest.mark.slow
 
 def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_wheel_from_a_clean_clone_plays_from_an_empty_folder(tmp_path: Path) -> None:
@@ -29,8 +28,10 @@ def test_a_wheel_from_a_clean_clone_plays_from_an_empty_folder(tmp_path: Path) -
     clone, dist, venv, empty = (tmp_path / n for n in ("clone", "dist", "venv", "empty"))
     done = _run(["git", "clone", "--quiet", str(ROOT), str(clone)], tmp_path)
     assert done.returncode == 0, done.stderr
-    done = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist),
-                 str(clone)], tmp_path)  # fmt: skip
+    done = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(clone)],
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     (wheel,) = dist.glob("atoll_arbiter-*.whl")
     shutil.rmtree(clone)

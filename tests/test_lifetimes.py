@@ -28,17 +28,38 @@ def test_an_engine_that_exits_behind_an_escaped_child_is_charged_a_crash_at_once
     good = f"{sys.executable} {BADBOT} ok --name good"
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "arbiter", "match", escaper, good, "--games", "2", "--tc", "inf",
-         "--records", str(records), "--json", "-q"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            escaper,
+            good,
+            "--games",
+            "2",
+            "--tc",
+            "inf",
+            "--records",
+            str(records),
+            "--json",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - start < 30  # not the 600 s move limit of `inf`
     games = [json.loads(line) for line in records.read_text().splitlines()]
     assert [g["termination"] for g in games] == ["crash", "crash"]
-    children = [int(line.split()[-1]) for g in games
-                for line in g["evidence"]["stderr_tail"].splitlines()
-                if line.startswith("child pid")]  # fmt: skip
+    children = [
+        int(line.split()[-1])
+        for g in games
+        for line in g["evidence"]["stderr_tail"].splitlines()
+        if line.startswith("child pid")
+    ]
     assert len(children) == 2
     assert wait_until(lambda: not any(running(pid) for pid in children), 10)
 
@@ -55,15 +76,20 @@ def _descends(pid: int, ancestor: int) -> bool:
     return False
 
 
-def _kill_harness_mid_match(args: list[str], marker: str,
-                            ready: Callable[[str, int], bool]) -> None:  # fmt: skip
+def _kill_harness_mid_match(
+    args: list[str], marker: str, ready: Callable[[str, int], bool]
+) -> None:
     """Start a match, SIGKILL the harness once `ready` accepts a progress line (given with
     the harness's pid), and check that every engine (the processes whose command line
     holds `marker`) dies with it."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "match", *args],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr is not None
         for line in proc.stderr:
@@ -72,8 +98,9 @@ def _kill_harness_mid_match(args: list[str], marker: str,
                 break
         engines = [pid for pid in pids_matching(marker) if pid != proc.pid]
         assert len(engines) >= 2
-        watchdogs = [pid for pid in pids_matching("arbiter.engines.reaper")
-                     if _descends(pid, proc.pid)]  # fmt: skip
+        watchdogs = [
+            pid for pid in pids_matching("arbiter.engines.reaper") if _descends(pid, proc.pid)
+        ]
         assert watchdogs
         proc.kill()
         proc.wait()
@@ -101,9 +128,10 @@ def test_engines_die_with_a_harness_killed_by_sigkill(concurrency: str, mode: st
     marker = f"kill9-{uuid.uuid4().hex[:8]}"
     stubborn = f"{sys.executable} {BADBOT} {mode} --name {marker}"
     _kill_harness_mid_match(
-        [stubborn, stubborn, "--games", "20", "--tc", "60+0", "-c", concurrency], marker,
+        [stubborn, stubborn, "--games", "20", "--tc", "60+0", "-c", concurrency],
+        marker,
         lambda line, harness: line.startswith("Finished game"),
-    )  # fmt: skip
+    )
 
 
 def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> None:
@@ -119,8 +147,9 @@ def test_engines_die_with_the_harness_even_after_its_watchdog_was_killed() -> No
         finished += 1
         if not killed:  # kill the first watchdog; the harness starts a new one
             # Only this harness's: other runs on the machine have watchdogs of their own.
-            dogs = [pid for pid in pids_matching("arbiter.engines.reaper")
-                    if _descends(pid, harness)]  # fmt: skip
+            dogs = [
+                pid for pid in pids_matching("arbiter.engines.reaper") if _descends(pid, harness)
+            ]
             killed.extend(dogs)
             for pid in dogs:
                 os.kill(pid, signal.SIGKILL)
@@ -140,6 +169,7 @@ def test_engines_die_with_the_harness_after_a_long_match() -> None:
     stubborn = f"{sys.executable} {BADBOT} ignore-quit --name {marker}"
     start = time.monotonic()
     _kill_harness_mid_match(
-        [engine, stubborn, "--games", "400", "--tc", "600+0"], marker,
+        [engine, stubborn, "--games", "400", "--tc", "600+0"],
+        marker,
         lambda line, harness: line.startswith("Finished game") and time.monotonic() - start > 12,
-    )  # fmt: skip
+    )

@@ -22,13 +22,18 @@ BADBOT = ROOT / "tests" / "engines" / "badbot.py"
 RANDOM_BOT = ROOT / "arbiter" / "bots" / "random_bot.py"
 
 
-def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180,
-            **kwargs: object) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def arbiter(
+    *args: str, cwd: Path = ROOT, timeout: float = 180, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
         **kwargs,  # type: ignore[call-overload]
-    )  # fmt: skip
+    )
 
 
 def two_bots(folder: Path, header: str = "rounds = 1") -> Path:
@@ -37,9 +42,11 @@ def two_bots(folder: Path, header: str = "rounds = 1") -> Path:
     for name in ("a", "b"):
         script = folder / f"{name}_bot.py"
         shutil.copy(RANDOM_BOT, script)
-        lines.append(f'[[engine]]\nname = "{name}"\n'
-                     f'command = {json.dumps([sys.executable, str(script)])}\n'
-                     f'env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n')  # fmt: skip
+        lines.append(
+            f'[[engine]]\nname = "{name}"\n'
+            f"command = {json.dumps([sys.executable, str(script)])}\n"
+            f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n"
+        )
     path = folder / "t.toml"
     path.write_text("\n".join(lines))
     return path
@@ -97,19 +104,45 @@ def _pause_during_a_game(args: list[str], tmp_path: Path) -> list[object]:
     slow = f"{sys.executable} {BADBOT} slow --ms 20"
     stopper = f"{slow.replace('slow', 'stop-parent')} --after 25 --flag {tmp_path / 'flag'}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", f"a={stopper}", f"b={slow}", "--size", "7",
-         "--tc", "2+0.05", "--records", str(records), "-q", "--log", str(tmp_path / "log"),
-         *args],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            f"a={stopper}",
+            f"b={slow}",
+            "--size",
+            "7",
+            "--tc",
+            "2+0.05",
+            "--records",
+            str(records),
+            "-q",
+            "--log",
+            str(tmp_path / "log"),
+            *args,
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         stopped: list[int] = []
 
         def find_stopped() -> bool:
-            family = [process.pid, *map(int, subprocess.run(
-                ["pgrep", "-P", str(process.pid)], capture_output=True, text=True,
-            ).stdout.split())]  # fmt: skip
+            family = [
+                process.pid,
+                *map(
+                    int,
+                    subprocess.run(
+                        ["pgrep", "-P", str(process.pid)],
+                        capture_output=True,
+                        text=True,
+                    ).stdout.split(),
+                ),
+            ]
             stopped[:] = [pid for pid in family if _state(pid) == "T"]
             return bool(stopped) or process.poll() is not None
 
@@ -133,9 +166,14 @@ def _state(pid: int) -> str:
         return ""
 
 
-@pytest.mark.parametrize("args", [pytest.param(["-n", "4"], marks=pytest.mark.slow),
-                                  pytest.param(["-n", "6", "-c", "2"], marks=pytest.mark.slow)],
-                         ids=["harness", "worker"])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["-n", "4"], marks=pytest.mark.slow),
+        pytest.param(["-n", "6", "-c", "2"], marks=pytest.mark.slow),
+    ],
+    ids=["harness", "worker"],
+)
 def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Path) -> None:
     games = _pause_during_a_game(args, tmp_path)
     rated = [g for g in games if not g.void]  # type: ignore[attr-defined]
@@ -159,9 +197,15 @@ def test_a_paused_harness_never_charges_an_engine(args: list[str], tmp_path: Pat
 # Slow: engines that ignore `quit` make each shutdown last seconds. A stop by a signal is
 # checked in the default run by test_cli.py (test_a_signal_stops_cleanly_with_the_score_so_far).
 @pytest.mark.slow
-@pytest.mark.parametrize("signals", [[signal.SIGHUP], [signal.SIGTERM, signal.SIGTERM],
-                                     [signal.SIGHUP, signal.SIGTERM, signal.SIGINT]],
-                         ids=["hup", "term-twice", "three"])  # fmt: skip
+@pytest.mark.parametrize(
+    "signals",
+    [
+        [signal.SIGHUP],
+        [signal.SIGTERM, signal.SIGTERM],
+        [signal.SIGHUP, signal.SIGTERM, signal.SIGINT],
+    ],
+    ids=["hup", "term-twice", "three"],
+)
 def test_stop_signals_always_end_with_the_final_lines(
     signals: list[signal.Signals], tmp_path: Path
 ) -> None:
@@ -176,11 +220,24 @@ def test_stop_signals_always_end_with_the_final_lines(
         f'[[engine]]\nname = "b"\ncommand = {json.dumps(stubborn.split())}\n'
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "0",
-         "--log", str(log)],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "tournament",
+            "run",
+            str(t),
+            "--every",
+            "0",
+            "--log",
+            str(log),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     assert process.stderr is not None
     for line in process.stderr:
         if line.startswith("Finished game 2 "):
@@ -206,8 +263,11 @@ def test_progress_into_a_closed_pipe_never_stops_the_run(tmp_path: Path) -> None
     assert reader.stdin is not None
     harness = subprocess.Popen(
         [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "1"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=reader.stdin, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=reader.stdin,
+        stderr=subprocess.STDOUT,
+    )
     reader.stdin.close()  # only the harness writes to the pipe now
     assert reader.stdout is not None
     shown = reader.stdout.read()
@@ -232,8 +292,7 @@ def _limited(resource_name: str, value: int) -> object:
 
 def test_too_few_file_descriptors_names_the_harness_not_the_engine(tmp_path: Path) -> None:
     t = two_bots(tmp_path)
-    done = arbiter("tournament", "run", str(t), "-c", "2",
-                   preexec_fn=_limited("RLIMIT_NOFILE", 16))  # fmt: skip
+    done = arbiter("tournament", "run", str(t), "-c", "2", preexec_fn=_limited("RLIMIT_NOFILE", 16))
     assert done.returncode == 1, done.stderr
     assert "the harness itself has too many open files (its limit, ulimit -n, is 16)" in (
         done.stdout + done.stderr
@@ -248,12 +307,15 @@ def test_an_address_space_limit_is_not_an_abort(tmp_path: Path) -> None:
     assert done.returncode == 0 and "Seat 1 advantage" in done.stdout, done.stderr
 
 
-@pytest.mark.parametrize(("limits", "message"), [
-    ("26", "tournament.limits: must be a table, not 26"),
-    ("[1, 2]", "tournament.limits: must be a table, not [1, 2]"),
-    ("{ cpu_s = 9223372036854775808 }", "cpu_s = 9223372036854775808 is out of range"),
-    ("{ memory_mb = 9223372036854775807 }", "memory_mb = 9223372036854775807 is out of range"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ("26", "tournament.limits: must be a table, not 26"),
+        ("[1, 2]", "tournament.limits: must be a table, not [1, 2]"),
+        ("{ cpu_s = 9223372036854775808 }", "cpu_s = 9223372036854775808 is out of range"),
+        ("{ memory_mb = 9223372036854775807 }", "memory_mb = 9223372036854775807 is out of range"),
+    ],
+)
 def test_bad_limits_are_one_line(tmp_path: Path, limits: str, message: str) -> None:
     t = two_bots(tmp_path, f"limits = {limits}")
     for command in (["run"], ["status"]):
@@ -264,8 +326,20 @@ def test_bad_limits_are_one_line(tmp_path: Path, limits: str, message: str) -> N
 
 def test_show_takes_only_ascii_digits_as_numbers(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    done = arbiter("match", "random", "skeleton", "-n", "1", "--size", "7", "--tc", "5+0",
-                   "--records", str(records), "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "random",
+        "skeleton",
+        "-n",
+        "1",
+        "--size",
+        "7",
+        "--tc",
+        "5+0",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     # Superscript two, Arabic-Indic three, fullwidth one: digits to str.isdigit only.
     for number in ("\u00b2", "\u0663", "\uff11"):
@@ -311,8 +385,21 @@ def test_a_log_on_a_pipe_is_written_not_read(tmp_path: Path) -> None:
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
-    done = arbiter("match", "random", "skeleton", "-n", "1", "--size", "7", "--tc", "5+0",
-                   "-q", "--log", str(fifo), timeout=60)  # fmt: skip
+    done = arbiter(
+        "match",
+        "random",
+        "skeleton",
+        "-n",
+        "1",
+        "--size",
+        "7",
+        "--tc",
+        "5+0",
+        "-q",
+        "--log",
+        str(fifo),
+        timeout=60,
+    )
     out, _ = reader.communicate(timeout=30)
     assert done.returncode == 0, done.stderr
     assert "arbiter.runs.driver INFO game" in out

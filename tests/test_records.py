@@ -14,13 +14,26 @@ from arbiter.results.records import Evidence, GameRecord, RecordWriter, Terminat
 
 def sample(**changes: object) -> GameRecord:
     record = GameRecord(
-        game_id="m-1", variant={"size": 11, "islands": 8, "pie": True}, seat1="a", seat2="b",
-        tc={"seat1": "10+0.1", "seat2": "st=1"}, started="2026-01-01T00:00:00.000Z",
-        finished="2026-01-01T00:00:01.000Z", swapped=True, black="b", white="a",
-        moves=["f5", "swap", "e5"], move_ms=[1.5, 2.0, 3.25], winner="a", winner_color="white",
-        termination=Termination.TIME, reason="b: too slow", versions={"a": "1", "b": "2"},
-        evidence=Evidence("b", "too slow", ["> 3 genmove b"], -9, "tail", "game"), seed=7,
-    )  # fmt: skip
+        game_id="m-1",
+        variant={"size": 11, "islands": 8, "pie": True},
+        seat1="a",
+        seat2="b",
+        tc={"seat1": "10+0.1", "seat2": "st=1"},
+        started="2026-01-01T00:00:00.000Z",
+        finished="2026-01-01T00:00:01.000Z",
+        swapped=True,
+        black="b",
+        white="a",
+        moves=["f5", "swap", "e5"],
+        move_ms=[1.5, 2.0, 3.25],
+        winner="a",
+        winner_color="white",
+        termination=Termination.TIME,
+        reason="b: too slow",
+        versions={"a": "1", "b": "2"},
+        evidence=Evidence("b", "too slow", ["> 3 genmove b"], -9, "tail", "game"),
+        seed=7,
+    )
     return dataclasses.replace(record, **changes)  # type: ignore[arg-type]
 
 
@@ -50,10 +63,16 @@ def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 BAD_FIELDS = [
-    ("tc", "5+0.05"), ("move_ms", [None]), ("move_ms", ["x"]), ("move_ms", [1e999]),
-    ("answers", ["a", "b"]), ("swapped", "no"), ("winner", 3), ("commands", {"seat1": "x"}),
+    ("tc", "5+0.05"),
+    ("move_ms", [None]),
+    ("move_ms", ["x"]),
+    ("move_ms", [1e999]),
+    ("answers", ["a", "b"]),
+    ("swapped", "no"),
+    ("winner", 3),
+    ("commands", {"seat1": "x"}),
     ("unknown_key", 1),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("key", "value"), BAD_FIELDS, ids=[f"{k}={v!r}" for k, v in BAD_FIELDS])

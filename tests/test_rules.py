@@ -301,8 +301,9 @@ def test_first_win_is_final_and_reported_once(data: st.DataObject) -> None:
 @pytest.mark.parametrize("variant", [Variant(8, 11), Variant(8, 7), Variant(4, 5)])
 @settings(max_examples=8, deadline=None)
 @given(data=st.data())
-def test_winning_cells_are_the_moves_that_win_at_once(variant: Variant,
-                                                      data: st.DataObject) -> None:  # fmt: skip
+def test_winning_cells_are_the_moves_that_win_at_once(
+    variant: Variant, data: st.DataObject
+) -> None:
     game = Game(Variant(variant.islands, variant.size, pie=False))
     order = data.draw(st.permutations(range(game.geometry.n_cells)))
     for cell in order:
@@ -388,12 +389,14 @@ def test_render_looks_like_the_board() -> None:
     assert " 2  W . X . . W" in hexg.render()
 
 
-@pytest.mark.parametrize("variant", [Variant(8, 11), Variant(8, 7), Variant(4, 5),
-                                     Variant(4, 7, pie=False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "variant", [Variant(8, 11), Variant(8, 7), Variant(4, 5), Variant(4, 7, pie=False)]
+)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
-def test_replay_winner_agrees_with_playing_move_by_move(variant: Variant,
-                                                         data: st.DataObject) -> None:  # fmt: skip
+def test_replay_winner_agrees_with_playing_move_by_move(
+    variant: Variant, data: st.DataObject
+) -> None:
     """The readers' one-loop replay finds the winner `Game.play` finds, and refuses what
     it refuses: moves past the win, a stone on a stone, a swap out of place, odd names."""
     names = Game(variant).geometry.names

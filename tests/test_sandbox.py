@@ -61,8 +61,15 @@ def _toml(value: Any) -> str:
     return json.dumps(value)
 
 
-def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int] | None = None,
-         extra: tuple[str, ...] = (), tc: str = "30+0") -> Played:  # fmt: skip
+def play(
+    tmp_path: Path,
+    attack: str,
+    *,
+    sandboxed: bool,
+    limits: dict[str, int] | None = None,
+    extra: tuple[str, ...] = (),
+    tc: str = "30+0",
+) -> Played:
     """One game, the attacker in seat 1 against a well-behaved victim."""
     token = f"tok{uuid.uuid4().hex[:10]}"
     records = tmp_path / f"{token}.jsonl"
@@ -103,8 +110,9 @@ def play(tmp_path: Path, attack: str, *, sandboxed: bool, limits: dict[str, int]
     ]
     if sandboxed:
         args.append("--sandbox")
-    done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=90,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
+    done = subprocess.run(
+        args, cwd=tmp_path, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+    )
     bad: list[Any] = []
     found = list(read_records(records, bad=bad)) if records.exists() else []
     said = log.read_text(errors="replace") if log.exists() else ""
@@ -253,16 +261,16 @@ def test_without_the_sandbox_the_engine_reaches_the_network(tmp_path: Path) -> N
         assert _accepted(server)
 
 
-@pytest.mark.parametrize("sandboxed", [
-    pytest.param(True, marks=needs_bwrap), pytest.param(False)])  # fmt: skip
+@pytest.mark.parametrize("sandboxed", [pytest.param(True, marks=needs_bwrap), pytest.param(False)])
 def test_no_process_escapes_into_a_new_session(tmp_path: Path, sandboxed: bool) -> None:
     # Without the sandbox the harness's reaper already finds escaped children while it
     # lives; the sandbox's pid namespace also holds when the harness is killed.
     played = play(tmp_path, "escape", sandboxed=sandboxed)
     victim_not_harmed(played)
     attack_said(played, "escape", "started")
-    assert wait_until(lambda: not [p for p in pids_matching(played.token) if running(p)],
-                      timeout=10)  # fmt: skip
+    assert wait_until(
+        lambda: not [p for p in pids_matching(played.token) if running(p)], timeout=10
+    )
 
 
 # -- resource limits --------------------------------------------------------------------------
@@ -301,8 +309,9 @@ def test_the_cpu_limit_holds_without_the_sandbox_too(tmp_path: Path) -> None:
 
 
 @needs_bwrap
-@pytest.mark.skipif("processes" not in sandbox.cgroup_support(),
-                    reason="no writable pids cgroup here")  # fmt: skip
+@pytest.mark.skipif(
+    "processes" not in sandbox.cgroup_support(), reason="no writable pids cgroup here"
+)
 def test_a_fork_bomb_stops_at_the_processes_limit(tmp_path: Path) -> None:
     played = play(tmp_path, "fork", sandboxed=True, limits={"processes": 12})
     record = _lost_by(played, "processes")
@@ -336,23 +345,34 @@ def test_endless_output_loses_without_harming_anyone(tmp_path: Path) -> None:
 # -- definitions, tournaments, and a sandbox that cannot run ---------------------------------
 
 
-def _arbiter(*args: str, cwd: Path, env: dict[str, str] | None = None
-             ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
+def _arbiter(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _engine(name: str, argv: list[str], extra: str = "") -> str:
     return f"[[engine]]\nname = {json.dumps(name)}\ncommand = {_toml(argv)}\n{extra}\n"
 
 
-@pytest.mark.parametrize(("table", "where", "what"), [
-    ('limits = { memory = 5 }', "tournament.limits", "unknown limit(s) memory"),
-    ('limits = { cpu_s = -1 }', "tournament.limits.cpu_s", "positive whole number"),
-    ('limits = { processes = 2 }', "tournament.limits.processes", "at least 3"),
-    ('sandbox = "yes"', "tournament.sandbox", "sandbox"),
-], ids=["unknown", "negative", "processes", "not-bool"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("table", "where", "what"),
+    [
+        ("limits = { memory = 5 }", "tournament.limits", "unknown limit(s) memory"),
+        ("limits = { cpu_s = -1 }", "tournament.limits.cpu_s", "positive whole number"),
+        ("limits = { processes = 2 }", "tournament.limits.processes", "at least 3"),
+        ('sandbox = "yes"', "tournament.sandbox", "sandbox"),
+    ],
+    ids=["unknown", "negative", "processes", "not-bool"],
+)
 def test_bad_sandbox_settings_are_one_line_and_exit_2(
     tmp_path: Path, table: str, where: str, what: str
 ) -> None:
@@ -366,8 +386,10 @@ def test_bad_sandbox_settings_are_one_line_and_exit_2(
 
 
 def test_an_engine_limits_table_is_checked_where_it_is_written(tmp_path: Path) -> None:
-    bots = [_engine("a", [sys.executable, str(BADBOT), "ok"], "limits = { disk_mb = 0 }"),
-            _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    bots = [
+        _engine("a", [sys.executable, str(BADBOT), "ok"], "limits = { disk_mb = 0 }"),
+        _engine("b", [sys.executable, str(BADBOT), "ok"]),
+    ]
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
     done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
@@ -380,8 +402,16 @@ def test_asking_for_the_sandbox_without_bubblewrap_stops_before_any_game(tmp_pat
     bare.mkdir()
     env = {**os.environ, "PATH": str(bare)}
     records = tmp_path / "r.jsonl"
-    done = _arbiter("match", f"{sys.executable} {BADBOT} ok", f"{sys.executable} {BADBOT} ok",
-                    "--sandbox", "--records", str(records), cwd=tmp_path, env=env)  # fmt: skip
+    done = _arbiter(
+        "match",
+        f"{sys.executable} {BADBOT} ok",
+        f"{sys.executable} {BADBOT} ok",
+        "--sandbox",
+        "--records",
+        str(records),
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert "bubblewrap (bwrap) is not installed" in line and "apt-get install bubblewrap" in line
@@ -391,13 +421,21 @@ def test_asking_for_the_sandbox_without_bubblewrap_stops_before_any_game(tmp_pat
 @needs_bwrap
 def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path) -> None:
     store = tmp_path / "t.sqlite"
-    attacker = [sys.executable, str(ATTACKER), "write", "--path", str(store),
-                "--path", f"{store}-wal"]  # fmt: skip
-    bots = [_engine("attacker", attacker),
-            _engine("victim", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    attacker = [
+        sys.executable,
+        str(ATTACKER),
+        "write",
+        "--path",
+        str(store),
+        "--path",
+        f"{store}-wal",
+    ]
+    bots = [_engine("attacker", attacker), _engine("victim", [sys.executable, str(BADBOT), "ok"])]
     path = tmp_path / "t.toml"
-    head = ('[tournament]\nname = "t"\nrounds = 2\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\n'
-            'sandbox = true\nlimits = { memory_mb = 512, cpu_s = 60 }\n')  # fmt: skip
+    head = (
+        '[tournament]\nname = "t"\nrounds = 2\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\n'
+        "sandbox = true\nlimits = { memory_mb = 512, cpu_s = 60 }\n"
+    )
     path.write_text(head + "".join(bots))
     done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -417,10 +455,13 @@ def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path)
     assert "engine 'attacker'.limits" in refused.stderr and "--fresh" in refused.stderr
 
 
-@pytest.mark.parametrize("sandboxed", [
-    pytest.param(True, marks=needs_bwrap),
-    pytest.param(False, marks=pytest.mark.slow),  # the control: it survives without it
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "sandboxed",
+    [
+        pytest.param(True, marks=needs_bwrap),
+        pytest.param(False, marks=pytest.mark.slow),  # the control: it survives without it
+    ],
+)
 def test_an_escaped_process_with_no_environment_and_a_killed_harness(
     tmp_path: Path, sandboxed: bool
 ) -> None:
@@ -431,11 +472,27 @@ def test_an_escaped_process_with_no_environment_and_a_killed_harness(
     attacker = f"{sys.executable} {ATTACKER} escape --token {token}"
     slow = f"{sys.executable} {BADBOT} slow --ms 100 --name victim-{token}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "match", attacker, slow, "-n", "4", "--tc", "60+0",
-         "--size", "7", "-q", *(["--sandbox"] if sandboxed else [])],
-        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "arbiter",
+            "match",
+            attacker,
+            slow,
+            "-n",
+            "4",
+            "--tc",
+            "60+0",
+            "--size",
+            "7",
+            "-q",
+            *(["--sandbox"] if sandboxed else []),
+        ],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     child = f"time.sleep.600. {token}"  # a regular expression, for pgrep
     try:
         assert wait_until(lambda: bool(pids_matching(child)), timeout=30)
@@ -471,8 +528,9 @@ def test_check_runs_an_engine_the_way_a_sandboxed_tournament_will(tmp_path: Path
         assert "all required checks passed" in done.stdout
     bare = tmp_path / "bin"
     bare.mkdir()
-    refused = _arbiter("check", "--sandbox", engine, cwd=tmp_path,
-                       env={**os.environ, "PATH": str(bare)})  # fmt: skip
+    refused = _arbiter(
+        "check", "--sandbox", engine, cwd=tmp_path, env={**os.environ, "PATH": str(bare)}
+    )
     assert refused.returncode == 2 and "bubblewrap (bwrap) is not installed" in refused.stderr
 
 
@@ -535,12 +593,17 @@ def _event(tmp_path: Path) -> Event:
         (snoop / "root-only.txt").write_text("root's\n")
         (snoop / "root-only.txt").chmod(0o600)
         secrets["root-only file"] = snoop / "root-only.txt"
-    return Event(folder, home, secrets, {"own.txt": "own notes", str(data / "weights.bin"):
-                                         "snoop's weights"})  # fmt: skip
+    return Event(
+        folder,
+        home,
+        secrets,
+        {"own.txt": "own notes", str(data / "weights.bin"): "snoop's weights"},
+    )
 
 
-def _snoop_book(event: Event, *, read: list[str], extra: str = "",
-                writes: tuple[str, ...] = ()) -> Path:  # fmt: skip
+def _snoop_book(
+    event: Event, *, read: list[str], extra: str = "", writes: tuple[str, ...] = ()
+) -> Path:
     targets = [*event.allowed, *(str(p) for p in event.secrets.values())]
     env = {"SNOOP_TARGETS": os.pathsep.join(targets), "SNOOP_WRITES": os.pathsep.join(writes)}
     book = event.folder / "engines.toml"
@@ -551,7 +614,7 @@ def _snoop_book(event: Event, *, read: list[str], extra: str = "",
         f"read = {_toml(read)}\n{extra}"
         "[engines.victim]\n"
         f"command = {_toml(['{python}', str(BADBOT), 'ok', '--name', 'victim'])}\n"
-    )  # fmt: skip
+    )
     return book
 
 
@@ -559,11 +622,28 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
     """What the snoop said, path by path ("read: ..." or "refused: ..."), and its ids."""
     records = event.folder.parent / "snoop.jsonl"
     records.unlink(missing_ok=True)
-    args = ["match", "snoop", "victim", "--engines", "engines.toml", "-n", "1", "--size", "7",
-            "--tc", "30+0", "--records", str(records), "-q"]  # fmt: skip
-    done = _arbiter(*args, *(["--sandbox"] if sandboxed else []), cwd=event.folder,
-                    env={**os.environ, "HOME": str(event.home),
-                         "ORGANISER_API_TOKEN": "secret"})  # fmt: skip
+    args = [
+        "match",
+        "snoop",
+        "victim",
+        "--engines",
+        "engines.toml",
+        "-n",
+        "1",
+        "--size",
+        "7",
+        "--tc",
+        "30+0",
+        "--records",
+        str(records),
+        "-q",
+    ]
+    done = _arbiter(
+        *args,
+        *(["--sandbox"] if sandboxed else []),
+        cwd=event.folder,
+        env={**os.environ, "HOME": str(event.home), "ORGANISER_API_TOKEN": "secret"},
+    )
     assert done.returncode == 0, done.stderr
     [record] = read_records(records)
     assert record.termination == "crash" and record.evidence is not None, record
@@ -627,26 +707,56 @@ def test_an_engine_refused_its_weights_names_the_path_and_the_read_key(tmp_path:
     _snoop_book(event, read=[], extra=f"env = {_toml({'SNOOP_REQUIRE': weights})}\n")
     book = event.folder / "engines.toml"
     book.write_text(book.read_text().replace("env = { SNOOP_TARGETS", "#"))
-    done = _arbiter("match", "snoop", "victim", "--engines", str(book), "-n", "1", "--size",
-                    "7", "--sandbox", "-q", cwd=event.folder)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "snoop",
+        "victim",
+        "--engines",
+        str(book),
+        "-n",
+        "1",
+        "--size",
+        "7",
+        "--sandbox",
+        "-q",
+        cwd=event.folder,
+    )
     assert done.returncode == 1
     assert f"could not open {weights!r}" in done.stdout + done.stderr
     assert f'add read = ["{weights}"]' in done.stdout + done.stderr
     book.write_text(book.read_text().replace("read = []", f"read = {_toml([weights])}"))
-    done = _arbiter("match", "snoop", "victim", "--engines", str(book), "-n", "1", "--size",
-                    "7", "--sandbox", "-q", cwd=event.folder)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "snoop",
+        "victim",
+        "--engines",
+        str(book),
+        "-n",
+        "1",
+        "--size",
+        "7",
+        "--sandbox",
+        "-q",
+        cwd=event.folder,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize(("value", "what"), [
-    ('"/data"', "read must be a list of paths"),
-    ("[1]", "read must be a list of paths"),
-    ('["no/such/weights.bin"]', "read path 'no/such/weights.bin' does not exist"),
-    ('["/"]', "must not hold /"),
-], ids=["not-a-list", "not-strings", "missing", "root"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        ('"/data"', "read must be a list of paths"),
+        ("[1]", "read must be a list of paths"),
+        ('["no/such/weights.bin"]', "read path 'no/such/weights.bin' does not exist"),
+        ('["/"]', "must not hold /"),
+    ],
+    ids=["not-a-list", "not-strings", "missing", "root"],
+)
 def test_a_bad_read_key_is_one_line_and_exit_2(tmp_path: Path, value: str, what: str) -> None:
-    bots = [_engine("a", [sys.executable, str(BADBOT), "ok"], f"read = {value}"),
-            _engine("b", [sys.executable, str(BADBOT), "ok"])]  # fmt: skip
+    bots = [
+        _engine("a", [sys.executable, str(BADBOT), "ok"], f"read = {value}"),
+        _engine("b", [sys.executable, str(BADBOT), "ok"]),
+    ]
     path = tmp_path / "t.toml"
     path.write_text('[tournament]\nname = "t"\n' + "".join(bots))
     done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
@@ -662,19 +772,24 @@ def test_engines_sharing_a_folder_are_warned_about(tmp_path: Path) -> None:
     one, two = _bot_folder(bots, "one"), _bot_folder(bots, "two")
     (one / "other_bot.py").write_bytes(SKELETON.read_bytes())  # two programs, one folder
     # c and c-seed are one program with other arguments: no secret between them.
-    engines = [_engine("a", [SYSTEM_PYTHON, f"{one}/skeleton.py"]),
-               _engine("b", [SYSTEM_PYTHON, f"{one}/other_bot.py"]),
-               _engine("c", [SYSTEM_PYTHON, f"{two}/skeleton.py"]),
-               _engine("c-seed", [SYSTEM_PYTHON, f"{two}/skeleton.py", "-s", "2"])]  # fmt: skip
+    engines = [
+        _engine("a", [SYSTEM_PYTHON, f"{one}/skeleton.py"]),
+        _engine("b", [SYSTEM_PYTHON, f"{one}/other_bot.py"]),
+        _engine("c", [SYSTEM_PYTHON, f"{two}/skeleton.py"]),
+        _engine("c-seed", [SYSTEM_PYTHON, f"{two}/skeleton.py", "-s", "2"]),
+    ]
     path = tmp_path / "t.toml"
-    path.write_text('[tournament]\nname = "t"\nsandbox = true\nsize = 7\ntc = "10+0.1"\n'
-                    + "".join(engines))  # fmt: skip
+    path.write_text(
+        '[tournament]\nname = "t"\nsandbox = true\nsize = 7\ntc = "10+0.1"\n' + "".join(engines)
+    )
     done = _arbiter("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == [f"warning: sandboxed engines 'a' and 'b' both read {one}, so each can"
-                        " read the other's files there; give each engine a folder of its own"
-                        " to keep them apart"], done.stderr  # fmt: skip
+    assert warnings == [
+        f"warning: sandboxed engines 'a' and 'b' both read {one}, so each can"
+        " read the other's files there; give each engine a folder of its own"
+        " to keep them apart"
+    ], done.stderr
 
 
 def test_seeds_of_one_program_share_its_folder_without_a_warning(tmp_path: Path) -> None:
@@ -700,9 +815,15 @@ def test_a_program_folder_its_user_cannot_read_stops_before_any_game(tmp_path: P
     folder = _bot_folder(tmp_path / "bots", "private")
     folder.chmod(0o700)
     records = tmp_path / "r.jsonl"
-    done = _arbiter("match", "--sandbox", f"{SYSTEM_PYTHON} {folder}/snoop.py",
-                    f"{sys.executable} {BADBOT} ok", "--records", str(records),
-                    cwd=tmp_path)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "--sandbox",
+        f"{SYSTEM_PYTHON} {folder}/snoop.py",
+        f"{sys.executable} {BADBOT} ok",
+        "--records",
+        str(records),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert f"its program folder '{folder}' cannot be read by uid 65534" in line, line
@@ -724,22 +845,49 @@ def _played_cleanly(done: subprocess.CompletedProcess[str], records: Path) -> li
 @pytest.mark.slow
 def test_the_bundled_bots_play_sandboxed(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    done = _arbiter("match", "random", "heuristic", "--sandbox", "-n", "2", "--size", "7",
-                    "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "random",
+        "heuristic",
+        "--sandbox",
+        "-n",
+        "2",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+        cwd=tmp_path,
+    )
     _played_cleanly(done, records)
 
 
 def _play_from_a_venv(tmp_path: Path, venv: Path) -> None:
     """A skeleton bot in its own folder, run sandboxed by the Python of `venv`."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     folder = tmp_path / "bots" / "mine"
     folder.mkdir(parents=True)
     (folder / "bot.py").write_bytes(SKELETON.read_bytes())
     records = tmp_path / "r.jsonl"
-    done = _arbiter("match", "--sandbox", f"mine={venv}/bin/python bots/mine/bot.py",
-                    f"{sys.executable} {BADBOT} ok", "-n", "2", "--size", "7",
-                    "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "--sandbox",
+        f"mine={venv}/bin/python bots/mine/bot.py",
+        f"{sys.executable} {BADBOT} ok",
+        "-n",
+        "2",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+        cwd=tmp_path,
+    )
     _played_cleanly(done, records)
 
 
@@ -765,30 +913,58 @@ def test_a_world_readable_venv_under_tmp_plays_beside_staged_folders(tmp_path: P
 def _compile(folder: Path, compiler: str, source: Path, name: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     instant = folder / "instant_bot.o"
-    subprocess.run(["cc", "-O2", "-Dmain=instant_main", "-c", "-o", str(instant),
-                    str(ROOT / "bench" / "instant_bot.c")], check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-Dmain=instant_main",
+            "-c",
+            "-o",
+            str(instant),
+            str(ROOT / "bench" / "instant_bot.c"),
+        ],
+        check=True,
+        timeout=120,
+    )
     binary = folder / name
-    subprocess.run([compiler, "-O2", "-o", str(binary), str(source), str(instant)], check=True,
-                   timeout=120)  # fmt: skip
+    subprocess.run(
+        [compiler, "-O2", "-o", str(binary), str(source), str(instant)], check=True, timeout=120
+    )
     return binary
 
 
 @needs_bwrap
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 def test_a_compiled_engine_with_its_weights_in_read_plays_sandboxed(tmp_path: Path) -> None:
-    binary = _compile(tmp_path / "bots" / "wb", "cc", ROOT / "tests" / "engines" /
-                      "weights_bot.c", "weights_bot")  # fmt: skip
+    binary = _compile(
+        tmp_path / "bots" / "wb", "cc", ROOT / "tests" / "engines" / "weights_bot.c", "weights_bot"
+    )
     weights = tmp_path / "data" / "w.bin"
     weights.parent.mkdir()
     weights.write_bytes(b"\x01" * 100)
     book = tmp_path / "engines.toml"
-    table = (f"[engines.wb]\ncommand = {_toml([str(binary)])}\n"
-             f"env = {_toml({'WEIGHTS': str(weights)})}\n")  # fmt: skip
+    table = (
+        f"[engines.wb]\ncommand = {_toml([str(binary)])}\n"
+        f"env = {_toml({'WEIGHTS': str(weights)})}\n"
+    )
     victim = f"[engines.victim]\ncommand = {_toml([sys.executable, str(BADBOT), 'ok'])}\n"
     book.write_text(table + victim)
     records = tmp_path / "r.jsonl"
-    args = ("match", "wb", "victim", "--engines", str(book), "--sandbox", "-n", "2", "--size",
-            "7", "--records", str(records), "-q")  # fmt: skip
+    args = (
+        "match",
+        "wb",
+        "victim",
+        "--engines",
+        str(book),
+        "--sandbox",
+        "-n",
+        "2",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+    )
     refused = _arbiter(*args, cwd=tmp_path)
     assert refused.returncode == 1
     assert f'add read = ["{weights}"]' in refused.stdout, refused.stdout + refused.stderr
@@ -798,15 +974,30 @@ def test_a_compiled_engine_with_its_weights_in_read_plays_sandboxed(tmp_path: Pa
 
 @needs_bwrap
 @pytest.mark.slow  # another compiled engine (a C one plays in the default run)
-@pytest.mark.skipif(shutil.which("c++") is None or shutil.which("cc") is None,
-                    reason="needs a C++ compiler (c++) and cc")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("c++") is None or shutil.which("cc") is None,
+    reason="needs a C++ compiler (c++) and cc",
+)
 def test_a_dynamically_linked_cxx_engine_plays_sandboxed(tmp_path: Path) -> None:
-    binary = _compile(tmp_path / "bots" / "cxx", "c++", ROOT / "tests" / "engines" /
-                      "cxx_bot.cpp", "cxx_bot")  # fmt: skip
+    binary = _compile(
+        tmp_path / "bots" / "cxx", "c++", ROOT / "tests" / "engines" / "cxx_bot.cpp", "cxx_bot"
+    )
     if shutil.which("ldd"):
         linked = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
         assert "libstdc++" in linked, linked
     records = tmp_path / "r.jsonl"
-    done = _arbiter("match", "--sandbox", str(binary), f"{sys.executable} {BADBOT} ok", "-n",
-                    "2", "--size", "7", "--records", str(records), "-q", cwd=tmp_path)  # fmt: skip
+    done = _arbiter(
+        "match",
+        "--sandbox",
+        str(binary),
+        f"{sys.executable} {BADBOT} ok",
+        "-n",
+        "2",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+        cwd=tmp_path,
+    )
     _played_cleanly(done, records)

@@ -44,8 +44,9 @@ def generated(n: int, **kw: Any) -> Iterator[dict[str, Any]]:
 
 def page_data(page: Path) -> dict[str, Any]:
     text = page.read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text,
-                      re.S)  # fmt: skip
+    found = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S
+    )
     assert found is not None
     return json.loads(found.group(1))  # type: ignore[no-any-return]
 
@@ -152,10 +153,15 @@ def _peaks(folder: Path, n: int, *, store: bool, engines: int = 50) -> dict[str,
         commands |= {
             "status (store)": ["tournament", "status", str(sqlite)],
             "ratings (store)": ["ratings", str(sqlite)],
-            "export (store)": ["tournament", "export", str(sqlite), "--records",
-                               str(folder / f"e{n}.jsonl")],
+            "export (store)": [
+                "tournament",
+                "export",
+                str(sqlite),
+                "--records",
+                str(folder / f"e{n}.jsonl"),
+            ],
             "report (store)": ["report", str(sqlite), "-o", str(folder / f"s{n}.html")],
-        }  # fmt: skip
+        }
     return {label: scale.measure(args)[1] for label, args in commands.items()}
 
 
@@ -205,8 +211,10 @@ def test_opening_a_store_checks_only_rows_changed_since_a_run_wrote_them(
         assert store.games_stored() == 50 and not store.damage
     assert checked == []
     with sqlite3.connect(path) as con:
-        con.execute("UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
-                    " WHERE game_id = 'scale-7'")  # fmt: skip
+        con.execute(
+            "UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
+            " WHERE game_id = 'scale-7'"
+        )
         con.execute("UPDATE games SET winner_seat = 3 - winner_seat WHERE game_id = 'scale-9'")
     with Store.open_read(path) as store:
         assert store.games_stored() == 48
@@ -233,8 +241,9 @@ def _bypassing_triggers(path: Path, sql: str) -> None:
     import sqlite3
 
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
-        made = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
-                           " AND tbl_name = 'games'").fetchall()  # fmt: skip
+        made = con.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'games'"
+        ).fetchall()
         assert len(made) == 3
         con.execute("BEGIN")
         for name, _ in made:
@@ -260,8 +269,10 @@ def test_a_reader_trusts_the_digests_and_checks_a_record_when_it_reads_it(
 
     path = tmp_path / "db" / "s.sqlite"
     scale.write_store(path, 300, engines=5, templates_count=10)
-    _bypassing_triggers(path, "UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9')"
-                              " WHERE game_id = 'scale-7'")  # fmt: skip
+    _bypassing_triggers(
+        path,
+        "UPDATE games SET record = json_set(record, '$.moves[0]', 'zz9') WHERE game_id = 'scale-7'",
+    )
     before = _untouched(path)
     hashed: list[bytes] = []
     real = integrity._row_digest
@@ -286,8 +297,9 @@ def test_a_reader_trusts_the_digests_and_checks_a_record_when_it_reads_it(
     assert skipped.startswith(f"skipped {path}: games row 7 (game_id 'scale-7'): record is not")
     ids = [json.loads(line)["game_id"] for line in out.read_text().splitlines()]
     assert len(ids) == 299 and "scale-7" not in ids and len(hashed) == 300
-    strict = invoke("tournament", "export", str(path), "--records", str(out.with_name("s.jsonl")),
-                    "--strict")  # fmt: skip
+    strict = invoke(
+        "tournament", "export", str(path), "--records", str(out.with_name("s.jsonl")), "--strict"
+    )
     assert strict.returncode == 2 and "games row 7 (game_id 'scale-7')" in strict.stderr
     assert not out.with_name("s.jsonl").exists() and list(out.parent.iterdir()) == [out]
     report = invoke("report", str(path), "-o", str(tmp_path / "out" / "r.html"), "--all-games")
@@ -308,23 +320,37 @@ def test_export_writes_each_record_as_it_always_did(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     scale.write_store(path, 120, engines=4, templates_count=10, faults=0.1)
     first = GameRecord.from_json(next(generated(1, engines=4)))
-    void = dataclasses.replace(first, game_id="scale-1", void=True, termination=scale_void(),
-                               winner=None, winner_color=None, reason="engine did not start",
-                               moves=[], move_ms=[], swapped=False,
-                               seat1="engine-00 \u00e9", black="engine-00 \u00e9")  # fmt: skip
+    void = dataclasses.replace(
+        first,
+        game_id="scale-1",
+        void=True,
+        termination=scale_void(),
+        winner=None,
+        winner_color=None,
+        reason="engine did not start",
+        moves=[],
+        move_ms=[],
+        swapped=False,
+        seat1="engine-00 \u00e9",
+        black="engine-00 \u00e9",
+    )
     with Store.open(path) as writer:
         writer.write(ScheduledGame(1, "scale-1", ("engine-00", "engine-01"), 1, "p"), void)
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as con:
         # Hand-written rows: indented JSON, and a name outside ASCII written raw.
         (text,) = con.execute("SELECT record FROM games WHERE game_id = 'scale-5'").fetchone()
         data = json.loads(text)
-        con.execute("UPDATE games SET record = ? WHERE game_id = 'scale-5'",
-                    (json.dumps(data, indent=1),))  # fmt: skip
-        data = json.loads(con.execute("SELECT record FROM games WHERE game_id = 'scale-6'"
-                                      ).fetchone()[0])  # fmt: skip
+        con.execute(
+            "UPDATE games SET record = ? WHERE game_id = 'scale-5'", (json.dumps(data, indent=1),)
+        )
+        data = json.loads(
+            con.execute("SELECT record FROM games WHERE game_id = 'scale-6'").fetchone()[0]
+        )
         data["host"] = "n\u00f8de \u2603"
-        con.execute("UPDATE games SET record = ? WHERE game_id = 'scale-6'",
-                    (json.dumps(data, ensure_ascii=False),))  # fmt: skip
+        con.execute(
+            "UPDATE games SET record = ? WHERE game_id = 'scale-6'",
+            (json.dumps(data, ensure_ascii=False),),
+        )
         stored = [r for (r,) in con.execute("SELECT record FROM games ORDER BY number")]
         stored += [r for (r,) in con.execute("SELECT record FROM voids ORDER BY id")]
     expected = "".join(json.dumps(json.loads(r), separators=(",", ":")) + "\n" for r in stored)
@@ -369,11 +395,13 @@ def test_conditions_played_are_counted_as_games_are_stored_and_changed(tmp_path:
 
     counted, read = both()
     assert counted == read and sum(n for *_, n in counted) == 120
-    edit("UPDATE games SET record = json_set(record, '$.tc.seat1', '1+0.5') WHERE rowid <= 5",
-         "UPDATE games SET record = json_set(record, '$.versions', json('{\"a\": \"2\"}'))"
-         " WHERE rowid = 9",
-         "DELETE FROM games WHERE rowid IN (11, 12)",
-         "UPDATE games SET record = '{\"schema\": 1' WHERE rowid = 20")  # fmt: skip
+    edit(
+        "UPDATE games SET record = json_set(record, '$.tc.seat1', '1+0.5') WHERE rowid <= 5",
+        "UPDATE games SET record = json_set(record, '$.versions', json('{\"a\": \"2\"}'))"
+        " WHERE rowid = 9",
+        "DELETE FROM games WHERE rowid IN (11, 12)",
+        "UPDATE games SET record = '{\"schema\": 1' WHERE rowid = 20",
+    )
     counted, read = both()
     assert counted == read and sum(n for *_, n in counted) == 2 * (60 - 3)
     assert any(played.tc == "1+0.5" for _, played, _ in counted)
@@ -392,8 +420,10 @@ def test_conditions_played_are_counted_as_games_are_stored_and_changed(tmp_path:
     edit("DELETE FROM games WHERE rowid = 20")  # a run does not build on a damaged row
     with Store.open(path) as writer:
         record = GameRecord.from_json(next(generated(1, engines=4)))
-        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 999),
-                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+        writer.write(
+            scale._Slot({**record.to_json(), "game_id": "more-1"}, 999),
+            dataclasses_replace(record, game_id="more-1"),
+        )
     counted, read = both()
     assert counted == read and sum(n for *_, n in counted) == 2 * (60 - 3 + 1)
     assert any(played.tc == "9+0" for _, played, _ in counted)
@@ -424,8 +454,10 @@ def test_a_run_writes_to_a_store_whose_counts_table_was_dropped(tmp_path: Path) 
         read = sorted(store.conditions_played(), key=repr)
     record = GameRecord.from_json(next(generated(1, engines=3)))
     with Store.open(path) as writer:
-        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
-                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+        writer.write(
+            scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
+            dataclasses_replace(record, game_id="more-1"),
+        )
     with Store.open_read(path) as store:
         assert store._kept and store.games_stored() == 21
         counted = sorted(store.conditions_played(), key=repr)
@@ -438,8 +470,25 @@ def test_a_match_store_counts_its_games_by_their_ids_in_sql(tmp_path: Path) -> N
     from arbiter.results.store import EngineEntry, Store
     from arbiter.runs.schedule import match_game_number
 
-    ids = ["m-1", "m-2", "m-10", "m-0", "m-01", "m-+5", "m-5a", "m-", "mx-5", "m-x-3", "m-1x",
-           "m-99999999999999999999", "m-\u0665", "m-3-4", "n-2", "m.-4", "m-12"]  # fmt: skip
+    ids = [
+        "m-1",
+        "m-2",
+        "m-10",
+        "m-0",
+        "m-01",
+        "m-+5",
+        "m-5a",
+        "m-",
+        "mx-5",
+        "m-x-3",
+        "m-1x",
+        "m-99999999999999999999",
+        "m-\u0665",
+        "m-3-4",
+        "n-2",
+        "m.-4",
+        "m-12",
+    ]
     path = tmp_path / "m.sqlite"
     with Store.open(path) as store:
         store.begin(
@@ -452,7 +501,7 @@ def test_a_match_store_counts_its_games_by_their_ids_in_sql(tmp_path: Path) -> N
             zip(generated(len(ids), engines=2), ids, strict=True), 1
         ):
             data["game_id"] = game_id
-            store.write(scale._Slot(data, number), scale._record(data))  # fmt: skip
+            store.write(scale._Slot(data, number), scale._record(data))
     with Store.open_read(path) as store:
         assert store.games_stored() == len(ids) and not store.damage
         for last in (0, 1, 2, 10, 11, 12, 10**6):
@@ -504,8 +553,7 @@ def test_a_row_replaced_by_hand_is_checked_and_its_counts_are_not_used(tmp_path:
         data = json.loads(row[-1])
         data["tc"]["seat1"] = "3+0"
         marks = ",".join("?" * len(row))
-        con.execute(f"INSERT OR REPLACE INTO games VALUES ({marks})",
-                    (*row[:-1], json.dumps(data)))  # fmt: skip
+        con.execute(f"INSERT OR REPLACE INTO games VALUES ({marks})", (*row[:-1], json.dumps(data)))
         con.execute("UPDATE games SET record = '{' WHERE game_id = 'scale-5'")
         for _ in range(2):  # ... and a replaced row whose record is damaged
             row = con.execute("SELECT * FROM games WHERE game_id = 'scale-6'").fetchone()
@@ -520,8 +568,10 @@ def test_a_row_replaced_by_hand_is_checked_and_its_counts_are_not_used(tmp_path:
         con.execute("DELETE FROM games WHERE game_id IN ('scale-5', 'scale-6')")
     record = GameRecord.from_json(next(generated(1, engines=3)))
     with Store.open(path) as writer:
-        writer.write(scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
-                     dataclasses_replace(record, game_id="more-1"))  # fmt: skip
+        writer.write(
+            scale._Slot({**record.to_json(), "game_id": "more-1"}, 99),
+            dataclasses_replace(record, game_id="more-1"),
+        )
     with Store.open_read(path) as store:
         assert store._kept and not store.damage
         counted = sorted(store.conditions_played(), key=repr)

@@ -57,20 +57,27 @@ def test_skipped_games_are_not_generated() -> None:
 
 def test_ids_and_openings_do_not_change_when_engines_or_rounds_are_added() -> None:
     openings = Openings(random_plies=2, seed=9)
-    small = {g.game_id: g for g in tournament_games("t", ["a", "b", "c"], Format.ROUND_ROBIN, 2,
-                                                     ATOLL, openings)}  # fmt: skip
-    big = {g.game_id: g for g in tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN,
-                                                   3, ATOLL, openings)}  # fmt: skip
+    small = {
+        g.game_id: g
+        for g in tournament_games("t", ["a", "b", "c"], Format.ROUND_ROBIN, 2, ATOLL, openings)
+    }
+    big = {
+        g.game_id: g
+        for g in tournament_games("t", ["a", "b", "c", "d"], Format.ROUND_ROBIN, 3, ATOLL, openings)
+    }
     assert set(small) <= set(big)
     for gid, game in small.items():
         assert big[gid].engines == game.engines and big[gid].opening == game.opening
     # Reordering the engines keeps each game's identity (seats included).
-    shuffled = {g.game_id: g.engines for g in tournament_games(
-        "t", ["c", "a", "b"], Format.ROUND_ROBIN, 2, ATOLL, openings)}  # fmt: skip
+    shuffled = {
+        g.game_id: g.engines
+        for g in tournament_games("t", ["c", "a", "b"], Format.ROUND_ROBIN, 2, ATOLL, openings)
+    }
     assert shuffled == {gid: g.engines for gid, g in small.items()}
     # Another tournament name gives other ids.
-    other = {g.game_id for g in tournament_games("u", ["a", "b", "c"], Format.ROUND_ROBIN, 2,
-                                                  ATOLL)}  # fmt: skip
+    other = {
+        g.game_id for g in tournament_games("u", ["a", "b", "c"], Format.ROUND_ROBIN, 2, ATOLL)
+    }
     assert not other & set(small)
 
 
@@ -84,13 +91,15 @@ def test_opening_lists_cycle_per_pairing_and_are_checked() -> None:
     lines = parse_openings("# comment\nc3\n\nE5 swap  # a swap\n", ATOLL)
     assert lines == [("c3",), ("e5", "swap")]
     openings = Openings(lines=tuple(lines))
-    by_round = [g.opening for g in tournament_games("t", ["a", "b"], Format.ROUND_ROBIN, 3,
-                                                    ATOLL, openings)][::2]  # fmt: skip
+    by_round = [
+        g.opening for g in tournament_games("t", ["a", "b"], Format.ROUND_ROBIN, 3, ATOLL, openings)
+    ][::2]
     start = lines.index(by_round[0])
     assert by_round == [lines[(start + r) % 2] for r in range(3)]  # in order, cycling
     # The starting line depends on the engines' names, not on their order in the file.
-    swapped = [g.opening for g in tournament_games("t", ["b", "a"], Format.ROUND_ROBIN, 3,
-                                                   ATOLL, openings)][::2]  # fmt: skip
+    swapped = [
+        g.opening for g in tournament_games("t", ["b", "a"], Format.ROUND_ROBIN, 3, ATOLL, openings)
+    ][::2]
     assert swapped == by_round
     for bad, line in (("c3\nc3 c3\n", 2), ("zz9\n", 1), ("c3 d4 swap\n", 1)):
         with pytest.raises(ValueError, match=f"line {line}"):
@@ -104,12 +113,23 @@ def test_under_the_pie_rule_an_opening_leaves_the_swap_decision_to_the_engine() 
         parse_openings("c3\nc3 d4\n", ATOLL)
     # Random openings stop after one stone, whatever their length without the pie rule.
     for plies in (1, 2, 5):
-        games = list(tournament_games("t", ["a", "b", "c"], Format.ROUND_ROBIN, 2, ATOLL,
-                                      Openings(random_plies=plies, seed=3)))  # fmt: skip
+        games = list(
+            tournament_games(
+                "t",
+                ["a", "b", "c"],
+                Format.ROUND_ROBIN,
+                2,
+                ATOLL,
+                Openings(random_plies=plies, seed=3),
+            )
+        )
         assert {len(g.opening) for g in games} == {1}
         assert len({g.opening for g in games}) > 1  # pairs still differ
-    free = list(tournament_games("t", ["a", "b"], Format.ROUND_ROBIN, 1, NO_PIE,
-                                 Openings(random_plies=3, seed=3)))  # fmt: skip
+    free = list(
+        tournament_games(
+            "t", ["a", "b"], Format.ROUND_ROBIN, 1, NO_PIE, Openings(random_plies=3, seed=3)
+        )
+    )
     assert {len(g.opening) for g in free} == {3}
     assert Openings(random_plies=2).conditions(ATOLL)["swap_decision"] == "engine"
     assert Openings(random_plies=2).conditions(NO_PIE)["swap_decision"] is None
@@ -135,9 +155,13 @@ def test_match_schedule_keeps_its_record_ids() -> None:
 def _void(stage: str = "game") -> GameRecord:
     tc = TimeControl(10, 0.1)
     return GameSpec("g", ATOLL, (tc, tc)).record(
-        "a", "b", Termination.SETUP, void=True, reason="boardsize refused",
+        "a",
+        "b",
+        Termination.SETUP,
+        void=True,
+        reason="boardsize refused",
         evidence=Evidence(engine="a", detail="exit status 3", stage=stage),
-    )  # fmt: skip
+    )
 
 
 def test_void_policy_is_a_pure_decision() -> None:
@@ -152,12 +176,18 @@ def test_void_policy_is_a_pure_decision() -> None:
     assert void_decision(_void("start"), 1, 1, True, policy)[0] is Action.RETRY
 
 
-def _record(game_id: str, seat1: str, seat2: str, winner: str, term: str = "resign"
-            ) -> GameRecord:  # fmt: skip
-    return GameRecord(game_id=game_id, variant={"size": 11, "islands": 8, "pie": True},
-                      seat1=seat1, seat2=seat2, tc={"seat1": "1+0", "seat2": "1+0"},
-                      started="s", finished="f", winner=winner,
-                      termination=Termination(term))  # fmt: skip
+def _record(game_id: str, seat1: str, seat2: str, winner: str, term: str = "resign") -> GameRecord:
+    return GameRecord(
+        game_id=game_id,
+        variant={"size": 11, "islands": 8, "pie": True},
+        seat1=seat1,
+        seat2=seat2,
+        tc={"seat1": "1+0", "seat2": "1+0"},
+        started="s",
+        finished="f",
+        winner=winner,
+        termination=Termination(term),
+    )
 
 
 def test_the_store_keeps_a_game_once_and_aggregates_in_sql(tmp_path: Path) -> None:

@@ -46,16 +46,46 @@ class Played:
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
     folder = tmp_path_factory.mktemp("sgf")
-    p = Played(folder, folder / "hex.sqlite", folder / "hex.jsonl", folder / "faults.jsonl",
-               folder / "atoll.sqlite", folder / "atoll.jsonl")  # fmt: skip
+    p = Played(
+        folder,
+        folder / "hex.sqlite",
+        folder / "hex.jsonl",
+        folder / "faults.jsonl",
+        folder / "atoll.sqlite",
+        folder / "atoll.jsonl",
+    )
     hex_args = ["--islands", "4", "--size", "5", "--tc", "5+0", "-q"]
     for args in (
-        ["random", SWAPPER, "--games", "4", "--seed", "2", "--records", str(p.swaps),
-         "--store", str(p.store), *hex_args],
+        [
+            "random",
+            SWAPPER,
+            "--games",
+            "4",
+            "--seed",
+            "2",
+            "--records",
+            str(p.swaps),
+            "--store",
+            str(p.store),
+            *hex_args,
+        ],
         [RESIGNER, CRASHER, "--games", "2", "--records", str(p.faults), *hex_args],
-        ["random", "skeleton", "--games", "1", "--size", "7", "--tc", "5+0", "-q",
-         "--records", str(p.atoll), "--store", str(p.atoll_store)],
-    ):  # fmt: skip
+        [
+            "random",
+            "skeleton",
+            "--games",
+            "1",
+            "--size",
+            "7",
+            "--tc",
+            "5+0",
+            "-q",
+            "--records",
+            str(p.atoll),
+            "--store",
+            str(p.atoll_store),
+        ],
+    ):
         done = invoke("match", *args, cwd=folder)
         assert done.returncode == 0, done.stderr
     return p
@@ -63,16 +93,19 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
 
 def games_of(path: Path) -> list[sgf.Sgf_game]:
     """Every game tree of an SGF collection, as sgfmill reads it."""
-    return [sgf.Sgf_game.from_coarse_game_tree(tree)
-            for tree in sgf_grammar.parse_sgf_collection(path.read_bytes())]  # fmt: skip
+    return [
+        sgf.Sgf_game.from_coarse_game_tree(tree)
+        for tree in sgf_grammar.parse_sgf_collection(path.read_bytes())
+    ]
 
 
 def expected_result(record: GameRecord) -> str:
     if record.void:
         return "Void"
     colour = "B" if record.winner == record.black else "W"
-    how = {Termination.CONNECTION: "", Termination.RESIGN: "Resign",
-           Termination.TIME: "Time"}.get(record.termination, "Forfeit")  # fmt: skip
+    how = {Termination.CONNECTION: "", Termination.RESIGN: "Resign", Termination.TIME: "Time"}.get(
+        record.termination, "Forfeit"
+    )
     return f"{colour}+{how}"
 
 
@@ -106,8 +139,9 @@ def check_game(game: sgf.Sgf_game, record: GameRecord) -> None:
     stones = {v: c for c, v in played if v != "swap-pieces"}
     rules = record.replay()
     names = rules.geometry.names
-    assert stones == {names[i]: "B" if c == Color.BLACK else "W"
-                      for i, c in enumerate(rules.colors) if c}  # fmt: skip
+    assert stones == {
+        names[i]: "B" if c == Color.BLACK else "W" for i, c in enumerate(rules.colors) if c
+    }
     if record.termination is Termination.CONNECTION:
         assert rules.winner is not None
         assert root.get("RE") == ("B+" if rules.winner is Color.BLACK else "W+")
@@ -117,8 +151,7 @@ def check_game(game: sgf.Sgf_game, record: GameRecord) -> None:
 
 def test_export_writes_every_hex_game_as_hexgui_does(played: Played) -> None:
     out = played.folder / "export.sgf"
-    done = invoke("tournament", "export", str(played.store), "--format", "sgf", "--out",
-                  str(out))  # fmt: skip
+    done = invoke("tournament", "export", str(played.store), "--format", "sgf", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "Wrote 4 Hex games as SGF" in done.stderr
     records = list(read_records(played.swaps))
@@ -158,12 +191,22 @@ def test_show_writes_one_game_with_its_result(played: Played) -> None:
 def test_void_attempts_and_atoll_games_are_left_out_saying_so(played: Played) -> None:
     lines = played.swaps.read_text().splitlines()
     void = json.loads(lines[0])
-    void.update(game_id="hex-void", void=True, winner=None, winner_color=None,
-                termination="setup", moves=[], move_ms=[], plies=0, opening=0,
-                reason="random failed to start")  # fmt: skip
+    void.update(
+        game_id="hex-void",
+        void=True,
+        winner=None,
+        winner_color=None,
+        termination="setup",
+        moves=[],
+        move_ms=[],
+        plies=0,
+        opening=0,
+        reason="random failed to start",
+    )
     mixed = played.folder / "mixed.jsonl"
-    mixed.write_text("\n".join([*lines, json.dumps(void), *played.atoll.read_text().splitlines()])
-                     + "\n")  # fmt: skip
+    mixed.write_text(
+        "\n".join([*lines, json.dumps(void), *played.atoll.read_text().splitlines()]) + "\n"
+    )
     out = played.folder / "mixed.sgf"
     done = invoke("show", str(mixed), "--sgf", str(out))
     assert done.returncode == 0, done.stderr
@@ -182,13 +225,21 @@ def test_void_attempts_and_atoll_games_are_left_out_saying_so(played: Played) ->
     assert "void attempt" in game.get_root().get("GC")
     # An Atoll game has no SGF: exit 2, nothing written.
     [atoll] = read_records(played.atoll)
-    refused = invoke("show", str(mixed), "--game", atoll.game_id, "--sgf",
-                     str(played.folder / "atoll.sgf"))  # fmt: skip
+    refused = invoke(
+        "show", str(mixed), "--game", atoll.game_id, "--sgf", str(played.folder / "atoll.sgf")
+    )
     assert refused.returncode == 2 and "Atoll has no standard" in refused.stderr
     refused = invoke("show", str(played.atoll), "--sgf", str(played.folder / "atoll.sgf"))
     assert refused.returncode == 2 and "no rated Hex game" in refused.stderr
-    refused = invoke("tournament", "export", str(played.atoll_store), "--format", "sgf",
-                     "--out", str(played.folder / "atoll.sgf"))  # fmt: skip
+    refused = invoke(
+        "tournament",
+        "export",
+        str(played.atoll_store),
+        "--format",
+        "sgf",
+        "--out",
+        str(played.folder / "atoll.sgf"),
+    )
     assert refused.returncode == 2
     assert "holds Atoll games; Atoll has no standard game record format" in refused.stderr
     assert "--records" in refused.stderr
@@ -266,13 +317,17 @@ def test_show_sgf_streams_the_collection_as_it_reads_the_records(played: Played)
 
     lines = played.swaps.read_text().splitlines(keepends=True)
     export = played.folder / "streamed-export.sgf"
-    done = invoke("tournament", "export", str(played.store), "--format", "sgf", "--out",
-                  str(export))  # fmt: skip
+    done = invoke(
+        "tournament", "export", str(played.store), "--format", "sgf", "--out", str(export)
+    )
     assert done.returncode == 0, done.stderr
     with subprocess.Popen(
         [sys.executable, "-m", "arbiter", "show", "/dev/stdin", "--sgf", "-"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    ) as child:  # fmt: skip
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as child:
         assert child.stdin is not None and child.stdout is not None
         try:
             child.stdin.write(lines[0].encode())

@@ -86,8 +86,9 @@ def test_correlated_pairs_decide_with_less_evidence_than_independent_games() -> 
     assert pair_llr(independent, 0, 30) == pytest.approx(game_llr(wins, losses, 0, 30), rel=0.1)
 
 
-def _simulated_stop(test: Sprt, elo: float, split: float, rng: random.Random,
-                    cap: int) -> tuple[list[int], str]:  # fmt: skip
+def _simulated_stop(
+    test: Sprt, elo: float, split: float, rng: random.Random, cap: int
+) -> tuple[list[int], str]:
     """A pair test run to its stop on pairs drawn with this strength and share of splits."""
     score = expected_score(elo)
     won = score - split / 2  # a pair's mean score is won twice + split / 2
@@ -148,16 +149,21 @@ def test_the_game_llr_by_hand() -> None:
 
 def test_the_game_test_decides() -> None:
     test = Sprt(0.0, 10.0, model="games")
-    for wins, losses, result in ((300, 200, "inconclusive"), (400, 260, "H1"),
-                                 (200, 300, "H0"), (1000, 1000, "inconclusive"),
-                                 (4000, 4000, "H0")):  # fmt: skip
+    for wins, losses, result in (
+        (300, 200, "inconclusive"),
+        (400, 260, "H1"),
+        (200, 300, "H0"),
+        (1000, 1000, "inconclusive"),
+        (4000, 4000, "H0"),
+    ):
         assert judge(test, [0, 0, 0], wins, losses).result == result
 
 
 def test_parse_test() -> None:
     assert parse_test("elo0=0,elo1=10") == Sprt(0.0, 10.0, 0.05, 0.05, "pairs")
     assert parse_test(" elo0 = -5 , elo1=5, alpha=0.1,beta=0.2,model=games") == Sprt(
-        -5.0, 5.0, 0.1, 0.2, "games")  # fmt: skip
+        -5.0, 5.0, 0.1, 0.2, "games"
+    )
 
 
 @pytest.mark.parametrize(

@@ -44,8 +44,12 @@ BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings =
 def arbiter(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def change(db: Path, sql: str, params: tuple[object, ...] = ()) -> None:
@@ -86,9 +90,12 @@ def copy(played: Path, tmp_path: Path) -> Path:
 def slow_run(t: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "arbiter", "tournament", "run", str(t), "--every", "0"],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
 
 
 def wait_for(proc: subprocess.Popen[str], prefix: str, count: int = 1) -> list[str]:
@@ -110,8 +117,11 @@ def wait_for(proc: subprocess.Popen[str], prefix: str, count: int = 1) -> list[s
 @pytest.mark.slow
 def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: Path) -> None:
     engines = [bot("a", "slow", "--ms", "15"), bot("b", "slow", "--ms", "15")]
-    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 3")
-                         .replace("concurrency = 2", "concurrency = 1"), engines)  # fmt: skip
+    t = write_tournament(
+        tmp_path,
+        BASIC.replace("rounds = 1", "rounds = 3").replace("concurrency = 2", "concurrency = 1"),
+        engines,
+    )
     store = tmp_path / "t.sqlite"
     run = slow_run(t)
     try:
@@ -172,9 +182,13 @@ def test_a_run_waits_for_a_reader_of_its_store_instead_of_refusing(copy: Path) -
     reader = os.open(store, os.O_RDONLY)
     fcntl.flock(reader, fcntl.LOCK_SH)  # as `status` holds it while it reads
     run = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(copy), "-q"], cwd=ROOT,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(copy), "-q"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         waiting = Path(f"/proc/{run.pid}/wchan")
         assert wait_until(lambda: "nanosleep" in waiting.read_text() or run.poll() is not None)
@@ -192,8 +206,9 @@ def test_a_run_waits_for_a_reader_of_its_store_instead_of_refusing(copy: Path) -
 
 @pytest.mark.slow
 def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_path: Path) -> None:
-    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 2"),
-                         [bot("a"), bot("b"), bot("c")])  # fmt: skip
+    t = write_tournament(
+        tmp_path, BASIC.replace("rounds = 1", "rounds = 2"), [bot("a"), bot("b"), bot("c")]
+    )
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])  # rounds lowered
     status = invoke("tournament", "status", str(t), "--json")
@@ -208,8 +223,9 @@ def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_pat
     assert run.returncode == 0 and "6 stored games are outside this schedule" in run.stdout
 
 
-def test_status_reads_one_snapshot_while_a_run_writes(copy: Path, monkeypatch: pytest.MonkeyPatch
-                                                      ) -> None:  # fmt: skip
+def test_status_reads_one_snapshot_while_a_run_writes(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = copy.with_name("t.sqlite")
     with contextlib.closing(sqlite3.connect(store)) as con:  # rows a run will store again
         later = con.execute("SELECT * FROM games WHERE rowid > 3").fetchall()
@@ -286,12 +302,24 @@ SLOW_DAMAGE = {
 
 
 # One damage of each table in the default run; the other kinds of damage are slow.
-@pytest.mark.parametrize(("sql", "row", "problem"), [
-    pytest.param(*damage, id=name, marks=[pytest.mark.slow] if name in SLOW_DAMAGE else [])
-    for damage, name in zip(DAMAGE, ["same-seats", "record-not-json", "record-invalid",
-                                     "conditions-not-json", "conditions-not-object",
-                                     "definition-not-json"], strict=True)
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("sql", "row", "problem"),
+    [
+        pytest.param(*damage, id=name, marks=[pytest.mark.slow] if name in SLOW_DAMAGE else [])
+        for damage, name in zip(
+            DAMAGE,
+            [
+                "same-seats",
+                "record-not-json",
+                "record-invalid",
+                "conditions-not-json",
+                "conditions-not-object",
+                "definition-not-json",
+            ],
+            strict=True,
+        )
+    ],
+)
 def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
     copy: Path, sql: str, row: str, problem: str
 ) -> None:
@@ -423,8 +451,9 @@ def test_readers_never_touch_a_foreign_database_or_an_empty_file(tmp_path: Path)
     run = invoke("tournament", "run", str(t), "-q")  # the same cause, the same status
     assert run.returncode == 2 and "tournament.output" in one_line(run.stderr)
     assert files_of(tmp_path) == before
-    empty = write_tournament(tmp_path, BASIC + '\noutput = "empty.sqlite"', [bot("a"), bot("b")],
-                             name="e")  # fmt: skip
+    empty = write_tournament(
+        tmp_path, BASIC + '\noutput = "empty.sqlite"', [bot("a"), bot("b")], name="e"
+    )
     (tmp_path / "empty.sqlite").write_bytes(b"")
     before = files_of(tmp_path)
     status = invoke("tournament", "status", str(empty))
@@ -522,8 +551,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs (needs root and mount), unmounted afterwards."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -544,11 +576,13 @@ def fill(disk: Path, leave: int) -> None:
 
 
 @pytest.mark.parametrize("leave", [0, 8192], ids=["full", "almost-full"])
-def test_a_full_disk_before_the_first_run_is_named_as_such(tmp_path: Path, small_disk: Path,
-                                                           leave: int) -> None:  # fmt: skip
+def test_a_full_disk_before_the_first_run_is_named_as_such(
+    tmp_path: Path, small_disk: Path, leave: int
+) -> None:
     output = small_disk / "t.sqlite"
-    t = write_tournament(tmp_path, BASIC + f"\noutput = {json.dumps(str(output))}",
-                         [bot("a"), bot("b")])  # fmt: skip
+    t = write_tournament(
+        tmp_path, BASIC + f"\noutput = {json.dumps(str(output))}", [bot("a"), bot("b")]
+    )
     fill(small_disk, leave)
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 1, done.stderr
@@ -579,30 +613,80 @@ COLUMNS = {
     "engines": ["name", "definition", "command"],
 }
 VALUES = st.one_of(
-    st.text(max_size=30), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True),
     st.binary(max_size=30),
-    st.sampled_from(["{}", "[]", "null", "1", '"a"', "{", '{"schema": 1}', "a", "b", "c",
-                     "connection", "time", "setup", "0", "2", "3"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "{}",
+            "[]",
+            "null",
+            "1",
+            '"a"',
+            "{",
+            '{"schema": 1}',
+            "a",
+            "b",
+            "c",
+            "connection",
+            "time",
+            "setup",
+            "0",
+            "2",
+            "3",
+        ]
+    ),
+)
 EDITS = st.one_of(
     # a column of one row set to anything
-    st.tuples(st.just("set"), st.sampled_from(sorted(COLUMNS)), st.integers(1, 7),
-              st.sampled_from(range(10)), VALUES),
+    st.tuples(
+        st.just("set"),
+        st.sampled_from(sorted(COLUMNS)),
+        st.integers(1, 7),
+        st.sampled_from(range(10)),
+        VALUES,
+    ),
     # a field of a stored record changed, removed or given another type
-    st.tuples(st.just("field"), st.sampled_from(["games", "voids"]), st.integers(1, 7),
-              st.sampled_from(["seat1", "seat2", "winner", "void", "moves", "schema", "variant",
-                               "termination", "game_id", "move_ms", "evidence", "pair"]),
-              st.one_of(st.none(), VALUES)),
+    st.tuples(
+        st.just("field"),
+        st.sampled_from(["games", "voids"]),
+        st.integers(1, 7),
+        st.sampled_from(
+            [
+                "seat1",
+                "seat2",
+                "winner",
+                "void",
+                "moves",
+                "schema",
+                "variant",
+                "termination",
+                "game_id",
+                "move_ms",
+                "evidence",
+                "pair",
+            ]
+        ),
+        st.one_of(st.none(), VALUES),
+    ),
     # a stored record cut short
-    st.tuples(st.just("cut"), st.sampled_from(["games", "voids"]), st.integers(1, 7),
-              st.integers(0, 2000), st.none()),
+    st.tuples(
+        st.just("cut"),
+        st.sampled_from(["games", "voids"]),
+        st.integers(1, 7),
+        st.integers(0, 2000),
+        st.none(),
+    ),
     # a row deleted, a table dropped
-    st.tuples(st.just("drop"), st.sampled_from(sorted(COLUMNS)), st.integers(0, 7), st.none(),
-              st.none()),
+    st.tuples(
+        st.just("drop"), st.sampled_from(sorted(COLUMNS)), st.integers(0, 7), st.none(), st.none()
+    ),
     # bytes of the file flipped (outside the first 100-byte header or in it)
-    st.tuples(st.just("flip"), st.just(""), st.integers(0, 1 << 16), st.integers(1, 255),
-              st.none()),
-)  # fmt: skip
+    st.tuples(
+        st.just("flip"), st.just(""), st.integers(0, 1 << 16), st.integers(1, 255), st.none()
+    ),
+)
 
 
 @pytest.fixture(scope="module")
@@ -647,14 +731,19 @@ def damage(store: Path, edits: list[tuple[str, str, int, object, object]]) -> No
             elif kind == "field":
                 path = f"$.{what}"
                 if value is None:
-                    con.execute(f"UPDATE {table} SET record = json_remove(record, ?)"
-                                " WHERE rowid = ?", (path, row))  # fmt: skip
+                    con.execute(
+                        f"UPDATE {table} SET record = json_remove(record, ?) WHERE rowid = ?",
+                        (path, row),
+                    )
                 else:
-                    con.execute(f"UPDATE {table} SET record = json_set(record, ?, ?)"
-                                " WHERE rowid = ?", (path, value, row))  # fmt: skip
+                    con.execute(
+                        f"UPDATE {table} SET record = json_set(record, ?, ?) WHERE rowid = ?",
+                        (path, value, row),
+                    )
             elif kind == "cut":
-                con.execute(f"UPDATE {table} SET record = substr(record, 1, ?) WHERE rowid = ?",
-                            (what, row))  # fmt: skip
+                con.execute(
+                    f"UPDATE {table} SET record = substr(record, 1, ?) WHERE rowid = ?", (what, row)
+                )
             elif row == 0:
                 con.execute(f"DROP TABLE {table}")
             else:
@@ -671,8 +760,9 @@ READ_COMMANDS = [
 ]
 
 
-def check_damaged_store(pristine: Path, edits: list[tuple[str, str, int, object, object]],
-                        delete_mode: bool) -> None:  # fmt: skip
+def check_damaged_store(
+    pristine: Path, edits: list[tuple[str, str, int, object, object]], delete_mode: bool
+) -> None:
     """The contract on one damaged store: exit 0, 1 or 2, one clear line, no traceback;
     readers leave every file byte-identical; a refused run touches nothing and a run
     that goes ahead loses no game the readers counted."""

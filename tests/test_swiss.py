@@ -46,8 +46,9 @@ def rounds_of(engines: list[str], history: Mapping[str, History]) -> Iterator[Pa
     odd field one of those with the fewest byes left over (brute force)."""
     fewest = min(history[e].byes for e in engines)
 
-    def complete(left: list[str], bye: str | None) -> Iterator[tuple[list[tuple[str, str]],
-                                                                     str | None]]:  # fmt: skip
+    def complete(
+        left: list[str], bye: str | None
+    ) -> Iterator[tuple[list[tuple[str, str]], str | None]]:
         if not left:
             yield [], bye
             return
@@ -78,8 +79,7 @@ def costs(pairing: Pairing, history: Mapping[str, History]) -> tuple[Fraction, F
     for a, b in pairing.pairs:
         due = [3 - history[e].firsts[-1] if history[e].firsts else None for e in (a, b)]
         if due[0] is not None and due[0] == due[1]:
-            twice = [len(f) >= 2 and f[-1] == f[-2] for f in (history[a].firsts,
-                                                                history[b].firsts)]  # fmt: skip
+            twice = [len(f) >= 2 and f[-1] == f[-2] for f in (history[a].firsts, history[b].firsts)]
             clashes += 1 + sum(twice)
     return bye_cost, Fraction(squares), clashes
 
@@ -88,7 +88,8 @@ def costs(pairing: Pairing, history: Mapping[str, History]) -> tuple[Fraction, F
 @given(score_tables(), st.integers(0, 2**32))
 @pytest.mark.slow
 def test_a_round_is_complete_never_repeats_and_is_the_nearest_in_score(
-        table: dict[str, History], seed: int) -> None:  # fmt: skip
+    table: dict[str, History], seed: int
+) -> None:
     engines = sorted(table)
     possible = list(rounds_of(engines, table))
     if not possible:
@@ -113,7 +114,8 @@ def test_a_round_is_complete_never_repeats_and_is_the_nearest_in_score(
 @settings(max_examples=100, deadline=None)
 @given(score_tables(), st.integers(0, 2**32))
 def test_the_seat_of_a_pairs_first_game_goes_to_the_engine_due_it(
-        table: dict[str, History], seed: int) -> None:  # fmt: skip
+    table: dict[str, History], seed: int
+) -> None:
     engines = sorted(table)
     try:
         pairing = pair_round(engines, table, seed)
@@ -132,19 +134,31 @@ def test_the_seat_of_a_pairs_first_game_goes_to_the_engine_due_it(
 
 
 def record(game: ScheduledGame, seat: int) -> GameRecord:
-    return GameRecord(game_id=game.game_id, variant={}, seat1=game.engines[0],
-                      seat2=game.engines[1], tc={}, started="", termination=Termination.RESIGN,
-                      winner=game.engines[seat - 1])  # fmt: skip
+    return GameRecord(
+        game_id=game.game_id,
+        variant={},
+        seat1=game.engines[0],
+        seat2=game.engines[1],
+        tc={},
+        started="",
+        termination=Termination.RESIGN,
+        winner=game.engines[seat - 1],
+    )
 
 
-def swiss(engines: list[str], rounds: int, results: Mapping[str, int] | None = None,
-          seed: int = 3) -> SwissSchedule:  # fmt: skip
-    return SwissSchedule("t", engines, rounds, VARIANT, Openings(random_plies=1, seed=seed),
-                         seed, results or {})  # fmt: skip
+def swiss(
+    engines: list[str], rounds: int, results: Mapping[str, int] | None = None, seed: int = 3
+) -> SwissSchedule:
+    return SwissSchedule(
+        "t", engines, rounds, VARIANT, Openings(random_plies=1, seed=seed), seed, results or {}
+    )
 
 
-def play(schedule: SwissSchedule, outcome: random.Random, stop_after: int | None = None,
-         ) -> list[ScheduledGame]:  # fmt: skip
+def play(
+    schedule: SwissSchedule,
+    outcome: random.Random,
+    stop_after: int | None = None,
+) -> list[ScheduledGame]:
     """Play the schedule on drawn results (all games of a round in flight at once, settled
     in a shuffled order), up to `stop_after` games; the games handed out, in order."""
     handed: list[ScheduledGame] = []
@@ -231,8 +245,11 @@ def test_a_schedule_rebuilt_after_a_kill_hands_out_exactly_what_is_missing(seed:
     # games were stored and others were in flight, never stored.
     cut = rng.randrange(len(games))
     current = games[cut].round
-    stored = {g.game_id: whole.results[g.game_id] for g in games[:cut]
-              if g.round < current or rng.random() < 0.5}  # fmt: skip
+    stored = {
+        g.game_id: whole.results[g.game_id]
+        for g in games[:cut]
+        if g.round < current or rng.random() < 0.5
+    }
     resumed = swiss(engines, 5, stored)
     assert [r.pairing for r in resumed.played] == [r.pairing for r in whole.played[:current]]
     missing = [g for g in whole.played[current - 1].games if g.game_id not in stored]

@@ -30,8 +30,12 @@ ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def bot(name: str, mode: str = "ok", *extra: str) -> str:
@@ -57,8 +61,9 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
     games = {row.game_id: row for row in stored.games}
     assert len(stored.games) == 6 == len(games) and not stored.damage
     pairs = {(g.seat1, g.seat2) for g in games.values()}
-    assert pairs == {(a, b) for a in ("alpha", "beta", "gamma") for b in ("alpha", "beta", "gamma")
-                     if a != b}  # fmt: skip
+    assert pairs == {
+        (a, b) for a in ("alpha", "beta", "gamma") for b in ("alpha", "beta", "gamma") if a != b
+    }
     for data in stored.records:
         row = games[data["game_id"]]
         # Keyed by the file's names, never by what the engines answer to `name`.
@@ -79,8 +84,21 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
         assert f"Started game {n} of 6" in done.stderr
     assert "games left, ETA" in done.stderr  # the periodic standings
     out = done.stdout
-    for word in ("rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults",
-                 "Seat 1 advantage", "alpha", "beta", "gamma"):  # fmt: skip
+    for word in (
+        "rank",
+        "engine",
+        "Elo",
+        "±95%",
+        "games",
+        "score %",
+        "W-L",
+        "LOS next",
+        "faults",
+        "Seat 1 advantage",
+        "alpha",
+        "beta",
+        "gamma",
+    ):
         assert word in out
     status = invoke("tournament", "status", str(t), "--json")
     assert status.returncode == 0, status.stderr
@@ -91,8 +109,18 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
     assert abs(sum(e["elo"] for e in data["engines"])) < 0.5  # centred on the pool mean
     assert set(data["seat_advantage"]) == {"elo", "error"} and data["connected"] is True
     for e in data["engines"]:
-        assert set(e) == {"rank", "name", "elo", "error", "games", "wins", "losses", "score",
-                          "faults", "los_next"}  # fmt: skip
+        assert set(e) == {
+            "rank",
+            "name",
+            "elo",
+            "error",
+            "games",
+            "wins",
+            "losses",
+            "score",
+            "faults",
+            "los_next",
+        }
     # Re-running a finished tournament plays nothing and changes nothing.
     again = arbiter("tournament", "run", str(t))
     assert again.returncode == 0, again.stderr
@@ -106,8 +134,9 @@ def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path)
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     games = read_store(tmp_path / "t.sqlite").pairings()
-    assert sorted(games.elements()) == sorted([("hero", "a"), ("a", "hero"), ("hero", "b"),
-                                               ("b", "hero")])  # fmt: skip
+    assert sorted(games.elements()) == sorted(
+        [("hero", "a"), ("a", "hero"), ("hero", "b"), ("b", "hero")]
+    )
 
 
 def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) -> None:
@@ -116,8 +145,9 @@ def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) ->
     db = tmp_path / "t.sqlite"
     before = {r["game_id"]: r for r in read_store(db).records}
     assert len(before) == 2
-    t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 2"),
-                         [bot("a"), bot("b"), bot("c")])  # fmt: skip
+    t = write_tournament(
+        tmp_path, BASIC.replace("rounds = 1", "rounds = 2"), [bot("a"), bot("b"), bot("c")]
+    )
     done = arbiter("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Started game") == 10  # 12 scheduled, 2 stored
@@ -188,8 +218,11 @@ def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) 
 
 def test_an_opening_line_that_skips_the_swap_decision_is_refused(tmp_path: Path) -> None:
     (tmp_path / "open.txt").write_text("e5\nc3 d4\n")
-    t = write_tournament(tmp_path, BASIC.replace("random_openings = 1", 'openings = "open.txt"'),
-                         [bot("a"), bot("b")])  # fmt: skip
+    t = write_tournament(
+        tmp_path,
+        BASIC.replace("random_openings = 1", 'openings = "open.txt"'),
+        [bot("a"), bot("b")],
+    )
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "open.txt" in done.stderr and "line 2" in done.stderr
@@ -202,10 +235,16 @@ def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_pat
     from arbiter.bots.connection import Tables, wants_swap
 
     # random_openings = 3 plays one stone under the pie rule: move 2 is the engine's.
-    header = BASIC.replace("random_openings = 1", "random_openings = 3").replace(
-        "rounds = 1", "rounds = 6").replace("size = 7", "size = 11")  # fmt: skip
-    t = write_tournament(tmp_path, f"{header}\nengines_file = {json.dumps(str(ENGINES))}"
-                         '\nengines = ["heuristic", "random"]', [])  # fmt: skip
+    header = (
+        BASIC.replace("random_openings = 1", "random_openings = 3")
+        .replace("rounds = 1", "rounds = 6")
+        .replace("size = 7", "size = 11")
+    )
+    t = write_tournament(
+        tmp_path,
+        f'{header}\nengines_file = {json.dumps(str(ENGINES))}\nengines = ["heuristic", "random"]',
+        [],
+    )
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     records = read_store(tmp_path / "t.sqlite").records
@@ -356,12 +395,28 @@ BAD_FILES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "where", "what"), BAD_FILES,
-                         ids=["syntax", "type", "unknown-key", "tc", "size", "format",
-                              "missing-program", "no-name", "illegal-opening",
-                              "unknown-engine-key", "swiss-rounds", "adaptive-budget",
-                              "adaptive-rounds", "adaptive-until", "adaptive-top",
-                              "adaptive-confidence"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "where", "what"),
+    BAD_FILES,
+    ids=[
+        "syntax",
+        "type",
+        "unknown-key",
+        "tc",
+        "size",
+        "format",
+        "missing-program",
+        "no-name",
+        "illegal-opening",
+        "unknown-engine-key",
+        "swiss-rounds",
+        "adaptive-budget",
+        "adaptive-rounds",
+        "adaptive-until",
+        "adaptive-top",
+        "adaptive-confidence",
+    ],
+)
 def test_bad_tournament_files_are_one_clear_line_and_exit_2(
     tmp_path: Path, text: str, where: str, what: str
 ) -> None:
@@ -391,8 +446,21 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     winner = f"{sys.executable} {BADBOT} ok --name winner"
     records = tmp_path / "r.jsonl"
     first, second = (winner, loser) if verdict == "H1" else (loser, winner)
-    done = arbiter("match", first, second, "--games", "200", "--tc", "10+0.1", "--json",
-                   "-q", "--sprt", "elo0=0,elo1=100", "--records", str(records))  # fmt: skip
+    done = arbiter(
+        "match",
+        first,
+        second,
+        "--games",
+        "200",
+        "--tc",
+        "10+0.1",
+        "--json",
+        "-q",
+        "--sprt",
+        "elo0=0,elo1=100",
+        "--records",
+        str(records),
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     test = data["sprt"]
@@ -410,8 +478,7 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     )
     # Without --games the match plays until the test decides (not 2 games, the default
     # without --sprt).
-    text = arbiter("match", first, second, "--tc", "10+0.1", "-q",
-                   "--sprt", "elo0=0,elo1=100")  # fmt: skip
+    text = arbiter("match", first, second, "--tc", "10+0.1", "-q", "--sprt", "elo0=0,elo1=100")
     assert "SPRT (pairs): LLR" in text.stdout and f"{verdict} accepted" in text.stdout
     assert "median-unbiased" in text.stdout
     assert f"over {data['games']} games" in text.stdout
@@ -433,8 +500,20 @@ def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> 
     plays white (half its games, so a score of about 75%, +190 Elo) H1 (elo1 = 100)."""
     plain = f"{sys.executable} {BADBOT} ok --name plain"
     half = f"{sys.executable} {BADBOT} {'resign-white' if verdict == 'H1' else 'ok'} --name half"
-    done = arbiter("match", plain, half, "--no-pie", "--size", "7", "--tc", "10+0.1", "--json",
-                   "-q", "--sprt", f"elo0=0,elo1=100,model={model}")  # fmt: skip
+    done = arbiter(
+        "match",
+        plain,
+        half,
+        "--no-pie",
+        "--size",
+        "7",
+        "--tc",
+        "10+0.1",
+        "--json",
+        "-q",
+        "--sprt",
+        f"elo0=0,elo1=100,model={model}",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     test = data["sprt"]
@@ -450,8 +529,9 @@ def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> 
 
 
 def test_bad_sprt_is_a_usage_error() -> None:
-    done = invoke("match", "--engines", str(ENGINES), "random", "random",
-                  "--sprt", "elo0=10,elo1=5")  # fmt: skip
+    done = invoke(
+        "match", "--engines", str(ENGINES), "random", "random", "--sprt", "elo0=10,elo1=5"
+    )
     assert done.returncode == 2 and "elo1 > elo0" in done.stderr
 
 
@@ -484,11 +564,24 @@ def test_ratings_from_records_report_bad_lines_and_strict_fails(tmp_path: Path) 
 
 def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
     records = tmp_path / "m.jsonl"
-    done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "--games", "4",
-                   "--tc", "10+0.1", "-q", "--records", str(records))  # fmt: skip
+    done = arbiter(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "--games",
+        "4",
+        "--tc",
+        "10+0.1",
+        "-q",
+        "--records",
+        str(records),
+    )
     assert done.returncode == 0, done.stderr
-    anchored = json.loads(invoke("ratings", str(records), "--json", "--anchor",
-                                 "random=1000").stdout)  # fmt: skip
+    anchored = json.loads(
+        invoke("ratings", str(records), "--json", "--anchor", "random=1000").stdout
+    )
     by_name = {e["name"]: e for e in anchored["engines"]}
     assert by_name["random"]["elo"] == 1000 and by_name["random"]["error"] == 0
     csv_out = invoke("ratings", str(records), "--format", "csv").stdout.splitlines()
@@ -506,9 +599,13 @@ def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
     slow = [bot("a", "slow", "--ms", "50"), bot("b", "slow", "--ms", "50")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 5"), slow)
     first = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert first.stderr is not None
         for line in first.stderr:
@@ -529,12 +626,16 @@ def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
         first.wait()
 
 
-@pytest.mark.parametrize(("rounds", "kills"), [
-    (1, 1),  # one kill, then the resume: every run checks this
-    pytest.param(3, 3, marks=pytest.mark.slow),  # three kills at random moments
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rounds", "kills"),
+    [
+        (1, 1),  # one kill, then the resume: every run checks this
+        pytest.param(3, 3, marks=pytest.mark.slow),  # three kills at random moments
+    ],
+)
 def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
-        tmp_path: Path, rounds: int, kills: int) -> None:  # fmt: skip
+    tmp_path: Path, rounds: int, kills: int
+) -> None:
     engines = [bot("a", "slow", "--ms", "5"), bot("b", "slow", "--ms", "5"), bot("c")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", f"rounds = {rounds}"), engines)
     db = tmp_path / "t.sqlite"
@@ -543,10 +644,13 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
     finished_before: set[str] = set()
     for _ in range(kills):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         assert proc.stderr is not None
         target = rng.randint(1, 4)
         seen = 0
@@ -598,8 +702,9 @@ def test_a_damaged_or_foreign_store_is_one_line(tmp_path: Path) -> None:
         done = invoke(*args)
         assert done.returncode in (1, 2) and "Traceback" not in done.stderr, args
         assert len(done.stderr.strip().splitlines()) == 1
-    foreign = write_tournament(tmp_path, BASIC + '\noutput = "notes.txt"', [bot("a"), bot("b")],
-                               name="f")  # fmt: skip
+    foreign = write_tournament(
+        tmp_path, BASIC + '\noutput = "notes.txt"', [bot("a"), bot("b")], name="f"
+    )
     (tmp_path / "notes.txt").write_text("not a database\n" * 100)
     done = invoke("tournament", "run", str(foreign), "-q")
     assert done.returncode == 2 and "tournament.output" in done.stderr
@@ -612,8 +717,12 @@ def test_ratings_count_each_game_once_across_sources(tmp_path: Path) -> None:
     out = tmp_path / "e.jsonl"
     assert invoke("tournament", "export", str(t), "--records", str(out)).returncode == 0
     store = tmp_path / "t.sqlite"
-    for sources in ([str(t), str(store)], [str(store), str(store)], [str(out), str(store)],
-                    [str(out), str(out)]):  # fmt: skip
+    for sources in (
+        [str(t), str(store)],
+        [str(store), str(store)],
+        [str(out), str(store)],
+        [str(out), str(out)],
+    ):
         done = invoke("ratings", *sources, "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["games"] == 2, sources
@@ -622,8 +731,21 @@ def test_ratings_count_each_game_once_across_sources(tmp_path: Path) -> None:
 def test_an_engine_answering_another_engines_name_cannot_take_it(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     impostor = f"{sys.executable} {BADBOT} resign --name random"
-    done = arbiter("match", impostor, "random", "--engines", str(ENGINES), "--games", "2",
-                   "--tc", "10+0.1", "--records", str(records), "--json", "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        impostor,
+        "random",
+        "--engines",
+        str(ENGINES),
+        "--games",
+        "2",
+        "--tc",
+        "10+0.1",
+        "--records",
+        str(records),
+        "--json",
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["engines"] == ["random#2", "random"]
@@ -633,14 +755,22 @@ def test_an_engine_answering_another_engines_name_cannot_take_it(tmp_path: Path)
 
 def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    record = {"schema": 1, "seat1": "a", "seat2": "b", "termination": "connection",
-              "void": False, "winner": "a", "pair": [1, 2]}  # fmt: skip
+    record = {
+        "schema": 1,
+        "seat1": "a",
+        "seat2": "b",
+        "termination": "connection",
+        "void": False,
+        "winner": "a",
+        "pair": [1, 2],
+    }
     bad.write_text(json.dumps(record) + "\n" + "[" * 100_000 + "\n")
     done = invoke("ratings", str(bad))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{bad}:1:" in done.stderr and f"{bad}:2:" in done.stderr
-    sprt = invoke("match", "--engines", str(ENGINES), "random", "random", "--sprt",
-                  "elo0=0,elo1=1e308")  # fmt: skip
+    sprt = invoke(
+        "match", "--engines", str(ENGINES), "random", "random", "--sprt", "elo0=0,elo1=1e308"
+    )
     assert sprt.returncode == 2 and "--sprt" in sprt.stderr
     nul = tmp_path / "nul.toml"
     nul.write_text('[tournament]\nname = "x\\u0000y"\n' + bot("a") + bot("b"))
@@ -652,8 +782,11 @@ def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None
 def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path: Path) -> None:
     fixed = tmp_path / "fixed"  # the engine starts once this file exists
     script = f'[ -e {fixed} ] || {{ echo "no weights" >&2; exit 3; }}; exec "$0" "$@"'
-    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
-        ["sh", "-c", script, sys.executable, str(BADBOT), "ok"]) + "\n"  # fmt: skip
+    broken = (
+        '[[engine]]\nname = "broken"\ncommand = '
+        + json.dumps(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
+        + "\n"
+    )
     header = f'{BASIC}\non_start_failure = "leave-out"'
     t = write_tournament(tmp_path, header, [bot("a"), broken, bot("b")])
     done = arbiter("tournament", "run", str(t))
@@ -683,8 +816,11 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
 @pytest.mark.slow  # the fast run leaves one engine out and plays its games later
 def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> None:
     script = 'echo "no weights" >&2; exit 3'
-    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
-        ["sh", "-c", script, sys.executable, str(BADBOT), "ok"]) + "\n"  # fmt: skip
+    broken = (
+        '[[engine]]\nname = "broken"\ncommand = '
+        + json.dumps(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])
+        + "\n"
+    )
     header = f'{BASIC}\non_start_failure = "leave-out"'
     # Two engines must be left to play: otherwise the run stops as by default.
     lone = write_tournament(tmp_path, header, [bot("a"), broken], name="lone")
@@ -693,8 +829,12 @@ def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> N
     assert "without broken no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "lone.sqlite").voids
     # A gauntlet whose challenger cannot start has no game left either.
-    gauntlet = write_tournament(tmp_path, f'{header}\nformat = "gauntlet"\nchallenger = "broken"',
-                                [bot("a"), broken, bot("b")], name="g")  # fmt: skip
+    gauntlet = write_tournament(
+        tmp_path,
+        f'{header}\nformat = "gauntlet"\nchallenger = "broken"',
+        [bot("a"), broken, bot("b")],
+        name="g",
+    )
     done = arbiter("tournament", "run", str(gauntlet), "-q")
     assert done.returncode == 1 and "no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "g.sqlite").voids
@@ -703,8 +843,11 @@ def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> N
 def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_scheduled(
     tmp_path: Path,
 ) -> None:
-    broken = '[[engine]]\nname = "broken"\ncommand = ' + json.dumps(
-        [sys.executable, str(BADBOT), "crash-start"]) + "\n"  # fmt: skip
+    broken = (
+        '[[engine]]\nname = "broken"\ncommand = '
+        + json.dumps([sys.executable, str(BADBOT), "crash-start"])
+        + "\n"
+    )
     header = BASIC.replace("concurrency = 2", "concurrency = 1").replace("rounds = 1", "rounds = 2")
     t = write_tournament(tmp_path, header, [bot("a"), bot("b"), broken])
     done = arbiter("tournament", "run", str(t))
@@ -724,10 +867,11 @@ def _gauntlet_with_tests(tmp_path: Path) -> Path:
         '[[engine]]\nname = "strong"\ncommand = ["{python}", "-m", "arbiter.bots.heuristic_bot"]\n',
         f'[[engine]]\nname = "double"\ncommand = {json.dumps(first)}\n',
     ]
-    header = (BASIC.replace("rounds = 1", "rounds = 6").replace("concurrency = 2",
-                                                                "concurrency = 1")
-              + '\nformat = "gauntlet"\nchallenger = "hero"'
-              + "\nsprt = { elo0 = -150, elo1 = 150 }")  # fmt: skip
+    header = (
+        BASIC.replace("rounds = 1", "rounds = 6").replace("concurrency = 2", "concurrency = 1")
+        + '\nformat = "gauntlet"\nchallenger = "hero"'
+        + "\nsprt = { elo0 = -150, elo1 = 150 }"
+    )
     return write_tournament(tmp_path, header, engines)
 
 
@@ -778,9 +922,13 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
 def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     seen = 0
     for line in proc.stderr:  # the middle of round 2: weak's and strong's tests go on
@@ -795,20 +943,26 @@ def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path
     assert done.returncode == 0, done.stderr
     data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
     pairs = {tuple(row["engines"]): row["pairs"] for row in data["sprt"]}
-    assert pairs == {("hero", "weak"): [0, 0, 4], ("hero", "strong"): [4, 0, 0],
-                     ("hero", "double"): [0, 6, 0]}  # fmt: skip
+    assert pairs == {
+        ("hero", "weak"): [0, 0, 4],
+        ("hero", "strong"): [4, 0, 0],
+        ("hero", "double"): [0, 6, 0],
+    }
     assert data["done"] == 28
     ids = read_store(tmp_path / "t.sqlite").ids
     assert len(ids) == len(set(ids)) == 28
 
 
 def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
-    for bad, words in (("{ elo0 = 10, elo1 = 0 }", "elo1 > elo0"),
-                       ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
-                       ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
-                       ("{ elo1 = 10 }", "needs elo0"), ("{ elo0 = 0, elo1 = 5, x = 1 }", "key x;"),
-                       ('"elo0=0,elo1=5"', "table"),
-                       ('{ elo0 = "0", elo1 = 10 }', "a number")):  # fmt: skip
+    for bad, words in (
+        ("{ elo0 = 10, elo1 = 0 }", "elo1 > elo0"),
+        ('{ elo0 = 0, elo1 = 10, model = "trinomial" }', "pairs or games"),
+        ("{ elo0 = 0, elo1 = 10, alpha = 0.7 }", "alpha"),
+        ("{ elo1 = 10 }", "needs elo0"),
+        ("{ elo0 = 0, elo1 = 5, x = 1 }", "key x;"),
+        ('"elo0=0,elo1=5"', "table"),
+        ('{ elo0 = "0", elo1 = 10 }', "a number"),
+    ):
         t = write_tournament(tmp_path, f"{BASIC}\nsprt = {bad}", [bot("a"), bot("b")])
         done = invoke("tournament", "run", str(t), "-q")  # refused before any engine starts
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
@@ -823,8 +977,7 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     games are stored and rated, but the test counts no pair after its decision, in the
     run and when read again from the store, so it never comes undecided. Status counts
     what is left without holding the stored ids (its memory follows the pairings)."""
-    header = (BASIC.replace("rounds = 1", "rounds = 8")
-              + "\nsprt = { elo0 = -150, elo1 = 150 }")  # fmt: skip
+    header = BASIC.replace("rounds = 1", "rounds = 8") + "\nsprt = { elo0 = -150, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("hero"), bot("weak", "resign")])
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
@@ -896,20 +1049,28 @@ def swiss_status(t: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(("engines", "rounds", "kill_after"), [
-    # Slow: the kill -9 of a round-robin is in the fast run; a Swiss resumes the same way.
-    pytest.param(12, 5, 29, marks=pytest.mark.slow),  # killed in round 3 of 5
-    pytest.param(7, 5, 8, marks=pytest.mark.slow),  # in round 3, with byes
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("engines", "rounds", "kill_after"),
+    [
+        # Slow: the kill -9 of a round-robin is in the fast run; a Swiss resumes the same way.
+        pytest.param(12, 5, 29, marks=pytest.mark.slow),  # killed in round 3 of 5
+        pytest.param(7, 5, 8, marks=pytest.mark.slow),  # in round 3, with byes
+    ],
+)
 def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
-        tmp_path: Path, engines: int, rounds: int, kill_after: int) -> None:  # fmt: skip
+    tmp_path: Path, engines: int, rounds: int, kill_after: int
+) -> None:
     t = swiss_file(tmp_path, engines, rounds)
     t.write_text(t.read_text().replace("concurrency = 2", "concurrency = 3"))
     pairs_per_round = engines // 2
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     started: dict[int, tuple[str, str]] = {}  # game number: its seats, as announced
     finished = 0
@@ -990,8 +1151,10 @@ def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path
     assert too_many.returncode == 2 and "at most 3 rounds" in too_many.stderr
 
 
-def started_games(lines: Iterable[str], stop: Callable[[int], bool] | None = None,
-                  ) -> dict[int, tuple[str, str]]:  # fmt: skip
+def started_games(
+    lines: Iterable[str],
+    stop: Callable[[int], bool] | None = None,
+) -> dict[int, tuple[str, str]]:
     """The games a run's stderr says it started (number: seats), read until `stop(finished)`
     is true at a start."""
     started: dict[int, tuple[str, str]] = {}
@@ -1008,15 +1171,21 @@ def started_games(lines: Iterable[str], stop: Callable[[int], bool] | None = Non
 
 @pytest.mark.slow  # test_adaptive.py covers the schedule in-process
 def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_strongest_first(
-        tmp_path: Path) -> None:  # fmt: skip
+    tmp_path: Path,
+) -> None:
     weak = [bot(f"weak{i}", "resign", "--after", "2") for i in range(5)]
     header = BASIC.replace("rounds = 1", 'format = "adaptive"\ngames = 46\nuntil = "top:1"')
-    t = write_tournament(tmp_path, header.replace("concurrency = 2", "concurrency = 3"),
-                         [bot("strong"), *weak])  # fmt: skip
+    t = write_tournament(
+        tmp_path, header.replace("concurrency = 2", "concurrency = 3"), [bot("strong"), *weak]
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)], cwd=ROOT,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     before = started_games(proc.stderr, lambda finished: finished >= 15)
     proc.kill()  # SIGKILL in batch 3 (two warm-up batches of six games come first)
@@ -1046,12 +1215,14 @@ def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_stronges
     status = swiss_status(t)
     assert status["engines"][0]["name"] == "strong"
     assert status["done"] == len(rows.ids) and status["left"] == (
-        0 if status["adaptive"]["over"] else 46 - len(rows.ids))  # fmt: skip
+        0 if status["adaptive"]["over"] else 46 - len(rows.ids)
+    )
     assert status["adaptive"]["until"] == "top:1" and status["adaptive"]["budget"] == 46
     assert "Adaptive:" in done.stdout and "stop rule until" in done.stdout
     # Its keys are its own, and a budget is in whole pairs.
-    odd = write_tournament(tmp_path, header.replace("games = 46", "games = 45"),
-                           [bot("a"), bot("b")], name="odd")  # fmt: skip
+    odd = write_tournament(
+        tmp_path, header.replace("games = 46", "games = 45"), [bot("a"), bot("b")], name="odd"
+    )
     refused = invoke("tournament", "run", str(odd), "-q")
     assert refused.returncode == 2 and "tournament.games" in refused.stderr
     assert "seat-swapped pairs" in refused.stderr

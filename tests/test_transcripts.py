@@ -44,13 +44,14 @@ def check_transcript(path: Path, record: GameRecord) -> None:
     first, *_, last = text.splitlines()
     v = record.variant
     board = f"{'Hex' if v['islands'] == 4 else 'Atoll'} {v['size']}"
-    assert first.startswith(f"# Game {record.game_id}: {board}, seat 1 {record.seat1}, seat 2"
-                            f" {record.seat2}, time control {record.tc['seat1']}")  # fmt: skip
+    assert first.startswith(
+        f"# Game {record.game_id}: {board}, seat 1 {record.seat1}, seat 2"
+        f" {record.seat2}, time control {record.tc['seat1']}"
+    )
     assert last.startswith(f"# {record.winner} wins ({record.termination})")
     lines = exchanges(path)
     assert [ms for ms, *_ in lines] == sorted(ms for ms, *_ in lines)
-    assert {(seat, name) for _, _, name, seat, _ in lines} == {(1, record.seat1),
-                                                                 (2, record.seat2)}  # fmt: skip
+    assert {(seat, name) for _, _, name, seat, _ in lines} == {(1, record.seat1), (2, record.seat2)}
     asked: dict[tuple[int, str], None] = {}
     moves = []
     for _, arrow, _, seat, words in lines:
@@ -81,9 +82,26 @@ def test_a_match_writes_each_games_transcript_from_its_worker_processes(tmp_path
     crasher = f"crasher={sys.executable} {BADBOT} crash --after 3"
     folder = tmp_path / "transcripts"
     records = tmp_path / "r.jsonl"
-    done = invoke("match", "random", crasher, "--islands", "4", "--size", "5", "--games", "2",
-                  "--tc", "5+0", "-c", "2", "-q", "--records", str(records), "--transcripts",
-                  str(folder))  # fmt: skip
+    done = invoke(
+        "match",
+        "random",
+        crasher,
+        "--islands",
+        "4",
+        "--size",
+        "5",
+        "--games",
+        "2",
+        "--tc",
+        "5+0",
+        "-c",
+        "2",
+        "-q",
+        "--records",
+        str(records),
+        "--transcripts",
+        str(folder),
+    )
     assert done.returncode == 0, done.stderr
     games = list(read_records(records))
     assert {g.termination for g in games} == {Termination.CRASH}
@@ -105,9 +123,17 @@ def test_a_transcripts_folder_must_be_one(tmp_path: Path) -> None:
 
 
 def test_a_transcript_is_never_written_over(tmp_path: Path) -> None:
-    record = GameRecord(game_id="r1/../x", variant={"size": 5, "islands": 4, "pie": True},
-                        seat1="a", seat2="b", tc={"seat1": "1+0", "seat2": "1+0"}, started="s",
-                        moves=["c3"], winner="a", termination=Termination.RESIGN)  # fmt: skip
+    record = GameRecord(
+        game_id="r1/../x",
+        variant={"size": 5, "islands": 4, "pie": True},
+        seat1="a",
+        seat2="b",
+        tc={"seat1": "1+0", "seat2": "1+0"},
+        started="s",
+        moves=["c3"],
+        winner="a",
+        termination=Termination.RESIGN,
+    )
     folder = TranscriptFolder(tmp_path / "t")
     first = folder.write(record, "one\n")
     second = folder.write(record, "two\n")
@@ -119,13 +145,20 @@ def test_a_transcript_is_never_written_over(tmp_path: Path) -> None:
 def test_a_sandboxed_engine_cannot_read_the_transcripts(tmp_path: Path) -> None:
     specs = {"a": EngineSpec(argv=("a",), sandbox=True), "b": EngineSpec(argv=("b",))}
     folder = TranscriptFolder(tmp_path / "t")
-    plan = Plan(settings=ExecutorSettings(engines=specs), games=iter(()), total=0, left=0,
-                variant=Variant(), transcripts=folder)  # fmt: skip
+    plan = Plan(
+        settings=ExecutorSettings(engines=specs),
+        games=iter(()),
+        total=0,
+        left=0,
+        variant=Variant(),
+        transcripts=folder,
+    )
     assert str((tmp_path / "t").resolve()) in plan.settings.engines["a"].hidden
     assert plan.settings.engines["b"].hidden == ()
     assert plan.settings.referee.transcript_bytes == CAP
-    plain = Plan(settings=ExecutorSettings(engines=specs), games=iter(()), total=0, left=0,
-                 variant=Variant())  # fmt: skip
+    plain = Plan(
+        settings=ExecutorSettings(engines=specs), games=iter(()), total=0, left=0, variant=Variant()
+    )
     assert plain.settings.referee.transcript_bytes == 0
 
 
@@ -145,8 +178,11 @@ async def test_a_long_game_keeps_its_start_and_its_end() -> None:
     dropped = int(lines[marker].split()[1])
     assert dropped + 300 + sum(len(t) + 1 for t in tail) == sum(map(len, sent))
     assert 0 < sum(len(t) + 1 for t in tail) <= 100
-    assert all(re.match(r"^\d+ >a\(1\): \d+ play b c\d$", line) or "play" not in line
-               for line in lines if not line.startswith("..."))  # fmt: skip
+    assert all(
+        re.match(r"^\d+ >a\(1\): \d+ play b c\d$", line) or "play" not in line
+        for line in lines
+        if not line.startswith("...")
+    )
 
 
 @pytest.mark.parametrize("cut", [1, 3, 7])

@@ -26,8 +26,12 @@ ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _toml(words: list[str]) -> str:
@@ -43,8 +47,23 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
     odd = f"{sys.executable} {BADBOT} crash --after 2 --name odd-{{pid}}"
     crashy = f"{sys.executable} {BADBOT} ok --name other-{{pid}}"
     records = tmp_path / "g.jsonl"
-    done = arbiter("match", odd, crashy, "-c", "2", "-n", "6", "--tc", "5+0.1", "--size", "7",
-                   "--records", str(records), "--json", "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        odd,
+        crashy,
+        "-c",
+        "2",
+        "-n",
+        "6",
+        "--tc",
+        "5+0.1",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "--json",
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     games = list(read_records(records))
     assert len(games) == 6
@@ -68,8 +87,22 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four games of a real match, played once for the module's readers."""
     records = tmp_path_factory.mktemp("played") / "r.jsonl"
-    done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "4",
-                   "--tc", "5+0", "--size", "7", "--records", str(records), "-q")  # fmt: skip
+    done = arbiter(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "-n",
+        "4",
+        "--tc",
+        "5+0",
+        "--size",
+        "7",
+        "--records",
+        str(records),
+        "-q",
+    )
     assert done.returncode == 0, done.stderr
     return records
 
@@ -95,8 +128,9 @@ BROKEN = [
 
 
 @pytest.mark.parametrize(("key", "value"), BROKEN, ids=[f"{k}={v}" for k, v in BROKEN])
-def test_every_command_rejects_the_same_lines(tmp_path: Path, four_games: Path, key: str,
-                                              value: object) -> None:  # fmt: skip
+def test_every_command_rejects_the_same_lines(
+    tmp_path: Path, four_games: Path, key: str, value: object
+) -> None:
     records = four_games
     lines = records.read_text().splitlines()
     # A game won by connection: the cases below break what its moves show.
@@ -115,8 +149,7 @@ def test_every_command_rejects_the_same_lines(tmp_path: Path, four_games: Path, 
             game.play(move)
         # An empty cell, or on a full board the first stone's: either way the game was
         # already won.
-        free = next((n for i, n in enumerate(game.geometry.names) if not game.colors[i]),
-                    played[0])  # fmt: skip
+        free = next((n for i, n in enumerate(game.geometry.names) if not game.colors[i]), played[0])
         data["moves"] = [*played, free]
     if key == "moves":
         data["plies"] = len(data["moves"]) if isinstance(data["moves"], list) else 1
@@ -172,8 +205,9 @@ def test_non_finite_options_are_refused(args: list[str], option: str, value: str
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_non_finite_numbers_in_a_tournament_file_are_refused(tmp_path: Path, value: str) -> None:
     file = tmp_path / "t.toml"
-    file.write_text(f'[tournament]\nname = "t"\nengines = ["random", "skeleton"]\n'
-                    f"margin = {value}\n")  # fmt: skip
+    file.write_text(
+        f'[tournament]\nname = "t"\nengines = ["random", "skeleton"]\nmargin = {value}\n'
+    )
     for command in (["tournament", "run"], ["tournament", "status"]):
         done = invoke(*command, str(file))
         assert done.returncode == 2, done.stderr
@@ -181,16 +215,19 @@ def test_non_finite_numbers_in_a_tournament_file_are_refused(tmp_path: Path, val
     assert not (tmp_path / "t.sqlite").exists()
 
 
-@pytest.mark.parametrize("tc", ["9" * 400 + "+0", "1+" + "9" * 400, "99999999/1+0",
-                                "9" * 5000 + ":00+1", "st=1e400"],
-                         ids=["base", "increment", "moves", "minutes", "per-move"])  # fmt: skip
+@pytest.mark.parametrize(
+    "tc",
+    ["9" * 400 + "+0", "1+" + "9" * 400, "99999999/1+0", "9" * 5000 + ":00+1", "st=1e400"],
+    ids=["base", "increment", "moves", "minutes", "per-move"],
+)
 def test_time_controls_out_of_range_are_refused(tmp_path: Path, tc: str) -> None:
     done = invoke("match", "random", "skeleton", "--tc", tc, "-n", "1")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "time" in done.stderr and "Started game" not in done.stderr
     book = tmp_path / "e.toml"
-    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
-                    f'tc = "{tc}"\n')  # fmt: skip
+    book.write_text(
+        f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\ntc = "{tc}"\n'
+    )
     done = invoke("match", "--engines", str(book), "r", "r", "-n", "1")
     assert done.returncode == 2 and "engines.r.tc" in done.stderr, done.stderr
     assert "Started game" not in done.stderr
@@ -202,18 +239,22 @@ def test_time_controls_out_of_range_are_refused(tmp_path: Path, tc: str) -> None
 @pytest.mark.parametrize("bad", ["two\\nlines", "\\u001b[31mred", "tab\\there", "bidi\\u202e"])
 def test_names_from_files_cannot_reach_the_terminal_raw(tmp_path: Path, bad: str) -> None:
     book = tmp_path / "e.toml"
-    book.write_text(f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
-                    f'name = "{bad}"\n')  # fmt: skip
+    book.write_text(
+        f'[engines.r]\ncommand = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
+        f'name = "{bad}"\n'
+    )
     done = invoke("match", "--engines", str(book), "r", "random", "-n", "1", "-q")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "engines.r.name" in done.stderr and "control character" in done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     file = tmp_path / "t.toml"
-    file.write_text(f'[tournament]\nname = "t"\n[[engine]]\nname = "{bad}"\n'
-                    f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
-                    '[[engine]]\nname = "b"\n'
-                    f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n')  # fmt: skip
+    file.write_text(
+        f'[tournament]\nname = "t"\n[[engine]]\nname = "{bad}"\n'
+        f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
+        '[[engine]]\nname = "b"\n'
+        f'command = ["{{python}}", "{ROOT}/arbiter/bots/random_bot.py"]\n'
+    )
     done = invoke("tournament", "run", str(file))
     assert done.returncode == 2 and "control character" in done.stderr, done.stderr
     assert "\x1b" not in done.stderr and "\u202e" not in done.stderr
@@ -238,9 +279,26 @@ def test_a_harness_fault_keeps_its_traceback_and_logs_it(
     records = tmp_path / "g.jsonl"
     log = tmp_path / "arbiter.log"
     runner = CliRunner()
-    done = runner.invoke(main, ["match", "--engines", str(ENGINES), "random", "skeleton",
-                                "-n", "1", "--tc", "5+0", "--size", "7", "--records",
-                                str(records), "--log", str(log)])  # fmt: skip
+    done = runner.invoke(
+        main,
+        [
+            "match",
+            "--engines",
+            str(ENGINES),
+            "random",
+            "skeleton",
+            "-n",
+            "1",
+            "--tc",
+            "5+0",
+            "--size",
+            "7",
+            "--records",
+            str(records),
+            "--log",
+            str(log),
+        ],
+    )
     assert done.exit_code == 1, done.output
     voids = [r for r in read_records(records) if r.void]
     assert voids and all(r.termination.value == "harness" for r in voids)
@@ -254,21 +312,49 @@ def test_a_harness_fault_keeps_its_traceback_and_logs_it(
     assert "harness error in game" in text and "Traceback (most recent call last)" in text
     assert text.count("TypeError: a clock that cannot count") >= len(voids)
     # Without --log, nothing of the log is printed, and the reason says how to keep one.
-    quiet = runner.invoke(main, ["match", "--engines", str(ENGINES), "random", "skeleton",
-                                 "-n", "1", "--tc", "5+0", "--size", "7"])  # fmt: skip
+    quiet = runner.invoke(
+        main,
+        [
+            "match",
+            "--engines",
+            str(ENGINES),
+            "random",
+            "skeleton",
+            "-n",
+            "1",
+            "--tc",
+            "5+0",
+            "--size",
+            "7",
+        ],
+    )
     assert quiet.exit_code == 1
     assert "Traceback" not in quiet.output
     assert "run with --log FILE to keep one" in quiet.output
 
 
 def test_verbose_logs_to_stderr_and_a_log_never_overwrites_another_file(tmp_path: Path) -> None:
-    done = arbiter("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",
-                   "--tc", "5+0", "--size", "7", "-q", "-v")  # fmt: skip
+    done = arbiter(
+        "match",
+        "--engines",
+        str(ENGINES),
+        "random",
+        "skeleton",
+        "-n",
+        "1",
+        "--tc",
+        "5+0",
+        "--size",
+        "7",
+        "-q",
+        "-v",
+    )
     assert done.returncode == 0, done.stderr
     assert "arbiter.runs.driver INFO game " in done.stderr
     store = tmp_path / "records.jsonl"
     store.write_text('{"schema": 1}\n')
-    done = invoke("match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1",
-                  "--log", str(store))  # fmt: skip
+    done = invoke(
+        "match", "--engines", str(ENGINES), "random", "skeleton", "-n", "1", "--log", str(store)
+    )
     assert done.returncode == 2 and "not a log" in done.stderr, done.stderr
     assert store.read_text() == '{"schema": 1}\n'

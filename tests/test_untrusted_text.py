@@ -26,9 +26,13 @@ STDERR = "y" * 1500 + r"\n\x1b]0;pwned\x07\x1b[2J trace\u2066back\n"
 
 def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_safe(output: str, *, human: bool = True) -> None:
@@ -39,8 +43,7 @@ def assert_safe(output: str, *, human: bool = True) -> None:
 
 
 def hostile(mode: str) -> str:
-    return (f"{sys.executable} {BADBOT} {mode} --hostile --name '{HOSTILE}'"
-            f" --say '{STDERR}'")  # fmt: skip
+    return f"{sys.executable} {BADBOT} {mode} --hostile --name '{HOSTILE}' --say '{STDERR}'"
 
 
 def test_escaping_rules() -> None:
@@ -58,8 +61,18 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
     records = tmp_path / "r.jsonl"
     random_bot = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"
     for extra in ([], ["--json"]):
-        done = arbiter("match", hostile("crash"), random_bot, "--games", "2", "--tc", "5+0",
-                       "--records", str(records), *extra)  # fmt: skip
+        done = arbiter(
+            "match",
+            hostile("crash"),
+            random_bot,
+            "--games",
+            "2",
+            "--tc",
+            "5+0",
+            "--records",
+            str(records),
+            *extra,
+        )
         assert done.returncode == 0, done.stderr
         assert_safe(done.stdout, human=not extra)
         assert_safe(done.stderr)
@@ -72,8 +85,9 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
         "forged line" in r["answers"].get("seat1", "") + r["answers"].get("seat2", "") for r in raw
     )  # the whole answer, not the shortened display name
     assert all(len(a) <= 256 for r in raw for a in r["answers"].values())
-    assert any("\x1b]0;pwned" in (r["evidence"]["stderr_tail"] if r.get("evidence") else "")
-               for r in raw)  # fmt: skip
+    assert any(
+        "\x1b]0;pwned" in (r["evidence"]["stderr_tail"] if r.get("evidence") else "") for r in raw
+    )
     for args in ([], ["--game", raw[0]["game_id"]]):
         shown = invoke("show", str(records), *args)
         assert shown.returncode == 0, shown.stderr
@@ -88,13 +102,25 @@ def test_match_show_and_check_print_no_raw_control_characters(tmp_path: Path) ->
 
 def test_lone_surrogates_in_records_are_escaped(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    record = {"schema": 1, "game_id": "m-1", "variant": {"size": 11, "islands": 8, "pie": True},
-              "seat1": "a\ud800", "seat2": "b", "tc": {"seat1": "1+0", "seat2": "1+0"},
-              "started": "s", "termination": "resign", "winner": "a\ud800",
-              "moves": ["f5"], "void": False}  # fmt: skip
+    record = {
+        "schema": 1,
+        "game_id": "m-1",
+        "variant": {"size": 11, "islands": 8, "pie": True},
+        "seat1": "a\ud800",
+        "seat2": "b",
+        "tc": {"seat1": "1+0", "seat2": "1+0"},
+        "started": "s",
+        "termination": "resign",
+        "winner": "a\ud800",
+        "moves": ["f5"],
+        "void": False,
+    }
     records.write_text(json.dumps(record) + "\n")
-    for args in (["show", str(records)], ["show", str(records), "--game", "m-1"],
-                 ["ratings", str(records)]):  # fmt: skip
+    for args in (
+        ["show", str(records)],
+        ["show", str(records), "--game", "m-1"],
+        ["ratings", str(records)],
+    ):
         done = invoke(*args)
         assert done.returncode == 0, done.stderr
         assert "a\\ud800" in done.stdout and "Traceback" not in done.stderr

@@ -48,8 +48,14 @@ def logged_pool(folder: Path, engines: int, header: str) -> tuple[Path, Path]:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], cwd=ROOT, text=True,
-                          capture_output=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_a_pool_starts_each_engine_at_most_once_per_slot(tmp_path: Path) -> None:
@@ -124,16 +130,20 @@ def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
     t = load_tournament(path)
 
     class KilledAfterCheck(LocalExecutor):
-        async def preflight(self, keys: Sequence[str], variant: Variant,
-                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        async def preflight(
+            self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+        ) -> Preflight:
             checked = await super().preflight(keys, variant, tcs)
             worker = int(log.read_text().split()[1])  # the process that started an engine
             os.kill(worker, signal.SIGKILL)
             # Dead, all its threads too (until then its exit cannot be collected).
             tasks = Path(f"/proc/{worker}/task")
-            assert wait_until(lambda: not running(worker)
-                              and (not tasks.exists() or len(list(tasks.iterdir())) <= 1),
-                              timeout=10)  # fmt: skip
+            assert wait_until(
+                lambda: (
+                    not running(worker) and (not tasks.exists() or len(list(tasks.iterdir())) <= 1)
+                ),
+                timeout=10,
+            )
             return checked
 
     with Store.open(t.output) as store:
@@ -191,15 +201,18 @@ def test_the_engine_check_keeps_no_more_engines_running_than_the_budget(
 def test_the_engines_kept_after_the_check_fit_the_memory_budget(tmp_path: Path) -> None:
     # Limited engines kept per pairing, each declaring 1000 MB, on a slot whose warm
     # engines may declare 2000 MB: the check may keep two of the three, not all three.
-    header = ('rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_memory_mb = 2000\n'
-              'confine_per = "pairing"')  # fmt: skip
+    header = (
+        'rounds = 1\nconcurrency = 1\ntc = "10+0.1"\nsize = 7\nwarm_memory_mb = 2000\n'
+        'confine_per = "pairing"'
+    )
     path, _ = counted_pool(tmp_path, 3, header, "limits = { memory_mb = 1000 }\n")
     t = load_tournament(path)
     after_check: list[int] = []
 
     class Counted(LocalExecutor):
-        async def preflight(self, keys: Sequence[str], variant: Variant,
-                            tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+        async def preflight(
+            self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+        ) -> Preflight:
             checked = await super().preflight(keys, variant, tcs)
             after_check.append(alive_engines(tmp_path))
             return checked

@@ -57,9 +57,10 @@ def arena_url(text: str) -> str:
     if text.startswith(("ws://", "wss://")):
         return text if text.rstrip("/").endswith(ENGINE_PATH) else text.rstrip("/") + ENGINE_PATH
     if "://" in text:
-        raise ConfigError(f"{text!r} is not an arena address",
-                          hint="give HOST:PORT, ws://HOST:PORT or wss://HOST"
-                          " (behind TLS)")  # fmt: skip
+        raise ConfigError(
+            f"{text!r} is not an arena address",
+            hint="give HOST:PORT, ws://HOST:PORT or wss://HOST (behind TLS)",
+        )
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ConfigError(f"{text!r} is not HOST:PORT", hint="e.g. arena.example.org:8080")
@@ -88,14 +89,16 @@ class _Stderr(StderrLog):
     def append(self, chunk: bytes) -> None:
         super().append(chunk)
         # The server behind or away: it keeps what it got.
-        with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError,
-                                 trio.ClosedResourceError):  # fmt: skip
+        with contextlib.suppress(
+            trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
             self._send.send_nowait(chunk[:MAX_TEXT])
 
 
 class Client:
-    def __init__(self, url: str, name: str, token: str, spec: EngineSpec,
-                 say: Callable[[str], None]) -> None:  # fmt: skip
+    def __init__(
+        self, url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None]
+    ) -> None:
         self.url = url
         self.name = name
         self.token = token
@@ -122,10 +125,18 @@ class Client:
                     backoff = BACKOFF_FIRST
                 except Refused:
                     raise
-                except (OSError, HandshakeError, ConnectionRejected, ConnectionClosed,
-                        trio.TooSlowError, NotNow) as exc:  # fmt: skip
-                    self.say(f"arena not reachable ({type(exc).__name__}: {exc}); retrying in"
-                             f" {backoff:.1f} s")  # fmt: skip
+                except (
+                    OSError,
+                    HandshakeError,
+                    ConnectionRejected,
+                    ConnectionClosed,
+                    trio.TooSlowError,
+                    NotNow,
+                ) as exc:
+                    self.say(
+                        f"arena not reachable ({type(exc).__name__}: {exc}); retrying in"
+                        f" {backoff:.1f} s"
+                    )
                 if restart:
                     await self._stop_engine()
                     continue
@@ -176,8 +187,9 @@ class Client:
                 for frame in frames(bytes(data)):
                     await self._send(frame)
 
-    async def _engine_stderr(self, engine: Engine,
-                             receive: trio.MemoryReceiveChannel[bytes]) -> None:  # fmt: skip
+    async def _engine_stderr(
+        self, engine: Engine, receive: trio.MemoryReceiveChannel[bytes]
+    ) -> None:
         async for chunk in receive:
             if self.engine is not engine:
                 return
@@ -186,13 +198,25 @@ class Client:
 
     async def _connection(self, nursery: trio.Nursery) -> bool:
         """One connection, until it ends; True if the engine must be restarted."""
-        async with open_websocket_url(self.url, subprotocols=[PROTOCOL],
-                                      max_message_size=MAX_FRAME, connect_timeout=10,
-                                      disconnect_timeout=5) as ws:  # fmt: skip
-            await ws.send_message(control(
-                "login", protocol=PROTOCOL, name=self.name, token=self.token,
-                session=self.session, received=self.received,
-                dialect=dialect_table(self.spec), options=list(self.spec.options)))  # fmt: skip
+        async with open_websocket_url(
+            self.url,
+            subprotocols=[PROTOCOL],
+            max_message_size=MAX_FRAME,
+            connect_timeout=10,
+            disconnect_timeout=5,
+        ) as ws:
+            await ws.send_message(
+                control(
+                    "login",
+                    protocol=PROTOCOL,
+                    name=self.name,
+                    token=self.token,
+                    session=self.session,
+                    received=self.received,
+                    dialect=dialect_table(self.spec),
+                    options=list(self.spec.options),
+                )
+            )
             try:
                 with trio.fail_after(WELCOME_SECONDS):
                     reply = parse_control(str(await ws.get_message()))
@@ -229,8 +253,9 @@ class Client:
                         self.received += len(message)
                         self.last_input = trio.current_time()
                         # If it exited, the output task says so.
-                        with contextlib.suppress(trio.BrokenResourceError,
-                                                 trio.ClosedResourceError):  # fmt: skip
+                        with contextlib.suppress(
+                            trio.BrokenResourceError, trio.ClosedResourceError
+                        ):
                             await engine.pipes.send_all(message)
             except ConnectionClosed as exc:
                 return self._closed(exc)
@@ -249,8 +274,9 @@ class Client:
         return False
 
 
-async def connect(url: str, name: str, token: str, spec: EngineSpec,
-                  say: Callable[[str], None], sessions: int = 1) -> None:  # fmt: skip
+async def connect(
+    url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None], sessions: int = 1
+) -> None:
     """Relay `spec`'s engine to the arena at `url` until stopped (module docstring):
     `sessions` engine processes, each its own connection, for as many games at once."""
     try:
@@ -258,5 +284,6 @@ async def connect(url: str, name: str, token: str, spec: EngineSpec,
             for _ in range(sessions):
                 nursery.start_soon(Client(url, name, token, spec, say).run)
     except EngineError as exc:
-        raise ConfigError(f"the engine did not start: {exc.detail}",
-                          hint="check it with `arbiter check ENGINE`") from exc  # fmt: skip
+        raise ConfigError(
+            f"the engine did not start: {exc.detail}", hint="check it with `arbiter check ENGINE`"
+        ) from exc

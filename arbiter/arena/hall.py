@@ -125,8 +125,9 @@ Publish = Callable[[str, Mapping[str, Any]], None]  # event name, JSON-able data
 class Hall:
     """The arena's engines and games (module docstring)."""
 
-    def __init__(self, arena: Arena, store: Store, nursery: trio.Nursery,
-                 publish: Publish | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, arena: Arena, store: Store, nursery: trio.Nursery, publish: Publish | None = None
+    ) -> None:
         self.arena = arena
         self.store = store
         self.nursery = nursery
@@ -165,8 +166,9 @@ class Hall:
                 entries[name] = EngineEntry(definition, spec.argv)
             else:
                 entries[name] = EngineEntry({"remote": True}, ())
-        self.store.begin(self.arena.name, self.arena.conditions(),
-                         {"arena": str(self.arena.path)}, entries)  # fmt: skip
+        self.store.begin(
+            self.arena.name, self.arena.conditions(), {"arena": str(self.arena.path)}, entries
+        )
         self._registered.update(new)
 
     def seed_ratings(self, ratings: Mapping[str, float]) -> None:
@@ -183,8 +185,13 @@ class Hall:
         p.sessions = [s for s in p.sessions if s.link.dead is None]
         p.sessions.append(Session(link, player))
         p.info = info
-        log.info("%s logged in from %s (%s %s)", name, link.address, escape(info.name),
-                 escape(info.version))  # fmt: skip
+        log.info(
+            "%s logged in from %s (%s %s)",
+            name,
+            link.address,
+            escape(info.name),
+            escape(info.version),
+        )
         self.publish("engine", {"name": name, "connected": True})
         self.changed()
 
@@ -208,12 +215,17 @@ class Hall:
         for p in sorted(self.participants.values(), key=lambda p: p.name):
             if not p.present:
                 continue
-            out.append({
-                "name": p.name, "remote": not p.local, "playing": p.busy,
-                "sessions": sum(s.usable for s in p.sessions),
-                "engine": escape(p.info.name), "version": escape(p.info.version),
-                "rating": round(p.rating),
-            })  # fmt: skip
+            out.append(
+                {
+                    "name": p.name,
+                    "remote": not p.local,
+                    "playing": p.busy,
+                    "sessions": sum(s.usable for s in p.sessions),
+                    "engine": escape(p.info.name),
+                    "version": escape(p.info.version),
+                    "rating": round(p.rating),
+                }
+            )
         return out
 
     # ------------------------------------------------------------------ pairing
@@ -264,8 +276,9 @@ class Hall:
         seed = derive(self.arena.seed, f"arena-{number}")
         return random_opening(self.arena.variant, 1, seed)
 
-    async def _play_pair(self, seats: tuple[tuple[Participant, Session | None], ...],
-                         number: int) -> None:  # fmt: skip
+    async def _play_pair(
+        self, seats: tuple[tuple[Participant, Session | None], ...], number: int
+    ) -> None:
         (a, _), (b, _) = seats
         try:
             opening = self.opening(number)
@@ -275,8 +288,14 @@ class Hall:
                 if not all(s is None or s.usable for _, s in (first, second)):
                     break
                 names = (first[0].name, second[0].name)
-                game = ArenaGame(f"p{number:06d}-{k}", 2 * number + k - 1, number,
-                                 f"p{number:06d}", names, opening)  # fmt: skip
+                game = ArenaGame(
+                    f"p{number:06d}-{k}",
+                    2 * number + k - 1,
+                    number,
+                    f"p{number:06d}",
+                    names,
+                    opening,
+                )
                 await self._play(game, first, second)
         except (StoreError, trio.Cancelled):
             raise  # the store is the truth: without it the arena stops
@@ -306,8 +325,9 @@ class Hall:
                 rest = min(REST_MOST, REST_FIRST * 2 ** (p.failures - 1))
                 p.resting_until = trio.current_time() + rest
                 self.nursery.start_soon(self._wake_after, rest)
-                log.warning("engine %s did not start (%s); trying again in %.0f s", p.name,
-                            exc.detail, rest)  # fmt: skip
+                log.warning(
+                    "engine %s did not start (%s); trying again in %.0f s", p.name, exc.detail, rest
+                )
                 return None
             p.failures = 0
             p.info = p.engine.info
@@ -315,11 +335,21 @@ class Hall:
         player.name = p.name
         return player
 
-    async def _play(self, game: ArenaGame, seat1: tuple[Participant, Session | None],
-                    seat2: tuple[Participant, Session | None]) -> None:  # fmt: skip
+    async def _play(
+        self,
+        game: ArenaGame,
+        seat1: tuple[Participant, Session | None],
+        seat2: tuple[Participant, Session | None],
+    ) -> None:
         v: Variant = self.arena.variant
-        spec = GameSpec(game_id=game.game_id, variant=v, tc=(self.arena.tc, self.arena.tc),
-                        opening=game.opening, seed=None, pair=game.pair_key)  # fmt: skip
+        spec = GameSpec(
+            game_id=game.game_id,
+            variant=v,
+            tc=(self.arena.tc, self.arena.tc),
+            opening=game.opening,
+            seed=None,
+            pair=game.pair_key,
+        )
         first, second = seat1[0], seat2[0]
         one, two = await self._player(*seat1), await self._player(*seat2)
         if one is None or two is None:
@@ -329,10 +359,19 @@ class Hall:
             player.name = p.name
             if player.unsupported(v) is not None:
                 return
-        live = self.live[game.game_id] = LiveGame(game.game_id, first.name, second.name,
-                                                  v.size, v.islands)  # fmt: skip
-        self.publish("start", {"game": game.game_id, "seat1": first.name, "seat2": second.name,
-                               "size": v.size, "islands": v.islands})  # fmt: skip
+        live = self.live[game.game_id] = LiveGame(
+            game.game_id, first.name, second.name, v.size, v.islands
+        )
+        self.publish(
+            "start",
+            {
+                "game": game.game_id,
+                "seat1": first.name,
+                "seat2": second.name,
+                "size": v.size,
+                "islands": v.islands,
+            },
+        )
 
         def moved(move: str) -> None:
             live.moves.append(move)
@@ -346,9 +385,14 @@ class Hall:
         record = outcome.record
         self.store.write(game, record)  # stored before anyone is told
         self.games_played += 1
-        log.info("game %s: %s", game.game_id, "void: " + record.reason if record.void else
-                 f"{record.winner} beat {record.loser} by {record.termination}"
-                 + (f" ({record.reason})" if record.reason else ""))  # fmt: skip
+        log.info(
+            "game %s: %s",
+            game.game_id,
+            "void: " + record.reason
+            if record.void
+            else f"{record.winner} beat {record.loser} by {record.termination}"
+            + (f" ({record.reason})" if record.reason else ""),
+        )
         for seat, p in enumerate((first, second)):
             # A faulty engine is restarted; a confined one (sandbox, limits) lasts a game,
             # so that nothing it left running or wrote reaches the next, as in tournaments.
@@ -393,7 +437,14 @@ class Hall:
 def game_summary(record: GameRecord, number: int) -> dict[str, Any]:
     """A finished game as the page and `/api/games` list it."""
     return {
-        "number": number, "game": record.game_id, "seat1": record.seat1, "seat2": record.seat2,
-        "winner": record.winner, "termination": record.termination.value, "void": record.void,
-        "plies": record.plies, "finished": record.finished, "reason": escape(record.reason),
-    }  # fmt: skip
+        "number": number,
+        "game": record.game_id,
+        "seat1": record.seat1,
+        "seat2": record.seat2,
+        "winner": record.winner,
+        "termination": record.termination.value,
+        "void": record.void,
+        "plies": record.plies,
+        "finished": record.finished,
+        "reason": escape(record.reason),
+    }

@@ -81,18 +81,28 @@ class Respond:
         if data:
             await self.stream.send_all(data)
 
-    async def whole(self, status: int, body: bytes, content_type: str,
-                    extra: tuple[tuple[str, str], ...] = ()) -> None:  # fmt: skip
-        headers = [("content-type", content_type), ("content-length", str(len(body))),
-                   ("connection", "close"), ("cache-control", "no-store"),
-                   ("x-content-type-options", "nosniff"), *extra]  # fmt: skip
+    async def whole(
+        self, status: int, body: bytes, content_type: str, extra: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        headers = [
+            ("content-type", content_type),
+            ("content-length", str(len(body))),
+            ("connection", "close"),
+            ("cache-control", "no-store"),
+            ("x-content-type-options", "nosniff"),
+            *extra,
+        ]
         await self._send(h11.Response(status_code=status, headers=headers))
         await self._send(h11.Data(data=body))
         await self._send(h11.EndOfMessage())
 
     async def begin_stream(self, content_type: str) -> None:
-        headers = [("content-type", content_type), ("cache-control", "no-store"),
-                   ("connection", "close"), ("x-accel-buffering", "no")]  # fmt: skip
+        headers = [
+            ("content-type", content_type),
+            ("cache-control", "no-store"),
+            ("connection", "close"),
+            ("x-accel-buffering", "no"),
+        ]
         await self._send(h11.Response(status_code=200, headers=headers))
 
     async def chunk(self, data: bytes) -> None:
@@ -191,9 +201,14 @@ class Gate:
 class Server:
     """The listener, the gate, the routes and the engines' login."""
 
-    def __init__(self, arena: Arena, hall: Hall, routes: dict[str, Route],
-                 registered: dict[str, str], register: Callable[[str, str], None]
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        arena: Arena,
+        hall: Hall,
+        routes: dict[str, Route],
+        registered: dict[str, str],
+        register: Callable[[str, str], None],
+    ) -> None:
         self.arena = arena
         self.hall = hall
         self.routes = routes
@@ -210,10 +225,11 @@ class Server:
         try:
             listeners = await trio.open_tcp_listeners(a.port, host=a.host, backlog=1024)
         except OSError as exc:
-            raise ConfigError(f"cannot listen on {a.host}:{a.port}: {exc.strerror}",
-                              where=f"{a.path}: arena.listen",
-                              hint="choose a free port, or stop what holds this one",
-                              ) from exc  # fmt: skip
+            raise ConfigError(
+                f"cannot listen on {a.host}:{a.port}: {exc.strerror}",
+                where=f"{a.path}: arena.listen",
+                hint="choose a free port, or stop what holds this one",
+            ) from exc
         reserve = FILES_RESERVE + FILES_PER_ENGINE * len(a.engines)
         self.open_files = open_file_limit(a.max_connections + reserve)
         self.gate.capacity = max(1, min(a.max_connections, self.open_files - reserve))
@@ -270,8 +286,9 @@ class Server:
         request = Request(event.method.decode("latin-1"), target, headers, address)
         await self._route(stream, conn, raw, request)
 
-    async def _route(self, stream: trio.SocketStream, conn: h11.Connection, raw: bytearray,
-                     request: Request) -> None:  # fmt: skip
+    async def _route(
+        self, stream: trio.SocketStream, conn: h11.Connection, raw: bytearray, request: Request
+    ) -> None:
         headers, target = request.headers, request.target
         if headers.get("upgrade", "").lower() == "websocket":
             await self._websocket(_Replay(bytes(raw), stream), request)
@@ -305,8 +322,9 @@ class Server:
             # way out cancels it, or a refused upgrade would hold its connection open.
             ws_request = None
             with trio.move_on_after(HEAD_SECONDS):
-                ws_request = await wrap_server_stream(nursery, stream, message_queue_size=8,
-                                                      max_message_size=MAX_FRAME)  # fmt: skip
+                ws_request = await wrap_server_stream(
+                    nursery, stream, message_queue_size=8, max_message_size=MAX_FRAME
+                )
             if ws_request is None:  # refused by the library itself (it answered 400)
                 nursery.cancel_scope.cancel()
                 return
@@ -358,8 +376,9 @@ class Server:
         session, received = login.get("session"), login.get("received", 0)
         link = next((k for k in links if k.session_id == session), None)
         if link is not None and isinstance(received, int):
-            welcome = control("welcome", session=link.session_id, resume=True,
-                              received=link.received)  # fmt: skip
+            welcome = control(
+                "welcome", session=link.session_id, resume=True, received=link.received
+            )
             if await link.attach(ws, address, received, welcome):
                 await self._pump(ws, link)
                 return
@@ -370,9 +389,13 @@ class Server:
             waiting = [k for k in links if not k.connected]
             if not waiting:
                 where = ", ".join(sorted({k.address for k in links}))
-                await self._refuse(ws, CLOSE_BUSY, f"{name} is connected already (from"
-                                   f" {where}); its entry allows {entry.games_at_once}"
-                                   " session(s)")  # fmt: skip
+                await self._refuse(
+                    ws,
+                    CLOSE_BUSY,
+                    f"{name} is connected already (from"
+                    f" {where}); its entry allows {entry.games_at_once}"
+                    " session(s)",
+                )
                 return
             waiting[0].kill("its client logged in again without resuming", disconnect=True)
             links.remove(waiting[0])
@@ -391,8 +414,10 @@ class Server:
         if stored is not None:
             return None if PlayerEntry(name, stored).accepts(token) else f"wrong token for {name}"
         if not a.open_registration:
-            return (f"{name} is not a player of this arena; ask its organiser for a token"
-                    " (`arbiter arena token NAME`)")  # fmt: skip
+            return (
+                f"{name} is not a player of this arena; ask its organiser for a token"
+                " (`arbiter arena token NAME`)"
+            )
         try:
             check_name(name, "name")
         except ConfigError as exc:
@@ -404,8 +429,14 @@ class Server:
         self.register(name, hashed)
         return None
 
-    async def _new_session(self, ws: WebSocketConnection, address: str, name: str,
-                           entry: PlayerEntry, login: dict[str, Any]) -> None:  # fmt: skip
+    async def _new_session(
+        self,
+        ws: WebSocketConnection,
+        address: str,
+        name: str,
+        entry: PlayerEntry,
+        login: dict[str, Any],
+    ) -> None:
         a = self.arena
         try:
             dialect_table = login.get("dialect") or {}
@@ -416,15 +447,21 @@ class Server:
             await self._refuse(ws, CLOSE_REFUSED, f"{exc.message}")
             return
         options = login.get("options") or []
-        if not (isinstance(options, list) and all(isinstance(o, str) and o.strip()
-                                                  for o in options)):  # fmt: skip
+        if not (
+            isinstance(options, list) and all(isinstance(o, str) and o.strip() for o in options)
+        ):
             await self._refuse(ws, CLOSE_REFUSED, "options must be a list of command lines")
             return
-        link = Link(name, secrets.token_hex(12), a.disconnect_grace,
-                    on_dead=lambda dead: self.hall.left(dead.name, dead))  # fmt: skip
+        link = Link(
+            name,
+            secrets.token_hex(12),
+            a.disconnect_grace,
+            on_dead=lambda dead: self.hall.left(dead.name, dead),
+        )
         self.links.setdefault(name, []).append(link)
-        await link.attach(ws, address, 0, control("welcome", session=link.session_id,
-                                                  resume=False, received=0))  # fmt: skip
+        await link.attach(
+            ws, address, 0, control("welcome", session=link.session_id, resume=False, received=0)
+        )
         session = EngineSession(link, link, name)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._pump, ws, link)
@@ -435,8 +472,9 @@ class Server:
                 link.kill(reason)
                 await self._refuse(ws, CLOSE_RESTART, reason)
                 return
-            player = RemotePlayer(session, RemoteHost(link, info), dialect,
-                                  a.command_timeout, a.latency_allowance)  # fmt: skip
+            player = RemotePlayer(
+                session, RemoteHost(link, info), dialect, a.command_timeout, a.latency_allowance
+            )
             player.name = name
             problem = player.unsupported(a.variant)
             if problem is not None:

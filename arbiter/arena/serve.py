@@ -28,15 +28,18 @@ async def check_engines(arena: Arena) -> None:
     if not arena.engines:
         return
     settings = ExecutorSettings(arena.engines)
-    checked = await preflight(settings, list(arena.engines), arena.variant,
-                              {key: arena.tc for key in arena.engines})  # fmt: skip
+    checked = await preflight(
+        settings, list(arena.engines), arena.variant, {key: arena.tc for key in arena.engines}
+    )
     if checked.problem:
         where = f"{arena.path}: engine"
         if checked.config_error:
-            raise ConfigError(checked.problem, where=where,
-                              hint="fix its definition or the arena's variant")  # fmt: skip
-        raise ArbiterError(f"{checked.problem} (the arena's own engine; fix it or remove it"
-                           f" from {arena.path})")  # fmt: skip
+            raise ConfigError(
+                checked.problem, where=where, hint="fix its definition or the arena's variant"
+            )
+        raise ArbiterError(
+            f"{checked.problem} (the arena's own engine; fix it or remove it from {arena.path})"
+        )
 
 
 async def serve(arena: Arena, say: Callable[[str], None]) -> None:
@@ -57,13 +60,17 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
             try:
                 port = await nursery.start(server.serve, nursery)
                 host = f"[{arena.host}]" if ":" in arena.host else arena.host
-                say(f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
+                say(
+                    f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
                     f" ws://{host}:{port}/engine); {store.games_stored()} games stored in"
-                    f" {arena.output}. Ctrl-C stops it.")  # fmt: skip
+                    f" {arena.output}. Ctrl-C stops it."
+                )
                 if server.gate.capacity < arena.max_connections:
-                    say(f"The open-file limit ({server.open_files}) allows"
+                    say(
+                        f"The open-file limit ({server.open_files}) allows"
                         f" {server.gate.capacity} connections at once, not max_connections ="
-                        f" {arena.max_connections}; raise it (ulimit -n) for more.")  # fmt: skip
+                        f" {arena.max_connections}; raise it (ulimit -n) for more."
+                    )
                 nursery.start_soon(site.refresh_standings)
                 await hall.run()
             finally:

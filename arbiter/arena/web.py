@@ -67,8 +67,9 @@ class Broadcast:
         return receive
 
 
-def arena_standings(store_path: Path, anchors: Mapping[str, float],
-                    keep: Games | None = None) -> Standings | None:  # fmt: skip
+def arena_standings(
+    store_path: Path, anchors: Mapping[str, float], keep: Games | None = None
+) -> Standings | None:
     """The joint fit over the arena's store, the anchors that have games held at their
     ratings (None: no rated game yet). Read-only, so it runs beside the server."""
     from arbiter.results.ratings import DEFAULT_PRIOR
@@ -98,8 +99,10 @@ def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> s
     keep = Games(selection=selection)
     board = arena_standings(store_path, anchors, keep)
     if board is None:
-        return ("<!doctype html><meta charset=utf-8><title>No games yet</title>"
-                "<p>No rated games yet: this page fills as games end.")  # fmt: skip
+        return (
+            "<!doctype html><meta charset=utf-8><title>No games yet</title>"
+            "<p>No rated games yet: this page fills as games end."
+        )
     return render_gathered(
         board,
         keep,
@@ -126,9 +129,13 @@ class Site:
 
     def routes(self) -> dict[str, Route]:
         return {
-            "/": self.page, "/api/standings": self.standings, "/api/games": self.games,
-            "/api/live": self.live, "/events": self.events, "/report": self.report,
-        }  # fmt: skip
+            "/": self.page,
+            "/api/standings": self.standings,
+            "/api/games": self.games,
+            "/api/live": self.live,
+            "/events": self.events,
+            "/report": self.report,
+        }
 
     async def refresh_standings(self) -> None:
         """Fit again when games were stored since: a loop beside the games."""
@@ -139,14 +146,18 @@ class Site:
                 started = trio.current_time()
                 try:
                     data = await trio.to_thread.run_sync(
-                        standings_json, self.arena.output, self.arena.anchors)  # fmt: skip
+                        standings_json, self.arena.output, self.arena.anchors
+                    )
                 except Exception:
                     log.exception("the arena's standings could not be made")
                 else:
                     self._standings = json.dumps(data).encode()
                     self._standings_at = played
-                    ratings = {e["name"]: e["elo"] for e in data.get("engines", [])
-                               if e.get("elo") is not None}  # fmt: skip
+                    ratings = {
+                        e["name"]: e["elo"]
+                        for e in data.get("engines", [])
+                        if e.get("elo") is not None
+                    }
                     self.hall.seed_ratings(ratings)
                     self.broadcast.publish("standings", {"games": data.get("games", 0)})
                 took = trio.current_time() - started
@@ -158,9 +169,18 @@ class Site:
         from arbiter.views.html import arena_page
 
         body = arena_page(self.arena.name).encode()
-        await respond.whole(200, body, "text/html; charset=utf-8", (
-            ("content-security-policy", "default-src 'self'; script-src 'unsafe-inline';"
-             " style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'"),))  # fmt: skip
+        await respond.whole(
+            200,
+            body,
+            "text/html; charset=utf-8",
+            (
+                (
+                    "content-security-policy",
+                    "default-src 'self'; script-src 'unsafe-inline';"
+                    " style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'",
+                ),
+            ),
+        )
 
     async def standings(self, request: Request, respond: Respond) -> None:
         await respond.whole(200, self._standings, "application/json")
@@ -186,12 +206,20 @@ class Site:
         return {
             "arena": self.arena.name,
             "connected": self.hall.connected(),
-            "playing": [{"game": g.game_id, "seat1": g.seat1, "seat2": g.seat2, "size": g.size,
-                         "islands": g.islands, "moves": g.moves}
-                        for g in self.hall.live.values()],
+            "playing": [
+                {
+                    "game": g.game_id,
+                    "seat1": g.seat1,
+                    "seat2": g.seat2,
+                    "size": g.size,
+                    "islands": g.islands,
+                    "moves": g.moves,
+                }
+                for g in self.hall.live.values()
+            ],
             "recent": list(self.hall.recent),
             "games": self.hall.games_played,
-        }  # fmt: skip
+        }
 
     async def live(self, request: Request, respond: Respond) -> None:
         await respond.whole(200, json.dumps(self.live_state()).encode(), "application/json")
@@ -199,8 +227,9 @@ class Site:
     async def events(self, request: Request, respond: Respond) -> None:
         channel = self.broadcast.subscribe()
         if channel is None:
-            await respond.whole(503, b"too many pages follow this arena\n",
-                                "text/plain; charset=utf-8")  # fmt: skip
+            await respond.whole(
+                503, b"too many pages follow this arena\n", "text/plain; charset=utf-8"
+            )
             return
         async with channel:
             await respond.begin_stream("text/event-stream")
@@ -235,8 +264,9 @@ class Site:
         async with self._lock:
             played = self.hall.games_played
             now = trio.current_time()
-            if not self._report or (played != self._report_at
-                                    and now - self._report_time >= REPORT_EVERY):  # fmt: skip
+            if not self._report or (
+                played != self._report_at and now - self._report_time >= REPORT_EVERY
+            ):
                 page = await trio.to_thread.run_sync(
                     report_page, self.arena.output, self.arena.name, self.arena.anchors
                 )

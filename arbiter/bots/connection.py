@@ -38,8 +38,9 @@ class Tables:
                 for b in range(a + 1, len(geometry.islands))
                 if own >> a & 1 and own >> b & 1 and (1 << a | 1 << b) in geometry.winning_masks
             ]
-        self.islands = {int(c): sorted({k for pair in self.pairs[int(c)] for k in pair})
-                        for c in Color}  # fmt: skip
+        self.islands = {
+            int(c): sorted({k for pair in self.pairs[int(c)] for k in pair}) for c in Color
+        }
         empty = [0] * self.n
         hops = [from_island(self, empty, k, 1) for k in range(len(geometry.islands))]
         # A central cell is close to every island: the farthest island is near.

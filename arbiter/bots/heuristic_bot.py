@@ -51,23 +51,30 @@ class HeuristicBot(Bot):
             if game.variant.pie:
                 return game.move_name(self.rng.choice(modest_openings(t)))
             best = min(t.centrality)
-            return game.move_name(self.rng.choice(
-                [c for c in empty if t.centrality[c] == best]))  # fmt: skip
+            return game.move_name(self.rng.choice([c for c in empty if t.centrality[c] == best]))
         for cells in (game.winning_cells(color), game.winning_cells(color.other)):
             if cells:
                 return game.move_name(self.rng.choice(cells))
         return self._pick(game, empty, t, me, deadline, opp)
 
-    def _pick(self, game: Game, empty: list[int], t: Tables, me: int,
-              deadline: float | None = None, opp: int | None = None) -> str:  # fmt: skip
+    def _pick(
+        self,
+        game: Game,
+        empty: list[int],
+        t: Tables,
+        me: int,
+        deadline: float | None = None,
+        opp: int | None = None,
+    ) -> str:
         opp = 3 - me if opp is None else opp
         deadline = time.perf_counter() + 5.0 if deadline is None else deadline
         colors = game.colors[:]
         mine, theirs = through(t, colors, me), through(t, colors, opp)
         # Cells on short connections of both players first; random order among equals.
         noise = {c: self.rng.random() for c in empty}
-        ranked = sorted(empty, key=lambda c: (mine[c] + theirs[c], min(mine[c], theirs[c]),
-                                              noise[c]))  # fmt: skip
+        ranked = sorted(
+            empty, key=lambda c: (mine[c] + theirs[c], min(mine[c], theirs[c]), noise[c])
+        )
         candidates = ranked[: self.width]
         scored: list[tuple[float, int]] = []
         for c in candidates:
@@ -83,9 +90,16 @@ class HeuristicBot(Bot):
             best = self._second_ply(colors, t, me, opp, scored, ranked, deadline) or best
         return game.move_name(best)
 
-    def _second_ply(self, colors: list[int], t: Tables, me: int, opp: int,
-                    scored: list[tuple[float, int]], ranked: list[int],
-                    deadline: float) -> int | None:  # fmt: skip
+    def _second_ply(
+        self,
+        colors: list[int],
+        t: Tables,
+        me: int,
+        opp: int,
+        scored: list[tuple[float, int]],
+        ranked: list[int],
+        deadline: float,
+    ) -> int | None:
         """The candidate whose worst outcome after the opponent's likely replies is best."""
         best, best_value = None, -float(INF)
         replies = ranked[: self.width]

@@ -38,8 +38,7 @@ SWAP_BELOW = 0.47  # White's best win rate under which the first stone is taken 
 class Node:
     """A position: statistics of the moves from it, indexed by cell."""
 
-    __slots__ = ("amaf_n", "amaf_w", "children", "legal", "mover", "n", "total", "w",
-                 "win_move")  # fmt: skip
+    __slots__ = ("amaf_n", "amaf_w", "children", "legal", "mover", "n", "total", "w", "win_move")
 
     def __init__(self, legal: npt.NDArray[np.bool_], mover: int) -> None:
         size = legal.shape[0]
@@ -57,8 +56,9 @@ class Node:
 class Search:
     """The tree for one board, its playout engine and the search parameters."""
 
-    def __init__(self, game: Game, rng: np.random.Generator, *, rave: float,
-                 explore: float, per_leaf: int) -> None:  # fmt: skip
+    def __init__(
+        self, game: Game, rng: np.random.Generator, *, rave: float, explore: float, per_leaf: int
+    ) -> None:
         self.engine = PlayoutEngine(game.geometry)
         self.rng = rng
         self.rave = rave
@@ -253,8 +253,13 @@ class MctsBot(Bot):
     def searcher(self, game: Game) -> Search:
         search = self.search
         if search is None or search.engine.geometry != game.geometry or not self.args.reuse:
-            search = Search(game, self.rng, rave=self.args.rave, explore=self.args.explore,
-                            per_leaf=self.args.per_leaf)  # fmt: skip
+            search = Search(
+                game,
+                self.rng,
+                rave=self.args.rave,
+                explore=self.args.explore,
+                per_leaf=self.args.per_leaf,
+            )
             self.search = search
         else:
             search.advance(game)

@@ -42,9 +42,17 @@ from arbiter.rules.clock import GameClock, TimeControl
 from arbiter.rules.game import SWAP_ALIASES
 
 REQUIRED_COMMANDS = (
-    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
-    "boardsize", "clear_board", "play", "genmove",
-)  # fmt: skip
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "play",
+    "genmove",
+)
 
 
 @dataclass
@@ -91,8 +99,10 @@ class Checker:
         # themselves, and an engine that ignores quit should not slow the run.
         self.deadlines = Deadlines(
             handshake=referee.handshake if timeout is None else timeout,
-            command=self.timeout, quit=0.5, term=0.5,
-        )  # fmt: skip
+            command=self.timeout,
+            quit=0.5,
+            term=0.5,
+        )
         self.latencies: list[float] = []  # per command, non-thinking commands only
         self.move_times: list[float] = []
         self.stderr_bytes = 0
@@ -129,8 +139,9 @@ class Checker:
             await player.new_game(variant, tc)
         except Fault as fault:
             raise CheckFailed(fault.detail, self._hint(fault, variant)) from fault
-        self.latencies.append((time.perf_counter() - start)
-                              / len(player.setup_commands(variant, tc)))  # fmt: skip
+        self.latencies.append(
+            (time.perf_counter() - start) / len(player.setup_commands(variant, tc))
+        )
         return player
 
     def _hint(self, fault: Fault, variant: Variant) -> str:
@@ -141,11 +152,15 @@ class Checker:
         if fault.kind is Termination.SETUP:
             return "declare what the engine plays (islands, sizes) in its engine definition"
         if command[0] == "boardsize":
-            return ("if it does not play this size, declare the sizes it plays (sizes = [...])"
-                    " in its engine definition")  # fmt: skip
+            return (
+                "if it does not play this size, declare the sizes it plays (sizes = [...])"
+                " in its engine definition"
+            )
         if command[0] == "play" and command[2:] == (self.spec.dialect.swap,):
-            return ('declare how it spells the pie move in its engine definition'
-                    ' (e.g. swap = "swap-pieces")')  # fmt: skip
+            return (
+                "declare how it spells the pie move in its engine definition"
+                ' (e.g. swap = "swap-pieces")'
+            )
         if fault.kind is Termination.DESYNC:
             size = "" if variant.size == 11 else f"rebuild the board on boardsize {variant.size}; "
             return size + _board_hint(variant)
@@ -155,11 +170,17 @@ class Checker:
             return "genmove must answer a move; its stderr shows why it could not"
         return "the engine must accept this command as the protocol describes it"
 
-    async def position(self, engine: Engine, variant: Variant, game: Game, *,
-                       moves: list[str] | None = None, clock: TimeControl | None = None,
-                       then: Callable[[str], list[str]] | None = None,
-                       more: Callable[[str], list[str] | None] | None = None,
-                       ) -> str:  # fmt: skip
+    async def position(
+        self,
+        engine: Engine,
+        variant: Variant,
+        game: Game,
+        *,
+        moves: list[str] | None = None,
+        clock: TimeControl | None = None,
+        then: Callable[[str], list[str]] | None = None,
+        more: Callable[[str], list[str] | None] | None = None,
+    ) -> str:
         """Set up `variant`, then play `game`'s moves and ask for the next one in one turn,
         exactly as the referee does (the same player, clock rules and deadlines); the
         answer must be legal on the referee's board, and in time if there is a clock.
@@ -240,8 +261,11 @@ class Checker:
         rules = RefereeConfig()
         clocks = (GameClock(tc, rules.margin), GameClock(tc, rules.margin))
         mine = clocks[0 if color is Color.BLACK else 1]
-        budget = (mine.deadline(rules.grace, rules.infinite_move_limit) if clock is not None
-                  else self.timeout)  # fmt: skip
+        budget = (
+            mine.deadline(rules.grace, rules.infinite_move_limit)
+            if clock is not None
+            else self.timeout
+        )
         with trio.CancelScope() as scope:
             try:
                 reply = await player.turn(unseen, clocks, color, budget, scope)
@@ -273,11 +297,15 @@ class Checker:
             elif exc.reason in (IllegalReason.OCCUPIED, IllegalReason.ISLAND):
                 hint = _board_hint(variant)
             elif exc.reason is IllegalReason.OFF_BOARD:
-                hint = ("genmove must answer an empty cell of the board it was given: "
-                        + _board_hint(variant))  # fmt: skip
+                hint = (
+                    "genmove must answer an empty cell of the board it was given: "
+                    + _board_hint(variant)
+                )
             else:
-                hint = ("genmove must answer an empty cell (or the pie move as move 2) for the"
-                        " given colour")  # fmt: skip
+                hint = (
+                    "genmove must answer an empty cell (or the pie move as move 2) for the"
+                    " given colour"
+                )
             raise CheckFailed(f"genmove {color.letter} answered {word!r}: {exc}", hint) from exc
         return word
 
@@ -288,13 +316,20 @@ class Checker:
         first = game.move_name(centre_cell(variant))
         answer = await self.position(engine, variant, game, moves=[first])
         if answer in SWAP_ALIASES or answer == self.spec.dialect.swap:
-            raise CheckFailed(f"answered the pie move after {first} (the centre) with the pie"
-                              " rule off", "after atoll-pie off, never answer swap, whatever"
-                              " the first stone")  # fmt: skip
+            raise CheckFailed(
+                f"answered the pie move after {first} (the centre) with the pie rule off",
+                "after atoll-pie off, never answer swap, whatever the first stone",
+            )
         return f"{answer} after {first} (no swap, pie off)"
 
-    async def run(self, name: str, body: Callable[[Engine], Awaitable[str | None]], *,
-                  required: bool = True, fresh: bool = False) -> None:  # fmt: skip
+    async def run(
+        self,
+        name: str,
+        body: Callable[[Engine], Awaitable[str | None]],
+        *,
+        required: bool = True,
+        fresh: bool = False,
+    ) -> None:
         try:
             if fresh:
                 await self._close()
@@ -357,8 +392,10 @@ def _late_hint(late: Fault, clock: TimeControl | None) -> str:
         return _SILENT_HINT
     if clock is not None:
         return _BUDGET_HINT
-    return ("answer genmove within the time it is told (the clock update comes right before"
-            " it), or raise --timeout for a slow engine")  # fmt: skip
+    return (
+        "answer genmove within the time it is told (the clock update comes right before"
+        " it), or raise --timeout for a slow engine"
+    )
 
 
 _PIPELINE_HINT = (
@@ -391,10 +428,13 @@ def _board_hint(variant: Variant) -> str:
     """Where cell names are defined, with the convention of this variant: Atoll and Hex
     number their rows from opposite ends, the mistake code shared by both makes."""
     if variant.islands == 4:
-        names = ("column letter + row number, rows counted from the top: a1 is the top-left"
-                 " corner (PROTOCOL.md section 4.2)")  # fmt: skip
+        names = (
+            "column letter + row number, rows counted from the top: a1 is the top-left"
+            " corner (PROTOCOL.md section 4.2)"
+        )
     else:
-        names = ("file letter + rank, rank 1 the bottom cell of its file (PROTOCOL.md"
-                 " section 4.1)")  # fmt: skip
-    return ("its board disagrees with the referee's: honour boardsize and clear_board, and"
-            f" read cells as {names}")  # fmt: skip
+        names = "file letter + rank, rank 1 the bottom cell of its file (PROTOCOL.md section 4.1)"
+    return (
+        "its board disagrees with the referee's: honour boardsize and clear_board, and"
+        f" read cells as {names}"
+    )

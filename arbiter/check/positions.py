@@ -60,8 +60,11 @@ def tried(variants: list[Variant]) -> str:
             continue
         sizes = sorted({v.size for v in mine})
         pies = {v.pie for v in mine}
-        pie = "pie rule on and off" if len(pies) == 2 else \
-            f"pie rule {'on' if True in pies else 'off'}"  # fmt: skip
+        pie = (
+            "pie rule on and off"
+            if len(pies) == 2
+            else f"pie rule {'on' if True in pies else 'off'}"
+        )
         parts.append(f"{label} {', '.join(map(str, sizes))} ({pie})")
     return "; ".join(parts)
 

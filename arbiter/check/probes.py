@@ -52,16 +52,22 @@ class Misreading:
 
     def hint(self, variant: Variant) -> str:
         if self.key == "rows" and variant.islands == 4:
-            return ("read Hex cell names with the letter counted from the left and the row"
-                    " from the top: a1 is the top-left corner (PROTOCOL.md section 4.2);"
-                    " Atoll counts ranks from the bottom, Hex rows from the top")  # fmt: skip
+            return (
+                "read Hex cell names with the letter counted from the left and the row"
+                " from the top: a1 is the top-left corner (PROTOCOL.md section 4.2);"
+                " Atoll counts ranks from the bottom, Hex rows from the top"
+            )
         if self.key == "rows":
-            return ("read Atoll cell names with the letter counted from the left and the rank"
-                    " from the bottom: rank 1 is the bottom cell of each file (PROTOCOL.md"
-                    " section 4.1)")  # fmt: skip
+            return (
+                "read Atoll cell names with the letter counted from the left and the rank"
+                " from the bottom: rank 1 is the bottom cell of each file (PROTOCOL.md"
+                " section 4.1)"
+            )
         section = "4.2" if variant.islands == 4 else "4.1"
-        return ("the letter is the column (file) and the number the row (rank), not the"
-                f" other way round (PROTOCOL.md section {section})")  # fmt: skip
+        return (
+            "the letter is the column (file) and the number the row (rank), not the"
+            f" other way round (PROTOCOL.md section {section})"
+        )
 
 
 def _rows(x: int, k: int, heights: dict[int, int]) -> tuple[int, int]:
@@ -113,8 +119,9 @@ def mappings(variant: Variant) -> dict[str, dict[int, int]]:
     return {m.key: cells for m in MISREADINGS if (cells := m.cells(variant)) is not None}
 
 
-def _confused_wins(black: list[int], white: list[int], mapping: dict[int, int],
-                   variant: Variant) -> list[int]:  # fmt: skip
+def _confused_wins(
+    black: list[int], white: list[int], mapping: dict[int, int], variant: Variant
+) -> list[int]:
     """The cells an engine with `mapping` names when it takes Black's win on the board it
     believes in (empty when it believes there is none)."""
     game = Game(Variant(variant.islands, variant.size, pie=False))
@@ -124,9 +131,12 @@ def _confused_wins(black: list[int], white: list[int], mapping: dict[int, int],
     return [mapping[y] for y in game.winning_cells(Color.BLACK)]
 
 
-def _grow(variant: Variant, orbits: list[tuple[int, ...]], rng: random.Random,
-          accept: Callable[[int], bool] = lambda cell: True,
-          ) -> tuple[list[int], list[int], int] | None:  # fmt: skip
+def _grow(
+    variant: Variant,
+    orbits: list[tuple[int, ...]],
+    rng: random.Random,
+    accept: Callable[[int], bool] = lambda cell: True,
+) -> tuple[list[int], list[int], int] | None:
     """Stones placed orbit by orbit, in random order and balanced colours, until Black
     (to move) has exactly one winning cell, one `accept`s, and White none; None if that
     never comes before the board is full. An orbit that would end the game is skipped."""
@@ -187,8 +197,9 @@ def plain_probes(variant: Variant, seed: int, count: int, *, tries: int = 300) -
     return probes
 
 
-def mirror_probes(variant: Variant, key: str, seed: int, count: int, *, tries: int = 600
-             ) -> list[Probe]:  # fmt: skip
+def mirror_probes(
+    variant: Variant, key: str, seed: int, count: int, *, tries: int = 600
+) -> list[Probe]:
     """Positions that are their own mirror image under mistake `key`: an engine with
     that mistake sees the true board, so if it takes wins it plays the winning cell."""
     mapping = mappings(variant).get(key)

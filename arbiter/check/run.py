@@ -134,8 +134,10 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                 return "no position with one winning cell on this board"
             taken = sum([await took(engine, probe) for probe in probes])
             if taken:
-                return (f"took the one winning cell in {taken} of {len(probes)} positions: it"
-                        " reads cell names right")  # fmt: skip
+                return (
+                    f"took the one winning cell in {taken} of {len(probes)} positions: it"
+                    " reads cell names right"
+                )
             for mistake in MISREADINGS:
                 if mistake.key not in mappings(variant):
                     continue
@@ -215,8 +217,9 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         with trio.move_on_after(EXIT_WAIT):
             await engine.process.wait()
             return "exited after quit"
-        raise CheckFailed(f"still running {EXIT_WAIT:g} s after answering quit",
-                          "exit after answering quit")  # fmt: skip
+        raise CheckFailed(
+            f"still running {EXIT_WAIT:g} s after answering quit", "exit after answering quit"
+        )
 
     async def eof_exits(engine: Engine) -> str:
         assert engine.process.stdin is not None
@@ -290,8 +293,13 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
                     "answer non-move commands at once" if slow else "",
                 )
             )
-    c.results.append(CheckResult(
-        "stderr volume", c.stderr_bytes < 1_000_000, False, f"{c.stderr_bytes} bytes",
-        "" if c.stderr_bytes < 1_000_000 else "log less: the referee keeps only a tail",
-    ))  # fmt: skip
+    c.results.append(
+        CheckResult(
+            "stderr volume",
+            c.stderr_bytes < 1_000_000,
+            False,
+            f"{c.stderr_bytes} bytes",
+            "" if c.stderr_bytes < 1_000_000 else "log less: the referee keeps only a tail",
+        )
+    )
     return c.results

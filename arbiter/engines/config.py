@@ -38,8 +38,23 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
 
-ENGINE_KEYS = ("command", "cwd", "env", "name", "tc", "options", "islands", "sizes", "swap",
-               "time", "sandbox", "limits", "read", "start_timeout", "command_timeout")  # fmt: skip
+ENGINE_KEYS = (
+    "command",
+    "cwd",
+    "env",
+    "name",
+    "tc",
+    "options",
+    "islands",
+    "sizes",
+    "swap",
+    "time",
+    "sandbox",
+    "limits",
+    "read",
+    "start_timeout",
+    "command_timeout",
+)
 
 
 def _expand(word: str, here: Path) -> str:
@@ -54,10 +69,14 @@ def read_small(file: Path, what: str) -> str:
     definition named /dev/zero must be one line, not the machine's memory."""
     info = os.stat(file)
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEXT_FILE:
-        kind = "not a regular file" if not stat.S_ISREG(info.st_mode) else \
-            f"{info.st_size} bytes, more than {MAX_TEXT_FILE >> 20} MB"  # fmt: skip
-        raise ConfigError(f"cannot read {what}: {kind}", where=str(file),
-                          hint=f"give the path of the {what}")  # fmt: skip
+        kind = (
+            "not a regular file"
+            if not stat.S_ISREG(info.st_mode)
+            else f"{info.st_size} bytes, more than {MAX_TEXT_FILE >> 20} MB"
+        )
+        raise ConfigError(
+            f"cannot read {what}: {kind}", where=str(file), hint=f"give the path of the {what}"
+        )
     with open(file, encoding="utf-8") as handle:
         return handle.read(MAX_TEXT_FILE + 1)
 
@@ -67,13 +86,17 @@ def read_toml(file: Path, what: str, hint: str) -> dict[str, Any]:
     try:
         return tomllib.loads(read_small(file, what))
     except OSError as exc:
-        raise ConfigError(f"cannot read {what}: {exc.strerror}", where=str(file),
-                          hint=hint) from exc  # fmt: skip
+        raise ConfigError(
+            f"cannot read {what}: {exc.strerror}", where=str(file), hint=hint
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what} is not UTF-8 text", where=str(file)) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", where=str(file),
-                          hint="fix the syntax at the line and column given") from exc  # fmt: skip
+        raise ConfigError(
+            f"not valid TOML: {exc}",
+            where=str(file),
+            hint="fix the syntax at the line and column given",
+        ) from exc
 
 
 class EnginesFile:
@@ -91,9 +114,10 @@ class EnginesFile:
         tables = data.get("engines")
         if not isinstance(tables, dict) or not tables:
             raise ConfigError(
-                "no [engines.NAME] tables", where=str(self.path),
+                "no [engines.NAME] tables",
+                where=str(self.path),
                 hint='define engines like [engines.mc] with command = ["{python}", "mc_bot.py"]',
-            )  # fmt: skip
+            )
         self.tables: dict[str, Any] = tables
         self.here = self.path.resolve().parent
 
@@ -104,8 +128,9 @@ class EnginesFile:
         return iter(self.tables)
 
     def spec(self, key: str, *, local: bool = True) -> EngineSpec:
-        spec = engine_definition(self.tables[key], where=self.where(key),
-                                 here=self.here, default_name=key, local=local)  # fmt: skip
+        spec = engine_definition(
+            self.tables[key], where=self.where(key), here=self.here, default_name=key, local=local
+        )
         return replace(spec, bundled=True) if self.bundled else spec
 
     def where(self, key: str) -> str:
@@ -191,30 +216,34 @@ def engine_definition(
     sandboxed engine may read besides its own program folder.
     """
     if not isinstance(table, dict):
-        raise ConfigError("must be a table", where=where,
-                          hint='e.g. command = ["{python}", "my_bot.py"]')  # fmt: skip
+        raise ConfigError(
+            "must be a table", where=where, hint='e.g. command = ["{python}", "my_bot.py"]'
+        )
     unknown = set(table) - set(ENGINE_KEYS)
     if unknown:
         raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))}", where=where,
+            f"unknown key(s) {', '.join(sorted(unknown))}",
+            where=where,
             hint=f"allowed keys: {', '.join(ENGINE_KEYS)}",
-        )  # fmt: skip
+        )
     command = table.get("command")
     if isinstance(command, str):
         try:
             argv = shlex.split(command)
         except ValueError as exc:
             raise ConfigError(
-                f"cannot split command: {exc}", where=f"{where}.command",
+                f"cannot split command: {exc}",
+                where=f"{where}.command",
                 hint="check the quotes, or give a list of words",
-            ) from exc  # fmt: skip
+            ) from exc
     elif isinstance(command, list) and all(isinstance(w, str) for w in command):
         argv = list(command)
     else:
         raise ConfigError(
-            "command is missing or not a string or list of strings", where=where,
+            "command is missing or not a string or list of strings",
+            where=where,
             hint='e.g. command = ["{python}", "my_bot.py"]',
-        )  # fmt: skip
+        )
     if not argv:
         raise ConfigError("command is empty", where=f"{where}.command")
     cwd_value = table.get("cwd", ".")
@@ -232,19 +261,25 @@ def engine_definition(
         raise ConfigError(f"cwd {str(cwd)!r} is not a folder", where=f"{where}.cwd")
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise ConfigError("env must be a table of strings", where=f"{where}.env",
-                          hint='e.g. env = { OMP_NUM_THREADS = "1" }')  # fmt: skip
+        raise ConfigError(
+            "env must be a table of strings",
+            where=f"{where}.env",
+            hint='e.g. env = { OMP_NUM_THREADS = "1" }',
+        )
     for key, value in env.items():
         if not key or "=" in key or "\0" in key or "\0" in value:
-            raise ConfigError(f"{key!r} is not a valid environment variable",
-                              where=f"{where}.env",
-                              hint="names are non-empty, without '=' or NUL; values without"
-                              " NUL")  # fmt: skip
+            raise ConfigError(
+                f"{key!r} is not a valid environment variable",
+                where=f"{where}.env",
+                hint="names are non-empty, without '=' or NUL; values without NUL",
+            )
     name = table.get("name", default_name)
     if name is None:
-        raise ConfigError("name is missing", where=where,
-                          hint='every engine needs a unique name = "..."; results are keyed'
-                          " by it")  # fmt: skip
+        raise ConfigError(
+            "name is missing",
+            where=where,
+            hint='every engine needs a unique name = "..."; results are keyed by it',
+        )
     check_name(name, f"{where}.name")
     tc = None
     if "tc" in table:
@@ -259,12 +294,20 @@ def engine_definition(
         raise ConfigError("sandbox must be true or false", where=f"{where}.sandbox")
     limits = parse_limits(table["limits"], f"{where}.limits") if "limits" in table else Limits()
     spec = EngineSpec(
-        argv=tuple(_expand(w, here) for w in argv), name=name, cwd=str(cwd), env=env or None,
-        tc=tc, options=_options(table, where), dialect=dialect_from(table, where),
-        sandbox=confined, limits=limits, read=_read(table, where, here, local),
-        cwd_given="cwd" in table, start_timeout=_seconds(table, "start_timeout", where),
+        argv=tuple(_expand(w, here) for w in argv),
+        name=name,
+        cwd=str(cwd),
+        env=env or None,
+        tc=tc,
+        options=_options(table, where),
+        dialect=dialect_from(table, where),
+        sandbox=confined,
+        limits=limits,
+        read=_read(table, where, here, local),
+        cwd_given="cwd" in table,
+        start_timeout=_seconds(table, "start_timeout", where),
         command_timeout=_seconds(table, "command_timeout", where),
-    )  # fmt: skip
+    )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
         check_confinement(spec, where)
@@ -309,8 +352,9 @@ def check_name(name: Any, where: str) -> None:
             hint="use visible characters only (no newline, tab or escape)",
         )
     if len(name) > NAME_MAX:
-        raise ConfigError(f"name is {len(name)} characters long", where=where,
-                          hint=f"use at most {NAME_MAX}")  # fmt: skip
+        raise ConfigError(
+            f"name is {len(name)} characters long", where=where, hint=f"use at most {NAME_MAX}"
+        )
 
 
 def check_confinement(spec: EngineSpec, where: str) -> None:
@@ -334,20 +378,24 @@ def _read(table: dict[str, Any], where: str, here: Path, local: bool) -> tuple[s
     """The `read` key: host paths a sandboxed engine may read, each one existing."""
     value = table.get("read", [])
     if not (isinstance(value, list) and all(isinstance(p, str) and p.strip() for p in value)):
-        raise ConfigError("read must be a list of paths (strings)", where=f"{where}.read",
-                          hint=_READ_HINT)  # fmt: skip
+        raise ConfigError(
+            "read must be a list of paths (strings)", where=f"{where}.read", hint=_READ_HINT
+        )
     paths = []
     for entry in value:
         if "\0" in entry:
             raise ConfigError("a read path holds a NUL character", where=f"{where}.read")
         path = os.path.normpath(here / _expand(entry, here))
         if local and not os.path.exists(path):
-            raise ConfigError(f"read path {entry!r} does not exist (looked for {path})",
-                              where=f"{where}.read",
-                              hint="fix the path, or remove it from read")  # fmt: skip
+            raise ConfigError(
+                f"read path {entry!r} does not exist (looked for {path})",
+                where=f"{where}.read",
+                hint="fix the path, or remove it from read",
+            )
         if path == "/":
-            raise ConfigError("read must not hold / (the whole host)", where=f"{where}.read",
-                              hint=_READ_HINT)  # fmt: skip
+            raise ConfigError(
+                "read must not hold / (the whole host)", where=f"{where}.read", hint=_READ_HINT
+            )
         paths.append(path)
     return tuple(dict.fromkeys(paths))
 
@@ -381,8 +429,11 @@ def shared_folder_warnings(specs: Mapping[str, EngineSpec]) -> list[str]:
 def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
     options = table.get("options", [])
     if not (isinstance(options, list) and all(isinstance(o, str) and o.split() for o in options)):
-        raise ConfigError("options must be a list of command lines", where=f"{where}.options",
-                          hint='e.g. options = ["param_game allow_swap 1"]')  # fmt: skip
+        raise ConfigError(
+            "options must be a list of command lines",
+            where=f"{where}.options",
+            hint='e.g. options = ["param_game allow_swap 1"]',
+        )
     for line in options:
         bad = [word for word in line.split() if not is_token(word)]
         if bad:
@@ -395,17 +446,24 @@ def _options(table: dict[str, Any], where: str) -> tuple[str, ...]:
     return tuple(" ".join(o.split()) for o in options)
 
 
-def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: str,
-              what: str) -> tuple[int, ...] | None:  # fmt: skip
+def _int_list(
+    table: dict[str, Any], key: str, where: str, allowed: Any, hint: str, what: str
+) -> tuple[int, ...] | None:
     """A list of integers each in `allowed`; an error names the entry that is not
     (`what` says what each must be)."""
     if key not in table:
         return None
     value = table[key]
-    if not (isinstance(value, list) and value
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):  # fmt: skip
-        raise ConfigError(f"{key} must be a non-empty list of integers, not"
-                          f" {toml_value(value)}", where=f"{where}.{key}", hint=hint)  # fmt: skip
+    if not (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise ConfigError(
+            f"{key} must be a non-empty list of integers, not {toml_value(value)}",
+            where=f"{where}.{key}",
+            hint=hint,
+        )
     for v in value:
         if v not in allowed:
             raise ConfigError(
@@ -416,31 +474,48 @@ def _int_list(table: dict[str, Any], key: str, where: str, allowed: Any, hint: s
 
 def dialect_from(table: dict[str, Any], where: str) -> Dialect:
     """The engine's declared dialect: what it plays and how it says it."""
-    islands = _int_list(table, "islands", where, (4, 8),
-                        "e.g. islands = [4] for Hex, [8] for Atoll",
-                        "an island count of a variant: 8 (Atoll) or 4 (Hex)")  # fmt: skip
-    sizes = _int_list(table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]",
-                      "a board size (2 to 26)")  # fmt: skip
+    islands = _int_list(
+        table,
+        "islands",
+        where,
+        (4, 8),
+        "e.g. islands = [4] for Hex, [8] for Atoll",
+        "an island count of a variant: 8 (Atoll) or 4 (Hex)",
+    )
+    sizes = _int_list(
+        table, "sizes", where, range(2, 27), "e.g. sizes = [11, 13]", "a board size (2 to 26)"
+    )
     swap = table.get("swap", "swap")
     if not (isinstance(swap, str) and swap and is_token(swap)):
-        raise ConfigError(f"swap must be one plain ASCII word (no space, no #), not"
-                          f" {toml_value(swap)}", where=f"{where}.swap",
-                          hint='e.g. swap = "swap-pieces"')  # fmt: skip
+        raise ConfigError(
+            f"swap must be one plain ASCII word (no space, no #), not {toml_value(swap)}",
+            where=f"{where}.swap",
+            hint='e.g. swap = "swap-pieces"',
+        )
     time = table.get("time")
-    if time is not None and (not isinstance(time, str)
-                             or time not in {f.value for f in TimeFamily}):  # fmt: skip
-        raise ConfigError(f"time must be atoll, gtp or none, not {toml_value(time)}",
-                          where=f"{where}.time",
-                          hint="atoll: atoll-time_* commands; gtp: time_settings and time_left;"
-                          " none: no clock commands")  # fmt: skip
+    if time is not None and (
+        not isinstance(time, str) or time not in {f.value for f in TimeFamily}
+    ):
+        raise ConfigError(
+            f"time must be atoll, gtp or none, not {toml_value(time)}",
+            where=f"{where}.time",
+            hint="atoll: atoll-time_* commands; gtp: time_settings and time_left;"
+            " none: no clock commands",
+        )
     if islands is not None and sizes is not None:
         playable = [(k, n) for k in islands for n in sizes if _variant_ok(k, n)]
         if not playable:
-            raise ConfigError(f"no declared size is a board of the declared islands {islands}",
-                              where=f"{where}.sizes",
-                              hint="Atoll sizes are 7, 11, 15, 19 and 23; Hex 2 to 26")  # fmt: skip
-    return Dialect(islands=islands, sizes=sizes, swap=swap.lower(),
-                   time=None if time is None else TimeFamily(time))  # fmt: skip
+            raise ConfigError(
+                f"no declared size is a board of the declared islands {islands}",
+                where=f"{where}.sizes",
+                hint="Atoll sizes are 7, 11, 15, 19 and 23; Hex 2 to 26",
+            )
+    return Dialect(
+        islands=islands,
+        sizes=sizes,
+        swap=swap.lower(),
+        time=None if time is None else TimeFamily(time),
+    )
 
 
 def _variant_ok(islands: int, size: int) -> bool:
@@ -456,9 +531,11 @@ def check_executable(spec: EngineSpec, where: str) -> None:
     try:
         _check_executable(spec, where)
     except OSError as exc:  # a name too long, a link loop
-        raise ConfigError(f"engine program {spec.argv[0][:80]!r} cannot be checked:"
-                          f" {exc.strerror}", where=where,
-                          hint="fix the path") from exc  # fmt: skip
+        raise ConfigError(
+            f"engine program {spec.argv[0][:80]!r} cannot be checked: {exc.strerror}",
+            where=where,
+            hint="fix the path",
+        ) from exc
 
 
 def _check_executable(spec: EngineSpec, where: str) -> None:
@@ -469,10 +546,11 @@ def _check_executable(spec: EngineSpec, where: str) -> None:
         path = Path(spec.cwd or ".") / program
         if path.is_dir():
             raise ConfigError(
-                f"engine program {program!r} is a folder, not a program", where=where,
+                f"engine program {program!r} is a folder, not a program",
+                where=where,
                 hint="give the engine's executable or script inside it, e.g. 'python3"
                 " my_bot/main.py'",
-            )  # fmt: skip
+            )
         if not path.exists():
             raise ConfigError(
                 f"engine program {program!r} does not exist"
@@ -482,14 +560,16 @@ def _check_executable(spec: EngineSpec, where: str) -> None:
             )
         if not os.access(path, os.X_OK):
             raise ConfigError(
-                f"engine program {program!r} is not executable", where=where,
+                f"engine program {program!r} is not executable",
+                where=where,
                 hint=f"run 'chmod +x {program}' or put the interpreter first",
-            )  # fmt: skip
+            )
     elif shutil.which(program) is None:
         raise ConfigError(
-            f"engine program {program!r} is not on PATH", where=where,
+            f"engine program {program!r} is not on PATH",
+            where=where,
             hint="give a path to it, or install it",
-        )  # fmt: skip
+        )
 
 
 def resolve_engine(text: str, engines: KnownEngines, *, local: bool = True) -> EngineSpec:

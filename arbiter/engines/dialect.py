@@ -47,8 +47,9 @@ def time_family(dialect: Dialect, supports: Callable[[str], bool]) -> TimeFamily
     return TimeFamily.NONE
 
 
-def unsupported(dialect: Dialect, supports: Callable[[str], bool], name: str,
-                variant: Variant) -> str | None:  # fmt: skip
+def unsupported(
+    dialect: Dialect, supports: Callable[[str], bool], name: str, variant: Variant
+) -> str | None:
     """Why this engine cannot play this variant at all, from its commands and definition."""
     if not supports("atoll-islands"):
         allowed = dialect.islands or (8,)
@@ -60,21 +61,27 @@ def unsupported(dialect: Dialect, supports: Callable[[str], bool], name: str,
         if variant.islands not in allowed:
             kinds = " or ".join(f"{k}-island" for k in allowed)
             if dialect.islands:
-                return (f"{name} declares islands = {list(allowed)} ({kinds} games), so it"
-                        f" cannot play {variant.islands} islands")  # fmt: skip
-            return (f"{name} does not list atoll-islands, so it can only play 8-island Atoll,"
-                    f" not {variant.islands} islands; declare islands = [4] in its definition"
-                    " if it plays Hex")  # fmt: skip
+                return (
+                    f"{name} declares islands = {list(allowed)} ({kinds} games), so it"
+                    f" cannot play {variant.islands} islands"
+                )
+            return (
+                f"{name} does not list atoll-islands, so it can only play 8-island Atoll,"
+                f" not {variant.islands} islands; declare islands = [4] in its definition"
+                " if it plays Hex"
+            )
     if dialect.sizes is not None and variant.size not in dialect.sizes:
-        return (f"{name} declares sizes = {list(dialect.sizes)}, so it cannot play size"
-                f" {variant.size}")  # fmt: skip
+        return (
+            f"{name} declares sizes = {list(dialect.sizes)}, so it cannot play size {variant.size}"
+        )
     if not variant.pie and not supports("atoll-pie"):
         return f"{name} does not list atoll-pie, so it cannot play without the pie rule"
     return None
 
 
-def setup_commands(dialect: Dialect, supports: Callable[[str], bool], variant: Variant,
-                   tc: TimeControl) -> list[Command]:  # fmt: skip
+def setup_commands(
+    dialect: Dialect, supports: Callable[[str], bool], variant: Variant, tc: TimeControl
+) -> list[Command]:
     """The set-up before every game, in PROTOCOL.md's order."""
     commands: list[Command] = []
     if supports("atoll-islands"):
@@ -129,8 +136,13 @@ def time_updates(family: TimeFamily, clocks: Sequence[GameClock]) -> list[Comman
     return out
 
 
-def ply_commands(dialect: Dialect, family: TimeFamily, unseen: Sequence[tuple[str, str]],
-                 clocks: Sequence[GameClock], color: Color) -> list[Command]:  # fmt: skip
+def ply_commands(
+    dialect: Dialect,
+    family: TimeFamily,
+    unseen: Sequence[tuple[str, str]],
+    clocks: Sequence[GameClock],
+    color: Color,
+) -> list[Command]:
     """One ply's batch, written in one go: the moves the engine has not seen (colour
     letter, move name), both clocks (Black's, White's), then `genmove` for `color`."""
     swap = dialect.swap

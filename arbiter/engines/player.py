@@ -44,8 +44,15 @@ class Fault(Exception):
     given), if there was one, and `answer` what the engine said after its `?`.
     """
 
-    def __init__(self, kind: Termination, detail: str, *, started: bool = False,
-                 command: Command | None = None, answer: str = "") -> None:  # fmt: skip
+    def __init__(
+        self,
+        kind: Termination,
+        detail: str,
+        *,
+        started: bool = False,
+        command: Command | None = None,
+        answer: str = "",
+    ) -> None:
         self.kind = kind
         self.detail = detail
         self.started = started
@@ -134,8 +141,9 @@ class Player:
         """What the engine's own side said its last move took (-1: nothing said)."""
         return -1.0
 
-    def __init__(self, session: EngineSession, host: Host, dialect: Dialect,
-                 command_timeout: float) -> None:  # fmt: skip
+    def __init__(
+        self, session: EngineSession, host: Host, dialect: Dialect, command_timeout: float
+    ) -> None:
         self.session = session
         self.host = host
         self.dialect = dialect
@@ -183,13 +191,22 @@ class Player:
             raise fault_from_error(exc, "set-up") from exc
         for command, answer in zip(commands, answers, strict=True):
             if not answer.ok:
-                raise Fault(Termination.PROTOCOL,
-                            f"set-up: {' '.join(command)!r} failed: ? {answer.text}",
-                            command=command, answer=answer.text)  # fmt: skip
+                raise Fault(
+                    Termination.PROTOCOL,
+                    f"set-up: {' '.join(command)!r} failed: ? {answer.text}",
+                    command=command,
+                    answer=answer.text,
+                )
         self.family = dialect.time_family(self.dialect, self.supports)
 
-    async def turn(self, unseen: Sequence[tuple[str, str]], clocks: Sequence[GameClock],
-                   color: Color, budget: float, scope: trio.CancelScope) -> Reply:  # fmt: skip
+    async def turn(
+        self,
+        unseen: Sequence[tuple[str, str]],
+        clocks: Sequence[GameClock],
+        color: Color,
+        budget: float,
+        scope: trio.CancelScope,
+    ) -> Reply:
         """One turn, written in one go: the moves this engine has not seen (colour letter,
         move name), both clocks (Black's, White's), then `genmove` for `color`.
 
@@ -230,26 +247,46 @@ class Player:
                     if not response.ok and index < last:
                         what = commands[index]
                         if index < n_play:
-                            raise Fault(Termination.DESYNC,
-                                        f"rejected the legal move {' '.join(what)!r}:"
-                                        f" ? {response.text}", started=True, command=what,
-                                        answer=response.text)  # fmt: skip
-                        raise Fault(Termination.PROTOCOL,
-                                    f"answered {' '.join(what)!r} with ? {response.text}",
-                                    started=True, command=what, answer=response.text)  # fmt: skip
+                            raise Fault(
+                                Termination.DESYNC,
+                                f"rejected the legal move {' '.join(what)!r}: ? {response.text}",
+                                started=True,
+                                command=what,
+                                answer=response.text,
+                            )
+                        raise Fault(
+                            Termination.PROTOCOL,
+                            f"answered {' '.join(what)!r} with ? {response.text}",
+                            started=True,
+                            command=what,
+                            answer=response.text,
+                        )
                     index += 1
         except EngineError as exc:
             doing = " ".join(commands[index]) if index >= 0 else "sending the move"
             raise fault_from_error(exc, doing, started=index >= 0) from exc
         elapsed = trio.current_time() - start
         if not response.ok:
-            return Reply("", elapsed, start, Fault(
-                Termination.PROTOCOL, f"answered {commands[-1][0]!r} with ? {response.text}",
-                started=True, command=commands[-1], answer=response.text))  # fmt: skip
+            return Reply(
+                "",
+                elapsed,
+                start,
+                Fault(
+                    Termination.PROTOCOL,
+                    f"answered {commands[-1][0]!r} with ? {response.text}",
+                    started=True,
+                    command=commands[-1],
+                    answer=response.text,
+                ),
+            )
         word = response.text.strip().lower()
         if "\n" in word:
-            several = Fault(Termination.PROTOCOL, "genmove answer spans several lines",
-                            started=True, command=commands[-1])  # fmt: skip
+            several = Fault(
+                Termination.PROTOCOL,
+                "genmove answer spans several lines",
+                started=True,
+                command=commands[-1],
+            )
             return Reply("", elapsed, start, several)
         if word == self.dialect.swap:  # the pie move in the engine's spelling
             word = SWAP
@@ -267,11 +304,18 @@ class Player:
         awaited = wait.commands[wait.index]
         begun = self.session.unfinished()
         if wait.move_limited:
-            return Fault(Termination.TIME, f"no answer to {' '.join(awaited)!r} after"
-                         f" {waited:.2f} s{begun}", started=True, command=awaited)  # fmt: skip
-        return Fault(Termination.STALL, f"no answer to {' '.join(awaited)!r} within"
-                     f" {self.command_timeout:g} s{begun}", started=True,
-                     command=awaited)  # fmt: skip
+            return Fault(
+                Termination.TIME,
+                f"no answer to {' '.join(awaited)!r} after {waited:.2f} s{begun}",
+                started=True,
+                command=awaited,
+            )
+        return Fault(
+            Termination.STALL,
+            f"no answer to {' '.join(awaited)!r} within {self.command_timeout:g} s{begun}",
+            started=True,
+            command=awaited,
+        )
 
     @property
     def waited_since(self) -> float:

@@ -128,8 +128,13 @@ class EngineInfo:
 class Engine:
     """A running engine process and its protocol session."""
 
-    def __init__(self, spec: EngineSpec, process: trio.Process, deadlines: Deadlines,
-                 confinement: sandbox.Confinement) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: EngineSpec,
+        process: trio.Process,
+        deadlines: Deadlines,
+        confinement: sandbox.Confinement,
+    ) -> None:
         self.spec = spec
         self.process = process
         self.confinement = confinement
@@ -190,13 +195,13 @@ class Engine:
 
     async def handshake(self) -> EngineInfo:
         """Learn name, version and commands, all within the handshake deadline."""
-        self.info = await handshake(self.session, self.deadlines, self.spec.options,
-                                    named=self.spec.name is not None)  # fmt: skip
+        self.info = await handshake(
+            self.session, self.deadlines, self.spec.options, named=self.spec.name is not None
+        )
         self.name = self.session.name
         return self.info
 
-    async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                   ) -> None:  # fmt: skip
+    async def _own(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The one task that owns the process, from start to reaping.
 
         It drains stderr and watches for the exit while the engine lives; when the engine
@@ -304,17 +309,22 @@ class Engine:
         _kill_group(process.pid, signal.SIGKILL)
         if log.isEnabledFor(logging.DEBUG):
             # For whoever debugs an engine: its last words, capped like the evidence.
-            log.debug("engine %s (pid %d) closed, %s; the end of its stderr:\n%s",
-                      self.name, process.pid, exit_status(process.returncode or 0),
-                      self.stderr.tail() or "(nothing)")  # fmt: skip
+            log.debug(
+                "engine %s (pid %d) closed, %s; the end of its stderr:\n%s",
+                self.name,
+                process.pid,
+                exit_status(process.returncode or 0),
+                self.stderr.tail() or "(nothing)",
+            )
 
     def kill(self) -> None:
         """Kill the whole group now; the context manager still reaps it."""
         _kill_group(self.process.pid, signal.SIGKILL)
 
 
-async def handshake(session: EngineSession, deadlines: Deadlines, options: Sequence[str], *,
-                    named: bool) -> EngineInfo:  # fmt: skip
+async def handshake(
+    session: EngineSession, deadlines: Deadlines, options: Sequence[str], *, named: bool
+) -> EngineInfo:
     """The handshake over any session: name, version and commands within the handshake
     deadline, then the definition's option lines. Unless the definition `named` it, the
     session takes the name the engine gives."""
@@ -352,15 +362,19 @@ def harness_limit(exc: OSError) -> str | None:
 
     if exc.errno == errno.EMFILE:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return (f"the harness itself has too many open files (its limit, ulimit -n, is"
-                f" {soft}); raise it (e.g. ulimit -n 4096) or lower --concurrency")  # fmt: skip
+        return (
+            f"the harness itself has too many open files (its limit, ulimit -n, is"
+            f" {soft}); raise it (e.g. ulimit -n 4096) or lower --concurrency"
+        )
     if exc.errno == errno.ENFILE:
         return "the system's table of open files is full; close programs or raise fs.file-max"
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         limit = "" if soft == resource.RLIM_INFINITY else f" (ulimit -v is {soft // 1024} kB)"
-        return (f"the harness itself could not start a process: {exc.strerror}{limit}; raise"
-                " its memory or process limits, or lower --concurrency")  # fmt: skip
+        return (
+            f"the harness itself could not start a process: {exc.strerror}{limit}; raise"
+            " its memory or process limits, or lower --concurrency"
+        )
     return None
 
 
@@ -374,8 +388,9 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _spawn(spec: EngineSpec, confinement: sandbox.Confinement,
-                 env: dict[str, str] | None) -> trio.Process:  # fmt: skip
+async def _spawn(
+    spec: EngineSpec, confinement: sandbox.Confinement, env: dict[str, str] | None
+) -> trio.Process:
     """Start the process in its own session; start failures become EngineStartError."""
     try:
         with reaper.spawning():

@@ -114,8 +114,14 @@ class Link:
     """The server's end of one remote engine session: a byte stream to its engine that
     outlives a dropped connection for `grace` seconds (module docstring)."""
 
-    def __init__(self, name: str, session_id: str, grace: float, *,
-                 on_dead: Callable[[Link], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        session_id: str,
+        grace: float,
+        *,
+        on_dead: Callable[[Link], None] | None = None,
+    ) -> None:
         self.name = name
         self.session_id = session_id
         self.grace = grace
@@ -182,8 +188,9 @@ class Link:
         self._exited.set()
         self.kill(f"the engine exited on the client's machine: {exit_status(code)}")
 
-    async def attach(self, ws: WebSocketConnection, address: str, peer_received: int,
-                     greeting: str) -> bool:  # fmt: skip
+    async def attach(
+        self, ws: WebSocketConnection, address: str, peer_received: int, greeting: str
+    ) -> bool:
         """Take a (re)connection: send `greeting` (the welcome), then what the client has
         not received. False if that is no longer kept: the session cannot go on."""
         if self.dead is not None:
@@ -287,8 +294,14 @@ class RemotePlayer(Player):
 
     remote = True
 
-    def __init__(self, session: EngineSession, host: RemoteHost, dialect: Dialect,
-                 command_timeout: float, latency_allowance: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        session: EngineSession,
+        host: RemoteHost,
+        dialect: Dialect,
+        command_timeout: float,
+        latency_allowance: float,
+    ) -> None:
         super().__init__(session, host, dialect, command_timeout)
         self.link = host.link
         self.latency_allowance = latency_allowance
@@ -305,8 +318,11 @@ class RemotePlayer(Player):
         link = self.link
         if link.disconnect or (link.dead is None and not link.connected):
             fault.kind = Termination.DISCONNECT
-            fault.detail = (f"{fault.detail}; {link.dead}" if link.dead else
-                            f"{fault.detail}; its connection was down")  # fmt: skip
+            fault.detail = (
+                f"{fault.detail}; {link.dead}"
+                if link.dead
+                else f"{fault.detail}; its connection was down"
+            )
         return fault
 
     async def turn(self, *args: Any, **kwargs: Any) -> Any:

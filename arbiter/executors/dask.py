@@ -160,8 +160,9 @@ def _where() -> tuple[str, str]:
     return get_worker().address, machine()[0]
 
 
-def play_game(settings: ExecutorSettings, job: GameJob, driver: str, run: str,
-              demand: dict[str, int]) -> TaskResult:  # fmt: skip
+def play_game(
+    settings: ExecutorSettings, job: GameJob, driver: str, run: str, demand: dict[str, int]
+) -> TaskResult:
     """The task: play one game on this worker's resident game worker, whose engines stay
     warm for the next task on this thread (`arbiter.executors.resident`)."""
     _guard(driver)
@@ -169,11 +170,16 @@ def play_game(settings: ExecutorSettings, job: GameJob, driver: str, run: str,
     events, warm = resident().play(run, settings, job, demand)
     # A set-up failure may be this worker's alone: its record says where it happened.
     said = tuple(
-        replace(e, record=replace(e.record, reason=f"{e.record.reason} (on Dask worker"
-                                  f" {worker}, host {host})"))
-        if isinstance(e, Finished) and e.record.termination is Termination.SETUP else e
+        replace(
+            e,
+            record=replace(
+                e.record, reason=f"{e.record.reason} (on Dask worker {worker}, host {host})"
+            ),
+        )
+        if isinstance(e, Finished) and e.record.termination is Termination.SETUP
+        else e
         for e in events
-    )  # fmt: skip
+    )
     return TaskResult(said, worker, host, warm)
 
 
@@ -182,8 +188,14 @@ def release_engines(run: str) -> int:
     return release_all(run)
 
 
-def check_worker(settings: ExecutorSettings, keys: list[str], variant: Variant,
-                 tcs: dict[str, TimeControl], driver: str, run: str) -> WorkerCheck:  # fmt: skip
+def check_worker(
+    settings: ExecutorSettings,
+    keys: list[str],
+    variant: Variant,
+    tcs: dict[str, TimeControl],
+    driver: str,
+    run: str,
+) -> WorkerCheck:
     """The preflight task: this worker starts each engine once and sets up a game, on the
     resident of its thread, which keeps them warm for the games that follow."""
     _guard(driver)
@@ -223,8 +235,14 @@ def _outcome(future: Future[Any]) -> tuple[str, Any]:
 class DaskExecutor:
     """Games as tasks on a Dask cluster; the driver's process keeps the store."""
 
-    def __init__(self, settings: ExecutorSettings, address: str, *, window: int | None = None,
-                 where: str = "--dask") -> None:  # fmt: skip
+    def __init__(
+        self,
+        settings: ExecutorSettings,
+        address: str,
+        *,
+        window: int | None = None,
+        where: str = "--dask",
+    ) -> None:
         self.settings = settings
         self.address = address
         self.window = window  # games in flight; None: twice the workers' threads
@@ -256,8 +274,11 @@ class DaskExecutor:
         try:
             import distributed
         except ImportError as exc:
-            raise ConfigError("running on a Dask cluster needs the distributed package",
-                              where=self.where, hint=INSTALL_HINT) from exc  # fmt: skip
+            raise ConfigError(
+                "running on a Dask cluster needs the distributed package",
+                where=self.where,
+                hint=INSTALL_HINT,
+            ) from exc
 
         timeout = connect_timeout()
         gave_up = threading.Event()
@@ -267,8 +288,7 @@ class DaskExecutor:
             # again, noisily, when it is collected.
             parts = urllib.parse.urlsplit(self.address)
             if parts.scheme == "tcp" and parts.hostname and parts.port:
-                socket.create_connection((parts.hostname, parts.port),
-                                         timeout=timeout).close()  # fmt: skip
+                socket.create_connection((parts.hostname, parts.port), timeout=timeout).close()
             client = distributed.Client(  # type: ignore[no-untyped-call]
                 self.address, timeout=timeout, set_as_default=False
             )
@@ -291,8 +311,10 @@ class DaskExecutor:
             # raise a MemoryError from numpy on a timed-out handshake) means one thing.
             raise ConfigError(
                 f"cannot reach the Dask scheduler at {self.address} within {timeout:g} s:"
-                f" {type(exc).__name__}: {exc}", where=self.where, hint=hint,
-            ) from exc  # fmt: skip
+                f" {type(exc).__name__}: {exc}",
+                where=self.where,
+                hint=hint,
+            ) from exc
         if scope.cancelled_caught:
             gave_up.set()
             raise ConfigError(
@@ -311,13 +333,14 @@ class DaskExecutor:
                 await trio.to_thread.run_sync(
                     lambda: client.wait_for_workers(1, timeout=WORKERS_TIMEOUT),
                     abandon_on_cancel=True,
-                )  # fmt: skip
+                )
             except TimeoutError as exc:
                 raise ConfigError(
                     f"no Dask worker joined the scheduler at {self.address} within"
-                    f" {WORKERS_TIMEOUT:.0f} s", where=self.where,
+                    f" {WORKERS_TIMEOUT:.0f} s",
+                    where=self.where,
                     hint=f"start workers with 'dask worker {self.address} --nthreads 1'",
-                ) from exc  # fmt: skip
+                ) from exc
         if wait or time.monotonic() - self._threads_at > 2:
             threads = await trio.to_thread.run_sync(client.nthreads, abandon_on_cancel=True)
             self._threads = {str(k): int(v) for k, v in threads.items()}
@@ -356,8 +379,9 @@ class DaskExecutor:
 
     # ---------------------------------------------------------------- preflight
 
-    async def preflight(self, keys: Sequence[str], variant: Variant,
-                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+    async def preflight(
+        self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+    ) -> Preflight:
         """Every worker present starts every engine once: engines may exist only there."""
         client = await self._connect()
         workers = await self._workers(client, wait=True)
@@ -407,12 +431,13 @@ class DaskExecutor:
                 await trio.to_thread.run_sync(client.cancel, futures, abandon_on_cancel=True)
         return self._combine(keys, checks, len(workers))
 
-    def _combine(self, keys: Sequence[str], checks: Sequence[WorkerCheck], asked: int
-                 ) -> Preflight:  # fmt: skip
+    def _combine(self, keys: Sequence[str], checks: Sequence[WorkerCheck], asked: int) -> Preflight:
         result = Preflight()
         if not checks:
-            result.problem = (f"none of the {asked} Dask workers at {self.address} finished"
-                              f" the engine check within {PREFLIGHT_TIMEOUT:.0f} s")  # fmt: skip
+            result.problem = (
+                f"none of the {asked} Dask workers at {self.address} finished"
+                f" the engine check within {PREFLIGHT_TIMEOUT:.0f} s"
+            )
             return result
         for check in checks:
             checked = check.preflight
@@ -436,12 +461,16 @@ class DaskExecutor:
         for key, bad in self._bad.items():
             if key in result.failures:
                 continue
-            self.notes.append(f"{self.settings.engines[key].label} cannot start on Dask"
-                              f" worker(s) {', '.join(sorted(bad))}: its games were played"
-                              " on the others")  # fmt: skip
+            self.notes.append(
+                f"{self.settings.engines[key].label} cannot start on Dask"
+                f" worker(s) {', '.join(sorted(bad))}: its games were played"
+                " on the others"
+            )
         if len(checks) < asked:
-            self.notes.append(f"{asked - len(checks)} of {asked} Dask workers did not finish"
-                              " the engine check in time")  # fmt: skip
+            self.notes.append(
+                f"{asked - len(checks)} of {asked} Dask workers did not finish"
+                " the engine check in time"
+            )
         self._preflight_seen = [EngineSeen(key, info) for key, info in result.info.items()]
         return result
 
@@ -449,8 +478,10 @@ class DaskExecutor:
         failures = sorted(self._bad.get(key, {}).items())
         shown = "; ".join(f"on {worker}: {why}" for worker, why in failures[:3])
         more = f"; and {len(failures) - 3} more workers" if len(failures) > 3 else ""
-        return (f"no Dask worker can start {self.settings.engines[key].label}: {shown}{more};"
-                " the engine's command must resolve on every worker")  # fmt: skip
+        return (
+            f"no Dask worker can start {self.settings.engines[key].label}: {shown}{more};"
+            " the engine's command must resolve on every worker"
+        )
 
     def _allowed(self, job: GameJob, workers: Mapping[str, int]) -> list[str] | None:
         """Where this job may run: anywhere (None), or the workers that can start both."""
@@ -461,8 +492,9 @@ class DaskExecutor:
 
     # --------------------------------------------------------------------- run
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
-                  keep: Keep | None = None) -> None:  # fmt: skip
+    async def run(
+        self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit, keep: Keep | None = None
+    ) -> None:
         """Send games as workers have room, each to the worker whose warm engines suit
         it best (a preference the scheduler drops when that worker leaves)."""
         client = await self._connect()
@@ -494,8 +526,7 @@ class DaskExecutor:
                 demand = {k: dispatcher.demand.get(k, 0) for k in self._warm.get(target, ())}
                 self._inflight += 1
                 self._load[target] += 1
-                nursery.start_soon(self._game, client, token, job, allowed, target, demand,
-                                   emit)  # fmt: skip
+                nursery.start_soon(self._game, client, token, job, allowed, target, demand, emit)
 
     def _freest(self, workers: Mapping[str, int]) -> str:
         """The worker with the most threads free (by the games sent to it), "" if none."""
@@ -504,22 +535,39 @@ class DaskExecutor:
     def _key(self, job: GameJob) -> str:
         """The game id, its attempt (a replay after a void game is a new task) and a
         digest of what the game is, so that no two different games share a key."""
-        what = repr((job.spec, [self.settings.engines[k] for k in job.engines],
-                     self.settings.referee))  # fmt: skip
+        what = repr(
+            (job.spec, [self.settings.engines[k] for k in job.engines], self.settings.referee)
+        )
         digest = hashlib.sha256(what.encode()).hexdigest()[:12]
         attempt = self._voids[job.spec.game_id] + 1
         return f"arbiter-game-{job.spec.game_id}-{attempt}-{digest}"
 
-    async def _game(self, client: Client, token: trio.lowlevel.TrioToken, job: GameJob,
-                    allowed: list[str] | None, target: str, demand: dict[str, int],
-                    emit: Emit) -> None:  # fmt: skip
+    async def _game(
+        self,
+        client: Client,
+        token: trio.lowlevel.TrioToken,
+        job: GameJob,
+        allowed: list[str] | None,
+        target: str,
+        demand: dict[str, int],
+        emit: Emit,
+    ) -> None:
         # Restricted to the workers that can start both engines, else a preference for
         # the one holding them warm, which the scheduler drops if it leaves.
         where = allowed if allowed is not None else [target] if target else None
         self._engaged = True
-        future = client.submit(play_game, self.settings, job, _PROCESS, self._run, demand,
-                               key=self._key(job), workers=where,
-                               allow_other_workers=allowed is None, retries=0)  # fmt: skip
+        future = client.submit(
+            play_game,
+            self.settings,
+            job,
+            _PROCESS,
+            self._run,
+            demand,
+            key=self._key(job),
+            workers=where,
+            allow_other_workers=allowed is None,
+            retries=0,
+        )
         settled = False
         try:
             status, value = await _settled(future, token)
@@ -543,14 +591,20 @@ class DaskExecutor:
             detail = f"{type(first).__name__}: {str(first)[:500]}"
             evidence = Evidence.of_harness(detail, value)
             log.error("game %s failed on the cluster:\n%s", job.spec.game_id, evidence.traceback)
-            reason = (f"the game's task failed on the cluster: {detail}; the traceback is in"
-                      f" the record's evidence and in {logs.where()}")  # fmt: skip
+            reason = (
+                f"the game's task failed on the cluster: {detail}; the traceback is in"
+                f" the record's evidence and in {logs.where()}"
+            )
         else:
             reason = "the Dask scheduler dropped this game (lost connection?)"
         seats = self.settings.seat_names(job.engines)  # as the run named them
         self._voids[job.spec.game_id] += 1
-        emit(Finished(job.number, void_record(job.spec, seats, Termination.HARNESS,
-                                              reason[:1000], evidence)))  # fmt: skip
+        emit(
+            Finished(
+                job.number,
+                void_record(job.spec, seats, Termination.HARNESS, reason[:1000], evidence),
+            )
+        )
 
     def _report(self, event: EngineSeen, emit: Emit) -> None:
         if event.key not in self._seen:

@@ -26,8 +26,13 @@ LOOKAHEAD = 64  # jobs read ahead of the slots, at least (a round of an 8-engine
 class Dispatcher:
     """Jobs from the run's channel, handed out by engine affinity."""
 
-    def __init__(self, jobs: trio.MemoryReceiveChannel[GameJob], slots: int,
-                 keep: Keep | None = None, emit: Emit | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        jobs: trio.MemoryReceiveChannel[GameJob],
+        slots: int,
+        keep: Keep | None = None,
+        emit: Emit | None = None,
+    ) -> None:
         self._jobs = jobs
         self._keep = keep  # asked as a job is taken: the run may no longer want it
         self._emit = emit

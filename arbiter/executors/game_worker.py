@@ -47,8 +47,9 @@ Demand = Mapping[str, int]  # pending games that use an engine, by its key (abse
 
 
 @asynccontextmanager
-async def hosted(settings: ExecutorSettings, emit: Emit, *,
-                 on_engine: EngineHook | None = None) -> AsyncIterator[GameWorker]:  # fmt: skip
+async def hosted(
+    settings: ExecutorSettings, emit: Emit, *, on_engine: EngineHook | None = None
+) -> AsyncIterator[GameWorker]:
     """A game worker with a nursery for its engines, whose engines are shut down on the
     way out, however the host leaves (its jobs done, cancelled, or failing)."""
     async with trio.open_nursery() as nursery:
@@ -167,8 +168,9 @@ class GameWorker:
             self.on_engine(key, engine, False)
             await engine.aclose()
 
-    async def check(self, keys: Sequence[str], variant: Variant,
-                    tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+    async def check(
+        self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+    ) -> Preflight:
         """The preflight (`arbiter.executors.preflight`) on engines this worker starts and
         keeps: an engine that passes is already warm for its first game here."""
 
@@ -213,8 +215,10 @@ class GameWorker:
             used = sum(self._memory_mb(k) for k in self.engines)
             # Memory is held too when nothing new is started (after the check, which
             # keeps what it started): what runs must fit, not only what starts.
-            if (len(self.engines) + len(keys) <= max(2, budget.engines)
-                    and used + need <= budget.memory_mb):  # fmt: skip
+            if (
+                len(self.engines) + len(keys) <= max(2, budget.engines)
+                and used + need <= budget.memory_mb
+            ):
                 return
             spare = [k for k in self.engines if k not in keep]  # least recently used first
             if not spare:
@@ -236,6 +240,11 @@ class GameWorker:
             stderr_tail=getattr(exc, "stderr_tail", ""),
             stage=Stage.START,
         )
-        return void_record(job.spec, names, Termination.SETUP,
-                           f"{label} failed to start: {exc.detail}", evidence,
-                           where=machine())  # fmt: skip
+        return void_record(
+            job.spec,
+            names,
+            Termination.SETUP,
+            f"{label} failed to start: {exc.detail}",
+            evidence,
+            where=machine(),
+        )

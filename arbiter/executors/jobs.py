@@ -102,14 +102,16 @@ class Executor(Protocol):
     # preflight, before the first game (see `ExecutorSettings.named`).
     settings: ExecutorSettings
 
-    async def preflight(self, keys: Sequence[str], variant: Variant,
-                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+    async def preflight(
+        self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+    ) -> Preflight:
         """Before any game, where the games will be played: can each engine start and
         play this variant at all?"""
         ...
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
-                  keep: Keep | None = None) -> None:  # fmt: skip
+    async def run(
+        self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit, keep: Keep | None = None
+    ) -> None:
         """Play jobs until the channel is closed and drained, reporting events to `emit`.
 
         The executor takes a job only when it has room for it, so the driver's schedule
@@ -133,8 +135,10 @@ class Executor(Protocol):
 def machine() -> tuple[str, str]:
     """This machine's host name and CPU model, as every record it plays names them."""
     cpu = ""
-    with (contextlib.suppress(OSError),
-          open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle):  # fmt: skip
+    with (
+        contextlib.suppress(OSError),
+        open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle,
+    ):
         for line in handle:
             key, _, value = line.partition(":")
             if key.strip() in ("model name", "Model", "Processor", "cpu model"):
@@ -178,15 +182,17 @@ class ExecutorSettings:
         engines = {key: replace(spec, name=names[key]) for key, spec in self.engines.items()}
         return replace(self, engines=engines)
 
-    def seat_names(self, keys: tuple[str, str], replies: Sequence[str] = ("", "")
-                   ) -> tuple[str, str]:  # fmt: skip
+    def seat_names(
+        self, keys: tuple[str, str], replies: Sequence[str] = ("", "")
+    ) -> tuple[str, str]:
         """The names a game's seats go by (seat 1 first), from these settings and the
         engines' `name` answers if known; computed in key order, so that they never depend
         on which engine sits first. Once the run has named the engines (`named`), these
         are the names every record and row uses."""
         ordered = sorted(range(2), key=lambda i: keys[i])
-        named = display_names([self.engines[keys[i]] for i in ordered],
-                              [replies[i] for i in ordered])  # fmt: skip
+        named = display_names(
+            [self.engines[keys[i]] for i in ordered], [replies[i] for i in ordered]
+        )
         by_seat = {ordered[k]: named[k] for k in range(2)}
         return by_seat[0], by_seat[1]
 
@@ -212,14 +218,29 @@ def display_names(specs: Sequence[EngineSpec], replies: Sequence[str]) -> list[s
     return unique
 
 
-def void_record(spec: GameSpec, seats: tuple[str, str], termination: Termination,
-                reason: str, evidence: Evidence | None = None, *,
-                where: tuple[str, str] = ("", "")) -> GameRecord:  # fmt: skip
+def void_record(
+    spec: GameSpec,
+    seats: tuple[str, str],
+    termination: Termination,
+    reason: str,
+    evidence: Evidence | None = None,
+    *,
+    where: tuple[str, str] = ("", ""),
+) -> GameRecord:
     """The record of a game that never started (its engines could not be brought up, or
     the worker running it died); `where` is the machine (host, CPU) it failed on."""
     now = timestamp()
-    return spec.record(*seats, termination, started=now, finished=now, void=True,
-                       reason=reason, evidence=evidence, host=where[0], cpu=where[1])  # fmt: skip
+    return spec.record(
+        *seats,
+        termination,
+        started=now,
+        finished=now,
+        void=True,
+        reason=reason,
+        evidence=evidence,
+        host=where[0],
+        cpu=where[1],
+    )
 
 
 def start_failure(engine: str, detail: str, stderr_tail: str) -> str:

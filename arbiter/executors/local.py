@@ -43,8 +43,9 @@ log = logging.getLogger(__name__)
 class LocalExecutor:
     """K slots on this machine: trio tasks in this process, or one worker process each."""
 
-    def __init__(self, settings: ExecutorSettings, concurrency: int, *, processes: bool = True
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self, settings: ExecutorSettings, concurrency: int, *, processes: bool = True
+    ) -> None:
         self.settings = settings
         self.concurrency = max(1, concurrency)
         self.processes = processes and self.concurrency > 1
@@ -69,8 +70,9 @@ class LocalExecutor:
             self._hosted = None
             await self.aclose()
 
-    async def preflight(self, keys: Sequence[str], variant: Variant,
-                        tcs: Mapping[str, TimeControl]) -> Preflight:  # fmt: skip
+    async def preflight(
+        self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
+    ) -> Preflight:
         """With worker processes, the workers that will play the games check the engines
         (a share each) and keep them warm for their first games; else a check here."""
         if not self.processes:
@@ -101,8 +103,10 @@ class LocalExecutor:
             first = died[0]
             if isinstance(first, OSError) and (own := harness_limit(first)) is not None:
                 return Preflight(problem=f"cannot start a worker process: {own}")
-            return Preflight(problem="a worker process could not start or died while checking"
-                             f" the engines ({first!r})")  # fmt: skip
+            return Preflight(
+                problem="a worker process could not start or died while checking"
+                f" the engines ({first!r})"
+            )
         result = Preflight()
         for checked in checks:
             result.info.update(checked.info)
@@ -119,8 +123,9 @@ class LocalExecutor:
         for worker in ready:
             await worker.close()
 
-    async def run(self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit,
-                  keep: Keep | None = None) -> None:  # fmt: skip
+    async def run(
+        self, jobs: trio.MemoryReceiveChannel[GameJob], emit: Emit, keep: Keep | None = None
+    ) -> None:
         """Play jobs until the channel is closed and drained, each slot taking the game
         its warm engines suit best (`arbiter.executors.dispatch`)."""
         slot = self._process_slot if self.processes else self._local_slot
@@ -167,10 +172,18 @@ class LocalExecutor:
                         )
                         # Named as the run named them (since the check), whether or not
                         # this slot has seen them start.
-                        emit(Finished(job.number, void_record(
-                            job.spec, self.settings.seat_names(job.engines), Termination.HARNESS,
-                            f"the worker process running this game died ({type(exc).__name__})",
-                        )))  # fmt: skip
+                        emit(
+                            Finished(
+                                job.number,
+                                void_record(
+                                    job.spec,
+                                    self.settings.seat_names(job.engines),
+                                    Termination.HARNESS,
+                                    "the worker process running this game died"
+                                    f" ({type(exc).__name__})",
+                                ),
+                            )
+                        )
                         break
                 else:
                     return
@@ -190,14 +203,17 @@ class LocalExecutor:
                 return worker
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
-        log.warning("a worker process (pid %d) died after the engine check; starting another",
-                    worker.process.process.pid)  # fmt: skip
+        log.warning(
+            "a worker process (pid %d) died after the engine check; starting another",
+            worker.process.process.pid,
+        )
         await worker.close()
         return None
 
     @staticmethod
-    async def _remote_game(worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit
-                           ) -> None:  # fmt: skip
+    async def _remote_game(
+        worker: _Worker, job: GameJob, dispatcher: Dispatcher, emit: Emit
+    ) -> None:
         channel = worker.process.channel
         demand = {key: dispatcher.demand.get(key, 0) for key in set(worker.groups.values())}
         await channel.send(Assignment(job, demand))
@@ -218,8 +234,13 @@ class _Worker:
         self.process = process
         self.groups: dict[int, str] = {}  # its engines' process groups, by engine key
 
-    async def check(self, keys: list[str], variant: Variant, tcs: Mapping[str, TimeControl],
-                    early: Callable[[Event], None]) -> Preflight:  # fmt: skip
+    async def check(
+        self,
+        keys: list[str],
+        variant: Variant,
+        tcs: Mapping[str, TimeControl],
+        early: Callable[[Event], None],
+    ) -> Preflight:
         """The preflight of `keys` in this worker, its engines kept warm there."""
         channel = self.process.channel
         await channel.send(Check(tuple(keys), variant, {k: tcs[k] for k in keys}))

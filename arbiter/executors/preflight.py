@@ -19,9 +19,15 @@ from arbiter.rules.clock import TimeControl
 Opener = Callable[[str], AbstractAsyncContextManager[Engine]]  # an engine by its key
 
 
-async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
-                    tcs: Mapping[str, TimeControl], limit: int = 2, *,
-                    opener: Opener | None = None) -> Preflight:  # fmt: skip
+async def preflight(
+    settings: ExecutorSettings,
+    keys: Sequence[str],
+    variant: Variant,
+    tcs: Mapping[str, TimeControl],
+    limit: int = 2,
+    *,
+    opener: Opener | None = None,
+) -> Preflight:
     """Before any game: can each engine start and play this variant at all?
 
     Each engine is started once (at most `limit` at a time) and given a game's whole
@@ -61,15 +67,19 @@ async def preflight(settings: ExecutorSettings, keys: Sequence[str], variant: Va
                         if fault.kind is Termination.SETUP:  # a variant it cannot play
                             fail(fault.detail, True)
                         elif fault.command is not None:
-                            fail(f"{player.name} cannot play {variant} at {tcs[key]}: it"
-                                 f" answered {' '.join(fault.command)!r} with"
-                                 f" ? {fault.answer[:200]}; declare what it plays (sizes,"
-                                 " islands, time) in its definition, or choose another"
-                                 " variant", True)  # fmt: skip
+                            fail(
+                                f"{player.name} cannot play {variant} at {tcs[key]}: it"
+                                f" answered {' '.join(fault.command)!r} with"
+                                f" ? {fault.answer[:200]}; declare what it plays (sizes,"
+                                " islands, time) in its definition, or choose another"
+                                " variant",
+                                True,
+                            )
                         else:
                             await engine.settle_stderr(deadlines.term)
-                            result.failures[key] = start_failure(spec.label, fault.detail,
-                                                                 engine.stderr.tail())  # fmt: skip
+                            result.failures[key] = start_failure(
+                                spec.label, fault.detail, engine.stderr.tail()
+                            )
                             fail(result.failures[key], False)
             except EngineFailure as exc:  # an option it refused
                 fail(f"{spec.label}: {exc.detail}; fix or remove that option", True)

@@ -43,8 +43,9 @@ class Resident:
         self._ready = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._requests: trio.MemorySendChannel[_Request] | None = None
-        self.thread = threading.Thread(target=trio.run, args=(self._main,),
-                                       name="arbiter-resident", daemon=True)  # fmt: skip
+        self.thread = threading.Thread(
+            target=trio.run, args=(self._main,), name="arbiter-resident", daemon=True
+        )
         self.thread.start()
         self._ready.wait()
 
@@ -62,11 +63,13 @@ class Resident:
             try:
                 pending = await self._serve(request, receive)
             except Exception:
-                log.debug("a game failed on its resident; the next gets a fresh worker",
-                          exc_info=True)  # its caller has the error  # fmt: skip
+                log.debug(
+                    "a game failed on its resident; the next gets a fresh worker", exc_info=True
+                )  # its caller has the error
 
-    async def _serve(self, first: _Request,
-                     receive: trio.MemoryReceiveChannel[_Request]) -> _Request | None:  # fmt: skip
+    async def _serve(
+        self, first: _Request, receive: trio.MemoryReceiveChannel[_Request]
+    ) -> _Request | None:
         """Serve the games of one run with one game worker; return the first request it
         cannot serve (another run's), or None after a release, the end of the run or
         `IDLE` seconds without a game. The worker's engines are closed on the way out."""
@@ -105,8 +108,9 @@ class Resident:
             return None
         return request
 
-    def play(self, run: str, settings: ExecutorSettings, job: GameJob,
-             demand: Mapping[str, int]) -> tuple[list[Event], frozenset[str]]:  # fmt: skip
+    def play(
+        self, run: str, settings: ExecutorSettings, job: GameJob, demand: Mapping[str, int]
+    ) -> tuple[list[Event], frozenset[str]]:
         """Play a game of `run` on this resident (blocking the calling thread): the events
         a slot would have reported, and the engines the resident holds warm afterwards."""
         request = _Request(run, settings, job, demand)
@@ -114,8 +118,14 @@ class Resident:
         events, warm, _ = request.wait()
         return events, warm
 
-    def check(self, run: str, settings: ExecutorSettings, keys: Sequence[str], variant: Variant,
-              tcs: Mapping[str, TimeControl]) -> tuple[Preflight, list[Event]]:  # fmt: skip
+    def check(
+        self,
+        run: str,
+        settings: ExecutorSettings,
+        keys: Sequence[str],
+        variant: Variant,
+        tcs: Mapping[str, TimeControl],
+    ) -> tuple[Preflight, list[Event]]:
         """The preflight of `run` on this resident, whose engines stay warm for its games:
         what the engines said, and the events of their starts."""
         request = _Request(run, settings, None, {}, check=(keys, variant, tcs))
@@ -139,10 +149,15 @@ class Resident:
 class _Request:
     """A game (or a release) for a resident, and the answer its caller waits for."""
 
-    def __init__(self, run: str, settings: ExecutorSettings | None, job: GameJob | None,
-                 demand: Mapping[str, int], *,
-                 check: tuple[Sequence[str], Variant, Mapping[str, TimeControl]] | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        run: str,
+        settings: ExecutorSettings | None,
+        job: GameJob | None,
+        demand: Mapping[str, int],
+        *,
+        check: tuple[Sequence[str], Variant, Mapping[str, TimeControl]] | None = None,
+    ) -> None:
         self.run = run
         self.settings = settings
         self.job = job
@@ -155,8 +170,12 @@ class _Request:
         self._checked: Preflight | None = None
         self._error: BaseException | None = None
 
-    def done(self, events: list[Event], warm: frozenset[str] = frozenset(),
-             checked: Preflight | None = None) -> None:  # fmt: skip
+    def done(
+        self,
+        events: list[Event],
+        warm: frozenset[str] = frozenset(),
+        checked: Preflight | None = None,
+    ) -> None:
         self._events = events
         self._warm = warm
         self._checked = checked

@@ -131,9 +131,9 @@ def harness_fault(game_id: str, exc: BaseException) -> _Verdict:
     return _Verdict(
         Termination.HARNESS,
         reason=f"harness error: {detail}; the traceback is in the record's evidence and in"
-               f" {logs.where()}",
+        f" {logs.where()}",
         evidence=Evidence.of_harness(detail, exc),
-    )  # fmt: skip
+    )
 
 
 def transcript(record: GameRecord, game_log: GameLog) -> str:
@@ -164,9 +164,15 @@ class Referee:
     def __init__(self, config: RefereeConfig | None = None) -> None:
         self.config = config or RefereeConfig()
 
-    async def play(self, spec: GameSpec, players: Sequence[Player], *, host: str = "",
-                   cpu: str = "", on_move: Callable[[str], None] | None = None
-                   ) -> GameOutcome:  # fmt: skip
+    async def play(
+        self,
+        spec: GameSpec,
+        players: Sequence[Player],
+        *,
+        host: str = "",
+        cpu: str = "",
+        on_move: Callable[[str], None] | None = None,
+    ) -> GameOutcome:
         """The game's record (made once, naming the machine it was played on), the seats
         whose engines must be restarted, and the game's full transcript if asked for.
         `on_move` is told each move as it is played (a live page follows the game)."""
@@ -183,16 +189,23 @@ class Referee:
         outcome.transcript = transcript(outcome.record, game_log)
         return outcome
 
-    async def _play(self, spec: GameSpec, players: Sequence[Player], host: str, cpu: str,
-                    on_move: Callable[[str], None] | None) -> GameOutcome:  # fmt: skip
+    async def _play(
+        self,
+        spec: GameSpec,
+        players: Sequence[Player],
+        host: str,
+        cpu: str,
+        on_move: Callable[[str], None] | None,
+    ) -> GameOutcome:
         started = timestamp()
         game = Game(spec.variant)
         progress = _Progress()
         faulty: set[int] = set()
         try:
             await self._setup(spec, players)
-            winner_seat, termination = await self._play_moves(spec, players, game, progress,
-                                                              on_move)  # fmt: skip
+            winner_seat, termination = await self._play_moves(
+                spec, players, game, progress, on_move
+            )
             verdict = _Verdict(termination, winner_seat)
         except _Fault as fault:
             verdict = await self._judge_fault(fault, players, progress)
@@ -206,23 +219,35 @@ class Referee:
             )
             log.warning("game %s is void: %s", spec.game_id, detail)
             verdict = _Verdict(
-                Termination.HARNESS, reason=f"{detail}; not charged to {name}, replayed",
+                Termination.HARNESS,
+                reason=f"{detail}; not charged to {name}, replayed",
                 evidence=Evidence.of_harness(detail, transcript=players[stall.seat].transcript()),
-            )  # fmt: skip
+            )
         except Exception as exc:
             faulty.update((0, 1))
             verdict = harness_fault(spec.game_id, exc)
         record = self._record(spec, players, game, progress, verdict, started, host, cpu)
         return GameOutcome(record, faulty)
 
-    def _record(self, spec: GameSpec, players: Sequence[Player], game: Game, progress: _Progress,
-                verdict: _Verdict, started: str, host: str, cpu: str) -> GameRecord:  # fmt: skip
+    def _record(
+        self,
+        spec: GameSpec,
+        players: Sequence[Player],
+        game: Game,
+        progress: _Progress,
+        verdict: _Verdict,
+        started: str,
+        host: str,
+        cpu: str,
+    ) -> GameRecord:
         """The game's record, made once, from the verdict and what was played."""
         names = [players[0].name, players[1].name]
         seat = verdict.winner_seat
         black_seat = 1 if game.swapped else 0
         return spec.record(
-            names[0], names[1], verdict.termination,
+            names[0],
+            names[1],
+            verdict.termination,
             started=started,
             finished=timestamp(),
             swapped=game.swapped,
@@ -234,8 +259,9 @@ class Referee:
             reported_ms=progress.reported_ms,
             opening=min(len(spec.opening), len(progress.moves)),
             winner=None if seat is None else names[seat],
-            winner_color=None if seat is None else (
-                StoneColor.BLACK if seat == black_seat else StoneColor.WHITE),
+            winner_color=None
+            if seat is None
+            else (StoneColor.BLACK if seat == black_seat else StoneColor.WHITE),
             void=seat is None,
             reason=verdict.reason,
             versions={p.name: p.info.version for p in players},
@@ -245,10 +271,11 @@ class Referee:
             stalled_ms=round(progress.stalled * 1000, 1),
             host=host,
             cpu=cpu,
-        )  # fmt: skip
+        )
 
-    async def _judge_fault(self, fault: _Fault, players: Sequence[Player],
-                           progress: _Progress) -> _Verdict:  # fmt: skip
+    async def _judge_fault(
+        self, fault: _Fault, players: Sequence[Player], progress: _Progress
+    ) -> _Verdict:
         """The verdict on a fault, with its evidence: a forfeit once the game has
         started, a void game before."""
         player = players[fault.seat]
@@ -334,11 +361,14 @@ class Referee:
                         progress.allowance_ms.append(round(free * 1000, 1))
                         progress.reported_ms.append(player.reported_ms())
                     if not clock.stop(elapsed):  # a late answer loses on time, whatever it says
-                        raise _Fault(seat, Fault(
-                            Termination.TIME,
-                            f"used {elapsed * 1000:.0f} ms with {clock_left(clock, elapsed)}",
-                            started=True,
-                        ))  # fmt: skip
+                        raise _Fault(
+                            seat,
+                            Fault(
+                                Termination.TIME,
+                                f"used {elapsed * 1000:.0f} ms with {clock_left(clock, elapsed)}",
+                                started=True,
+                            ),
+                        )
                     if reply.refused is not None:
                         raise _Fault(seat, reply.refused)
                     if reply.move == RESIGN:
@@ -347,8 +377,9 @@ class Referee:
                         move = game.parse_move(reply.move)
                         game.play(move)
                     except (IllegalMove, ValueError) as exc:
-                        raise _Fault(seat, Fault(Termination.ILLEGAL, str(exc), started=True)
-                                     ) from exc  # fmt: skip
+                        raise _Fault(
+                            seat, Fault(Termination.ILLEGAL, str(exc), started=True)
+                        ) from exc
                     name = game.move_name(move)
                     progress.moves.append(name)
                     progress.move_ms.append(round(elapsed * 1000, 1))

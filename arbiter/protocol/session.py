@@ -197,15 +197,19 @@ class GameLog:
             arrow = ">" if outgoing else "<"
             for part in parts[:-1]:
                 text = escape(part.decode("utf-8", errors="replace").removesuffix("\r"))
-                out.append(f"{t * 1000:.0f} {arrow}{names[seat - 1]}({seat}):"
-                           + (f" {text}" if text else ""))  # fmt: skip
+                out.append(
+                    f"{t * 1000:.0f} {arrow}{names[seat - 1]}({seat}):"
+                    + (f" {text}" if text else "")
+                )
 
         for chunk in self._head:
             emit(*chunk)
         if self.dropped:
             pending.clear()
-            out.append(f"... {self.dropped} bytes left out here (the transcript of a game"
-                       " keeps its first and its last exchanges) ...")  # fmt: skip
+            out.append(
+                f"... {self.dropped} bytes left out here (the transcript of a game"
+                " keeps its first and its last exchanges) ..."
+            )
         for chunk in self._tail:
             emit(*chunk)
         unfinished, pending = pending, {}
@@ -373,8 +377,9 @@ class EngineSession:
         assert scope.cancelled_caught
         self.broken = EngineTimeout(self.name, "deadline")
         what = " ".join(commands[-1]) if len(commands) == 1 else f"{len(commands)} commands"
-        raise EngineTimeout(self.name, f"no answer to {what!r} within {timeout:g} s"
-                            + self.unfinished())  # fmt: skip
+        raise EngineTimeout(
+            self.name, f"no answer to {what!r} within {timeout:g} s" + self.unfinished()
+        )
 
     def unfinished(self) -> str:
         """`: it answered '=1' but never ended ...` when an answer was begun and not

@@ -62,13 +62,22 @@ class SourceConditions:
     @classmethod
     def of_store(cls, label: str, store: Store) -> SourceConditions:
         conditions = store.conditions()
-        kind = "store" if conditions is None else (
-            "match" if conditions.get("kind") == "match" else "tournament")  # fmt: skip
+        kind = (
+            "store"
+            if conditions is None
+            else ("match" if conditions.get("kind") == "match" else "tournament")
+        )
         return cls(
-            label=label, kind=kind, name=store.meta("tournament") or "", store=store.path.name,
-            stored=conditions, definition=store.definition(), engines=store.engines(),
-            definitions=store.engine_definitions(), created=store.meta("created") or "",
-        )  # fmt: skip
+            label=label,
+            kind=kind,
+            name=store.meta("tournament") or "",
+            store=store.path.name,
+            stored=conditions,
+            definition=store.definition(),
+            engines=store.engines(),
+            definitions=store.engine_definitions(),
+            created=store.meta("created") or "",
+        )
 
     def observe(self, data: dict[str, Any], *, void: bool) -> None:
         """Take in one record (a JSON object that the records reader accepted)."""

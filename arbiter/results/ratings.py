@@ -334,8 +334,13 @@ def fit(
 
     for array in (elo, error, covariance, games, engine_wins, engine_losses):
         array.setflags(write=False)
-    why = () if converged else _why_unbounded(
-        names_t, wins, losses, groups, prior, seat, floating if constrained else None)  # fmt: skip
+    why = (
+        ()
+        if converged
+        else _why_unbounded(
+            names_t, wins, losses, groups, prior, seat, floating if constrained else None
+        )
+    )
     return RatingFit(
         names=names_t,
         elo=elo,
@@ -375,8 +380,9 @@ def _pinned(names: tuple[str, ...], anchors: Mapping[str, float]) -> list[tuple[
     return out
 
 
-def estimate_difference(a_seat1: tuple[int, int], b_seat1: tuple[int, int], *,
-                        prior: float = DEFAULT_PRIOR) -> Difference:  # fmt: skip
+def estimate_difference(
+    a_seat1: tuple[int, int], b_seat1: tuple[int, int], *, prior: float = DEFAULT_PRIOR
+) -> Difference:
     """Engine A's Elo difference over B from their games alone, as :func:`fit` rates a
     pool of the two: the same model, seat term, prior and interval, so that a match's
     summary and a leaderboard of its games print the same numbers.
@@ -425,16 +431,21 @@ def _why_unbounded(
             if len(part) == 1:
                 reasons.append(f"{listed} {'won' if won else 'lost'} all {games} of its games")
             else:
-                reasons.append(f"{listed} {'won' if won else 'lost'} every game they played"
-                               " against the other engines")  # fmt: skip
+                reasons.append(
+                    f"{listed} {'won' if won else 'lost'} every game they played"
+                    " against the other engines"
+                )
     if seat:
         total = played.sum()
         for n, seat_won in ((1, int(wins.sum())), (2, int(losses.sum()))):
             if total and seat_won == total:
                 reasons.append(f"seat {n} won all {total} games")
     if prior == 0.0 and floating is not None:
-        reasons += [f"{', '.join(names[i] for i in g)} never played an anchored engine,"
-                    " directly or through other engines" for g in floating]  # fmt: skip
+        reasons += [
+            f"{', '.join(names[i] for i in g)} never played an anchored engine,"
+            " directly or through other engines"
+            for g in floating
+        ]
     elif prior == 0.0 and len([g for g in groups if played[np.ix_(g, g)].sum()]) > 1:
         reasons.append("the engines fall into groups that never played each other")
     if not reasons and prior == 0.0 and seat:
@@ -444,11 +455,14 @@ def _why_unbounded(
             for i, j in zip(*np.nonzero(played), strict=True)
             if wins[i, j] == 0 or losses[i, j] == 0
         ]
-        reasons.append(", ".join(one_way[:2] or ["the games by seat"]) + " (the ratings and"
-                       " the seat advantage cannot both be fitted)")  # fmt: skip
+        reasons.append(
+            ", ".join(one_way[:2] or ["the games by seat"]) + " (the ratings and"
+            " the seat advantage cannot both be fitted)"
+        )
     if not reasons:
-        reasons.append("the games do not determine the ratings" if prior == 0.0
-                       else "the fit did not converge")  # fmt: skip
+        reasons.append(
+            "the games do not determine the ratings" if prior == 0.0 else "the fit did not converge"
+        )
     if len(reasons) > _REASONS:
         reasons[_REASONS - 1 :] = [f"{len(reasons) - _REASONS + 1} more such results"]
     return tuple(reasons)
@@ -486,8 +500,7 @@ def _separated(members: list[int], beat: npt.NDArray[np.bool_]) -> list[tuple[li
     # A group that lost every game against everyone the winners are not is the winners'
     # result seen from the other side: say it once.
     top = {i for part, won in out if won for i in part}
-    return [(part, won) for part, won in out
-            if won or set(part) != set(members) - top]  # fmt: skip
+    return [(part, won) for part, won in out if won or set(part) != set(members) - top]
 
 
 def _counts(data: npt.ArrayLike, n: int, what: str) -> IntArray:

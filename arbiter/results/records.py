@@ -103,13 +103,19 @@ class Evidence:
     traceback: str = ""  # a harness fault's own traceback (engine "harness")
 
     @classmethod
-    def of_harness(cls, detail: str, exc: BaseException | None = None,
-                   transcript: list[str] | None = None) -> Evidence:  # fmt: skip
+    def of_harness(
+        cls, detail: str, exc: BaseException | None = None, transcript: list[str] | None = None
+    ) -> Evidence:
         """The evidence of a fault of the harness's own: no engine is at fault, and the
         traceback (its end, if long) is the story a one-line reason cannot tell."""
         story = "".join(_traceback.format_exception(exc))[-TRACEBACK_LIMIT:] if exc else ""
-        return cls(engine="harness", detail=detail, transcript=transcript or [],
-                   stage=Stage.HARNESS, traceback=story)  # fmt: skip
+        return cls(
+            engine="harness",
+            detail=detail,
+            transcript=transcript or [],
+            stage=Stage.HARNESS,
+            traceback=story,
+        )
 
 
 @dataclass(frozen=True)
@@ -202,12 +208,38 @@ class GameRecord:
                 del data["evidence"]["traceback"]
         # Field order: identity first, then outcome, then details.
         order = [
-            "schema", "game_id", "variant", "seat1", "seat2", "swapped", "black", "white",
-            "winner", "winner_color", "termination", "void", "reason", "plies", "moves",
-            "move_ms", "opening", "tc", "started", "finished", "versions", "seed", "pair",
-            "commands", "answers", "host", "cpu", "stalled_ms", "allowance_ms", "reported_ms",
+            "schema",
+            "game_id",
+            "variant",
+            "seat1",
+            "seat2",
+            "swapped",
+            "black",
+            "white",
+            "winner",
+            "winner_color",
+            "termination",
+            "void",
+            "reason",
+            "plies",
+            "moves",
+            "move_ms",
+            "opening",
+            "tc",
+            "started",
+            "finished",
+            "versions",
+            "seed",
+            "pair",
+            "commands",
+            "answers",
+            "host",
+            "cpu",
+            "stalled_ms",
+            "allowance_ms",
+            "reported_ms",
             "evidence",
-        ]  # fmt: skip
+        ]
         return {k: data[k] for k in order if k in data}
 
     def dumps(self) -> str:
@@ -224,7 +256,8 @@ class GameRecord:
         if not (isinstance(variant, dict) and set(variant) == {"size", "islands", "pie"}):
             raise ValueError("variant must be an object with size, islands and pie")
         if not all(type(variant[k]) is int for k in ("size", "islands")) or not isinstance(
-                variant["pie"], bool):  # fmt: skip
+            variant["pie"], bool
+        ):
             raise ValueError("variant size and islands must be integers, pie true or false")
         rules = Variant(variant["islands"], variant["size"], variant["pie"])  # ValueError
         _check_fields(data, _RECORD_FIELDS, "record")
@@ -305,8 +338,11 @@ _NUMBER_TYPES = frozenset({int, float})
 def _are_numbers(value: Any) -> bool:
     """A list of finite numbers (no booleans), checked in C loops: a record's move times
     are read for every record."""
-    return (isinstance(value, list) and set(map(type, value)) <= _NUMBER_TYPES
-            and all(map(math.isfinite, value)))  # fmt: skip
+    return (
+        isinstance(value, list)
+        and set(map(type, value)) <= _NUMBER_TYPES
+        and all(map(math.isfinite, value))
+    )
 
 
 def _are_texts(value: Any) -> bool:
@@ -317,9 +353,21 @@ def _are_texts(value: Any) -> bool:
 # then trust a record that loaded, whoever wrote the file.
 _RECORD_FIELDS: dict[str, Any] = {
     "schema": lambda v: v == SCHEMA,
-    "game_id": str, "variant": dict, "seat1": str, "seat2": str, "started": str,
-    "finished": str, "swapped": bool, "black": str, "white": str, "reason": str,
-    "pair": str, "host": str, "cpu": str, "void": bool, "plies": lambda v: type(v) is int,
+    "game_id": str,
+    "variant": dict,
+    "seat1": str,
+    "seat2": str,
+    "started": str,
+    "finished": str,
+    "swapped": bool,
+    "black": str,
+    "white": str,
+    "reason": str,
+    "pair": str,
+    "host": str,
+    "cpu": str,
+    "void": bool,
+    "plies": lambda v: type(v) is int,
     "termination": lambda v: v in {t.value for t in Termination},
     "winner": (str, type(None)),
     "winner_color": lambda v: v is None or v in {c.value for c in StoneColor},
@@ -328,21 +376,27 @@ _RECORD_FIELDS: dict[str, Any] = {
     "move_ms": _are_numbers,
     "opening": lambda v: type(v) is int and v >= 0,
     "tc": lambda v: _is_text_map(v) and {"seat1", "seat2"} <= set(v),
-    "versions": _is_text_map, "answers": _is_text_map,
-    "commands": lambda v: isinstance(v, dict) and all(
-        isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values()),
+    "versions": _is_text_map,
+    "answers": _is_text_map,
+    "commands": lambda v: (
+        isinstance(v, dict)
+        and all(isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values())
+    ),
     "evidence": (dict, type(None)),
     "stalled_ms": lambda v: _is_number(v) and v >= 0,
     "allowance_ms": _are_numbers,
     "reported_ms": _are_numbers,
-}  # fmt: skip
+}
 _EVIDENCE_FIELDS: dict[str, Any] = {
-    "engine": str, "detail": str, "stderr_tail": str,
+    "engine": str,
+    "detail": str,
+    "stderr_tail": str,
     "stage": lambda v: v in {s.value for s in Stage},
     "transcript": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "returncode": lambda v: v is None or type(v) is int,
-    "limit": (dict, type(None)), "traceback": str,
-}  # fmt: skip
+    "limit": (dict, type(None)),
+    "traceback": str,
+}
 _REQUIRED = ("game_id", "variant", "seat1", "seat2", "tc", "started", "termination")
 
 
@@ -411,8 +465,9 @@ def _check_appendable(path: Path) -> None:
     empty file, a records file, a device or a pipe is fine."""
     hint = "give a new .jsonl path, or a records file written by --records"
     if path.suffix.lower() == ".toml":
-        raise ConfigError("is a tournament or engines file name, not a records file",
-                          where=str(path), hint=hint)  # fmt: skip
+        raise ConfigError(
+            "is a tournament or engines file name, not a records file", where=str(path), hint=hint
+        )
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return
@@ -423,15 +478,21 @@ def _check_appendable(path: Path) -> None:
     if not first:
         return
     if first.startswith(b"SQLite format 3\x00"):
-        raise ConfigError("is an SQLite database (a results store?), not a records file",
-                          where=str(path), hint=hint)  # fmt: skip
+        raise ConfigError(
+            "is an SQLite database (a results store?), not a records file",
+            where=str(path),
+            hint=hint,
+        )
     try:
         data = json.loads(first)
     except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
-        raise ConfigError("is not a records file (its first line is not a JSON object)",
-                          where=str(path), hint=hint)  # fmt: skip
+        raise ConfigError(
+            "is not a records file (its first line is not a JSON object)",
+            where=str(path),
+            hint=hint,
+        )
 
 
 @dataclass(frozen=True)
@@ -488,14 +549,18 @@ def read_records(
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise ConfigError("cannot read records: a device, not a records file",
-                              where=str(path), hint="give a records file, a store or a"
-                              " tournament file (a pipe is fine)")  # fmt: skip
+            raise ConfigError(
+                "cannot read records: a device, not a records file",
+                where=str(path),
+                hint="give a records file, a store or a tournament file (a pipe is fine)",
+            )
         handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
-                          hint="give a records file, a store or a tournament file"
-                          ) from exc  # fmt: skip
+        raise ConfigError(
+            f"cannot read records: {exc.strerror}",
+            where=str(path),
+            hint="give a records file, a store or a tournament file",
+        ) from exc
     with handle:
         for number, line in enumerate(_lines(handle), 1):
             if not line.strip():
@@ -531,8 +596,9 @@ def scan_ids(path: str | os.PathLike[str]) -> Iterator[tuple[int, str | None, st
     try:
         handle = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise ConfigError(f"cannot read records: {exc.strerror}", where=str(path),
-                          hint="give a records file") from exc  # fmt: skip
+        raise ConfigError(
+            f"cannot read records: {exc.strerror}", where=str(path), hint="give a records file"
+        ) from exc
     with handle:
         for number, line in enumerate(_lines(handle), 1):
             if line is _TOO_LONG or not line.strip():

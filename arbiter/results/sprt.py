@@ -54,8 +54,13 @@ class Sprt:
 
     def conditions(self) -> dict[str, Any]:
         """The test as a condition of play (a started store refuses another)."""
-        return {"elo0": self.elo0, "elo1": self.elo1, "alpha": self.alpha, "beta": self.beta,
-                "model": self.model}  # fmt: skip
+        return {
+            "elo0": self.elo0,
+            "elo1": self.elo1,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "model": self.model,
+        }
 
     def verdict(self, llr: float) -> str:
         return "H1" if llr >= self.upper else "H0" if llr <= self.lower else "inconclusive"
@@ -185,8 +190,9 @@ class Estimate:
     upper: float
 
 
-def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
-                     level: float = 0.95) -> Estimate | None:  # fmt: skip
+def stopped_estimate(
+    pairs: Sequence[int], test: Sprt, result: str, level: float = 0.95
+) -> Estimate | None:
     """The median-unbiased Elo estimate, and its interval, of a pair test that stopped
     with `result` ("H0", "H1", or "inconclusive" at its cap) after `pairs`.
 
@@ -247,8 +253,12 @@ def stopped_estimate(pairs: Sequence[int], test: Sprt, result: str,
             elos = np.linspace(low, high, 17)
             pair = walk.stronger(elos)
             values = (pair[0], pair[1], 0.5 * (pair[0] + pair[1]))[which]
-            first = max(1, int(np.flatnonzero(values >= target)[0]) if (values >= target).any()
-                        else len(elos) - 1)  # fmt: skip
+            first = max(
+                1,
+                int(np.flatnonzero(values >= target)[0])
+                if (values >= target).any()
+                else len(elos) - 1,
+            )
             low, high = float(elos[first - 1]), float(elos[first])
         ends.append(0.5 * (low + high))
     return Estimate(ends[0], ends[1], ends[2])
@@ -261,8 +271,16 @@ _ELO_RANGE = 1200.0  # beyond it an end is shown as unbounded
 class _Walk:
     """The pairs' total score, in half points, as a random walk stopped by the test."""
 
-    def __init__(self, counts: Sequence[float], total: int, slope: float, mid: float,
-                 test: Sprt, result: str, observed: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        counts: Sequence[float],
+        total: int,
+        slope: float,
+        mid: float,
+        test: Sprt,
+        result: str,
+        observed: int,
+    ) -> None:
         self.counts, self.total, self.slope, self.mid = counts, total, slope, mid
         self.test, self.result, self.observed = test, result, observed
 
@@ -271,8 +289,7 @@ class _Walk:
         and P(a stronger one)."""
         from arbiter._numpy import np  # imported when a test needs it
 
-        p = np.array([constrained_mle(self.counts, PAIR_SCORES, expected_score(e))
-                      for e in elos])  # fmt: skip
+        p = np.array([constrained_mle(self.counts, PAIR_SCORES, expected_score(e)) for e in elos])
         t_ = self.test
         alive = np.ones((len(elos), 1))  # mass on half points start .. start + width - 1
         start = 0
@@ -322,9 +339,15 @@ class Verdict:
     pairs: tuple[int, int, int]
 
     def as_json(self) -> dict[str, Any]:
-        return {"model": self.model, "llr": round(self.llr, 4), "lower": round(self.lower, 4),
-                "upper": round(self.upper, 4), "result": self.result, "games": self.games,
-                "pairs": list(self.pairs)}  # fmt: skip
+        return {
+            "model": self.model,
+            "llr": round(self.llr, 4),
+            "lower": round(self.lower, 4),
+            "upper": round(self.upper, 4),
+            "result": self.result,
+            "games": self.games,
+            "pairs": list(self.pairs),
+        }
 
     def state(self, rounds: int | None = None) -> str:
         """The test's state in words, the same in every view (status, report, summaries).
@@ -344,11 +367,16 @@ class Verdict:
     def line(self, rounds: int | None = None) -> str:
         """The test in one line, as the summaries print it (`rounds` as for `state`)."""
         lost, split, won = self.pairs
-        counted = (f"pairs {won} won twice, {split} split, {lost} lost twice"
-                   if self.model == "pairs" else f"{self.games} games")  # fmt: skip
+        counted = (
+            f"pairs {won} won twice, {split} split, {lost} lost twice"
+            if self.model == "pairs"
+            else f"{self.games} games"
+        )
         word = self.state(rounds)
-        return (f"SPRT ({self.model}): LLR {self.llr:.2f} [{self.lower:.2f}, {self.upper:.2f}],"
-                f" {word}; {counted}")  # fmt: skip
+        return (
+            f"SPRT ({self.model}): LLR {self.llr:.2f} [{self.lower:.2f}, {self.upper:.2f}],"
+            f" {word}; {counted}"
+        )
 
 
 def judge(test: Sprt, pairs: Sequence[int], wins: int, losses: int) -> Verdict:
@@ -358,8 +386,9 @@ def judge(test: Sprt, pairs: Sequence[int], wins: int, losses: int) -> Verdict:
     else:
         llr, games = game_llr(wins, losses, test.elo0, test.elo1), wins + losses
     lost, split, won = (int(c) for c in pairs)
-    return Verdict(llr, test.lower, test.upper, test.verdict(llr), games, test.model,
-                   (lost, split, won))  # fmt: skip
+    return Verdict(
+        llr, test.lower, test.upper, test.verdict(llr), games, test.model, (lost, split, won)
+    )
 
 
 class PairTally:
@@ -445,8 +474,13 @@ def test_from(values: Mapping[str, object]) -> Sprt:
     missing = [k for k in ("elo0", "elo1") if k not in numbers]
     if missing:
         raise ValueError(f"SPRT needs {' and '.join(missing)}")
-    test = Sprt(numbers["elo0"], numbers["elo1"], numbers.get("alpha", 0.05),
-                numbers.get("beta", 0.05), model)  # fmt: skip
+    test = Sprt(
+        numbers["elo0"],
+        numbers["elo1"],
+        numbers.get("alpha", 0.05),
+        numbers.get("beta", 0.05),
+        model,
+    )
     if test.elo1 <= test.elo0:
         raise ValueError(f"SPRT needs elo1 > elo0, got elo0={test.elo0:g}, elo1={test.elo1:g}")
     if not all(abs(e) <= 2000 for e in (test.elo0, test.elo1)):

@@ -62,27 +62,30 @@ class Conditions:
     def of_record(cls, record: GameRecord, seat: int) -> Conditions:
         name = record.seat1 if seat == 1 else record.seat2
         v = record.variant
-        return _record_conditions(record.tc.get(f"seat{seat}", ""),
-                                  (v["islands"], v["size"], v["pie"]),
-                                  record.versions.get(name, ""),
-                                  tuple(record.commands.get(f"seat{seat}", ())))  # fmt: skip
+        return _record_conditions(
+            record.tc.get(f"seat{seat}", ""),
+            (v["islands"], v["size"], v["pie"]),
+            record.versions.get(name, ""),
+            tuple(record.commands.get(f"seat{seat}", ())),
+        )
 
     @classmethod
     def of_store(cls, name: str, played: SeatPlayed) -> Conditions:
-        return _stored_conditions(name, played.tc, played.variant, played.versions,
-                                  played.command)  # fmt: skip
+        return _stored_conditions(name, played.tc, played.variant, played.versions, played.command)
 
 
 @functools.lru_cache(maxsize=4096)
-def _record_conditions(tc: str, variant: tuple[int, int, bool], version: str,
-                       command: tuple[str, ...]) -> Conditions:  # fmt: skip
+def _record_conditions(
+    tc: str, variant: tuple[int, int, bool], version: str, command: tuple[str, ...]
+) -> Conditions:
     """Conditions of a record's seat (a file's games share a few: made once each)."""
     return Conditions(tc, str(Variant(*variant)), version, shlex.join(command))
 
 
 @functools.lru_cache(maxsize=4096)
-def _stored_conditions(name: str, tc: str | None, variant: str | None, versions: str | None,
-                       command: str | None) -> Conditions:  # fmt: skip
+def _stored_conditions(
+    name: str, tc: str | None, variant: str | None, versions: str | None, command: str | None
+) -> Conditions:
     """Conditions from a stored record's JSON fields (the store checked the record when it
     was opened; a field a foreign writer left odd reads as unknown, never as an error)."""
 
@@ -102,8 +105,9 @@ def _stored_conditions(name: str, tc: str | None, variant: str | None, versions:
     answers = parsed(versions)
     version = answers.get(name, "") if isinstance(answers, dict) else ""
     argv = parsed(command)
-    line = shlex.join(argv) if isinstance(argv, list) and all(
-        isinstance(w, str) for w in argv) else ""  # fmt: skip
+    line = (
+        shlex.join(argv) if isinstance(argv, list) and all(isinstance(w, str) for w in argv) else ""
+    )
     return Conditions(tc or "", board, version if isinstance(version, str) else "", line)
 
 
@@ -115,8 +119,10 @@ def split_keys(text: str) -> tuple[str, ...]:
         return CONDITION_KEYS
     unknown = [w for w in words if w not in CONDITION_KEYS]
     if unknown or not words:
-        raise ValueError(f"--split-by takes 'conditions' or a comma list of"
-                         f" {', '.join(CONDITION_KEYS)}, not {text!r}")  # fmt: skip
+        raise ValueError(
+            f"--split-by takes 'conditions' or a comma list of"
+            f" {', '.join(CONDITION_KEYS)}, not {text!r}"
+        )
     return tuple(k for k in CONDITION_KEYS if k in words)
 
 
@@ -209,8 +215,10 @@ class Identities:
                     for value, sources in values.items()
                 ]
                 parts.append(f"{k} {', '.join(shown)}")
-            lines.append(f"{name}: games played under different conditions are rated as one"
-                         f" engine: {'; '.join(parts)}")  # fmt: skip
+            lines.append(
+                f"{name}: games played under different conditions are rated as one"
+                f" engine: {'; '.join(parts)}"
+            )
         return lines
 
     def split_lines(self, labels: dict[str, str]) -> list[str]:
@@ -228,8 +236,7 @@ class Identities:
                 games = ", ".join(f"{s}: {n} games" for s, n in sources.items())
                 shown.append(f"{label} ({games})")
             differing = [k for k in self.split if len({getattr(c, k) for c in numbers}) > 1]
-            lines.append(f"{name} is rated apart by {' and '.join(differing)}:"
-                         f" {'; '.join(shown)}")  # fmt: skip
+            lines.append(f"{name} is rated apart by {' and '.join(differing)}: {'; '.join(shown)}")
         return lines
 
     def split_names(self, name: str, labels: dict[str, str]) -> list[str]:
@@ -251,8 +258,9 @@ class Tally:
     seen: set[int] = field(default_factory=set)  # play_key of each game counted
     duplicates: int = 0  # games met again through another source, not counted twice
 
-    def add_game(self, seat1: str, seat2: str, seat1_won: bool, termination: str,
-                 pair: str = "") -> None:  # fmt: skip
+    def add_game(
+        self, seat1: str, seat2: str, seat1_won: bool, termination: str, pair: str = ""
+    ) -> None:
         self.names.setdefault(seat1)
         self.names.setdefault(seat2)
         if seat1_won:
@@ -316,8 +324,13 @@ class Tally:
                 outcome[i] += ordered[i]
         return out
 
-    def add_store(self, store: Store, keep: Games | None = None,
-                  identities: Identities | None = None, source: str = "") -> None:  # fmt: skip
+    def add_store(
+        self,
+        store: Store,
+        keep: Games | None = None,
+        identities: Identities | None = None,
+        source: str = "",
+    ) -> None:
         """Add a store's games, aggregated in SQL unless some were already counted
         (the same games through a copy of the store or an export of it) or `identities`
         split engines by conditions; with `keep`, the records of the games counted (and
@@ -346,8 +359,7 @@ class Tally:
                 if identities is not None:
                     seat1 = identities.key(seat1, Conditions.of_store(seat1, played1), source)
                     seat2 = identities.key(seat2, Conditions.of_store(seat2, played2), source)
-                self.add_game(seat1, seat2, row.winner_seat == 1, row.termination,
-                              row.pair_key)  # fmt: skip
+                self.add_game(seat1, seat2, row.winner_seat == 1, row.termination, row.pair_key)
             return
         if self.seen:
             self.seen |= keys
@@ -445,8 +457,9 @@ class Games:
         """The conditions of each source, in the order the sources were given."""
         return [source for _, source in sorted(self._sources, key=lambda s: s[0])]
 
-    def add(self, game_id: str, key: int, data: dict[str, Any], *, void: bool,
-            number: int | None = None) -> None:  # fmt: skip
+    def add(
+        self, game_id: str, key: int, data: dict[str, Any], *, void: bool, number: int | None = None
+    ) -> None:
         """Offer a record (`key`: its `play_key`); `number` is its game's number in the
         store that held it. It is counted, and kept if the selection takes it."""
         if void:
@@ -493,9 +506,13 @@ class Games:
         return [data for _, data in sorted(kept, key=lambda k: k[0])]
 
 
-def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None = None,
-                  keep: Games | None = None, identities: Identities | None = None,
-                  sources: Sequence[str] = ()) -> tuple[Tally, list[BadLine], int]:  # fmt: skip
+def tally_records(
+    paths: Iterable[str | os.PathLike[str]],
+    tally: Tally | None = None,
+    keep: Games | None = None,
+    identities: Identities | None = None,
+    sources: Sequence[str] = (),
+) -> tuple[Tally, list[BadLine], int]:
     """Add records files to a tally: (tally, bad lines, void records skipped).
 
     Lines go through the records module's one reader, so a line that `show` or `report`
@@ -530,8 +547,9 @@ def tally_records(paths: Iterable[str | os.PathLike[str]], tally: Tally | None =
             if identities is not None:
                 seat1 = identities.key(seat1, Conditions.of_record(record, 1), source)
                 seat2 = identities.key(seat2, Conditions.of_record(record, 2), source)
-            tally.add_game(seat1, seat2, record.winner == record.seat1,
-                           record.termination.value, record.pair)  # fmt: skip
+            tally.add_game(
+                seat1, seat2, record.winner == record.seat1, record.termination.value, record.pair
+            )
     return tally, bad, voids
 
 
@@ -565,9 +583,12 @@ def source_kind(path: str) -> str:
     return "records"
 
 
-def gather(sources: Iterable[str], keep: Games | None = None,
-           identities: Identities | None = None, labels: Sequence[str] = (),
-           ) -> tuple[Tally, list[BadLine | Damage], list[str]]:  # fmt: skip
+def gather(
+    sources: Iterable[str],
+    keep: Games | None = None,
+    identities: Identities | None = None,
+    labels: Sequence[str] = (),
+) -> tuple[Tally, list[BadLine | Damage], list[str]]:
     """Tally stores and records files together, each game once: (tally, bad records
     lines and damaged store rows, tournament names met). With `keep`, the records counted
     are kept there as well, deduplicated the same way. `identities` names the engines
@@ -643,8 +664,9 @@ class Standings:
         return self.tally.games
 
 
-def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
-              anchors: Mapping[str, float] | None = None) -> Standings:  # fmt: skip
+def standings(
+    tally: Tally, *, prior: float = DEFAULT_PRIOR, anchors: Mapping[str, float] | None = None
+) -> Standings:
     """The leaderboard of `tally`, centred on the pool mean or with `anchors` (engine name:
     Elo) held at their ratings and the others fitted against them (see ratings.fit)."""
     names = list(tally.names)
@@ -662,18 +684,20 @@ def standings(tally: Tally, *, prior: float = DEFAULT_PRIOR,
     for rank, i in enumerate(order, 1):
         nxt = order[rank] if rank < len(order) else None
         bounded = result.bounded(i)
-        rows.append(Row(
-            rank=rank,
-            name=names[i],
-            elo=float(result.elo[i]) if bounded else None,
-            error=float(result.error[i]) if bounded else None,
-            games=int(result.games[i]),
-            wins=int(result.wins[i]),
-            losses=int(result.losses[i]),
-            score=result.score(i),
-            los_next=None if nxt is None else result.los(i, nxt),
-            faults=dict(sorted(tally.faults.get(names[i], Counter()).items())),
-        ))  # fmt: skip
+        rows.append(
+            Row(
+                rank=rank,
+                name=names[i],
+                elo=float(result.elo[i]) if bounded else None,
+                error=float(result.error[i]) if bounded else None,
+                games=int(result.games[i]),
+                wins=int(result.wins[i]),
+                losses=int(result.losses[i]),
+                score=result.score(i),
+                los_next=None if nxt is None else result.los(i, nxt),
+                faults=dict(sorted(tally.faults.get(names[i], Counter()).items())),
+            )
+        )
     return Standings(rows, result, tally, prior)
 
 
@@ -738,9 +762,15 @@ def to_json(s: Standings, *, matrix: bool = False) -> dict[str, Any]:
     out = {
         "engines": [
             {
-                "rank": r.rank, "name": r.name, "elo": rounded(r.elo), "error": rounded(r.error),
-                "games": r.games, "wins": r.wins, "losses": r.losses,
-                "score": round(r.score, 4), "faults": r.faults,
+                "rank": r.rank,
+                "name": r.name,
+                "elo": rounded(r.elo),
+                "error": rounded(r.error),
+                "games": r.games,
+                "wins": r.wins,
+                "losses": r.losses,
+                "score": round(r.score, 4),
+                "faults": r.faults,
                 "los_next": rounded(r.los_next, 4),
             }
             for r in s.rows
@@ -753,7 +783,7 @@ def to_json(s: Standings, *, matrix: bool = False) -> dict[str, Any]:
         "unbounded": list(f.unbounded) or None,
         "anchors": [{"name": a, "elo": rounded(v)} for a, v in f.anchors] or None,
         "floating": [list(g) for g in f.floating] or None,
-    }  # fmt: skip
+    }
     if matrix:
         out["matrix"] = matrix_json(s)
     return out
@@ -764,22 +794,53 @@ def table(s: Standings, fmt: str = "table") -> str:
     and its error in Elo, score and LOS as fractions, empty where unbounded)."""
     if fmt == "csv":
         verdicts = sorted({v for r in s.rows for v in r.faults})
-        headers = ["rank", "engine", "elo", "error", "games", "wins", "losses", "score",
-                   "los_next", "faults", *(f"faults_{v}" for v in verdicts)]  # fmt: skip
-        return _csv(headers, (
-            [r.rank, r.name, rounded(r.elo), rounded(r.error), r.games, r.wins, r.losses,
-             round(r.score, 4), rounded(r.los_next, 4), sum(r.faults.values()),
-             *(r.faults.get(v, 0) for v in verdicts)]
-            for r in s.rows
-        ))  # fmt: skip
+        headers = [
+            "rank",
+            "engine",
+            "elo",
+            "error",
+            "games",
+            "wins",
+            "losses",
+            "score",
+            "los_next",
+            "faults",
+            *(f"faults_{v}" for v in verdicts),
+        ]
+        return _csv(
+            headers,
+            (
+                [
+                    r.rank,
+                    r.name,
+                    rounded(r.elo),
+                    rounded(r.error),
+                    r.games,
+                    r.wins,
+                    r.losses,
+                    round(r.score, 4),
+                    rounded(r.los_next, 4),
+                    sum(r.faults.values()),
+                    *(r.faults.get(v, 0) for v in verdicts),
+                ]
+                for r in s.rows
+            ),
+        )
     headers = ["rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults"]
     rows = [
-        [r.rank, r.name, UNBOUNDED if r.elo is None else signed(r.elo),
-         "" if r.error is None else f"{r.error:.0f}", r.games, f"{100 * r.score:.1f}",
-         f"{r.wins}-{r.losses}", "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
-         _faults_text(r.faults)]
+        [
+            r.rank,
+            r.name,
+            UNBOUNDED if r.elo is None else signed(r.elo),
+            "" if r.error is None else f"{r.error:.0f}",
+            r.games,
+            f"{100 * r.score:.1f}",
+            f"{r.wins}-{r.losses}",
+            "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
+            _faults_text(r.faults),
+        ]
         for r in s.rows
-    ]  # fmt: skip
+    ]
     text = tabulate(
         rows,
         headers,
@@ -797,36 +858,45 @@ def footer(s: Standings) -> list[str]:
     lines = [
         f"Seat 1 advantage: {difference_text(seat)} Elo over {s.games} games (prior"
         f" {s.prior:g} virtual games per engine)"
-        if seat.bounded else
-        f"Seat 1 advantage: {UNBOUNDED} over {s.games} games (prior {s.prior:g} virtual games"
+        if seat.bounded
+        else f"Seat 1 advantage: {UNBOUNDED} over {s.games} games (prior {s.prior:g} virtual games"
         " per engine)"
-    ]  # fmt: skip
+    ]
     if f.unbounded:
         lines += textwrap.wrap(
             f"Unbounded: {'; '.join(f.unbounded)}. The games do not bound the ratings, so no"
             " Elo is shown (a number would only say where the fit stopped)"
-            + (f"; a prior keeps them finite (--prior {DEFAULT_PRIOR:g}, the default)."
-               if s.prior == 0 else "."), _WIDTH)  # fmt: skip
+            + (
+                f"; a prior keeps them finite (--prior {DEFAULT_PRIOR:g}, the default)."
+                if s.prior == 0
+                else "."
+            ),
+            _WIDTH,
+        )
     if f.anchors:
-        lines.append("Anchored (held at these ratings, the others fitted against them): "
-                     + ", ".join(f"{a} {signed(v)}" for a, v in f.anchors) + ".")  # fmt: skip
+        lines.append(
+            "Anchored (held at these ratings, the others fitted against them): "
+            + ", ".join(f"{a} {signed(v)}" for a, v in f.anchors)
+            + "."
+        )
     if f.floating:
         groups = "; ".join(", ".join(g) for g in f.floating)
         lines += textwrap.wrap(
             f"Warning: {groups} never played an anchored engine, even through others: their"
             " ratings are not on the anchors' scale"
             + (" (the prior alone places them against the pool mean)." if s.prior else "."),
-            _WIDTH)  # fmt: skip
+            _WIDTH,
+        )
     if not f.connected:
         groups = "; ".join(", ".join(c) for c in f.components)
         lines.append(
             f"Warning: the engines fall into {len(f.components)} groups that never played"
             f" each other ({groups}); ratings across groups are not comparable."
-            if not f.anchors or f.floating else
-            f"Note: the engines fall into {len(f.components)} groups that never played each"
+            if not f.anchors or f.floating
+            else f"Note: the engines fall into {len(f.components)} groups that never played each"
             f" other ({groups}); each group is placed by its own anchors, so ratings across"
             " groups are as comparable as the anchors' values."
-        )  # fmt: skip
+        )
     return lines
 
 
@@ -891,9 +961,11 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
             if (b, a) in own:
                 own[a, b] = _turned(own[b, a])
             else:  # as a match's summary makes it: the fit, the pairs' own variance
-                fitted = estimate_difference((t.seat_wins[a, b], t.seat_losses[a, b]),
-                                             (t.seat_wins[b, a], t.seat_losses[b, a]),
-                                             prior=s.prior)  # fmt: skip
+                fitted = estimate_difference(
+                    (t.seat_wins[a, b], t.seat_losses[a, b]),
+                    (t.seat_wins[b, a], t.seat_losses[b, a]),
+                    prior=s.prior,
+                )
                 own[a, b] = paired(fitted, [pairs[2], pairs[1], pairs[0]] if pairs else [])
             pool = s.fit.difference(index[a], index[b])
             out.append(HeadToHead(a, b, w, l_, own[a, b], pool, pairs))
@@ -915,22 +987,56 @@ def matrix(s: Standings, fmt: str = "table") -> str:
     lost twice. `fmt` as for `table`; CSV holds numbers only."""
     rows = head_to_head(s)
     if fmt == "csv":
-        headers = ["engine", "opponent", "games", "wins", "losses", "score", "h2h_elo",
-                   "h2h_error", "h2h_los", "pool_elo_diff", "pool_error", "pool_los",
-                   "pairs_won_twice", "pairs_split", "pairs_lost_twice"]  # fmt: skip
-        return _csv(headers, (
-            [h.engine, h.opponent, h.games, h.wins, h.losses, round(h.score, 4),
-             rounded(h.own.elo), rounded(h.own.error), rounded(h.own.los, 4),
-             rounded(h.pool.elo), rounded(h.pool.error), rounded(h.pool.los, 4),
-             *(h.pairs if h.pairs is not None else (None, None, None))]
-            for h in rows
-        ))  # fmt: skip
+        headers = [
+            "engine",
+            "opponent",
+            "games",
+            "wins",
+            "losses",
+            "score",
+            "h2h_elo",
+            "h2h_error",
+            "h2h_los",
+            "pool_elo_diff",
+            "pool_error",
+            "pool_los",
+            "pairs_won_twice",
+            "pairs_split",
+            "pairs_lost_twice",
+        ]
+        return _csv(
+            headers,
+            (
+                [
+                    h.engine,
+                    h.opponent,
+                    h.games,
+                    h.wins,
+                    h.losses,
+                    round(h.score, 4),
+                    rounded(h.own.elo),
+                    rounded(h.own.error),
+                    rounded(h.own.los, 4),
+                    rounded(h.pool.elo),
+                    rounded(h.pool.error),
+                    rounded(h.pool.los, 4),
+                    *(h.pairs if h.pairs is not None else (None, None, None)),
+                ]
+                for h in rows
+            ),
+        )
     body = [
-        [h.engine, h.opponent, f"{h.wins}-{h.losses}", f"{100 * h.score:.1f}",
-         difference_text(h.own), difference_text(h.pool),
-         "" if h.pairs is None else "/".join(map(str, h.pairs))]
+        [
+            h.engine,
+            h.opponent,
+            f"{h.wins}-{h.losses}",
+            f"{100 * h.score:.1f}",
+            difference_text(h.own),
+            difference_text(h.pool),
+            "" if h.pairs is None else "/".join(map(str, h.pairs)),
+        ]
         for h in rows
-    ]  # fmt: skip
+    ]
     text = tabulate(
         body,
         ["engine", "opponent", "W-L", "score %", OWN_ELO, POOL_ELO, "pairs 2/1/0"],
@@ -951,13 +1057,21 @@ def matrix_json(s: Standings) -> list[dict[str, Any]]:
         return {"elo": rounded(d.elo), "error": rounded(d.error), "los": rounded(d.los, 4)}
 
     return [
-        {"engine": h.engine, "opponent": h.opponent, "games": h.games, "wins": h.wins,
-         "losses": h.losses, "score": round(h.score, 4), "head_to_head": estimate(h.own),
-         "pool": estimate(h.pool),
-         "pairs": None if h.pairs is None else dict(zip(("won_twice", "split", "lost_twice"),
-                                                        h.pairs, strict=True))}
+        {
+            "engine": h.engine,
+            "opponent": h.opponent,
+            "games": h.games,
+            "wins": h.wins,
+            "losses": h.losses,
+            "score": round(h.score, 4),
+            "head_to_head": estimate(h.own),
+            "pool": estimate(h.pool),
+            "pairs": None
+            if h.pairs is None
+            else dict(zip(("won_twice", "split", "lost_twice"), h.pairs, strict=True)),
+        }
         for h in head_to_head(s)
-    ]  # fmt: skip
+    ]
 
 
 @dataclass(frozen=True)
@@ -981,26 +1095,38 @@ def by_host(store: Store, *, prior: float = DEFAULT_PRIOR) -> list[HostStandings
         tally = tallies.setdefault(host, Tally())
         cpus.setdefault(host, cpu)
         times.setdefault(host, []).extend(t for t in move_ms if isinstance(t, int | float))
-        tally.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination,
-                       row.pair_key)  # fmt: skip
+        tally.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination, row.pair_key)
     out = []
     for host, tally in tallies.items():
         spent = times[host]
         time_losses = sum(c[Termination.TIME.value] for c in tally.faults.values())
-        out.append(HostStandings(
-            host, cpus[host], tally.games, time_losses,
-            sum(spent) / len(spent) if spent else None, standings(tally, prior=prior),
-        ))  # fmt: skip
+        out.append(
+            HostStandings(
+                host,
+                cpus[host],
+                tally.games,
+                time_losses,
+                sum(spent) / len(spent) if spent else None,
+                standings(tally, prior=prior),
+            )
+        )
     return out
 
 
 def host_heading(h: HostStandings) -> str:
     mean = f"{h.mean_move_ms:.1f} ms" if h.mean_move_ms is not None else "n/a"
-    return (f"Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
-            f" {h.time_losses} lost on time, mean move time {mean}")  # fmt: skip
+    return (
+        f"Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
+        f" {h.time_losses} lost on time, mean move time {mean}"
+    )
 
 
 def host_json(h: HostStandings) -> dict[str, Any]:
-    return {"host": h.host, "cpu": h.cpu, "games": h.games, "time_losses": h.time_losses,
-            "mean_move_ms": rounded(h.mean_move_ms),
-            **to_json(h.board)}  # fmt: skip
+    return {
+        "host": h.host,
+        "cpu": h.cpu,
+        "games": h.games,
+        "time_losses": h.time_losses,
+        "mean_move_ms": rounded(h.mean_move_ms),
+        **to_json(h.board),
+    }

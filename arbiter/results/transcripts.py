@@ -32,16 +32,23 @@ class TranscriptFolder:
         try:
             self.path.mkdir(exist_ok=True)
         except FileExistsError as exc:
-            raise ConfigError("is a file, not a folder", where=str(path),
-                              hint=f"give {where} a folder (it is made if missing)"
-                              ) from exc  # fmt: skip
+            raise ConfigError(
+                "is a file, not a folder",
+                where=str(path),
+                hint=f"give {where} a folder (it is made if missing)",
+            ) from exc
         except OSError as exc:
-            raise ConfigError(f"cannot make the transcripts folder: {exc.strerror}",
-                              where=str(path), hint=f"give {where} a writable folder"
-                              ) from exc  # fmt: skip
+            raise ConfigError(
+                f"cannot make the transcripts folder: {exc.strerror}",
+                where=str(path),
+                hint=f"give {where} a writable folder",
+            ) from exc
         if not os.access(self.path, os.W_OK | os.X_OK):
-            raise ConfigError("the transcripts folder is not writable", where=str(path),
-                              hint=f"give {where} a writable folder")  # fmt: skip
+            raise ConfigError(
+                "the transcripts folder is not writable",
+                where=str(path),
+                hint=f"give {where} a writable folder",
+            )
 
     def write(self, record: GameRecord, text: str) -> Path | None:
         """Write one game's transcript in a file of its own, made new (never one already
@@ -78,5 +85,7 @@ class TranscriptFolder:
     def notes(self) -> list[str]:
         if not self.failed:
             return []
-        return [f"{self.failed} game transcript(s) could not be written (first: {self.problem});"
-                " the games' records are stored all the same."]  # fmt: skip
+        return [
+            f"{self.failed} game transcript(s) could not be written (first: {self.problem});"
+            " the games' records are stored all the same."
+        ]

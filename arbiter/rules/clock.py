@@ -72,9 +72,11 @@ class TimeControl:
         except ValueError:  # more digits than Python converts
             tc = cls(base=math.inf)
         if not max(tc.base, tc.increment) <= MAX_SECONDS or tc.moves > MAX_MOVES:
-            raise ConfigError(f"time control {text!r} is out of range",
-                              hint=f"BASE and INC at most {MAX_SECONDS:g} seconds, MOVES at most"
-                              f" {MAX_MOVES}; for no clock at all use inf")  # fmt: skip
+            raise ConfigError(
+                f"time control {text!r} is out of range",
+                hint=f"BASE and INC at most {MAX_SECONDS:g} seconds, MOVES at most"
+                f" {MAX_MOVES}; for no clock at all use inf",
+            )
         if tc.base <= 0 and tc.increment <= 0:
             raise ConfigError(f"time control {text!r} gives no time at all", hint=TC_HELP)
         if moves is not None and tc.moves <= 0:

@@ -285,8 +285,9 @@ class Game:
         last = self.last_cell()
         if not marked:
             return render(self.geometry, list(self.colors), last=last)
-        return render(self.geometry, list(self.colors), last=last, chain=self.winning_chain(),
-                      mark_last=True)  # fmt: skip
+        return render(
+            self.geometry, list(self.colors), last=last, chain=self.winning_chain(), mark_last=True
+        )
 
 
 _TABLES: dict[str, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...], int]] = {}
@@ -296,9 +297,13 @@ def _tables(geom: Geometry) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[in
     """Per board: each cell's shores owned by Black, by White, and the island count."""
     found = _TABLES.get(geom.key)
     if found is None:
-        owned = [tuple(tuple(k for k in geom.shores[cell] if geom.islands[k].owner is color)
-                       for cell in range(geom.n_cells))
-                 for color in (Color.BLACK, Color.WHITE)]  # fmt: skip
+        owned = [
+            tuple(
+                tuple(k for k in geom.shores[cell] if geom.islands[k].owner is color)
+                for cell in range(geom.n_cells)
+            )
+            for color in (Color.BLACK, Color.WHITE)
+        ]
         found = _TABLES[geom.key] = (owned[0], owned[1], len(geom.islands))
     return found
 

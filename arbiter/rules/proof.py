@@ -294,8 +294,9 @@ def _ziggurats(board: _Board, g: int) -> list[tuple[int, int, Derivation]]:
     for s in board.groups[g].stones:
         q, r = geom.cells[s]
         for u, v in turns:
-            found = [index.get((q + i * u[0] + j * v[0], r + i * u[1] + j * v[1]), -1)
-                     for i, j in shape]  # fmt: skip
+            found = [
+                index.get((q + i * u[0] + j * v[0], r + i * u[1] + j * v[1]), -1) for i, j in shape
+            ]
             if min(found) < 0:
                 continue
             mask = sum(1 << c for c in found)
@@ -312,8 +313,9 @@ def _ziggurats(board: _Board, g: int) -> list[tuple[int, int, Derivation]]:
 def _ziggurat(ca: int, cb: int, cc: int, cd: int, e1: int, e2: int, e3: int, e4: int) -> Parallel:
     via_a = Series(Touch(), _bridge(e1, e2), ca, 1 << ca | 1 << e1 | 1 << e2)
     via_b = Series(Touch(), _bridge(e2, e3), cb, 1 << cb | 1 << e2 | 1 << e3)
-    via_d = Series(_bridge(cb, cc), _bridge(e3, e4), cd,
-                   1 << cd | 1 << cb | 1 << cc | 1 << e3 | 1 << e4)  # fmt: skip
+    via_d = Series(
+        _bridge(cb, cc), _bridge(e3, e4), cd, 1 << cd | 1 << cb | 1 << cc | 1 << e3 | 1 << e4
+    )
     carrier = via_a.carrier | via_b.carrier | via_d.carrier
     return Parallel((via_a, via_b, via_d), carrier, LinkKind.ZIGGURAT)
 

@@ -11,8 +11,14 @@ if TYPE_CHECKING:
 STONE = {0: ".", 1: "X", 2: "O"}
 
 
-def render(geom: Geometry, colors: list[int], *, last: int | None = None,
-           chain: frozenset[int] = frozenset(), mark_last: bool = False) -> str:  # fmt: skip
+def render(
+    geom: Geometry,
+    colors: list[int],
+    *,
+    last: int | None = None,
+    chain: frozenset[int] = frozenset(),
+    mark_last: bool = False,
+) -> str:
     """Draw the board: `X` black stones, `O` white stones, `.` empty, letters islands.
 
     Atoll islands use the board reference's letters (upper case Black, lower case

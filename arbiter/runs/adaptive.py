@@ -138,9 +138,26 @@ def normal_cdf(x: FloatArray) -> FloatArray:
     below 1.2e-7 everywhere), vectorised."""
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))  # fmt: skip
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t
+                    * (
+                        0.27886807
+                        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                    )
+                )
+            )
+        )
+    )
     tail = 0.5 * t * np.exp(-z * z + poly)  # Phi(-|x|)
     out: FloatArray = np.where(x >= 0, 1.0 - tail, tail)
     return out
@@ -209,8 +226,13 @@ class Board:
         near = np.abs(self.rank[i] - self.rank[j]) <= WINDOW
         return i[near], j[near]
 
-    def gains(self, cov: FloatArray, asked: Sequence[tuple[int, int]],
-              i: npt.NDArray[np.intp], j: npt.NDArray[np.intp]) -> FloatArray:  # fmt: skip
+    def gains(
+        self,
+        cov: FloatArray,
+        asked: Sequence[tuple[int, int]],
+        i: npt.NDArray[np.intp],
+        j: npt.NDArray[np.intp],
+    ) -> FloatArray:
         """For each pairing (i[k], j[k]), how much one more pair between them lowers the
         summed swap probability of the questions (module docstring), under `cov`."""
         theta = self.theta
@@ -237,8 +259,15 @@ class Board:
         return total
 
 
-def choose(engines: Sequence[str], rows: Sequence[ResultRow], batch: int, pairs: int,
-           rule: StopRule | None, min_games: int, seed: int) -> list[tuple[str, str]]:  # fmt: skip
+def choose(
+    engines: Sequence[str],
+    rows: Sequence[ResultRow],
+    batch: int,
+    pairs: int,
+    rule: StopRule | None,
+    min_games: int,
+    seed: int,
+) -> list[tuple[str, str]]:
     """Batch `batch`'s pairings (at most `pairs`), from the results of the batches
     before it: a warm-up Swiss round, or the most valuable pairs (module docstring).
     Each pairing is (seat 1, seat 2) of its first game."""
@@ -254,12 +283,17 @@ def choose(engines: Sequence[str], rows: Sequence[ResultRow], batch: int, pairs:
     cov = board.cov.copy()
     asked = questions(board.order, None if rule is None else rule.top)
     first, second = board.candidates()
-    noise = np.array([_noise(tie, engines[a], engines[b])
-                      for a, b in zip(first.tolist(), second.tolist(), strict=True)])  # fmt: skip
+    noise = np.array(
+        [
+            _noise(tie, engines[a], engines[b])
+            for a, b in zip(first.tolist(), second.tolist(), strict=True)
+        ]
+    )
     chosen: list[tuple[int, int]] = []
     floor = max(min_games, FLOOR_SHARE * float(games.mean()))
-    starved = sorted((k for k in range(n) if games[k] < floor),
-                     key=lambda k: (int(games[k]), engines[k]))  # fmt: skip
+    starved = sorted(
+        (k for k in range(n) if games[k] < floor), key=lambda k: (int(games[k]), engines[k])
+    )
     floor_pairs = max(1, size // 4)  # the rest of the batch goes where it is worth most
     for k in starved:
         if len(chosen) >= floor_pairs:
@@ -279,8 +313,11 @@ def choose(engines: Sequence[str], rows: Sequence[ResultRow], batch: int, pairs:
             # Nothing left to settle: spread games over neighbours in the order.
             apart = np.abs(board.rank[first] - board.rank[second])
             played = board.met[first, second] + np.array(
-                [sum({a, b} == {int(x), int(y)} for a, b in chosen) for x, y in zip(
-                    first.tolist(), second.tolist(), strict=True)])  # fmt: skip
+                [
+                    sum({a, b} == {int(x), int(y)} for a, b in chosen)
+                    for x, y in zip(first.tolist(), second.tolist(), strict=True)
+                ]
+            )
             value = _relative(1.0 / (apart * (1.0 + played)))
         pick = _best(value, noise)
         chosen.append((int(first[pick]), int(second[pick])))
@@ -330,8 +367,11 @@ def _warm_up(engines: Sequence[str], board: Board, tie: int) -> list[tuple[str, 
     history = {}
     for k, e in enumerate(engines):
         met = {engines[j] for j in np.flatnonzero(board.met[k]).tolist()}
-        history[e] = History(points=Fraction(int(board.wins_by_engine[k]), 2), opponents=met,
-                             byes=-int(board.games[k]))  # fmt: skip
+        history[e] = History(
+            points=Fraction(int(board.wins_by_engine[k]), 2),
+            opponents=met,
+            byes=-int(board.games[k]),
+        )
     try:
         pairing = pair_round(engines, history, tie)
     except Unpairable:
@@ -349,9 +389,18 @@ class AdaptiveSchedule:
     stored; once they are all settled it checks the stop rule and chooses the next.
     """
 
-    def __init__(self, name: str, engines: Collection[str], budget: int, variant: Variant,
-                 openings: Openings, seed: int, rows: Sequence[ResultRow],
-                 rule: StopRule | None = None, min_games: int = 4) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        engines: Collection[str],
+        budget: int,
+        variant: Variant,
+        openings: Openings,
+        seed: int,
+        rows: Sequence[ResultRow],
+        rule: StopRule | None = None,
+        min_games: int = 4,
+    ) -> None:
         self.name = name
         self.engines = sorted(engines)
         self.budget = budget
@@ -397,8 +446,9 @@ class AdaptiveSchedule:
         return self._pending.popleft() if self._pending else None
 
     def settled(self, game: ScheduledGame, record: GameRecord) -> None:
-        row = ResultRow(game.game_id, game.round, game.engines[0], game.engines[1],
-                        winner_seat(record))  # fmt: skip
+        row = ResultRow(
+            game.game_id, game.round, game.engines[0], game.engines[1], winner_seat(record)
+        )
         self.rows.append(row)
         self.results[row.game_id] = row
 
@@ -424,25 +474,45 @@ class AdaptiveSchedule:
             board = Board(self.engines, rows)
             if int(board.games.min()) >= self.min_games and board.settled(self.rule):
                 names = [self.engines[i] for i in board.order]
-                what = "the whole order" if self.rule.top is None or \
-                    self.rule.top >= len(names) - 1 else f"the top {self.rule.top}"  # fmt: skip
+                what = (
+                    "the whole order"
+                    if self.rule.top is None or self.rule.top >= len(names) - 1
+                    else f"the top {self.rule.top}"
+                )
                 shown = names if self.rule.top is None else names[: self.rule.top]
-                self.verdict = (f"{what} ({', '.join(shown)}) settled at"
-                                f" {100 * self.rule.confidence:g}% confidence after"
-                                f" {len(rows)} games")  # fmt: skip
+                self.verdict = (
+                    f"{what} ({', '.join(shown)}) settled at"
+                    f" {100 * self.rule.confidence:g}% confidence after"
+                    f" {len(rows)} games"
+                )
                 self._over = True
 
     def _make(self, batch: int) -> None:
         before = self._before(batch)
-        pairs = choose(self.engines, before, batch, (self.budget - len(before)) // 2, self.rule,
-                       self.min_games, self.seed)  # fmt: skip
+        pairs = choose(
+            self.engines,
+            before,
+            batch,
+            (self.budget - len(before)) // 2,
+            self.rule,
+            self.min_games,
+            self.seed,
+        )
         first = len(before) + 1
         games: list[ScheduledGame] = []
         seen: Counter[frozenset[str]] = Counter()  # pairs of the same two in this batch
         for k, pair in enumerate(pairs):
             again = seen[frozenset(pair)]
-            games += pair_games(self.name, batch, pair, first + 2 * k, self.variant,
-                                self.openings, seed=self.seed, again=again)  # fmt: skip
+            games += pair_games(
+                self.name,
+                batch,
+                pair,
+                first + 2 * k,
+                self.variant,
+                self.openings,
+                seed=self.seed,
+                again=again,
+            )
             seen[frozenset(pair)] += 1
         self.batch = batch
         self.games = tuple(games)
@@ -474,9 +544,12 @@ def adaptive_lines(schedule: AdaptiveSchedule) -> list[str]:
 def adaptive_json(schedule: AdaptiveSchedule) -> dict[str, object]:
     rule = schedule.rule
     return {
-        "budget": schedule.budget, "games": schedule.done(), "batches": schedule.batch,
+        "budget": schedule.budget,
+        "games": schedule.done(),
+        "batches": schedule.batch,
         "until": None if rule is None else str(rule),
         "confidence": None if rule is None else rule.confidence,
-        "settled": bool(schedule.verdict), "verdict": schedule.verdict or None,
+        "settled": bool(schedule.verdict),
+        "verdict": schedule.verdict or None,
         "over": schedule.over,
-    }  # fmt: skip
+    }

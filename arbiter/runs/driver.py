@@ -204,8 +204,13 @@ class Driver:
         engine = seats[game.engines.index(key)]
         why = self._left_out[key]
         evidence = Evidence(engine=engine, detail=why, stage=Stage.START)
-        record = void_record(self._make_spec(game), seats, Termination.SETUP,
-                             f"not played: {why}; the engine was left out", evidence)  # fmt: skip
+        record = void_record(
+            self._make_spec(game),
+            seats,
+            Termination.SETUP,
+            f"not played: {why}; the engine was left out",
+            evidence,
+        )
         for sink in self.sinks:
             sink.write(game, record)
         self.outcome.left_out.append(game)
@@ -305,12 +310,16 @@ class Driver:
                 action.value,
                 why or record.reason,
             )
-        self.reporter.game_finished(game, record, {
-            Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
-                          f" {self.policy.max_attempts})",
-            Action.GIVE_UP: f"given up after {attempts} attempts",
-            Action.ABORT: "the run stops",
-        }[action])  # fmt: skip
+        self.reporter.game_finished(
+            game,
+            record,
+            {
+                Action.RETRY: f"it will be replayed (attempt {attempts + 1} of"
+                f" {self.policy.max_attempts})",
+                Action.GIVE_UP: f"given up after {attempts} attempts",
+                Action.ABORT: "the run stops",
+            }[action],
+        )
         if action is Action.RETRY:
             self._retries.append(game)
         elif action is Action.GIVE_UP:

@@ -51,9 +51,15 @@ from arbiter.runs.schedule import (
 __all__ = ["Match", "MatchConfig", "MatchResult", "StoredMatch"]
 
 # Where a match's conditions come from on the command line, for the refusal's message.
-_OPTIONS = {"size": "--size", "islands": "--islands", "pie": "--pie/--no-pie",
-            "seed": "--seed", "openings": "--openings", "random_openings": "--random-openings",
-            "swap_decision": "--pie/--no-pie"}  # fmt: skip
+_OPTIONS = {
+    "size": "--size",
+    "islands": "--islands",
+    "pie": "--pie/--no-pie",
+    "seed": "--seed",
+    "openings": "--openings",
+    "random_openings": "--random-openings",
+    "swap_decision": "--pie/--no-pie",
+}
 # A match varies its games unless told otherwise: two deterministic engines would
 # otherwise replay one pair of games. One random stone leaves the swap to the engine.
 MATCH_OPENINGS = Openings(random_plies=DEFAULT_RANDOM_OPENINGS)
@@ -63,8 +69,10 @@ def _engine_option(number: int, given: str, key: str) -> str:
     return f"ENGINE{number} {given!r}: {'--tc' if key == 'tc' else key}"
 
 
-FRESH_HINT = ("use --fresh to start a new store (the old one is kept under a dated name),"
-              " or give the match the store was started with")  # fmt: skip
+FRESH_HINT = (
+    "use --fresh to start a new store (the old one is kept under a dated name),"
+    " or give the match the store was started with"
+)
 
 
 @dataclass(frozen=True)
@@ -104,8 +112,9 @@ class Match:
         transcripts: TranscriptFolder | None = None,
     ) -> None:
         tcs = config.tc
-        self.specs = specs if tcs is None else (replace(specs[0], tc=tcs[0]),
-                                                replace(specs[1], tc=tcs[1]))  # fmt: skip
+        self.specs = (
+            specs if tcs is None else (replace(specs[0], tc=tcs[0]), replace(specs[1], tc=tcs[1]))
+        )
         self.config = config
         self.records = records
         self.store = store
@@ -113,17 +122,26 @@ class Match:
         self.transcripts = transcripts
         self.match_id = match_id or uuid.uuid4().hex[:8]
         names = display_names(specs, ("", ""))
-        self.result = MatchResult(names=(names[0], names[1]),
-                                  given=given or (names[0], names[1]), keep=keep_records,
-                                  test=sprt)  # fmt: skip
+        self.result = MatchResult(
+            names=(names[0], names[1]),
+            given=given or (names[0], names[1]),
+            keep=keep_records,
+            test=sprt,
+        )
 
     # ------------------------------------------------------------------ the plan
 
     def conditions(self) -> dict[str, Any]:
         """What makes the games of a match comparable; a started store refuses changes."""
         v = self.config.variant
-        return {"kind": "match", "size": v.size, "islands": v.islands, "pie": v.pie,
-                "seed": self.config.seed, **self.config.openings.conditions(v)}  # fmt: skip
+        return {
+            "kind": "match",
+            "size": v.size,
+            "islands": v.islands,
+            "pie": v.pie,
+            "seed": self.config.seed,
+            **self.config.openings.conditions(v),
+        }
 
     @property
     def tcs(self) -> dict[str, TimeControl]:
@@ -135,14 +153,23 @@ class Match:
         spec = self.specs[KEYS.index(key)]
         d = spec.dialect
         return {
-            "engine": KEYS.index(key) + 1, "name": spec.name, "command": list(spec.argv),
-            "cwd": spec.cwd, "env": dict(spec.env or {}), "tc": str(self.tcs[key]),
-            "options": list(spec.options), "sandbox": spec.sandbox,
-            "limits": spec.limits.as_dict(), "read": list(spec.read),
-            "dialect": {"islands": None if d.islands is None else list(d.islands),
-                        "sizes": None if d.sizes is None else list(d.sizes), "swap": d.swap,
-                        "time": None if d.time is None else str(d.time)},
-        }  # fmt: skip
+            "engine": KEYS.index(key) + 1,
+            "name": spec.name,
+            "command": list(spec.argv),
+            "cwd": spec.cwd,
+            "env": dict(spec.env or {}),
+            "tc": str(self.tcs[key]),
+            "options": list(spec.options),
+            "sandbox": spec.sandbox,
+            "limits": spec.limits.as_dict(),
+            "read": list(spec.read),
+            "dialect": {
+                "islands": None if d.islands is None else list(d.islands),
+                "sizes": None if d.sizes is None else list(d.sizes),
+                "swap": d.swap,
+                "time": None if d.time is None else str(d.time),
+            },
+        }
 
     def plan(self) -> Plan:
         """The match as a run plays it (once): with a store, only the games it does not
@@ -157,33 +184,42 @@ class Match:
             if names is not None:
                 specs = {k: replace(s, name=names[k]) for k, s in specs.items()}
             done = self.store.done_ids()
-            entries = {k: EngineEntry(self.engine_conditions(k), s.argv, *program_hashes(s))
-                       for k, s in specs.items()}  # fmt: skip
-            definition = {"name": self.match_id, "games": config.games, **self.conditions(),
-                          "engines": {k: self.engine_conditions(k) for k in KEYS}}  # fmt: skip
-            sinks.append(Stored(self.store, self.match_id, self.conditions(), definition,
-                                entries))  # fmt: skip
+            entries = {
+                k: EngineEntry(self.engine_conditions(k), s.argv, *program_hashes(s))
+                for k, s in specs.items()
+            }
+            definition = {
+                "name": self.match_id,
+                "games": config.games,
+                **self.conditions(),
+                "engines": {k: self.engine_conditions(k) for k in KEYS},
+            }
+            sinks.append(Stored(self.store, self.match_id, self.conditions(), definition, entries))
             hidden += hidden_files(self.store.path)
         if self.records is not None:
             sinks.append(Records(self.records))
             hidden.append(str(self.records.path.resolve()))
         sinks.append(self.result)
         # Sandboxed engines must not read the results they are judged by.
-        specs = {k: replace(s, hidden=tuple(hidden)) if s.sandbox else s
-                 for k, s in specs.items()}  # fmt: skip
+        specs = {k: replace(s, hidden=tuple(hidden)) if s.sandbox else s for k, s in specs.items()}
         games = match_games(
             self.match_id, config.games, config.variant, self.openings(), seed=config.seed
         )
         left = config.games - sum(1 for game_id in done if self.scheduled(game_id))
         return Plan(
-            settings=ExecutorSettings(engines=specs, referee=config.referee,
-                                      deadlines=config.deadlines),
+            settings=ExecutorSettings(
+                engines=specs, referee=config.referee, deadlines=config.deadlines
+            ),
             games=(game for game in games if game.game_id not in done),
-            total=config.games, left=left, variant=config.variant, sinks=sinks,
-            concurrency=config.concurrency, stop=self.result.decided,
+            total=config.games,
+            left=left,
+            variant=config.variant,
+            sinks=sinks,
+            concurrency=config.concurrency,
+            stop=self.result.decided,
             policy=VoidPolicy(config.max_attempts, config.max_consecutive_voids),
             transcripts=self.transcripts,
-        )  # fmt: skip
+        )
 
     def openings(self) -> Openings:
         """The openings as drawn: from --seed where given (the same seed, the same
@@ -213,30 +249,38 @@ class Match:
             return None
         where = str(store.path)
         if stored.get("kind") != "match":
-            raise ConfigError(f"the store holds tournament {store.meta('tournament')!r}, not"
-                              " a match", where=where, hint="give a new --store file, or"
-                              " run that tournament with 'arbiter tournament run'")  # fmt: skip
+            raise ConfigError(
+                f"the store holds tournament {store.meta('tournament')!r}, not a match",
+                where=where,
+                hint="give a new --store file, or"
+                " run that tournament with 'arbiter tournament run'",
+            )
         # A match stored before openings were kept played from the empty board.
         stored = {"openings": None, "random_openings": 0, **stored}
         refuse_changes(
             stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name, FRESH_HINT
         )
-        by_position = {d.get("engine"): (name, d)
-                       for name, d in store.engine_definitions().items()}  # fmt: skip
+        by_position = {d.get("engine"): (name, d) for name, d in store.engine_definitions().items()}
         names: dict[str, str] = {}
         for number, key in enumerate(KEYS, 1):
             if number not in by_position:
-                raise ConfigError(f"the store has no engine {number} of a match", where=where,
-                                  hint=FRESH_HINT)  # fmt: skip
+                raise ConfigError(
+                    f"the store has no engine {number} of a match", where=where, hint=FRESH_HINT
+                )
             name, definition = by_position[number]
             given = self.result.given[number - 1]
-            refuse_changes(definition, self.engine_conditions(key),
-                           functools.partial(_engine_option, number, given), store.path.name,
-                           FRESH_HINT)  # fmt: skip
+            refuse_changes(
+                definition,
+                self.engine_conditions(key),
+                functools.partial(_engine_option, number, given),
+                store.path.name,
+                FRESH_HINT,
+            )
             names[key] = name
         specs = {names[k]: spec for k, spec in zip(KEYS, self.specs, strict=True)}
-        engines = {names[k]: f"ENGINE{i} {self.result.given[i - 1]!r}"
-                   for i, k in enumerate(KEYS, 1)}  # fmt: skip
+        engines = {
+            names[k]: f"ENGINE{i} {self.result.given[i - 1]!r}" for i, k in enumerate(KEYS, 1)
+        }
         refuse_rebuilds(store, specs, self.rebuilt, engines.__getitem__, "match")
         self.match_id = str(store.meta("tournament"))
         self.result.names = (names[KEYS[0]], names[KEYS[1]])
@@ -279,9 +323,11 @@ class StoredMatch:
         definition = store.definition() or {}
         games = definition.get("games")
         if conditions.get("kind") != "match" or type(games) is not int:
-            raise ConfigError("not the store of a match", where=str(store.path),
-                              hint="give a tournament's .toml file, or the --store file of"
-                              " an 'arbiter match'")  # fmt: skip
+            raise ConfigError(
+                "not the store of a match",
+                where=str(store.path),
+                hint="give a tournament's .toml file, or the --store file of an 'arbiter match'",
+            )
         return cls(str(store.meta("tournament")), games, store.path)
 
     def stored(self, store: Store) -> int:

@@ -30,9 +30,21 @@ from arbiter.rules.clock import DEFAULT_TC, TimeControl
 from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.schedule import Schedule, ScheduledGame
 
-__all__ = ["Plan", "Records", "Reporter", "RunOutcome", "Sink", "Stored", "Unheard",
-           "hidden_files", "open_executor", "refuse_changes", "refuse_rebuilds", "run",
-           "time_controls"]  # fmt: skip
+__all__ = [
+    "Plan",
+    "Records",
+    "Reporter",
+    "RunOutcome",
+    "Sink",
+    "Stored",
+    "Unheard",
+    "hidden_files",
+    "open_executor",
+    "refuse_changes",
+    "refuse_rebuilds",
+    "run",
+    "time_controls",
+]
 
 
 @dataclass
@@ -68,8 +80,10 @@ class Plan:
         if self.transcripts is None:
             return
         folder = str(self.transcripts.path.resolve())
-        engines = {key: replace(spec, hidden=(*spec.hidden, folder)) if spec.sandbox else spec
-                   for key, spec in self.settings.engines.items()}  # fmt: skip
+        engines = {
+            key: replace(spec, hidden=(*spec.hidden, folder)) if spec.sandbox else spec
+            for key, spec in self.settings.engines.items()
+        }
         referee = replace(self.settings.referee, transcript_bytes=TRANSCRIPT_CAP)
         self.settings = replace(self.settings, engines=engines, referee=referee)
 
@@ -82,10 +96,14 @@ class Plan:
         tcs = self.tcs
         seat1, seat2 = (self.settings.engines[key] for key in game.engines)
         return GameSpec(
-            game_id=game.game_id, variant=self.variant,
-            tc=(tcs[game.engines[0]], tcs[game.engines[1]]), opening=game.opening,
-            seed=game.seed, pair=game.pair_key, commands=(seat1.argv, seat2.argv),
-        )  # fmt: skip
+            game_id=game.game_id,
+            variant=self.variant,
+            tc=(tcs[game.engines[0]], tcs[game.engines[1]]),
+            opening=game.opening,
+            seed=game.seed,
+            pair=game.pair_key,
+            commands=(seat1.argv, seat2.argv),
+        )
 
 
 def time_controls(engines: Mapping[str, EngineSpec], tc: TimeControl) -> dict[str, TimeControl]:
@@ -108,14 +126,14 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         replies = {key: "" for key in plan.settings.engines}
         left_out: dict[str, str] = {}
         if plan.left and not plan.stop():
-            checked = await executor.preflight(list(plan.settings.engines), plan.variant,
-                                               plan.tcs)  # fmt: skip
+            checked = await executor.preflight(list(plan.settings.engines), plan.variant, plan.tcs)
             problem = _left_out_or_problem(plan, checked)
             if not problem:
                 left_out = dict(checked.failures)
             else:
-                outcome = RunOutcome(aborted=problem, config_error=checked.config_error,
-                                     notes=list(executor.notes))  # fmt: skip
+                outcome = RunOutcome(
+                    aborted=problem, config_error=checked.config_error, notes=list(executor.notes)
+                )
                 reporter.run_finished(outcome)
                 return outcome
             replies.update({key: info.name for key, info in checked.info.items()})
@@ -128,9 +146,18 @@ async def run(plan: Plan, executor: Executor, reporter: Reporter) -> RunOutcome:
         for sink in plan.sinks:
             sink.begin(names)
         if plan.left and not plan.stop():
-            driver = Driver(plan.games, plan.game_spec, executor, plan.sinks, reporter,
-                            policy=plan.policy, stop=plan.stop, left_out=left_out,
-                            keep=plan.keep, transcripts=plan.transcripts)  # fmt: skip
+            driver = Driver(
+                plan.games,
+                plan.game_spec,
+                executor,
+                plan.sinks,
+                reporter,
+                policy=plan.policy,
+                stop=plan.stop,
+                left_out=left_out,
+                keep=plan.keep,
+                transcripts=plan.transcripts,
+            )
             outcome = await driver.run()
         else:
             outcome = RunOutcome()
@@ -158,18 +185,30 @@ def _left_out_or_problem(plan: Plan, checked: Preflight) -> str:
     so, when nothing else is wrong (a variant an engine cannot play is the operator's to
     fix), and while the schedule has games without them."""
     failed = checked.failures
-    if (plan.leave_out is None or not failed or checked.config_error
-            or checked.problem not in failed.values()):  # fmt: skip
+    if (
+        plan.leave_out is None
+        or not failed
+        or checked.config_error
+        or checked.problem not in failed.values()
+    ):
         return checked.problem
     if plan.leave_out(failed.keys()):
         return ""
     names = ", ".join(plan.settings.engines[key].label for key in failed)
-    return (f"{checked.problem}; without {names} no game of the schedule is left to play,"
-            " so the run stops")  # fmt: skip
+    return (
+        f"{checked.problem}; without {names} no game of the schedule is left to play,"
+        " so the run stops"
+    )
 
 
-def open_executor(plan: Plan, *, concurrency: int | None = None, dask: str | None = None,
-                  where: str = "--dask", processes: bool = True) -> Executor:  # fmt: skip
+def open_executor(
+    plan: Plan,
+    *,
+    concurrency: int | None = None,
+    dask: str | None = None,
+    where: str = "--dask",
+    processes: bool = True,
+) -> Executor:
     """The executor a run asks for: a Dask scheduler's workers (`dask`, its address named
     by `where` in errors), `concurrency` then bounding the games in flight (default:
     twice the workers' threads); else slots on this machine (default: the plan's), no
@@ -189,20 +228,31 @@ def hidden_files(store: Path) -> list[str]:
     return [str(p) for p in [*store_files(store), *kept]]
 
 
-def refuse_changes(old: Mapping[str, Any], new: Mapping[str, Any], where: Callable[[str], str],
-                   store: str, fix: str) -> None:  # fmt: skip
+def refuse_changes(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    where: Callable[[str], str],
+    store: str,
+    fix: str,
+) -> None:
     """Refuse conditions that differ from those a store was started with (ConfigError
     naming the first change, `where(key)` saying where it was given)."""
     for key, value in new.items():
         if key in old and old[key] != value:  # a key older stores lack is not a change
             raise ConfigError(
-                f"changed from {old.get(key)!r} to {value!r} since the store {store} was"
-                " started", where=where(key), hint=fix,
-            )  # fmt: skip
+                f"changed from {old.get(key)!r} to {value!r} since the store {store} was started",
+                where=where(key),
+                hint=fix,
+            )
 
 
-def refuse_rebuilds(store: Store, engines: Mapping[str, EngineSpec], rebuilt: Iterable[str],
-                    where: Callable[[str], str], kind: str) -> None:  # fmt: skip
+def refuse_rebuilds(
+    store: Store,
+    engines: Mapping[str, EngineSpec],
+    rebuilt: Iterable[str],
+    where: Callable[[str], str],
+    kind: str,
+) -> None:
     """Refuse an engine whose program or script changed since the store was started,
     unless `rebuilt` names it: the operator accepts the new build as the same engine,
     and the store records that. `engines` are by name, as the store keeps them.
@@ -213,16 +263,20 @@ def refuse_rebuilds(store: Store, engines: Mapping[str, EngineSpec], rebuilt: It
     accepted = set(rebuilt)
     unknown = accepted - set(engines)
     if unknown:
-        raise ConfigError(f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of"
-                          f" this {kind}", hint=f"engines: {', '.join(engines)}")  # fmt: skip
+        raise ConfigError(
+            f"--rebuilt names {', '.join(sorted(unknown))}, not an engine of this {kind}",
+            hint=f"engines: {', '.join(engines)}",
+        )
     stored = {row["name"]: row for row in store.engines()}
     for name, spec in engines.items():
         row = stored.get(name)
         if row is None:
             continue
         now = program_hashes(spec)
-        for what, before, after in (("program", row["program_sha256"], now[0]),
-                                    ("script", row["script_sha256"], now[1])):  # fmt: skip
+        for what, before, after in (
+            ("program", row["program_sha256"], now[0]),
+            ("script", row["script_sha256"], now[1]),
+        ):
             if before is None or after is None or before == after:
                 continue  # not known then, or not readable here (a cluster's engines)
             if name in accepted:
@@ -231,11 +285,12 @@ def refuse_rebuilds(store: Store, engines: Mapping[str, EngineSpec], rebuilt: It
             raise ConfigError(
                 f"the {what} of engine {name!r} changed since the store {store.path.name} was"
                 f" started (sha256 {before[:12]} then, {after[:12]} now): its games would be"
-                " rated as one engine's", where=where(name),
+                " rated as one engine's",
+                where=where(name),
                 hint="give the new build a new name, use --fresh to start a new store (the"
                 f" old one is kept under a dated name), or run with --rebuilt {name} to"
                 " accept it as the same engine (the store records that)",
-            )  # fmt: skip
+            )
 
 
 class Unheard:
@@ -262,9 +317,14 @@ class Stored:
     are its names; a match's are "0" and "1", named from their answers).
     """
 
-    def __init__(self, store: Store, name: str, conditions: Mapping[str, object],
-                 definition: Mapping[str, object], entries: Mapping[str, EngineEntry]
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        conditions: Mapping[str, object],
+        definition: Mapping[str, object],
+        entries: Mapping[str, EngineEntry],
+    ) -> None:
         self.store = store
         self.name = name
         self.conditions = conditions

@@ -197,9 +197,18 @@ def pairing_offset(a: str, b: str) -> int:
     return derive(0, json.dumps(sorted((a, b)), ensure_ascii=False)) % 1_000_003
 
 
-def pair_games(name: str, round_: int, first: tuple[str, str], number: int, variant: Variant,
-               openings: Openings, *, seed: int | None, skip: Container[str] = (),
-               again: int = 0) -> list[ScheduledGame]:  # fmt: skip
+def pair_games(
+    name: str,
+    round_: int,
+    first: tuple[str, str],
+    number: int,
+    variant: Variant,
+    openings: Openings,
+    *,
+    seed: int | None,
+    skip: Container[str] = (),
+    again: int = 0,
+) -> list[ScheduledGame]:
     """The seat-swapped pair of a pairing in a round, `first` the seats of its first game
     (numbered `number`, the second `number + 1`); games in `skip` are left out, and the
     opening is not computed when both are. Ids, pair keys and openings are those a
@@ -212,12 +221,18 @@ def pair_games(name: str, round_: int, first: tuple[str, str], number: int, vari
     key = json.dumps([round_, *sorted((a, b))] + ([again] if again else []), ensure_ascii=False)
     opening = openings.for_pair(variant, pairing_offset(a, b) + again, round_, key)
     return [
-        ScheduledGame(number=number + k, game_id=gid, engines=seats, round=round_,
-                      pair_key=key, opening=opening,
-                      seed=None if seed is None else game_seed(seed, gid))
+        ScheduledGame(
+            number=number + k,
+            game_id=gid,
+            engines=seats,
+            round=round_,
+            pair_key=key,
+            opening=opening,
+            seed=None if seed is None else game_seed(seed, gid),
+        )
         for k, (gid, seats) in enumerate(zip(ids, ((a, b), (b, a)), strict=True))
         if gid not in skip
-    ]  # fmt: skip
+    ]
 
 
 def pairings(
@@ -255,8 +270,9 @@ def tournament_games(
     number = 1
     for round_ in range(1, rounds + 1):
         for pair in pairs:
-            yield from pair_games(name, round_, pair, number, variant, openings, seed=seed,
-                                  skip=skip)  # fmt: skip
+            yield from pair_games(
+                name, round_, pair, number, variant, openings, seed=seed, skip=skip
+            )
             number += 2
 
 

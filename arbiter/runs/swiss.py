@@ -104,8 +104,12 @@ def pair_round(engines: Sequence[str], history: Mapping[str, History], tie_seed:
             if engines[j] in history[engines[i]].opponents:
                 continue
             a, b = history[engines[i]], history[engines[j]]
-            tiers = (0, (halves[i] - halves[j]) ** 2, _clash(a, b),
-                     _noise(tie_seed, engines[i], engines[j]))  # fmt: skip
+            tiers = (
+                0,
+                (halves[i] - halves[j]) ** 2,
+                _clash(a, b),
+                _noise(tie_seed, engines[i], engines[j]),
+            )
             edges.append((i, j, tiers))
     if n % 2:
         fewest = min(history[e].byes for e in engines)
@@ -119,8 +123,10 @@ def pair_round(engines: Sequence[str], history: Mapping[str, History], tie_seed:
     clash_unit = size * _NOISE
     score_unit = (3 * size + 1) * clash_unit
     bye_unit = (size * max((c[1] for *_, c in edges), default=0) + 1) * score_unit
-    costs = [bye * bye_unit + score * score_unit + clash * clash_unit + noise
-             for *_, (bye, score, clash, noise) in edges]  # fmt: skip
+    costs = [
+        bye * bye_unit + score * score_unit + clash * clash_unit + noise
+        for *_, (bye, score, clash, noise) in edges
+    ]
     top = max(costs, default=0) + 1
     for (i, j, _), cost in zip(edges, costs, strict=True):
         graph.add_edge(i, j, weight=top - cost)
@@ -203,8 +209,16 @@ class SwissSchedule:
     first round not complete, and pairs the next round once all of them are settled.
     """
 
-    def __init__(self, name: str, engines: Collection[str], rounds: int, variant: Variant,
-                 openings: Openings, seed: int, results: Mapping[str, int]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        engines: Collection[str],
+        rounds: int,
+        variant: Variant,
+        openings: Openings,
+        seed: int,
+        results: Mapping[str, int],
+    ) -> None:
         self.name = name
         self.engines = sorted(engines)
         self.rounds = rounds
@@ -256,18 +270,28 @@ class SwissSchedule:
                 return
             number = len(self.played) + 1
             try:
-                pairing = pair_round(self.engines, self.history(),
-                                     derive(self.seed, f"swiss round {number}"))  # fmt: skip
+                pairing = pair_round(
+                    self.engines, self.history(), derive(self.seed, f"swiss round {number}")
+                )
             except Unpairable as exc:
                 last = number - 1
-                self.problem = (f"Swiss round {number} cannot be paired: {exc}; the tournament"
-                                f" ends after round {last} (set rounds = {last})")  # fmt: skip
+                self.problem = (
+                    f"Swiss round {number} cannot be paired: {exc}; the tournament"
+                    f" ends after round {last} (set rounds = {last})"
+                )
                 return
             games: list[ScheduledGame] = []
             first = 2 * self.pairs_per_round * (number - 1) + 1
             for index, pair in enumerate(pairing.pairs):
-                games += pair_games(self.name, number, pair, first + 2 * index, self.variant,
-                                    self.openings, seed=self.seed)  # fmt: skip
+                games += pair_games(
+                    self.name,
+                    number,
+                    pair,
+                    first + 2 * index,
+                    self.variant,
+                    self.openings,
+                    seed=self.seed,
+                )
             round_ = Round(number, pairing, tuple(games))
             self.played.append(round_)
             self._pending.extend(g for g in games if g.game_id not in self.results)
@@ -331,8 +355,10 @@ class SwissSchedule:
                 scored[bye] = BYE_POINTS
             for engine in self.engines:
                 before[engine] += scored[engine]
-        rows = [SwissRow(0, e, points[e], buchholz[e], berger[e], tuple(record[e]),
-                         tuple(byes[e])) for e in self.engines]  # fmt: skip
+        rows = [
+            SwissRow(0, e, points[e], buchholz[e], berger[e], tuple(record[e]), tuple(byes[e]))
+            for e in self.engines
+        ]
         rows.sort(key=lambda r: (-r.points, -r.buchholz, -r.berger, r.name))
         return [replace(r, rank=rank) for rank, r in enumerate(rows, 1)]
 
@@ -357,12 +383,26 @@ def _num(x: Fraction) -> str:
 
 def swiss_table(schedule: SwissSchedule) -> str:
     """The Swiss standings as text, with a line saying how far the rounds are."""
-    rows = [[r.rank, r.name, _num(r.points), _num(r.buchholz), _num(r.berger),
-             "-".join(map(str, r.pairs)), ", ".join(map(str, r.byes)) or "-"]
-            for r in schedule.standings()]  # fmt: skip
+    rows = [
+        [
+            r.rank,
+            r.name,
+            _num(r.points),
+            _num(r.buchholz),
+            _num(r.berger),
+            "-".join(map(str, r.pairs)),
+            ", ".join(map(str, r.byes)) or "-",
+        ]
+        for r in schedule.standings()
+    ]
     headers = ["rank", "engine", "points", "Buchholz", "S-B", "pairs W-D-L", "bye"]
-    text = tabulate(rows, headers, tablefmt="simple", disable_numparse=True,
-                    colalign=("right", "left", *["right"] * 5))  # fmt: skip
+    text = tabulate(
+        rows,
+        headers,
+        tablefmt="simple",
+        disable_numparse=True,
+        colalign=("right", "left", *["right"] * 5),
+    )
     done = schedule.rounds_done()
     line = f"Swiss: {done} of {schedule.rounds} rounds complete (pair points: 1 a pair won"
     line += " twice, 1/2 split, 0 lost twice; a bye 1)"
@@ -373,12 +413,23 @@ def swiss_table(schedule: SwissSchedule) -> str:
 
 def swiss_json(schedule: SwissSchedule) -> dict[str, object]:
     return {
-        "rounds": schedule.rounds, "rounds_complete": schedule.rounds_done(),
-        "standings": [{"rank": r.rank, "name": r.name, "points": float(r.points),
-                       "buchholz": float(r.buchholz), "sonneborn_berger": float(r.berger),
-                       "pairs": dict(zip(("won", "split", "lost"), r.pairs, strict=True)),
-                       "byes": list(r.byes)} for r in schedule.standings()],
-        "pairings": [{"round": r.number, "pairs": [list(p) for p in r.pairing.pairs],
-                      "bye": r.pairing.bye} for r in schedule.played],
+        "rounds": schedule.rounds,
+        "rounds_complete": schedule.rounds_done(),
+        "standings": [
+            {
+                "rank": r.rank,
+                "name": r.name,
+                "points": float(r.points),
+                "buchholz": float(r.buchholz),
+                "sonneborn_berger": float(r.berger),
+                "pairs": dict(zip(("won", "split", "lost"), r.pairs, strict=True)),
+                "byes": list(r.byes),
+            }
+            for r in schedule.standings()
+        ],
+        "pairings": [
+            {"round": r.number, "pairs": [list(p) for p in r.pairing.pairs], "bye": r.pairing.bye}
+            for r in schedule.played
+        ],
         "problem": schedule.problem or None,
-    }  # fmt: skip
+    }

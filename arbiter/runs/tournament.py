@@ -63,13 +63,35 @@ if TYPE_CHECKING:  # the Swiss and adaptive formats, with networkx and numpy, lo
     from arbiter.runs.adaptive import StopRule
 
 _TOURNAMENT_KEYS = {
-    "name": str, "format": str, "challenger": str, "rounds": int, "concurrency": int,
-    "tc": str, "size": int, "islands": int, "pie": bool, "openings": str,
-    "random_openings": int, "seed": int, "output": str, "engines_file": str,
-    "engines": list, "margin": float, "sandbox": bool, "limits": dict, "dask": str,
-    "warm_engines": int, "warm_memory_mb": int, "confine_per": str, "on_start_failure": str,
-    "sprt": dict, "games": int, "until": str, "confidence": float, "min_games": int,
-}  # fmt: skip
+    "name": str,
+    "format": str,
+    "challenger": str,
+    "rounds": int,
+    "concurrency": int,
+    "tc": str,
+    "size": int,
+    "islands": int,
+    "pie": bool,
+    "openings": str,
+    "random_openings": int,
+    "seed": int,
+    "output": str,
+    "engines_file": str,
+    "engines": list,
+    "margin": float,
+    "sandbox": bool,
+    "limits": dict,
+    "dask": str,
+    "warm_engines": int,
+    "warm_memory_mb": int,
+    "confine_per": str,
+    "on_start_failure": str,
+    "sprt": dict,
+    "games": int,
+    "until": str,
+    "confidence": float,
+    "min_games": int,
+}
 _ADAPTIVE_KEYS = ("games", "until", "confidence", "min_games")
 _TOP_KEYS = {"tournament", "engine"}
 MAX_WARM = 1024  # engines one slot may keep running
@@ -144,14 +166,23 @@ class Tournament:
     def definition(self) -> dict[str, Any]:
         """A snapshot of the whole definition, stored with the results."""
         return {
-            "name": self.name, "rounds": self.rounds, **self.conditions(),
+            "name": self.name,
+            "rounds": self.rounds,
+            **self.conditions(),
             "on_start_failure": "leave-out" if self.leave_out else "stop",
             "openings_file": self.openings_file,
             "engines": {name: c for name, c in self.engine_conditions.items()},
-            **({"games": self.budget, "until": None if self.rule is None else str(self.rule),
-                "confidence": None if self.rule is None else self.rule.confidence,
-                "min_games": self.min_games} if self.format is Format.ADAPTIVE else {}),
-        }  # fmt: skip
+            **(
+                {
+                    "games": self.budget,
+                    "until": None if self.rule is None else str(self.rule),
+                    "confidence": None if self.rule is None else self.rule.confidence,
+                    "min_games": self.min_games,
+                }
+                if self.format is Format.ADAPTIVE
+                else {}
+            ),
+        }
 
     def entries(self) -> dict[str, EngineEntry]:
         """The engines as the store first keeps them, each with the hashes of what it runs."""
@@ -163,9 +194,16 @@ class Tournament:
     def games(self, skip: Container[str] = ()) -> Iterator[ScheduledGame]:
         """The games of a fixed schedule (round-robin, gauntlet), lazily."""
         return tournament_games(
-            self.name, list(self.engines), self.format, self.rounds, self.variant,
-            self.openings, challenger=self.challenger, seed=self.seed, skip=skip,
-        )  # fmt: skip
+            self.name,
+            list(self.engines),
+            self.format,
+            self.rounds,
+            self.variant,
+            self.openings,
+            challenger=self.challenger,
+            seed=self.seed,
+            skip=skip,
+        )
 
     def ids(self) -> Iterator[str]:
         """Every game id of the schedule, without computing openings."""
@@ -179,14 +217,29 @@ class Tournament:
             from arbiter.runs.swiss import SwissSchedule
 
             results = {row.game_id: row.winner_seat for row in store.results()}
-            return SwissSchedule(self.name, self.engines, self.rounds, self.variant,
-                                 self.openings, self.seed, results)  # fmt: skip
+            return SwissSchedule(
+                self.name,
+                self.engines,
+                self.rounds,
+                self.variant,
+                self.openings,
+                self.seed,
+                results,
+            )
         if self.format is Format.ADAPTIVE:
             from arbiter.runs.adaptive import AdaptiveSchedule
 
-            return AdaptiveSchedule(self.name, self.engines, self.budget, self.variant,
-                                    self.openings, self.seed, store.results(), self.rule,
-                                    self.min_games)  # fmt: skip
+            return AdaptiveSchedule(
+                self.name,
+                self.engines,
+                self.budget,
+                self.variant,
+                self.openings,
+                self.seed,
+                store.results(),
+                self.rule,
+                self.min_games,
+            )
         return Fixed(self._rest(store))
 
     def _rest(self, store: Store) -> Iterator[ScheduledGame]:
@@ -255,41 +308,59 @@ class Tournament:
             left = self.left_undecided(store, tests)
         return Plan(
             settings=ExecutorSettings(
-                engines=specs, referee=RefereeConfig(margin=self.margin), warm=self.warm,
+                engines=specs,
+                referee=RefereeConfig(margin=self.margin),
+                warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
-            games=schedule, total=self.total, left=left,
-            variant=self.variant, tc=self.tc, sinks=sinks, concurrency=self.concurrency,
+            games=schedule,
+            total=self.total,
+            left=left,
+            variant=self.variant,
+            tc=self.tc,
+            sinks=sinks,
+            concurrency=self.concurrency,
             leave_out=self.playable_without if self.leave_out else None,
             keep=None if tests is None else tests.keep,
             transcripts=transcripts,
-        )  # fmt: skip
+        )
 
     def left_undecided(self, store: Store, tests: PairingTests) -> int:
         """Games still to play when pairings are tested: the schedule's not stored, but
         for those of pairings whose test has decided."""
-        return sum(1 for (_, engines), there in store.stored_of(self.slots(), lambda s: s[0])
-                   if not there and not tests.decided(engines))  # fmt: skip
+        return sum(
+            1
+            for (_, engines), there in store.stored_of(self.slots(), lambda s: s[0])
+            if not there and not tests.decided(engines)
+        )
 
     def playable_without(self, engines: Collection[str]) -> bool:
         """Whether some pairing of the schedule is left once these engines sit out (a
         gauntlet whose challenger cannot start has none)."""
         out = set(engines)
-        return any(not out & {a, b} for a, b in pairings(list(self.engines), self.format,
-                                                         self.challenger))  # fmt: skip
+        return any(
+            not out & {a, b} for a, b in pairings(list(self.engines), self.format, self.challenger)
+        )
 
     def slots(self) -> Iterator[tuple[str, tuple[str, str]]]:
         """Every game of the schedule as (id, engines), without computing openings."""
-        for game in tournament_games(self.name, list(self.engines), self.format, self.rounds,
-                                     self.variant, challenger=self.challenger):  # fmt: skip
+        for game in tournament_games(
+            self.name,
+            list(self.engines),
+            self.format,
+            self.rounds,
+            self.variant,
+            challenger=self.challenger,
+        ):
             yield game.game_id, game.engines
 
     def tests(self, store: Store) -> PairingTests | None:
         """Each pairing's sequential test as its stored games leave it (None without one)."""
         if self.sprt is None:
             return None
-        order = {frozenset(p): p for p in pairings(list(self.engines), self.format,
-                                                   self.challenger)}  # fmt: skip
+        order = {
+            frozenset(p): p for p in pairings(list(self.engines), self.format, self.challenger)
+        }
         tests = PairingTests(self.sprt, order)
         for pair_key, seat1, seat2, winner_seat in store.stored_rows():
             if frozenset((seat1, seat2)) in order:
@@ -312,8 +383,7 @@ class PairingTests:
 
     def verdicts(self) -> list[tuple[tuple[str, str], Verdict]]:
         """Every pairing's test, in schedule order."""
-        return [(pair, judge(self.test, *self.tally.counts(*pair)))
-                for pair in self.order.values()]  # fmt: skip
+        return [(pair, judge(self.test, *self.tally.counts(*pair))) for pair in self.order.values()]
 
     def progress(self, rounds: int) -> list[str]:
         """A progress block's lines: one summary line of the tests by state, then the
@@ -381,8 +451,9 @@ def _no_nul(value: Any, where: str) -> None:
     """A NUL cannot be in a path, an argument or a name: say where it is."""
     if isinstance(value, str):
         if "\0" in value:
-            raise ConfigError("holds a NUL character", where=where,
-                              hint="remove the \\u0000 escape")  # fmt: skip
+            raise ConfigError(
+                "holds a NUL character", where=where, hint="remove the \\u0000 escape"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             _no_nul(key, where)
@@ -392,8 +463,9 @@ def _no_nul(value: Any, where: str) -> None:
             _no_nul(item, f"{where}[{index}]")
 
 
-def typed_key(table: Mapping[str, Any], key: str, where: str, default: Any,
-              keys: Mapping[str, type]) -> Any:  # fmt: skip
+def typed_key(
+    table: Mapping[str, Any], key: str, where: str, default: Any, keys: Mapping[str, type]
+) -> Any:
     """`table[key]` (or `default`), which must be of the type `keys` gives it: a
     ConfigError naming `where.key` otherwise (an integer passes as a float, a boolean
     never as an integer)."""
@@ -418,12 +490,19 @@ def _get(table: Mapping[str, Any], key: str, where: str, default: Any) -> Any:
 
 
 def _type_name(t: type) -> str:
-    return {str: "string", int: "integer", bool: "boolean (true or false)", list: "list",
-            float: "number", dict: "table"}[t]  # fmt: skip
+    return {
+        str: "string",
+        int: "integer",
+        bool: "boolean (true or false)",
+        list: "list",
+        float: "number",
+        dict: "table",
+    }[t]
 
 
-def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
-                    store_folder: Path | None = None) -> Tournament:  # fmt: skip
+def load_tournament(
+    path: str | os.PathLike[str], *, engines_here: bool = True, store_folder: Path | None = None
+) -> Tournament:
     """Read and check a tournament file; raises ConfigError naming the file and key.
 
     The engines' programs and folders are looked for on this machine only when they run
@@ -446,67 +525,89 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
             " `report` and `tournament status` read its store",
         )
     if unknown_top:
-        raise ConfigError(f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
-                          where=str(file), hint="a tournament file has [tournament] and"
-                          " [[engine]] tables")  # fmt: skip
+        raise ConfigError(
+            f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
+            where=str(file),
+            hint="a tournament file has [tournament] and [[engine]] tables",
+        )
     table = data.get("tournament")
     if not isinstance(table, dict):
-        raise ConfigError("no [tournament] table", where=str(file),
-                          hint='start the file with [tournament] and name = "..."')  # fmt: skip
+        raise ConfigError(
+            "no [tournament] table",
+            where=str(file),
+            hint='start the file with [tournament] and name = "..."',
+        )
     unknown = set(table) - set(_TOURNAMENT_KEYS)
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(sorted(unknown))}", where=where,
-                          hint=f"allowed keys: {', '.join(sorted(_TOURNAMENT_KEYS))}")  # fmt: skip
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(unknown))}",
+            where=where,
+            hint=f"allowed keys: {', '.join(sorted(_TOURNAMENT_KEYS))}",
+        )
     name = _get(table, "name", where, file.stem)
     check_name(name, f"{where}.name")
     try:
         fmt = Format(_get(table, "format", where, "round-robin"))
     except ValueError as exc:
-        raise ConfigError(f"unknown format {toml_value(table.get('format'))}",
-                          where=f"{where}.format",
-                          hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
-                          ) from exc  # fmt: skip
+        raise ConfigError(
+            f"unknown format {toml_value(table.get('format'))}",
+            where=f"{where}.format",
+            hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
+        ) from exc
     rounds = _get(table, "rounds", where, 1)
     if not 1 <= rounds <= MAX_ROUNDS:
         raise ConfigError(f"must be between 1 and {MAX_ROUNDS}", where=f"{where}.rounds")
     concurrency = _get(table, "concurrency", where, 1)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ConfigError(f"must be between 1 and {MAX_CONCURRENCY}",
-                          where=f"{where}.concurrency")  # fmt: skip
+        raise ConfigError(f"must be between 1 and {MAX_CONCURRENCY}", where=f"{where}.concurrency")
     margin = float(_get(table, "margin", where, 0.1))
     if not 0 <= margin <= 60:
         raise ConfigError("must be between 0 and 60 seconds", where=f"{where}.margin")
-    warm = WarmBudget(_get(table, "warm_engines", where, WARM_ENGINES),
-                      _get(table, "warm_memory_mb", where, WARM_MEMORY_MB))  # fmt: skip
+    warm = WarmBudget(
+        _get(table, "warm_engines", where, WARM_ENGINES),
+        _get(table, "warm_memory_mb", where, WARM_MEMORY_MB),
+    )
     if not 2 <= warm.engines <= MAX_WARM:
-        raise ConfigError(f"must be between 2 and {MAX_WARM}", where=f"{where}.warm_engines",
-                          hint="a slot keeps at least the two engines of its game")  # fmt: skip
+        raise ConfigError(
+            f"must be between 2 and {MAX_WARM}",
+            where=f"{where}.warm_engines",
+            hint="a slot keeps at least the two engines of its game",
+        )
     if not 1 <= warm.memory_mb <= 1 << 24:
-        raise ConfigError("must be between 1 and 16777216 (16 TB)",
-                          where=f"{where}.warm_memory_mb")  # fmt: skip
+        raise ConfigError("must be between 1 and 16777216 (16 TB)", where=f"{where}.warm_memory_mb")
     confine_per = _get(table, "confine_per", where, "game")
     if confine_per not in ("game", "pairing"):
-        raise ConfigError(f"unknown value {toml_value(confine_per)}", where=f"{where}.confine_per",
-                          hint='use "game" (a fresh process every game, the default) or'
-                          ' "pairing" (kept for a pairing\'s games in a row)')  # fmt: skip
+        raise ConfigError(
+            f"unknown value {toml_value(confine_per)}",
+            where=f"{where}.confine_per",
+            hint='use "game" (a fresh process every game, the default) or'
+            ' "pairing" (kept for a pairing\'s games in a row)',
+        )
     on_start_failure = _get(table, "on_start_failure", where, "stop")
     if on_start_failure not in ("stop", "leave-out"):
-        raise ConfigError(f"unknown value {toml_value(on_start_failure)}",
-                          where=f"{where}.on_start_failure",
-                          hint='use "stop" (the run stops, the default) or "leave-out" (its'
-                          " games are void, the rest are played)")  # fmt: skip
+        raise ConfigError(
+            f"unknown value {toml_value(on_start_failure)}",
+            where=f"{where}.on_start_failure",
+            hint='use "stop" (the run stops, the default) or "leave-out" (its'
+            " games are void, the rest are played)",
+        )
     sprt_table = _get(table, "sprt", where, None)
     sprt = None
     if sprt_table is not None:
         try:
             sprt = test_from(sprt_table)
         except ValueError as exc:
-            raise ConfigError(str(exc), where=f"{where}.sprt", hint="e.g. sprt = { elo0 = 0,"
-                              " elo1 = 10, alpha = 0.05, beta = 0.05 }") from exc  # fmt: skip
+            raise ConfigError(
+                str(exc),
+                where=f"{where}.sprt",
+                hint="e.g. sprt = { elo0 = 0, elo1 = 10, alpha = 0.05, beta = 0.05 }",
+            ) from exc
         if fmt not in (Format.ROUND_ROBIN, Format.GAUNTLET):
-            raise ConfigError(f"a {fmt.value} tournament has no fixed pairings to test",
-                              where=f"{where}.sprt", hint="sprt is for round-robin and"
-                              " gauntlet tournaments; remove it")  # fmt: skip
+            raise ConfigError(
+                f"a {fmt.value} tournament has no fixed pairings to test",
+                where=f"{where}.sprt",
+                hint="sprt is for round-robin and gauntlet tournaments; remove it",
+            )
     tc_text = _get(table, "tc", where, str(DEFAULT_TC))
     try:
         tc = TimeControl.parse(tc_text)
@@ -516,8 +617,11 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     size = _get(table, "size", where, 11)
     pie = _get(table, "pie", where, True)
     if islands not in (4, 8):
-        raise ConfigError(f"{islands} islands is not a variant", where=f"{where}.islands",
-                          hint="8 for Atoll, 4 for Hex")  # fmt: skip
+        raise ConfigError(
+            f"{islands} islands is not a variant",
+            where=f"{where}.islands",
+            hint="8 for Atoll, 4 for Hex",
+        )
     try:
         variant = Variant(islands, size, pie)
     except ValueError as exc:
@@ -537,31 +641,40 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
     local = engines_here and file_dask is None
     engines, conditions = parse_engines(file, here, table, data.get("engine", []), where, local)
     if len(engines) < 2:
-        raise ConfigError(f"needs at least two engines, has {len(engines)}", where=str(file),
-                          hint=_EXAMPLE)  # fmt: skip
+        raise ConfigError(
+            f"needs at least two engines, has {len(engines)}", where=str(file), hint=_EXAMPLE
+        )
     challenger = _get(table, "challenger", where, None)
     if challenger is not None and fmt is not Format.GAUNTLET:
-        raise ConfigError("only a gauntlet has a challenger", where=f"{where}.challenger",
-                          hint='set format = "gauntlet" or remove the key')  # fmt: skip
+        raise ConfigError(
+            "only a gauntlet has a challenger",
+            where=f"{where}.challenger",
+            hint='set format = "gauntlet" or remove the key',
+        )
     if fmt is Format.GAUNTLET:
         if challenger is None:
             challenger = next(iter(engines))
         elif challenger not in engines:
-            raise ConfigError(f"no engine named {toml_value(challenger)}",
-                              where=f"{where}.challenger",
-                              hint=f"engines: {', '.join(engines)}")  # fmt: skip
+            raise ConfigError(
+                f"no engine named {toml_value(challenger)}",
+                where=f"{where}.challenger",
+                hint=f"engines: {', '.join(engines)}",
+            )
     if fmt is Format.SWISS:
         most = len(engines) - 1 + len(engines) % 2
         if rounds > most:
             raise ConfigError(
                 f"a Swiss of {len(engines)} engines has at most {most} rounds, not {rounds}:"
-                " two engines never meet twice", where=f"{where}.rounds",
+                " two engines never meet twice",
+                where=f"{where}.rounds",
                 hint=f"set rounds = {most} or fewer, or play a round-robin",
-            )  # fmt: skip
+            )
     if "output" not in table and (os.sep in name or name.startswith(".")):
-        raise ConfigError(f"the name {toml_value(name)} cannot name the results file",
-                          where=f"{where}.name",
-                          hint='set output = "results.sqlite", or use a plain name')  # fmt: skip
+        raise ConfigError(
+            f"the name {toml_value(name)} cannot name the results file",
+            where=f"{where}.name",
+            hint='set output = "results.sqlite", or use a plain name',
+        )
     output_value = _get(table, "output", where, f"{name}.sqlite")
     output = resolved((store_folder or here) / output_value, f"{where}.output")
     try:
@@ -572,47 +685,79 @@ def load_tournament(path: str | os.PathLike[str], *, engines_here: bool = True,
             where=f"{where}.output",
         ) from exc
     if unusable:
-        raise ConfigError(f"{toml_value(output_value)} cannot be the results store",
-                          where=f"{where}.output",
-                          hint='give a new file name, e.g. output = "results.sqlite"')  # fmt: skip
+        raise ConfigError(
+            f"{toml_value(output_value)} cannot be the results store",
+            where=f"{where}.output",
+            hint='give a new file name, e.g. output = "results.sqlite"',
+        )
     budget, rule, min_games = _adaptive(table, where, fmt, len(engines))
     total = budget if fmt is Format.ADAPTIVE else tournament_size(len(engines), fmt, rounds)
     if total > MAX_GAMES:
-        raise ConfigError(f"{total} games is more than {MAX_GAMES}", where=f"{where}.rounds",
-                          hint="split it into several tournaments")  # fmt: skip
+        raise ConfigError(
+            f"{total} games is more than {MAX_GAMES}",
+            where=f"{where}.rounds",
+            hint="split it into several tournaments",
+        )
     return Tournament(
-        path=file, name=name, format=fmt, challenger=challenger, rounds=rounds,
-        concurrency=concurrency, tc=tc, variant=variant, openings=openings,
-        openings_file=openings_file, openings_default=openings_default, seed=seed,
+        path=file,
+        name=name,
+        format=fmt,
+        challenger=challenger,
+        rounds=rounds,
+        concurrency=concurrency,
+        tc=tc,
+        variant=variant,
+        openings=openings,
+        openings_file=openings_file,
+        openings_default=openings_default,
+        seed=seed,
         output=output,
-        margin=margin, engines=engines, engine_conditions=conditions, dask=file_dask,
-        warm=warm, confine_per=confine_per, leave_out=on_start_failure == "leave-out",
-        sprt=sprt, budget=budget, rule=rule, min_games=min_games,
-    )  # fmt: skip
+        margin=margin,
+        engines=engines,
+        engine_conditions=conditions,
+        dask=file_dask,
+        warm=warm,
+        confine_per=confine_per,
+        leave_out=on_start_failure == "leave-out",
+        sprt=sprt,
+        budget=budget,
+        rule=rule,
+        min_games=min_games,
+    )
 
 
-def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
-              engines: int) -> tuple[int, StopRule | None, int]:  # fmt: skip
+def _adaptive(
+    table: Mapping[str, Any], where: str, fmt: Format, engines: int
+) -> tuple[int, StopRule | None, int]:
     """An adaptive run's budget, stop rule and warm-up; its keys only with its format."""
     if fmt is not Format.ADAPTIVE:
         extra = [key for key in _ADAPTIVE_KEYS if key in table]
         if extra:
-            raise ConfigError(f"{extra[0]} is a key of adaptive runs only",
-                              where=f"{where}.{extra[0]}", hint='set format = "adaptive",'
-                              " or remove the key")  # fmt: skip
+            raise ConfigError(
+                f"{extra[0]} is a key of adaptive runs only",
+                where=f"{where}.{extra[0]}",
+                hint='set format = "adaptive", or remove the key',
+            )
         return 0, None, 4
     if "rounds" in table:
-        raise ConfigError("an adaptive run has a budget of games, not rounds",
-                          where=f"{where}.rounds",
-                          hint="set games = N (an even number)")  # fmt: skip
+        raise ConfigError(
+            "an adaptive run has a budget of games, not rounds",
+            where=f"{where}.rounds",
+            hint="set games = N (an even number)",
+        )
     budget = _get(table, "games", where, None)
     if budget is None:
-        raise ConfigError("an adaptive run needs a budget of games", where=f"{where}.games",
-                          hint="e.g. games = 1000")  # fmt: skip
+        raise ConfigError(
+            "an adaptive run needs a budget of games",
+            where=f"{where}.games",
+            hint="e.g. games = 1000",
+        )
     if not 2 <= budget <= MAX_GAMES or budget % 2:
-        raise ConfigError(f"must be an even number between 2 and {MAX_GAMES}, not {budget}",
-                          where=f"{where}.games",
-                          hint="games come in seat-swapped pairs")  # fmt: skip
+        raise ConfigError(
+            f"must be an even number between 2 and {MAX_GAMES}, not {budget}",
+            where=f"{where}.games",
+            hint="games come in seat-swapped pairs",
+        )
     min_games = _get(table, "min_games", where, 4)
     if not 0 <= min_games <= 1000:
         raise ConfigError("must be between 0 and 1000", where=f"{where}.min_games")
@@ -620,28 +765,40 @@ def _adaptive(table: Mapping[str, Any], where: str, fmt: Format,
     until = _get(table, "until", where, None)
     if until is None:
         if "confidence" in table:
-            raise ConfigError("a confidence without a stop rule", where=f"{where}.confidence",
-                              hint='set until = "top:3" (or "order"),'
-                              " or remove the key")  # fmt: skip
+            raise ConfigError(
+                "a confidence without a stop rule",
+                where=f"{where}.confidence",
+                hint='set until = "top:3" (or "order"), or remove the key',
+            )
         return budget, None, min_games
     from arbiter.runs.adaptive import StopRule, parse_until
 
     try:
         top = parse_until(until)
     except ValueError as exc:
-        raise ConfigError(str(exc), where=f"{where}.until", hint='use "top:K" (the first K'
-                          ' places, in order) or "order" (the whole order)') from exc  # fmt: skip
+        raise ConfigError(
+            str(exc),
+            where=f"{where}.until",
+            hint='use "top:K" (the first K places, in order) or "order" (the whole order)',
+        ) from exc
     if top is not None and top >= engines:
-        raise ConfigError(f"top:{top} of {engines} engines", where=f"{where}.until",
-                          hint=f'use at most top:{engines - 1}, or "order"')  # fmt: skip
+        raise ConfigError(
+            f"top:{top} of {engines} engines",
+            where=f"{where}.until",
+            hint=f'use at most top:{engines - 1}, or "order"',
+        )
     if not 0.5 <= confidence < 1:
-        raise ConfigError(f"must be at least 0.5 and below 1, not {confidence}",
-                          where=f"{where}.confidence", hint="e.g. confidence = 0.95")  # fmt: skip
+        raise ConfigError(
+            f"must be at least 0.5 and below 1, not {confidence}",
+            where=f"{where}.confidence",
+            hint="e.g. confidence = 0.95",
+        )
     return budget, StopRule(top, confidence), min_games
 
 
-def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant,
-              seed: int) -> tuple[Openings, str | None]:  # fmt: skip
+def _openings(
+    table: Mapping[str, Any], where: str, here: Path, variant: Variant, seed: int
+) -> tuple[Openings, str | None]:
     file_value = _get(table, "openings", where, None)
     # As a match: deterministic engines from the empty board would replay one game.
     default = 0 if file_value is not None else DEFAULT_RANDOM_OPENINGS
@@ -649,12 +806,15 @@ def _openings(table: Mapping[str, Any], where: str, here: Path, variant: Variant
     if plies < 0:
         raise ConfigError("must not be negative", where=f"{where}.random_openings")
     if file_value is not None and plies:
-        raise ConfigError("openings and random_openings are both set", where=where,
-                          hint="choose one")  # fmt: skip
+        raise ConfigError(
+            "openings and random_openings are both set", where=where, hint="choose one"
+        )
     if file_value is None:
         if plies and Openings(random_plies=plies).random_stones(variant) >= variant.size:
-            raise ConfigError(f"{plies} random plies is too many for size {variant.size}",
-                              where=f"{where}.random_openings")  # fmt: skip
+            raise ConfigError(
+                f"{plies} random plies is too many for size {variant.size}",
+                where=f"{where}.random_openings",
+            )
         return Openings(random_plies=plies, seed=seed), None
     return read_openings(
         here / file_value,
@@ -670,8 +830,9 @@ def read_openings(path: Path, variant: Variant, where: str, hint: str) -> Openin
     try:
         text = read_small(path, "openings file")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read openings file {str(path)!r}: {exc}", where=where,
-                          hint=hint) from exc  # fmt: skip
+        raise ConfigError(
+            f"cannot read openings file {str(path)!r}: {exc}", where=where, hint=hint
+        ) from exc
     try:
         lines = parse_openings(text, variant)
     except ValueError as exc:
@@ -701,9 +862,11 @@ def parse_engines(
         name = spec.name
         assert name is not None
         if name in engines:
-            raise ConfigError(f"duplicate engine name {toml_value(name)} (also {sources[name]})",
-                              where=source, hint="engine names are identities: make them"
-                              " unique")  # fmt: skip
+            raise ConfigError(
+                f"duplicate engine name {toml_value(name)} (also {sources[name]})",
+                where=source,
+                hint="engine names are identities: make them unique",
+            )
         sources[name] = source
         # The tournament's sandbox and limits are defaults: an engine's own win.
         spec = replace(
@@ -713,13 +876,17 @@ def parse_engines(
             check_confinement(spec, source)
         engines[name] = spec
         conditions[name] = {
-            "command": raw.get("command"), "cwd": raw.get("cwd", "."),
-            "env": raw.get("env", {}), "tc": str(spec.tc) if spec.tc else None,
-            "options": list(spec.options), "sandbox": spec.sandbox,
-            "limits": spec.limits.as_dict(), "read": list(spec.read),
+            "command": raw.get("command"),
+            "cwd": raw.get("cwd", "."),
+            "env": raw.get("env", {}),
+            "tc": str(spec.tc) if spec.tc else None,
+            "options": list(spec.options),
+            "sandbox": spec.sandbox,
+            "limits": spec.limits.as_dict(),
+            "read": list(spec.read),
             # What it plays and how it is spoken to (stores before this key lack it).
             "dialect": {key: raw.get(key) for key in ("islands", "sizes", "swap", "time")},
-        }  # fmt: skip
+        }
 
     confined = _get(table, "sandbox", where, False)
     limits_table = _get(table, "limits", where, None)
@@ -743,8 +910,11 @@ def parse_engines(
                 continue  # its [[engine]] entry, below
             book = known.book(key)
             if book is None:
-                where_from = f"{engines_file} or the bundled bots" if engines_file else \
-                    "the bundled bots (there is no engines_file)"  # fmt: skip
+                where_from = (
+                    f"{engines_file} or the bundled bots"
+                    if engines_file
+                    else "the bundled bots (there is no engines_file)"
+                )
                 unread = unread_engines_file(here, user)
                 hint = f"known: {', '.join(known)}; or define it in an [[engine]] table"
                 if unread is not None:
@@ -756,8 +926,11 @@ def parse_engines(
                 )
             add(book.spec(key, local=local), book.tables[key], book.where(key))
     if not isinstance(listed, list):
-        raise ConfigError("engine must be an array of tables", where=str(file),
-                          hint="write each engine as [[engine]]")  # fmt: skip
+        raise ConfigError(
+            "engine must be an array of tables",
+            where=str(file),
+            hint="write each engine as [[engine]]",
+        )
     for number, entry in enumerate(listed, 1):
         label = entry.get("name") if isinstance(entry, dict) else None
         source = f"{file}: engine " + (repr(label) if isinstance(label, str) else f"#{number}")
@@ -772,14 +945,18 @@ def _same_field(t: Tournament, started: set[str]) -> None:
     added, removed = sorted(set(t.engines) - started), sorted(started - set(t.engines))
     if not (added or removed):
         return
-    change = "; ".join(f"{what} {', '.join(names)}" for what, names in
-                       (("added", added), ("removed", removed)) if names)  # fmt: skip
+    change = "; ".join(
+        f"{what} {', '.join(names)}"
+        for what, names in (("added", added), ("removed", removed))
+        if names
+    )
     raise ConfigError(
         f"the engines changed since the store {t.output.name} was started ({change}): a"
         " Swiss pairs each round from the results of the engines it started with",
-        where=f"{t.path}: engine", hint="restore the engines, or use --fresh to start a new"
+        where=f"{t.path}: engine",
+        hint="restore the engines, or use --fresh to start a new"
         " store (the old one is kept under a dated name)",
-    )  # fmt: skip
+    )
 
 
 def stored_openings(t: Tournament, store: Store) -> tuple[Tournament, str | None]:
@@ -818,21 +995,26 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
         " or restore the old value"
     )
     if stored is not None:
-        if (stored.get("pie") and "swap_decision" not in stored
-                and (stored.get("random_openings") or 0) > 1):  # fmt: skip
+        if (
+            stored.get("pie")
+            and "swap_decision" not in stored
+            and (stored.get("random_openings") or 0) > 1
+        ):
             raise ConfigError(
                 f"the store {t.output} was started when a random opening of"
                 f" {stored['random_openings']} plies played move 2 at random; under the pie"
                 " rule that move is now the swap decision of the engine on move, and games"
                 " of the two kinds are not comparable",
-                where=f"{t.path}: tournament.random_openings", hint="use --fresh to start a"
-                " new store (the old one is kept under a dated name)",
-            )  # fmt: skip
+                where=f"{t.path}: tournament.random_openings",
+                hint="use --fresh to start a new store (the old one is kept under a dated name)",
+            )
         if store.meta("tournament") != t.name:
             raise ConfigError(
                 f"the store {t.output} holds tournament {store.meta('tournament')!r},"
-                f" not {t.name!r}", where=f"{t.path}: tournament.name", hint=fix,
-            )  # fmt: skip
+                f" not {t.name!r}",
+                where=f"{t.path}: tournament.name",
+                hint=fix,
+            )
         refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__, t.output.name, fix)
         if t.format is Format.SWISS:
             _same_field(t, set(store.engine_definitions()))

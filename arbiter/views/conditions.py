@@ -26,10 +26,13 @@ from arbiter.text import escape, shorten
 UNKNOWN = "not recorded"
 TEXT_CHARS = 300  # a command line or a version shown, at most
 # Rows compared between sources; the others (games, dates, hosts) differ by nature.
-COMPARED = ("Format", "Board", "Pie rule", "Time control", "Openings", "Seed",
-            "Sandbox and limits")  # fmt: skip
-LIMIT_NAMES = {"memory_mb": ("memory", "MB"), "cpu_s": ("CPU", "s"),
-               "processes": ("processes", ""), "disk_mb": ("disk", "MB")}  # fmt: skip
+COMPARED = ("Format", "Board", "Pie rule", "Time control", "Openings", "Seed", "Sandbox and limits")
+LIMIT_NAMES = {
+    "memory_mb": ("memory", "MB"),
+    "cpu_s": ("CPU", "s"),
+    "processes": ("processes", ""),
+    "disk_mb": ("disk", "MB"),
+}
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,7 @@ class _Column:
         s = self.s
         if s.kind == "repeat":
             same = Cell(f"as {_text(Path(s.store).name, 80)}", known=False)
-            return {label: (same, "") for label in ("Source", "Games", *COMPARED, "Dates",
-                                                      "Hosts")}  # fmt: skip
+            return {label: (same, "") for label in ("Source", "Games", *COMPARED, "Dates", "Hosts")}
         out: dict[str, tuple[Cell, str]] = {}
 
         def put(label: str, text: str, key: str | None = None, known: bool = True) -> None:
@@ -231,9 +233,11 @@ class _Column:
             text += ", each pairing as a seat-swapped pair"
             sprt = self.stored.get("sprt")
             if isinstance(sprt, dict):
-                text += _text(f"; a sequential test (SPRT) per pairing: Elo {sprt.get('elo0')}"
-                              f" against {sprt.get('elo1')}, alpha {sprt.get('alpha')}, beta"
-                              f" {sprt.get('beta')}, model {sprt.get('model')}")  # fmt: skip
+                text += _text(
+                    f"; a sequential test (SPRT) per pairing: Elo {sprt.get('elo0')}"
+                    f" against {sprt.get('elo1')}, alpha {sprt.get('alpha')}, beta"
+                    f" {sprt.get('beta')}, model {sprt.get('model')}"
+                )
             return text, text, True
         if self.s.kind == "match":
             games = d.get("games")
@@ -260,8 +264,10 @@ class _Column:
                 pies[bool(pie)] += n
         if not pies:
             return UNKNOWN, "", False
-        words = {True: "on: seat 2 may swap (take seat 1's first stone) instead of its first"
-                 " move", False: "off"}  # fmt: skip
+        words = {
+            True: "on: seat 2 may swap (take seat 1's first stone) instead of its first move",
+            False: "off",
+        }
         if len(pies) == 1:
             text = words[next(iter(pies))]
             return text, text, True
@@ -284,16 +290,20 @@ class _Column:
         if digest:
             listed = (self.s.definition or {}).get("openings_file")
             where = f" from {_text(listed, 120)}" if listed else ""
-            text = f"a list of openings{where} (digest {_text(digest, 20)}), one per" \
-                " seat-swapped pair, both games from the same position"  # fmt: skip
+            text = (
+                f"a list of openings{where} (digest {_text(digest, 20)}), one per"
+                " seat-swapped pair, both games from the same position"
+            )
             return text, f"list {digest}", True
         if type(plies) is int and plies > 0:
             # Under the pie rule the engine on move decides the swap: the opening places
             # one stone (stores started before that rule say nothing of it).
             engine_swaps = self.stored.get("swap_decision") == "engine"
             stones = min(plies, 1) if engine_swaps else plies
-            text = f"{stones} random {'stone' if stones == 1 else 'stones'} per seat-swapped" \
-                " pair, both games from the same position"  # fmt: skip
+            text = (
+                f"{stones} random {'stone' if stones == 1 else 'stones'} per seat-swapped"
+                " pair, both games from the same position"
+            )
             if stones < plies:
                 text += f" ({plies} asked; the engine on move decides the swap)"
             return text, f"random {stones}", True
@@ -305,12 +315,16 @@ class _Column:
         openings were recorded)."""
         if not self.s.openings:
             return UNKNOWN, "", False
-        lengths = ", ".join(f"{n} {'ply' if n == 1 else 'plies'}"
-                            + (f" ({k} games)" if len(self.s.openings) > 1 else "")
-                            for n, k in sorted(self.s.openings.items()))  # fmt: skip
+        lengths = ", ".join(
+            f"{n} {'ply' if n == 1 else 'plies'}"
+            + (f" ({k} games)" if len(self.s.openings) > 1 else "")
+            for n, k in sorted(self.s.openings.items())
+        )
         played = sum(self.s.openings.values())
-        text = f"openings of {lengths} in {played} of {self.s.games + self.s.voids} games" \
-            " (from the records)"  # fmt: skip
+        text = (
+            f"openings of {lengths} in {played} of {self.s.games + self.s.voids} games"
+            " (from the records)"
+        )
         return text, "", True
 
     def _seed(self) -> tuple[str, str, bool]:
@@ -332,8 +346,10 @@ class _Column:
         s = self.s
         parts = [f"store started {_date(s.created)}"] if s.created else []
         if s.first_started:
-            parts.append(f"games from {_date(s.first_started)} to"
-                         f" {_date(s.last_finished or s.first_started)}")  # fmt: skip
+            parts.append(
+                f"games from {_date(s.first_started)} to"
+                f" {_date(s.last_finished or s.first_started)}"
+            )
         return ("; ".join(parts) or UNKNOWN), "", bool(parts)
 
     def _hosts(self) -> tuple[str, str, bool]:
@@ -367,8 +383,7 @@ class _Column:
                 if not command and seen.commands:
                     command = "; ".join(_argv(c) for c in seen.commands)
                 if not version and seen.versions:
-                    version = _counted(Counter({_text(v, 80): n
-                                                for v, n in seen.versions.items()}))  # fmt: skip
+                    version = _counted(Counter({_text(v, 80): n for v, n in seen.versions.items()}))
                 if not answers and seen.answers:
                     answers = "; ".join(_text(a, 80) for a in seen.answers)
             setup = UNKNOWN
@@ -378,8 +393,17 @@ class _Column:
             else:
                 tc = _counted(seen.tcs, " games") if seen and seen.tcs else UNKNOWN
                 confinement = UNKNOWN
-            rows.append(EngineRow(_text(name, 80), command or UNKNOWN, version or UNKNOWN,
-                                  answers or UNKNOWN, tc, confinement, setup))  # fmt: skip
+            rows.append(
+                EngineRow(
+                    _text(name, 80),
+                    command or UNKNOWN,
+                    version or UNKNOWN,
+                    answers or UNKNOWN,
+                    tc,
+                    confinement,
+                    setup,
+                )
+            )
         return EngineTable(_label(s), rows, bool(self.definitions))
 
 

@@ -78,8 +78,9 @@ def _environment() -> jinja2.Environment:
 def encode_cells(cells: Iterable[int]) -> str:
     """Cell indices (-1 for the swap) as two characters each: the game data's bulk, kept
     small (a 1,000-game report on the largest board stays within its budget)."""
-    return "".join(SWAP_CODE if c < 0 else CELL_DIGITS[c // 64] + CELL_DIGITS[c % 64]
-                   for c in cells)  # fmt: skip
+    return "".join(
+        SWAP_CODE if c < 0 else CELL_DIGITS[c // 64] + CELL_DIGITS[c % 64] for c in cells
+    )
 
 
 def encode_times(tenths: Iterable[int]) -> str:
@@ -161,8 +162,11 @@ def elo_plot(board: Standings) -> Plot:
     """Each engine's Elo with its 95% interval on one scale; an unbounded rating is an
     open bar across the whole scale, without a point."""
     width, left, right, row_h = 640.0, 150.0, 620.0, 26.0
-    finite = [(r.elo - r.error, r.elo + r.error) for r in board.rows
-              if r.elo is not None and r.error is not None]  # fmt: skip
+    finite = [
+        (r.elo - r.error, r.elo + r.error)
+        for r in board.rows
+        if r.elo is not None and r.error is not None
+    ]
     points = [r.elo for r in board.rows if r.elo is not None] or [0.0]
     low = min([p[0] for p in finite] + points)
     high = max([p[1] for p in finite] + points)
@@ -180,22 +184,46 @@ def elo_plot(board: Standings) -> Plot:
     for i, r in enumerate(board.rows):
         y = 30.0 + i * row_h
         if r.elo is None or r.error is None:
-            rows.append(PlotRow(name=name(r.name), y=y, elo=None, lo=x(low), hi=x(high),
-                                open_lo=True, open_hi=True, label=UNBOUNDED))  # fmt: skip
+            rows.append(
+                PlotRow(
+                    name=name(r.name),
+                    y=y,
+                    elo=None,
+                    lo=x(low),
+                    hi=x(high),
+                    open_lo=True,
+                    open_hi=True,
+                    label=UNBOUNDED,
+                )
+            )
             continue
         lo, hi = r.elo - r.error, r.elo + r.error
-        rows.append(PlotRow(
-            name=name(r.name), y=y, elo=x(min(max(r.elo, low), high)),
-            lo=x(max(lo, low)), hi=x(min(hi, high)), open_lo=lo < low, open_hi=hi > high,
-            label=f"{_signed(r.elo)} ± {_error(r.error)}",
-        ))  # fmt: skip
+        rows.append(
+            PlotRow(
+                name=name(r.name),
+                y=y,
+                elo=x(min(max(r.elo, low), high)),
+                lo=x(max(lo, low)),
+                hi=x(min(hi, high)),
+                open_lo=lo < low,
+                open_hi=hi > high,
+                label=f"{_signed(r.elo)} ± {_error(r.error)}",
+            )
+        )
     ticks = []
     k = low
     while k <= high + step / 2:
         ticks.append((x(k), _signed(k)))
         k += step
-    return Plot(width, 40.0 + len(rows) * row_h, left, right, rows, ticks,
-                x(0.0) if low <= 0 <= high else None)  # fmt: skip
+    return Plot(
+        width,
+        40.0 + len(rows) * row_h,
+        left,
+        right,
+        rows,
+        ticks,
+        x(0.0) if low <= 0 <= high else None,
+    )
 
 
 def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
@@ -203,14 +231,19 @@ def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
     verdicts = sorted({v for r in board.rows for v in r.faults})
     rows = []
     for r in board.rows:
-        rows.append({
-            "rank": r.rank, "name": name(r.name),
-            "elo": UNBOUNDED if r.elo is None else _signed(r.elo),
-            "error": "" if r.error is None else _error(r.error), "games": r.games,
-            "score": f"{100 * r.score:.1f}", "wl": f"{r.wins}{DASH}{r.losses}",
-            "los": "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
-            "faults": [r.faults.get(v, 0) for v in verdicts],
-        })  # fmt: skip
+        rows.append(
+            {
+                "rank": r.rank,
+                "name": name(r.name),
+                "elo": UNBOUNDED if r.elo is None else _signed(r.elo),
+                "error": "" if r.error is None else _error(r.error),
+                "games": r.games,
+                "score": f"{100 * r.score:.1f}",
+                "wl": f"{r.wins}{DASH}{r.losses}",
+                "los": "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
+                "faults": [r.faults.get(v, 0) for v in verdicts],
+            }
+        )
     return verdicts, rows
 
 
@@ -234,13 +267,20 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
             if h is None:
                 line.append(None)
                 continue
-            line.append({
-                "score": f"{h.wins}{DASH}{h.losses}", "percent": f"{100 * h.score:.0f}%",
-                "own": _difference(h.own), "pool": _difference(h.pool),
-                "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
-                "tone": "ahead" if h.wins > h.losses else "behind" if h.wins < h.losses
-                else "even",
-            })  # fmt: skip
+            line.append(
+                {
+                    "score": f"{h.wins}{DASH}{h.losses}",
+                    "percent": f"{100 * h.score:.0f}%",
+                    "own": _difference(h.own),
+                    "pool": _difference(h.pool),
+                    "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
+                    "tone": "ahead"
+                    if h.wins > h.losses
+                    else "behind"
+                    if h.wins < h.losses
+                    else "even",
+                }
+            )
         grid.append(line)
     return [name(n) for n in names], grid
 
@@ -288,8 +328,11 @@ def records_line(raw: dict[str, Any], *, shared: bool) -> str:
     data = raw
     evidence = raw.get("evidence")
     if isinstance(evidence, dict):
-        cut = {k: v[-STDERR_CHARS:] for k in ("stderr_tail", "traceback")
-               if isinstance(v := evidence.get(k), str) and len(v) > STDERR_CHARS}  # fmt: skip
+        cut = {
+            k: v[-STDERR_CHARS:]
+            for k in ("stderr_tail", "traceback")
+            if isinstance(v := evidence.get(k), str) and len(v) > STDERR_CHARS
+        }
         if cut:
             data = {**raw, "evidence": {**evidence, **cut}}
     parts = []
@@ -303,8 +346,9 @@ def records_line(raw: dict[str, Any], *, shared: bool) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def shares_moves(raw: dict[str, Any], record: GameRecord, moves: list[int],
-                 tenths: list[int]) -> bool:  # fmt: skip
+def shares_moves(
+    raw: dict[str, Any], record: GameRecord, moves: list[int], tenths: list[int]
+) -> bool:
     """Whether the viewer's moves (cells, -1 the swap, as replayed) and move times
     (tenths) restore the record's own exactly; if not, its line carries them itself."""
     if "moves" not in raw or "move_ms" not in raw:
@@ -324,9 +368,12 @@ def _tenths(ms: list[float]) -> list[int]:
     return [min(max(round(t * 10), 0), MAX_TENTHS) for t in ms]
 
 
-def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
-               variants: dict[str, Variant], lines: list[str] | None = None,
-               ) -> list[dict[str, Any]]:  # fmt: skip
+def game_views(
+    records: Iterable[dict[str, Any]],
+    engines: dict[str, int],
+    variants: dict[str, Variant],
+    lines: list[str] | None = None,
+) -> list[dict[str, Any]]:
     """Each game as the viewer's data, replayed with the rules; `engines` and `variants`
     are filled in as they are met, and `lines` (if given) gets each game's records line
     for the download ("" for a record that does not load)."""
@@ -342,8 +389,10 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         variant = record.rules
         key = variant.geometry.key
         variants.setdefault(key, variant)
-        seats = (engines.setdefault(record.seat1, len(engines)),
-                 engines.setdefault(record.seat2, len(engines)))  # fmt: skip
+        seats = (
+            engines.setdefault(record.seat1, len(engines)),
+            engines.setdefault(record.seat2, len(engines)),
+        )
         moves, chain, problem = _replay(record)
         tenths = _tenths(record.move_ms[: len(moves)])
         if lines is not None:
@@ -352,21 +401,32 @@ def game_views(records: Iterable[dict[str, Any]], engines: dict[str, int],
         result = "void" if record.void else "1" if record.winner == record.seat1 else "2"
         tc1, tc2 = _text(record.tc.get("seat1", "")), _text(record.tc.get("seat2", ""))
         data = {
-            "id": _text(record.game_id, 200), "n": number, "v": key, "vn": str(variant),
-            "s": list(seats), "p": record.plies, "sw": record.swapped, "r": result,
+            "id": _text(record.game_id, 200),
+            "n": number,
+            "v": key,
+            "vn": str(variant),
+            "s": list(seats),
+            "p": record.plies,
+            "sw": record.swapped,
+            "r": result,
             "t": record.termination.value,
             "res": _text(describe_result(record), 1000),
-            "m": encode_cells(moves), "ms": encode_times(tenths),
-            "ch": encode_cells(chain), "bad": problem, "ev": _evidence(record),
-            "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}", "when": _text(record.started, 40),
+            "m": encode_cells(moves),
+            "ms": encode_times(tenths),
+            "ch": encode_cells(chain),
+            "bad": problem,
+            "ev": _evidence(record),
+            "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}",
+            "when": _text(record.started, 40),
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
-        }  # fmt: skip
+        }
         views.append(data)
     return views
 
 
-def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
-                problem: str) -> dict[str, Any]:  # fmt: skip
+def _unreadable(
+    number: int, raw: dict[str, Any], engines: dict[str, int], problem: str
+) -> dict[str, Any]:
     """A record the tally accepted but that cannot be replayed: listed, without a board."""
     seat1, seat2 = str(raw.get("seat1")), str(raw.get("seat2"))
     seats = (engines.setdefault(seat1, len(engines)), engines.setdefault(seat2, len(engines)))
@@ -374,12 +434,25 @@ def _unreadable(number: int, raw: dict[str, Any], engines: dict[str, int],
     termination = str(raw.get("termination"))
     game_id = _text(raw.get("game_id"), 200)
     return {
-        "id": game_id, "n": number, "v": None, "vn": "?", "p": 0, "s": list(seats),
-        "sw": False, "r": result, "t": termination,
+        "id": game_id,
+        "n": number,
+        "v": None,
+        "vn": "?",
+        "p": 0,
+        "s": list(seats),
+        "sw": False,
+        "r": result,
+        "t": termination,
         "res": _text(f"{raw.get('winner')} wins ({termination})"),
-        "m": "", "ms": "", "ch": "", "bad": _text(problem, 1000), "ev": None, "tc": "",
-        "when": _text(raw.get("started", ""), 40), "ans": ["", ""],
-    }  # fmt: skip
+        "m": "",
+        "ms": "",
+        "ch": "",
+        "bad": _text(problem, 1000),
+        "ev": None,
+        "tc": "",
+        "when": _text(raw.get("started", ""), 40),
+        "ans": ["", ""],
+    }
 
 
 # ----------------------------------------------------------------------- page
@@ -398,14 +471,21 @@ def board_min_width(p: BoardPicture) -> int:
     return math.ceil(p.width * MIN_LABEL_PX / LABEL_FONT)
 
 
-def render_report(board: Standings, records: list[dict[str, Any]], *, title: str,
-                  sources: list[str],
-                  conditions: Sequence[SourceConditions] = (),
-                  download: str = "games.jsonl",
-                  tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
-                  selection: Selection | None = None, read: int | None = None,
-                  voids: int | None = None, boards: Sequence[str] = (),
-                  formats: Sequence[FormatResult] = ()) -> str:  # fmt: skip
+def render_report(
+    board: Standings,
+    records: list[dict[str, Any]],
+    *,
+    title: str,
+    sources: list[str],
+    conditions: Sequence[SourceConditions] = (),
+    download: str = "games.jsonl",
+    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
+    selection: Selection | None = None,
+    read: int | None = None,
+    voids: int | None = None,
+    boards: Sequence[str] = (),
+    formats: Sequence[FormatResult] = (),
+) -> str:
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
     sequential test (source, test, pairing with the engine under test first, state, the
@@ -431,28 +511,44 @@ def render_report(board: Standings, records: list[dict[str, Any]], *, title: str
         "records": records_blob(lines),
     }
     f = board.fit
-    return _environment().get_template("report.html").render(
-        title=title, sources=sources, leaderboard=rows, verdicts=verdicts,
-        plot=elo_plot(board),
-        seat=_difference(seat_advantage(f), " Elo"),
-        rated=board.games, prior=board.prior, connected=f.connected,
-        components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
-        cross_names=cross_names, grid=grid, pictures=pictures,
-        engines=payload["engines"], terminations=terminations, payload=payload,
-        anchors=[(name(a), _signed(v)) for a, v in f.anchors],
-        floating=[[name(n) for n in g] for g in f.floating],
-        games=len(views),
-        voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
-        read=len(views) if read is None else read,
-        omitted=0 if read is None else max(read - len(views), 0),
-        selection=selection,
-        variants=sorted({*boards, *(g["vn"] for g in views)}), page_size=PAGE_SIZE,
-        conditions=conditions_table(conditions) if conditions else None,
-        download=_text(download, 120), unreadable=lines.count(""),
-        min_widths={key: board_min_width(p) for key, p in pictures.items()},
-        board_column=BOARD_COLUMN, tests=[_test_row(*t) for t in tests],
-        formats=[_format_view(f) for f in formats],
-    )  # fmt: skip
+    return (
+        _environment()
+        .get_template("report.html")
+        .render(
+            title=title,
+            sources=sources,
+            leaderboard=rows,
+            verdicts=verdicts,
+            plot=elo_plot(board),
+            seat=_difference(seat_advantage(f), " Elo"),
+            rated=board.games,
+            prior=board.prior,
+            connected=f.connected,
+            components=[[name(n) for n in c] for c in f.components] if not f.connected else [],
+            cross_names=cross_names,
+            grid=grid,
+            pictures=pictures,
+            engines=payload["engines"],
+            terminations=terminations,
+            payload=payload,
+            anchors=[(name(a), _signed(v)) for a, v in f.anchors],
+            floating=[[name(n) for n in g] for g in f.floating],
+            games=len(views),
+            voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
+            read=len(views) if read is None else read,
+            omitted=0 if read is None else max(read - len(views), 0),
+            selection=selection,
+            variants=sorted({*boards, *(g["vn"] for g in views)}),
+            page_size=PAGE_SIZE,
+            conditions=conditions_table(conditions) if conditions else None,
+            download=_text(download, 120),
+            unreadable=lines.count(""),
+            min_widths={key: board_min_width(p) for key, p in pictures.items()},
+            board_column=BOARD_COLUMN,
+            tests=[_test_row(*t) for t in tests],
+            formats=[_format_view(f) for f in formats],
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -505,14 +601,18 @@ def _test_row(
 ) -> dict[str, str]:
     lost, split, won = v.pairs
     return {
-        "source": _text(source, 80), "first": name(pairing[0]), "second": name(pairing[1]),
+        "source": _text(source, 80),
+        "first": name(pairing[0]),
+        "second": name(pairing[1]),
         "test": f"elo0 {test.elo0:g}, elo1 {test.elo1:g}, alpha {test.alpha:g},"
-                f" beta {test.beta:g} ({test.model})",
-        "llr": f"{v.llr:.2f}", "bounds": f"{v.lower:.2f} .. {v.upper:.2f}",
+        f" beta {test.beta:g} ({test.model})",
+        "llr": f"{v.llr:.2f}",
+        "bounds": f"{v.lower:.2f} .. {v.upper:.2f}",
         "result": v.state(rounds),
         "tone": {"H1": "ahead", "H0": "behind"}.get(v.result, ""),
-        "pairs": f"{won} / {split} / {lost}", "games": str(v.games),
-    }  # fmt: skip
+        "pairs": f"{won} / {split} / {lost}",
+        "games": str(v.games),
+    }
 
 
 def position_svg(record: GameRecord, ply: int | None = None) -> str:
@@ -527,23 +627,40 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
     swapped = None
     if pos.swap_now:
         swapped = pos.last
-    title = (f"{variant}, game {escape(record.game_id)}: {name(record.seat1)} (seat 1) vs"
-             f" {name(record.seat2)} (seat 2), after {pos.ply} of {pos.plies} plies")  # fmt: skip
+    title = (
+        f"{variant}, game {escape(record.game_id)}: {name(record.seat1)} (seat 1) vs"
+        f" {name(record.seat2)} (seat 2), after {pos.ply} of {pos.plies} plies"
+    )
     shown = record.moves[: pos.ply]
     desc = "Moves: " + " ".join(f"{n}.{_text(m, 8)}" for n, m in enumerate(shown, 1))
     if pos.chain:
         desc += ". Winning chain: " + " ".join(p.cells[i].name for i in sorted(pos.chain))
-    return _environment().get_template("position.svg").render(
-        p=p, stones=stones, last=pos.last, chain=pos.chain, swapped=swapped, title=title,
-        desc=desc if shown else "No moves.",
-    )  # fmt: skip
+    return (
+        _environment()
+        .get_template("position.svg")
+        .render(
+            p=p,
+            stones=stones,
+            last=pos.last,
+            chain=pos.chain,
+            swapped=swapped,
+            title=title,
+            desc=desc if shown else "No moves.",
+        )
+    )
 
 
-def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[str],
-                    download: str,
-                    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
-                    selection: Selection | None = None,
-                    formats: Sequence[FormatResult] = ()) -> str:  # fmt: skip
+def render_gathered(
+    board: Standings,
+    keep: Games,
+    *,
+    title: str,
+    sources: list[str],
+    download: str,
+    tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
+    selection: Selection | None = None,
+    formats: Sequence[FormatResult] = (),
+) -> str:
     """The report of what `standings.gather` read into `keep`: the boards its games were
     played on, the conditions of each source, the selection it embeds."""
     variants = set()
@@ -553,10 +670,20 @@ def render_gathered(board: Standings, keep: Games, *, title: str, sources: list[
                 variants.add(str(Variant(islands, size, pie)))  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 continue
-    return render_report(board, keep.records, title=title, sources=sources,
-                         conditions=keep.sources, download=download, tests=tests,
-                         selection=selection, read=keep.read, voids=keep.voids,
-                         boards=sorted(variants), formats=formats)  # fmt: skip
+    return render_report(
+        board,
+        keep.records,
+        title=title,
+        sources=sources,
+        conditions=keep.sources,
+        download=download,
+        tests=tests,
+        selection=selection,
+        read=keep.read,
+        voids=keep.voids,
+        boards=sorted(variants),
+        formats=formats,
+    )
 
 
 def arena_page(name: str) -> str:

@@ -79,8 +79,10 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
 
 def move_list(moves: list[str], upto: int, width: int = 78) -> list[str]:
     """Numbered moves, wrapped; the position shown is after move `upto`."""
-    words = [f"{n}.{m}" + ("<" if n == upto and upto < len(moves) else "")
-             for n, m in enumerate(moves, 1)]  # fmt: skip
+    words = [
+        f"{n}.{m}" + ("<" if n == upto and upto < len(moves) else "")
+        for n, m in enumerate(moves, 1)
+    ]
     lines, line = ["Moves:"], ""
     for word in words:
         if len(line) + len(word) + 1 > width:
@@ -103,8 +105,13 @@ def list_games(records: Iterable[GameRecord]) -> Iterator[str]:
     widths = [_width(h) + 2 for h in LIST_HEADERS]  # as tabulate's "simple" pads headers
     with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
         for n, r in enumerate(records, 1):
-            row = [str(n), r.game_id, f"{r.seat1} vs {r.seat2}",
-                   describe_result(r, brief=True), str(r.plies)]  # fmt: skip
+            row = [
+                str(n),
+                r.game_id,
+                f"{r.seat1} vs {r.seat2}",
+                describe_result(r, brief=True),
+                str(r.plies),
+            ]
             row = [escape(cell, newlines=True) for cell in row]
             for i, cell in enumerate(row):
                 widths[i] = max(widths[i], _width(cell))
@@ -126,8 +133,7 @@ def _width(text: str) -> int:
 
 
 def _row(cells: Sequence[str], widths: list[int]) -> str:
-    return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths, strict=True)
-                     ).rstrip()  # fmt: skip
+    return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
 def describe_result(record: GameRecord, *, brief: bool = False) -> str:
@@ -151,8 +157,15 @@ class Progress:
 
     `done` games of the `total` were played before this run (a resumed store)."""
 
-    def __init__(self, stream: TextIO, total: int, *, done: int = 0, quiet: bool = False,
-                 status: Callable[[], str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int,
+        *,
+        done: int = 0,
+        quiet: bool = False,
+        status: Callable[[], str] | None = None,
+    ) -> None:
         self.status = status  # said after each rated game (a sequential test's state)
         if stream is None:  # started with its stderr closed: nothing to show progress on
             stream, quiet = open(os.devnull, "w"), True  # noqa: SIM115 - lives with it
@@ -193,8 +206,9 @@ class Progress:
     # The reporter's events (arbiter.runs.driver.Reporter).
 
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
-        log.info("engine %s answers name %r, version %r", name, reply_name[:100],
-                 reply_version[:100])  # fmt: skip
+        log.info(
+            "engine %s answers name %r, version %r", name, reply_name[:100], reply_version[:100]
+        )
 
     def game_started(self, game: ScheduledGame, seat1: str, seat2: str) -> None:
         self._line(f"Started game {game.number} of {self.total} ({seat1} vs {seat2})")
@@ -270,9 +284,11 @@ def summary_lines(result: MatchResult) -> list[str]:
         lines.append(result.sprt.line() + f"; {result.sprt.games} games counted")
         after = result.stopped_estimate()
         if after is not None:
-            lines.append(f"Elo after the sequential stop, median-unbiased: {elo_text(after.elo)}"
-                         f" [{elo_text(after.lower)}, {elo_text(after.upper)}] (95%; the"
-                         " difference above is biased by the stop)")  # fmt: skip
+            lines.append(
+                f"Elo after the sequential stop, median-unbiased: {elo_text(after.elo)}"
+                f" [{elo_text(after.lower)}, {elo_text(after.upper)}] (95%; the"
+                " difference above is biased by the stop)"
+            )
     if result.aborted:
         lines.append(f"Match stopped: {result.aborted}")
     return lines + result.notes
@@ -304,18 +320,20 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "unplayed": result.unplayed,
         "aborted": result.aborted or None,
         "notes": result.notes,
-        "sprt": None if result.sprt is None else {
-            **result.sprt.as_json(), "estimate": _stopped_json(result),
+        "sprt": None
+        if result.sprt is None
+        else {
+            **result.sprt.as_json(),
+            "estimate": _stopped_json(result),
         },
-    }  # fmt: skip
+    }
 
 
 def _stopped_json(result: MatchResult) -> dict[str, float | None] | None:
     after = result.stopped_estimate()
     if after is None:
         return None
-    return {"elo": rounded(after.elo), "lower": rounded(after.lower),
-            "upper": rounded(after.upper)}  # fmt: skip
+    return {"elo": rounded(after.elo), "lower": rounded(after.lower), "upper": rounded(after.upper)}
 
 
 def elo_text(elo: float) -> str:
@@ -326,8 +344,16 @@ def elo_text(elo: float) -> str:
 class TournamentProgress(Progress):
     """Progress lines, and every `every` games a short standings table with an ETA."""
 
-    def __init__(self, stream: TextIO, total: int, standings: Callable[[], str], *,
-                 done: int = 0, every: int = 0, quiet: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stream: TextIO,
+        total: int,
+        standings: Callable[[], str],
+        *,
+        done: int = 0,
+        every: int = 0,
+        quiet: bool = False,
+    ) -> None:
         super().__init__(stream, total, done=done, quiet=quiet)
         self.left = total - done
         self.every = every

@@ -130,10 +130,15 @@ def game_tree(record: GameRecord) -> str:
         raise ValueError(NO_STANDARD_FORMAT)
     black, white = colours(record)
     root = [
-        "FF[4]", f"GM[{HEX_GAME}]", "CA[UTF-8]", f"AP[{APPLICATION}:{text(_version())}]",
-        f"SZ[{record.variant['size']}]", f"PB[{text(black)}]", f"PW[{text(white)}]",
+        "FF[4]",
+        f"GM[{HEX_GAME}]",
+        "CA[UTF-8]",
+        f"AP[{APPLICATION}:{text(_version())}]",
+        f"SZ[{record.variant['size']}]",
+        f"PB[{text(black)}]",
+        f"PW[{text(white)}]",
         f"RE[{result(record)}]",
-    ]  # fmt: skip
+    ]
     date = _DATE.match(record.started)
     if date:
         root.append(f"DT[{date.group(1)}]")
@@ -169,11 +174,13 @@ class Selection:
     def notes(self) -> list[str]:
         lines = []
         if self.void:
-            lines.append(f"Left out {self.void} void attempt(s): they were replayed and"
-                         " are never rated.")  # fmt: skip
+            lines.append(
+                f"Left out {self.void} void attempt(s): they were replayed and are never rated."
+            )
         if self.atoll:
-            lines.append(f"Left out {self.atoll} Atoll game(s): {NO_STANDARD_FORMAT};"
-                         f" {USE_RECORDS}.")  # fmt: skip
+            lines.append(
+                f"Left out {self.atoll} Atoll game(s): {NO_STANDARD_FORMAT}; {USE_RECORDS}."
+            )
         return lines
 
 

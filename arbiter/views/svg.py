@@ -145,8 +145,9 @@ def picture(geom: Geometry) -> BoardPicture:
     )
 
 
-def _edge_labels(geom: Geometry, place: Callable[[float, float], Point], *, top: float,
-                 bottom: float) -> list[Label]:  # fmt: skip
+def _edge_labels(
+    geom: Geometry, place: Callable[[float, float], Point], *, top: float, bottom: float
+) -> list[Label]:
     """File letters above and below the board; for Hex also row numbers at both sides."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     labels: list[Label] = []

@@ -103,10 +103,21 @@ MODES = [
     "top-cells",
     "movetime-seconds",
 ]
-WIN_MISTAKES = ("win-no-island-chain", "win-any-two-islands", "colour-cached",
-                "swap-recoloured", "large-board-bytes", "odd-files", "top-cells")  # fmt: skip
-MISREAD = ("hex-rows-from-bottom", "files-from-right", "letter-number-swapped",
-           "atoll-ranks-from-top")  # fmt: skip
+WIN_MISTAKES = (
+    "win-no-island-chain",
+    "win-any-two-islands",
+    "colour-cached",
+    "swap-recoloured",
+    "large-board-bytes",
+    "odd-files",
+    "top-cells",
+)
+MISREAD = (
+    "hex-rows-from-bottom",
+    "files-from-right",
+    "letter-number-swapped",
+    "atoll-ranks-from-top",
+)
 CHUNK = 65536
 
 
@@ -196,8 +207,9 @@ def winning_cell(game, mode="wins", colour=None):
                 root = trial._find(cell)
                 if bin(trial._mask[root] & geom.island_mask[me]).count("1") >= 2:
                     return names[cell]
-            elif any(_islands_of(trial, me, g) in geom.winning_masks
-                     for g in _stone_groups(trial, me)):  # fmt: skip
+            elif any(
+                _islands_of(trial, me, g) in geom.winning_masks for g in _stone_groups(trial, me)
+            ):
                 return names[cell]
         return None
     wins = board.winning_cells(me)

@@ -98,8 +98,9 @@ class StoreConnection:
     def _games_iter(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[Any]:
         """`_games` row by row: what a reader of every game uses, so that its memory
         does not follow the number of games."""
-        return self._rows(self._cursor(sql.replace("{games}", self._GAMES),
-                                       (self._skip_games, *params)))  # fmt: skip
+        return self._rows(
+            self._cursor(sql.replace("{games}", self._GAMES), (self._skip_games, *params))
+        )
 
     # ------------------------------------------------------------------ meta
 

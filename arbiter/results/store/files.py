@@ -64,24 +64,28 @@ def _flock_exclusive(fd: int, path: Path) -> None:
         except BlockingIOError:
             pass
         except OSError as exc:
-            raise ConfigError(f"cannot lock the results store: {exc.strerror}",
-                              where=str(path), hint="put the store on a local disk, where"
-                              " one run can hold it") from exc  # fmt: skip
+            raise ConfigError(
+                f"cannot lock the results store: {exc.strerror}",
+                where=str(path),
+                hint="put the store on a local disk, where one run can hold it",
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             raise ConfigError(
-                "another run is using this results store" + (f" (pid {holder})" if holder
-                                                              else ""),
+                "another run is using this results store" + (f" (pid {holder})" if holder else ""),
                 where=str(path),
                 hint="wait for it to finish or stop it; two runs cannot share a store",
-            ) from None  # fmt: skip
+            ) from None
         fcntl.flock(fd, fcntl.LOCK_UN)  # only readers hold it: wait for them
         if time.monotonic() > deadline:
-            raise ConfigError(f"the results store was being read for over {READERS_WAIT:g} s",
-                              where=str(path), hint="run again when the commands reading it"
-                              " (status, ratings, report, export) are done")  # fmt: skip
+            raise ConfigError(
+                f"the results store was being read for over {READERS_WAIT:g} s",
+                where=str(path),
+                hint="run again when the commands reading it"
+                " (status, ratings, report, export) are done",
+            )
         time.sleep(0.05)
 
 
@@ -167,9 +171,11 @@ def set_aside(path: Path) -> Path | None:
         with contextlib.closing(sqlite3.connect(path)) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except DB_ERRORS as exc:
-        raise ConfigError(f"not a results store ({exc}); --fresh only sets stores aside",
-                          where=str(path), hint="move that file away yourself or name"
-                          " another output") from exc  # fmt: skip
+        raise ConfigError(
+            f"not a results store ({exc}); --fresh only sets stores aside",
+            where=str(path),
+            hint="move that file away yourself or name another output",
+        ) from exc
     os.replace(path, target)
     for suffix in ("-wal", "-shm"):
         side = path.with_name(path.name + suffix)

@@ -57,8 +57,11 @@ def _record_problem(value: object, void: bool, row: Mapping[str, object]) -> str
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return f"record is not a game record ({str(exc)[:200]})"
     if record.void != void:
-        return "record is a void attempt among rated games" if record.void else \
-            "record is a rated game among void attempts"  # fmt: skip
+        return (
+            "record is a void attempt among rated games"
+            if record.void
+            else "record is a rated game among void attempts"
+        )
     for key in ("game_id", "seat1", "seat2"):
         if row[key] != getattr(record, key):
             return f"the row's {key} is not the record's"
@@ -116,38 +119,51 @@ class CheckedStore(StoreConnection):
         where = str(self.path)
         hint = RUN_HINT if run else "restore it from a copy"
         if "meta" not in tables:
-            raise ConfigError("an SQLite database, but not a results store (no meta table)",
-                              where=where, hint=_foreign_hint(run, origin))  # fmt: skip
+            raise ConfigError(
+                "an SQLite database, but not a results store (no meta table)",
+                where=where,
+                hint=_foreign_hint(run, origin),
+            )
         missing = [t for t in _TABLES if t not in tables]
         if missing:
-            raise ConfigError(f"a results store without its {', '.join(missing)} table",
-                              where=where, hint=hint)  # fmt: skip
+            raise ConfigError(
+                f"a results store without its {', '.join(missing)} table", where=where, hint=hint
+            )
         for table in _TABLES:
-            have = {str(c) for (c,) in self._q("SELECT name FROM pragma_table_info(?)",
-                                               (table,))}  # fmt: skip
+            have = {str(c) for (c,) in self._q("SELECT name FROM pragma_table_info(?)", (table,))}
             lacking = [c for c in _columns()[table] if c not in have]
             if lacking:
-                raise ConfigError(f"the store's {table} table lacks column(s)"
-                                  f" {', '.join(lacking)}", where=where, hint=hint)  # fmt: skip
+                raise ConfigError(
+                    f"the store's {table} table lacks column(s) {', '.join(lacking)}",
+                    where=where,
+                    hint=hint,
+                )
         if run:
             # A run writes: every page of the file, indexes too, must be sound first.
             verdict = [str(v) for (v,) in self._q("PRAGMA quick_check(5)")]
             if verdict != ["ok"]:
-                raise ConfigError(f"the database file is damaged ({'; '.join(verdict)[:300]})",
-                                  where=where, hint=hint)  # fmt: skip
+                raise ConfigError(
+                    f"the database file is damaged ({'; '.join(verdict)[:300]})",
+                    where=where,
+                    hint=hint,
+                )
         version = self._q("SELECT value FROM meta WHERE key='schema'")
         if not version:
-            raise ConfigError("a results store without its schema version", where=where,
-                              hint=hint)  # fmt: skip
+            raise ConfigError("a results store without its schema version", where=where, hint=hint)
         if str(version[0][0]) != str(SCHEMA_VERSION):
-            raise ConfigError(f"store schema {str(version[0][0])[:40]!r} is not supported by"
-                              f" this version (expects {SCHEMA_VERSION})", where=where,
-                              hint="use the version of arbiter that wrote it")  # fmt: skip
+            raise ConfigError(
+                f"store schema {str(version[0][0])[:40]!r} is not supported by"
+                f" this version (expects {SCHEMA_VERSION})",
+                where=where,
+                hint="use the version of arbiter that wrote it",
+            )
         self.damage = self._scan(trust=not run and self._kept)
         if run and self.damage:
             more = len(self.damage) - 1
-            raise ConfigError(str(self.damage[0]) + (f" (and {more} more damaged rows)"
-                                                     if more else ""), hint=RUN_HINT)  # fmt: skip
+            raise ConfigError(
+                str(self.damage[0]) + (f" (and {more} more damaged rows)" if more else ""),
+                hint=RUN_HINT,
+            )
         return False
 
     def _scan(self, *, trust: bool = False) -> list[Damage]:
@@ -169,10 +185,12 @@ class CheckedStore(StoreConnection):
                     problem = "value is not a JSON object"
                 if problem:
                     found.append(Damage(name, "meta", int(rowid), _label("key", key), problem))
-            elif key == "tournament" and (kind != "text" or _json(value, "value")[1]
-                                          == "value is not UTF-8 text"):  # fmt: skip
-                found.append(Damage(name, "meta", int(rowid), _label("key", key),
-                                    "value is not text"))  # fmt: skip
+            elif key == "tournament" and (
+                kind != "text" or _json(value, "value")[1] == "value is not UTF-8 text"
+            ):
+                found.append(
+                    Damage(name, "meta", int(rowid), _label("key", key), "value is not text")
+                )
         for rowid, engine, definition, command in self._q(
             "SELECT rowid, name, CAST(definition AS BLOB), CAST(command AS BLOB)"
             " FROM engines ORDER BY rowid"
@@ -189,50 +207,67 @@ class CheckedStore(StoreConnection):
             if not problem and not isinstance(engine, str):
                 problem = "name is not text"
             if problem:
-                found.append(Damage(name, "engines", int(rowid), _label("name", engine),
-                                    problem))  # fmt: skip
+                found.append(Damage(name, "engines", int(rowid), _label("name", engine), problem))
         bad_games: list[int] = []
         columns = _SCANNED
         if trust:
             self._trusted = True
-            unchecked = iter(()) if self._all_digested else self._rows(self._cursor(
-                "SELECT g.rowid FROM games AS g WHERE NOT EXISTS (SELECT 1 FROM games_checked"
-                " AS c WHERE c.game_rowid = g.rowid) ORDER BY g.rowid"
-            ))  # fmt: skip
+            unchecked = (
+                iter(())
+                if self._all_digested
+                else self._rows(
+                    self._cursor(
+                        "SELECT g.rowid FROM games AS g WHERE NOT EXISTS"
+                        " (SELECT 1 FROM games_checked AS c WHERE c.game_rowid = g.rowid)"
+                        " ORDER BY g.rowid"
+                    )
+                )
+            )
             one = f"SELECT rowid, CAST(record AS BLOB), {', '.join(columns)}, NULL FROM games"
             rows: Iterator[Any] = (
                 row for (rowid,) in unchecked for row in self._q(one + " WHERE rowid = ?", (rowid,))
             )
         elif self._digests:
-            rows = self._rows(self._cursor(
-                f"SELECT g.rowid, CAST(g.record AS BLOB), {', '.join('g.' + c for c in columns)},"
-                " c.digest FROM games AS g LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
-                " ORDER BY g.rowid"
-            ))  # fmt: skip
+            rows = self._rows(
+                self._cursor(
+                    "SELECT g.rowid, CAST(g.record AS BLOB),"
+                    f" {', '.join('g.' + c for c in columns)}, c.digest FROM games AS g"
+                    " LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
+                    " ORDER BY g.rowid"
+                )
+            )
         else:
-            rows = self._rows(self._cursor(f"SELECT rowid, CAST(record AS BLOB),"
-                                           f" {', '.join(columns)}, NULL FROM games"
-                                           " ORDER BY rowid"))  # fmt: skip
+            rows = self._rows(
+                self._cursor(
+                    f"SELECT rowid, CAST(record AS BLOB),"
+                    f" {', '.join(columns)}, NULL FROM games"
+                    " ORDER BY rowid"
+                )
+            )
         for rowid, record, *values, digest in rows:
-            if (digest is not None and isinstance(record, bytes)
-                    and digest == _row_digest(tuple(values), record)):  # fmt: skip
+            if (
+                digest is not None
+                and isinstance(record, bytes)
+                and digest == _row_digest(tuple(values), record)
+            ):
                 continue  # as the run wrote it, and checked it then
             problem = _record_problem(record, False, dict(zip(columns, values, strict=True)))
             if problem:
                 bad_games.append(int(rowid))
-                found.append(Damage(name, "games", int(rowid), _label("game_id", values[0]),
-                                    problem))  # fmt: skip
+                found.append(
+                    Damage(name, "games", int(rowid), _label("game_id", values[0]), problem)
+                )
         bad_voids: list[int] = []
-        cursor = self._cursor("SELECT rowid, CAST(record AS BLOB), game_id, seat1, seat2,"
-                              " termination FROM voids ORDER BY rowid")  # fmt: skip
+        cursor = self._cursor(
+            "SELECT rowid, CAST(record AS BLOB), game_id, seat1, seat2,"
+            " termination FROM voids ORDER BY rowid"
+        )
         for rowid, record, game_id, seat1, seat2, termination in self._rows(cursor):
-            row = {"game_id": game_id, "seat1": seat1, "seat2": seat2,
-                   "termination": termination}  # fmt: skip
+            row = {"game_id": game_id, "seat1": seat1, "seat2": seat2, "termination": termination}
             problem = _record_problem(record, True, row)
             if problem:
                 bad_voids.append(int(rowid))
-                found.append(Damage(name, "voids", int(rowid), _label("game_id", game_id),
-                                    problem))  # fmt: skip
+                found.append(Damage(name, "voids", int(rowid), _label("game_id", game_id), problem))
         self._skip_games = json.dumps(bad_games)
         self._skip_voids = json.dumps(bad_voids)
         return found

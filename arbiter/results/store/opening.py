@@ -31,8 +31,9 @@ class Store(StoreWrites):
     # ----------------------------------------------------------------- opening
 
     @classmethod
-    def open_for_run(cls, path: str | os.PathLike[str], *, fresh: bool = False,
-                     origin: str = "") -> tuple[Store, Path | None]:  # fmt: skip
+    def open_for_run(
+        cls, path: str | os.PathLike[str], *, fresh: bool = False, origin: str = ""
+    ) -> tuple[Store, Path | None]:
         """Lock the store for this run, set the old one aside if `fresh`, then open it.
 
         Nothing is written to an existing store before it has been read and found sound:
@@ -44,8 +45,9 @@ class Store(StoreWrites):
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _os_failure(exc, file.parent, "create the folder for the results store",
-                              run=True) from exc  # fmt: skip
+            raise _os_failure(
+                exc, file.parent, "create the folder for the results store", run=True
+            ) from exc
         fd, created = _lock(file)
         kept = None
         try:
@@ -77,8 +79,9 @@ class Store(StoreWrites):
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _os_failure(exc, file.parent, "create the folder for the results store",
-                              run=True) from exc  # fmt: skip
+            raise _os_failure(
+                exc, file.parent, "create the folder for the results store", run=True
+            ) from exc
         return cls._open_rw(file, run=True)
 
     @classmethod
@@ -125,12 +128,18 @@ class Store(StoreWrites):
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise ConfigError("not a results store (not a regular file)", where=str(file),
-                                  hint=_foreign_hint(False, ""))  # fmt: skip
+                raise ConfigError(
+                    "not a results store (not a regular file)",
+                    where=str(file),
+                    hint=_foreign_hint(False, ""),
+                )
             header = os.pread(fd, 100, 0)
             if header and not header.startswith(b"SQLite format 3\x00"):
-                raise ConfigError("not a results store (not an SQLite database)",
-                                  where=str(file), hint=_foreign_hint(False, ""))  # fmt: skip
+                raise ConfigError(
+                    "not a results store (not an SQLite database)",
+                    where=str(file),
+                    hint=_foreign_hint(False, ""),
+                )
             query = _read_mode(file, fd, header)
             uri = f"file:{urllib.parse.quote(str(file.absolute()))}?{query}"
             try:
@@ -149,9 +158,11 @@ class Store(StoreWrites):
                 # No tables yet (an empty file): read it as an empty store, through
                 # temporary tables that live in memory, not in the file.
                 store._exec("ROLLBACK")
-                db.executescript(_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE")
-                                 .replace("CREATE INDEX IF NOT EXISTS ",
-                                          "CREATE INDEX IF NOT EXISTS temp."))  # fmt: skip
+                db.executescript(
+                    _SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE").replace(
+                        "CREATE INDEX IF NOT EXISTS ", "CREATE INDEX IF NOT EXISTS temp."
+                    )
+                )
                 store._exec("BEGIN")
         except BaseException:
             store.close()

@@ -53,14 +53,15 @@ class StoreQueries(CheckedStore):
         rows = self._q("SELECT MAX(number) FROM games")
         return int(rows[0][0] or 0) if rows else 0
 
-    def recent_games(self, limit: int, before: int | None = None
-                     ) -> list[tuple[int, GameRecord]]:  # fmt: skip
+    def recent_games(self, limit: int, before: int | None = None) -> list[tuple[int, GameRecord]]:
         """The last `limit` games stored (number and record), newest first, those
         numbered below `before` if given: a page of a long history, read by the number
         index. A damaged row is left out (the readers that name damage report it)."""
-        sql = ("SELECT number, record FROM {games} WHERE number < ? ORDER BY number DESC"
-               " LIMIT ?" if before is not None else
-               "SELECT number, record FROM {games} ORDER BY number DESC LIMIT ?")  # fmt: skip
+        sql = (
+            "SELECT number, record FROM {games} WHERE number < ? ORDER BY number DESC LIMIT ?"
+            if before is not None
+            else "SELECT number, record FROM {games} ORDER BY number DESC LIMIT ?"
+        )
         params: tuple[Any, ...] = (before, limit) if before is not None else (limit,)
         out = []
         for number, text in self._games(sql, params):
@@ -80,11 +81,13 @@ class StoreQueries(CheckedStore):
         """(pair key, seat 1, seat 2, winning seat) of every stored game in the order it
         was stored, which is the order the run counted it in: a sequential test read
         again from the store decides where it decided during the run. Row by row."""
-        rows = self._rows(self._cursor(
-            "SELECT pair_key, seat1, seat2, winner_seat FROM games WHERE rowid NOT IN"
-            " (SELECT value FROM json_each(?)) ORDER BY rowid",  # damaged rows skipped
-            (self._skip_games,),
-        ))  # fmt: skip
+        rows = self._rows(
+            self._cursor(
+                "SELECT pair_key, seat1, seat2, winner_seat FROM games WHERE rowid NOT IN"
+                " (SELECT value FROM json_each(?)) ORDER BY rowid",  # damaged rows skipped
+                (self._skip_games,),
+            )
+        )
         for pair_key, seat1, seat2, winner_seat in rows:
             yield str(pair_key), str(seat1), str(seat2), int(winner_seat)
 
@@ -97,9 +100,11 @@ class StoreQueries(CheckedStore):
 
     # What a seat's engine played under, as its record says: its time control, the
     # board, the versions the engines answered and its command (JSON text, or NULL).
-    _SEAT_PLAYED = ("json_extract(record, '$.tc.seat{n}'), json_extract(record, '$.variant'),"
-                    " json_extract(record, '$.versions'),"
-                    " json_extract(record, '$.commands.seat{n}')")  # fmt: skip
+    _SEAT_PLAYED = (
+        "json_extract(record, '$.tc.seat{n}'), json_extract(record, '$.variant'),"
+        " json_extract(record, '$.versions'),"
+        " json_extract(record, '$.commands.seat{n}')"
+    )
 
     def played_rows(self) -> Iterator[tuple[GameRow, SeatPlayed, SeatPlayed]]:
         """Every stored game with what each seat played under (`SeatPlayed`), for readers
@@ -119,9 +124,13 @@ class StoreQueries(CheckedStore):
         engine's stored games were played under (aggregated in SQL)."""
         if self._kept:
             # Counted by the triggers as games were stored: read, less the damaged rows.
-            counts = {(str(name), SeatPlayed(*played)): int(n) for name, *played, n in self._q(
-                "SELECT engine, tc, variant, versions, command, games FROM seats_played"
-                " ORDER BY engine, tc, variant, versions, command")}  # fmt: skip
+            counts = {
+                (str(name), SeatPlayed(*played)): int(n)
+                for name, *played, n in self._q(
+                    "SELECT engine, tc, variant, versions, command, games FROM seats_played"
+                    " ORDER BY engine, tc, variant, versions, command"
+                )
+            }
             seats = " UNION ALL ".join(
                 f"SELECT seat{n} AS engine, {_played('record', n)} FROM games WHERE rowid IN"
                 " (SELECT value FROM json_each(?1))"
@@ -153,8 +162,9 @@ class StoreQueries(CheckedStore):
     def results(self) -> list[ResultRow]:
         """Every rated game's id, round and winning seat, in play order: what a schedule
         made from results (Swiss, adaptive) is rebuilt from."""
-        rows = self._games("SELECT game_id, round, seat1, seat2, winner_seat FROM {games}"
-                           " ORDER BY number, game_id")  # fmt: skip
+        rows = self._games(
+            "SELECT game_id, round, seat1, seat2, winner_seat FROM {games} ORDER BY number, game_id"
+        )
         return [ResultRow(str(g), int(r), str(a), str(b), int(w)) for g, r, a, b, w in rows]
 
     def done_ids(self) -> set[str]:
@@ -165,8 +175,7 @@ class StoreQueries(CheckedStore):
         for (game_id,) in self._games_iter("SELECT game_id FROM {games}"):
             yield str(game_id)
 
-    def stored_of(self, items: Iterable[_T], key: Callable[[_T], str]
-                  ) -> Iterator[tuple[_T, bool]]:  # fmt: skip
+    def stored_of(self, items: Iterable[_T], key: Callable[[_T], str]) -> Iterator[tuple[_T, bool]]:
         """Each item with whether the game whose id `key` gives is stored, looked up a few
         hundred at a time in the index of ids: a schedule is checked against the store
         without holding either."""
@@ -178,14 +187,17 @@ class StoreQueries(CheckedStore):
                 chunk = []
         yield from self._stored_chunk(chunk, key)
 
-    def _stored_chunk(self, chunk: list[_T], key: Callable[[_T], str]
-                      ) -> Iterator[tuple[_T, bool]]:  # fmt: skip
+    def _stored_chunk(self, chunk: list[_T], key: Callable[[_T], str]) -> Iterator[tuple[_T, bool]]:
         if not chunk:
             return
         ids = [key(item) for item in chunk]
-        found = {str(g) for (g,) in self._games(
-            "SELECT game_id FROM {games} WHERE game_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),))}  # fmt: skip
+        found = {
+            str(g)
+            for (g,) in self._games(
+                "SELECT game_id FROM {games} WHERE game_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            )
+        }
         for item, game_id in zip(chunk, ids, strict=True):
             yield item, game_id in found
 
@@ -284,8 +296,9 @@ class StoreQueries(CheckedStore):
             if same_length:
                 distinct = self._games(
                     "SELECT COUNT(DISTINCT json_extract(record, '$.moves')) FROM {games}"
-                    " WHERE seat1 = ? AND seat2 = ?", (seat1, seat2),
-                )[0][0]  # fmt: skip
+                    " WHERE seat1 = ? AND seat2 = ?",
+                    (seat1, seat2),
+                )[0][0]
             rows.append((seat1, seat2, n, distinct))
         per_pairing: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, n, distinct in rows:
@@ -314,8 +327,9 @@ class StoreQueries(CheckedStore):
         for _, data, void in self.numbered_records(voids=voids):
             yield data, void
 
-    def numbered_records(self, *, voids: bool = True
-                         ) -> Iterator[tuple[int | None, dict[str, Any], bool]]:  # fmt: skip
+    def numbered_records(
+        self, *, voids: bool = True
+    ) -> Iterator[tuple[int | None, dict[str, Any], bool]]:
         """`records()` with each game's number in its schedule: a void attempt has the
         number of its game once that game is rated, else None (the voids table keeps
         no number)."""
@@ -327,11 +341,11 @@ class StoreQueries(CheckedStore):
         writes it), in play order: a record stored as a run wrote it is that text already
         and is not decoded; any other is decoded and written anew."""
         for _, text, as_written, _ in self.record_texts(voids=voids):
-            yield (text if as_written else json.dumps(json.loads(text), separators=(",", ":"))
-                   ) + "\n"  # fmt: skip
+            yield (
+                text if as_written else json.dumps(json.loads(text), separators=(",", ":"))
+            ) + "\n"
 
-    def record_texts(self, *, voids: bool = True
-                     ) -> Iterator[tuple[int | None, str, bool, bool]]:  # fmt: skip
+    def record_texts(self, *, voids: bool = True) -> Iterator[tuple[int | None, str, bool, bool]]:
         """(number, record text, as a run wrote it, void) of every sound stored record, as
         `numbered_records` orders them. A games row is as a run wrote it when its digest
         says so; a row whose digest does not, and that opening did not read (a reader
@@ -339,21 +353,31 @@ class StoreQueries(CheckedStore):
         columns = ", ".join(f"g.{c}" for c in _SCANNED)
         cursor = self._cursor(
             f"SELECT g.rowid, g.number, CAST(g.record AS BLOB), {columns}, "
-            + ("c.digest FROM games AS g LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
-               if self._digests else "NULL FROM games AS g")
+            + (
+                "c.digest FROM games AS g LEFT JOIN games_checked AS c ON c.game_rowid = g.rowid"
+                if self._digests
+                else "NULL FROM games AS g"
+            )
             + " WHERE g.rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY g.number",
             (self._skip_games,),
-        )  # fmt: skip
+        )
         for rowid, number, record, *values, digest in self._rows(cursor):
-            as_written = (digest is not None and isinstance(record, bytes)
-                          and digest == _row_digest(tuple(values), record))  # fmt: skip
+            as_written = (
+                digest is not None
+                and isinstance(record, bytes)
+                and digest == _row_digest(tuple(values), record)
+            )
             if not as_written and digest is not None and self._trusted:
                 problem = _record_problem(record, False, dict(zip(_SCANNED, values, strict=True)))
                 if problem:
                     self._damaged("games", int(rowid), _label("game_id", values[0]), problem)
                     continue
-            yield int(number), _text(record) if isinstance(record, bytes) else str(record), \
-                as_written, False  # fmt: skip
+            yield (
+                int(number),
+                _text(record) if isinstance(record, bytes) else str(record),
+                as_written,
+                False,
+            )
         if voids:
             cursor = self._cursor(
                 f"SELECT (SELECT number FROM {self._GAMES} AS g WHERE g.game_id = v.game_id),"
@@ -376,6 +400,5 @@ class StoreQueries(CheckedStore):
             "SELECT name, command, program_sha256, script_sha256, reply_name, reply_version"
             " FROM engines ORDER BY rowid"
         )
-        keys = ("name", "command", "program_sha256", "script_sha256", "reply_name",
-                "reply_version")  # fmt: skip
+        keys = ("name", "command", "program_sha256", "script_sha256", "reply_name", "reply_version")
         return [dict(zip(keys, row, strict=True)) for row in rows]

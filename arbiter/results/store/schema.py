@@ -73,8 +73,12 @@ CREATE TABLE IF NOT EXISTS games_checked (
 # What a seat's engine played under, as its record says: its time control, the board,
 # the versions the engines answered and its command (JSON text, or NULL); a record that
 # is not JSON gives NULLs (it is damaged: readers leave it out, writes do not fail on it).
-_PLAYED_FIELDS = {"tc": "$.tc.seat{n}", "variant": "$.variant", "versions": "$.versions",
-                  "command": "$.commands.seat{n}"}  # fmt: skip
+_PLAYED_FIELDS = {
+    "tc": "$.tc.seat{n}",
+    "variant": "$.variant",
+    "versions": "$.versions",
+    "command": "$.commands.seat{n}",
+}
 
 
 def _played(record: str, n: int) -> str:
@@ -94,8 +98,10 @@ def _played(record: str, n: int) -> str:
 # them only when all the triggers are there (`_TRIGGERS`): a store made before them, or
 # one whose triggers were dropped, is checked row by row as before.
 _TRIGGERS = ("games_inserted", "games_updated", "games_deleted")
-_PLAYED_KEY = ("quote(engine) || ',' || quote(tc) || ',' || quote(variant) || ',' ||"
-               " quote(versions) || ',' || quote(command)")  # fmt: skip
+_PLAYED_KEY = (
+    "quote(engine) || ',' || quote(tc) || ',' || quote(variant) || ',' ||"
+    " quote(versions) || ',' || quote(command)"
+)
 
 
 def _count_seats(row: str, step: str) -> str:

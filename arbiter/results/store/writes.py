@@ -37,8 +37,13 @@ class StoreWrites(StoreQueries):
     transaction, and its own notes; after every write, that the file is still the one
     it locked."""
 
-    def begin(self, name: str, conditions: Mapping[str, Any], definition: Mapping[str, Any],
-              engines: Mapping[str, EngineEntry]) -> None:  # fmt: skip
+    def begin(
+        self,
+        name: str,
+        conditions: Mapping[str, Any],
+        definition: Mapping[str, Any],
+        engines: Mapping[str, EngineEntry],
+    ) -> None:
         """Record the tournament's conditions and engines (new engines are added)."""
         known = self.engine_definitions()
         with self._transaction():
@@ -53,10 +58,15 @@ class StoreWrites(StoreQueries):
                 self.db.execute(
                     "INSERT INTO engines (name, definition, command, program_sha256,"
                     " script_sha256, first_seen) VALUES (?, ?, ?, ?, ?, ?)",
-                    (engine_name, json.dumps(dict(entry.definition), sort_keys=True),
-                     json.dumps(list(entry.command)), entry.program_sha256,
-                     entry.script_sha256, _now()),
-                )  # fmt: skip
+                    (
+                        engine_name,
+                        json.dumps(dict(entry.definition), sort_keys=True),
+                        json.dumps(list(entry.command)),
+                        entry.program_sha256,
+                        entry.script_sha256,
+                        _now(),
+                    ),
+                )
 
     def engine_seen(self, name: str, reply_name: str, reply_version: str) -> None:
         """What the engine answered to `name` and `version` (labels, capped)."""
@@ -79,14 +89,19 @@ class StoreWrites(StoreQueries):
         """Give an older store the triggers and the `seats_played` counts of its games,
         in one transaction. Its digests were all checked when this run opened it, so from
         now on a digest found is one the triggers would have removed had its row changed."""
-        names = {str(n) for (n,) in self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')")}  # fmt: skip
+        names = {
+            str(n)
+            for (n,) in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')"
+            )
+        }
         if {*_TRIGGERS, "seats_played"} <= names and self.db.execute(
             "SELECT (SELECT TOTAL(games) FROM seats_played) = 2 * (SELECT COUNT(*) FROM games)"
-        ).fetchone()[0]:  # fmt: skip
+        ).fetchone()[0]:
             return  # (counted anew when the totals disagree, or the table is gone)
-        seats = " UNION ALL ".join(f"SELECT seat{n} AS engine, {_played('record', n)}"
-                                   " FROM games" for n in (1, 2))  # fmt: skip
+        seats = " UNION ALL ".join(
+            f"SELECT seat{n} AS engine, {_played('record', n)} FROM games" for n in (1, 2)
+        )
         try:
             self.db.executescript(
                 "BEGIN IMMEDIATE;"
@@ -159,17 +174,21 @@ class StoreWrites(StoreQueries):
             except (sqlite3.Error, OSError):
                 with contextlib.suppress(OSError):
                     target.unlink()
-        what = "" if held < 0 else (f"; it held {held} games ({self._written} of them stored"
-                                    " by this run)")  # fmt: skip
+        what = (
+            ""
+            if held < 0
+            else (f"; it held {held} games ({self._written} of them stored by this run)")
+        )
         if saved is not None:
-            then = (f", saved to {saved}: move that file back to {self.path} and run again to"
-                    " resume")  # fmt: skip
+            then = f", saved to {saved}: move that file back to {self.path} and run again to resume"
         elif held > 0:
             then = ", and they could not be saved: they are lost with the file"
         else:
             then = ""
-        return StoreError(f"the results store {self.path} was removed or replaced during the"
-                          f" run, which stopped{what}{then}")  # fmt: skip
+        return StoreError(
+            f"the results store {self.path} was removed or replaced during the"
+            f" run, which stopped{what}{then}"
+        )
 
     def write(self, game: Scheduled, record: GameRecord) -> None:
         """Store a finished attempt: a rated game once by id, or a void attempt.
@@ -182,26 +201,53 @@ class StoreWrites(StoreQueries):
                 self.db.execute(
                     "INSERT INTO voids (game_id, seat1, seat2, termination, reason, finished,"
                     " record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (game.game_id, record.seat1, record.seat2, record.termination.value,
-                     record.reason[:TEXT_CAP], record.finished, data),
-                )  # fmt: skip
+                    (
+                        game.game_id,
+                        record.seat1,
+                        record.seat2,
+                        record.termination.value,
+                        record.reason[:TEXT_CAP],
+                        record.finished,
+                        data,
+                    ),
+                )
                 return
             winner_seat = 1 if record.winner == record.seat1 else 2
             cursor = self.db.execute(
                 "INSERT OR IGNORE INTO games (game_id, number, round, pair_key, seat1, seat2,"
                 " opening, winner, winner_seat, termination, plies, started, finished, record)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (game.game_id, game.number, game.round, game.pair_key, record.seat1,
-                 record.seat2, " ".join(game.opening), record.winner, winner_seat,
-                 record.termination.value, record.plies, record.started, record.finished,
-                 data),
-            )  # fmt: skip
+                (
+                    game.game_id,
+                    game.number,
+                    game.round,
+                    game.pair_key,
+                    record.seat1,
+                    record.seat2,
+                    " ".join(game.opening),
+                    record.winner,
+                    winner_seat,
+                    record.termination.value,
+                    record.plies,
+                    record.started,
+                    record.finished,
+                    data,
+                ),
+            )
             inserted = cursor.rowcount
             self._written += max(inserted, 0)
             if inserted == 1:
-                values = (game.game_id, record.seat1, record.seat2, record.winner, winner_seat,
-                          record.termination.value, record.started, game.pair_key,
-                          game.number)  # fmt: skip
+                values = (
+                    game.game_id,
+                    record.seat1,
+                    record.seat2,
+                    record.winner,
+                    winner_seat,
+                    record.termination.value,
+                    record.started,
+                    game.pair_key,
+                    game.number,
+                )
                 self.db.execute(
                     "INSERT OR REPLACE INTO games_checked (game_rowid, digest) VALUES (?, ?)",
                     (cursor.lastrowid, _row_digest(values, data.encode())),
@@ -234,12 +280,22 @@ class StoreWrites(StoreQueries):
         except ValueError:
             changes = None
         if not isinstance(changes, list):
-            raise ConfigError("the store's meta row 'rebuilds' is damaged (not a JSON list)",
-                              where=str(self.path), hint="restore the store from a copy, or"
-                              " start over with --fresh")  # fmt: skip
-        changes.append({"engine": name, "at": _now(), "program_sha256": [rows[0][0], program],
-                        "script_sha256": [rows[0][1], script]})  # fmt: skip
+            raise ConfigError(
+                "the store's meta row 'rebuilds' is damaged (not a JSON list)",
+                where=str(self.path),
+                hint="restore the store from a copy, or start over with --fresh",
+            )
+        changes.append(
+            {
+                "engine": name,
+                "at": _now(),
+                "program_sha256": [rows[0][0], program],
+                "script_sha256": [rows[0][1], script],
+            }
+        )
         with self._transaction():
-            self.db.execute("UPDATE engines SET program_sha256=?, script_sha256=? WHERE name=?",
-                            (program, script, name))  # fmt: skip
+            self.db.execute(
+                "UPDATE engines SET program_sha256=?, script_sha256=? WHERE name=?",
+                (program, script, name),
+            )
             self._set_meta("rebuilds", json.dumps(changes))
