@@ -27,6 +27,7 @@ def test_the_engines_file_defines_every_example() -> None:
     assert {"atoll-bot-c", "atoll-bot-js", "gtphex"} <= set(mine)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node (Node.js 18 or later)")
 def test_the_javascript_engine_passes_check_and_takes_every_win() -> None:
     results = check("atoll-bot-js")

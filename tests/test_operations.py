@@ -55,6 +55,7 @@ def two_bots(folder: Path, header: str = "rounds = 1") -> Path:
 # -- a rebuilt engine -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_rebuilt_engine_is_refused_on_resume_unless_accepted(tmp_path: Path) -> None:
     t = two_bots(tmp_path)
     done = arbiter("tournament", "run", str(t), "-q")

@@ -324,6 +324,7 @@ def test_the_report_shows_a_swiss_standings_with_its_tie_breaks(tmp_path: Path) 
     assert "1 of 1 rounds complete" in page
 
 
+@pytest.mark.slow
 def test_the_report_states_an_adaptive_runs_budget_and_stop_rule(tmp_path: Path) -> None:
     """Its result as status gives it, and its conditions without rounds (it has none)."""
     page = _reported(

@@ -139,6 +139,7 @@ def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path)
     )
 
 
+@pytest.mark.slow
 def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
@@ -675,6 +676,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
     assert done.stderr.count("Started game") == total - len(finished_before)
 
 
+@pytest.mark.slow
 def test_export_never_overwrites_the_tournament_or_its_store(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
@@ -1001,6 +1003,7 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored
 
 
+@pytest.mark.slow
 def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Path) -> None:
     header = BASIC + "\nsprt = { elo0 = 0, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])

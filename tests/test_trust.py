@@ -41,6 +41,7 @@ def _toml(words: list[str]) -> str:
 # -- one engine, one name ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path: Path) -> None:
     # Each process answers `name` with its own pid. The first engine crashes in every
     # game, so it is started afresh for each; two worker processes start their own too.
