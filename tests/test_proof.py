@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from arbiter.rules import Color, Game, Variant
 from arbiter.rules.geometry import Geometry
-from arbiter.rules.proof import Level, LinkKind, Proof, find_proof, has_won
+from arbiter.rules.proof import Group, Level, LinkKind, Proof, find_proof, has_won
 
 HEX = 4
 ATOLL = 8
@@ -112,6 +112,9 @@ def check_structure(geom: Geometry, colors: list[int], proof: Proof) -> None:
         assert link.carrier <= empty, "a carrier holds an occupied cell"
         assert not link.carrier & seen, "two links share a carrier cell"
         seen |= link.carrier
+    for i, link in enumerate(proof.links):
+        for group in proof.chain[i : i + 2]:
+            assert link.carrier & _touching(geom, colors, group), "a link misses its group"
     own = int(proof.owner)
     for group in proof.chain:
         assert all(colors[s] == own for s in group.stones)
@@ -120,6 +123,13 @@ def check_structure(geom: Geometry, colors: list[int], proof: Proof) -> None:
     for i in proof.chain[0].islands | proof.chain[-1].islands:
         ends |= 1 << i
     assert any(w & ends == w for w in geom.winning_masks), "the chain's ends do not win"
+
+
+def _touching(geom: Geometry, colors: list[int], group: Group) -> set[int]:
+    """The empty cells next to a group's stones or on its islands' shores."""
+    near = {nb for s in group.stones for nb in geom.neighbours[s]}
+    near |= {c for i in group.islands for c in _shore(geom, i)}
+    return {c for c in near if colors[c] == 0}
 
 
 def proofs(geom: Geometry, colors: list[int], level: Level) -> dict[Color, Proof]:
