@@ -114,3 +114,9 @@ def test_arena_bench_runs() -> None:
     assert "4 engines: 4 welcomed, 4 listed as connected in /api/live" in out
     assert "| 4 | 4 |" in out and "net ms/move p50" in out
     assert "lost 0, stored twice 0, void 0" in out
+
+
+def test_proof_bench_runs() -> None:
+    out = run(str(BENCH / "proof_bench.py"), "--games", "2", "--sizes", "7")
+    assert out.count("plies saved") == 6 and "ms per call" in out
+    assert "atoll-8/7" in out and "hex/7" in out

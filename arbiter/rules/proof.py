@@ -78,6 +78,7 @@ class Series:
     key: int | None
     carrier: int
     middle: int = -1  # the own group in the middle while searching, for cutting chains
+    start: int = -1  # the node `left` starts from, so that a chain is cut in its order
 
 
 @dataclass(frozen=True)
@@ -459,7 +460,7 @@ class _Search:
                             union = m1 | m2 | zbit
                             self.add_sc(x, y, Series(left, right, z - self.g, union))
                         else:
-                            joined = Series(left, right, None, m1 | m2, middle=z)
+                            joined = Series(left, right, None, m1 | m2, middle=z, start=x)
                             self.add_vc(x, y, m1 | m2, joined)
                     if self.found is not None:
                         break
@@ -479,8 +480,11 @@ class _Search:
 
     def flatten(self, y: int, d: Derivation, chain: list[int], links: list[Link]) -> None:
         if isinstance(d, Series) and d.key is None and d.middle >= 0:
-            self.flatten(d.middle, d.left, chain, links)
-            self.flatten(y, d.right, chain, links)
+            # A connection is stored once per pair of nodes, so it may be walked from
+            # either end: `left` joins `start` to the middle.
+            first, second = (d.left, d.right) if d.start == chain[-1] else (d.right, d.left)
+            self.flatten(d.middle, first, chain, links)
+            self.flatten(y, second, chain, links)
             return
         if not isinstance(d, Parallel):
             raise AssertionError("own groups never touch, so every link is an OR")
