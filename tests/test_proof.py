@@ -189,10 +189,10 @@ def test_proofs_agree_with_minimax() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(400)
 def test_proofs_agree_with_minimax_many() -> None:
-    checked, _ = check_against_minimax(3000, seed=4040, cap=100_000)
-    assert checked >= 500
+    checked, _ = check_against_minimax(800, seed=4040, cap=50_000)
+    assert checked >= 130
 
 
 # (b) The proof's own strategy against opponents Hypothesis draws.
@@ -266,8 +266,8 @@ def test_respond_wins_against_any_reply(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.timeout(400)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     size=st.sampled_from(SIZES + LARGE),
     level=st.sampled_from(list(Level)),
