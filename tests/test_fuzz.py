@@ -26,7 +26,7 @@ ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 RANDOM_BOT = ROOT / "arbiter" / "bots" / "random_bot.py"
 
 DEFAULT_EXAMPLES = 30
-SLOW_EXAMPLES = 600  # a fresh draw each run (not derandomized): CI covers more over time
+SLOW_EXAMPLES = 300  # a fresh draw each run (not derandomized): CI covers more over time
 
 
 def fuzz_settings(examples: int) -> settings:

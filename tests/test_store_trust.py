@@ -823,7 +823,7 @@ def test_damaged_stores_never_crash_a_command_or_change_a_byte(
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @settings(
-    max_examples=400,  # a fresh draw each run: CI covers more over time
+    max_examples=150,  # a fresh draw each run: CI covers more over time
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
