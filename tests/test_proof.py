@@ -267,7 +267,7 @@ def test_respond_wins_against_any_reply(
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     size=st.sampled_from(SIZES + LARGE),
     level=st.sampled_from(list(Level)),
