@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from arbiter.cli import main
+from arbiter.engines import config
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
@@ -129,23 +130,7 @@ TOURNAMENT_KEYS = [
     "confidence",
     "min_games",
 ]
-ENGINE_KEYS = [
-    "command",
-    "cwd",
-    "env",
-    "name",
-    "tc",
-    "options",
-    "islands",
-    "sizes",
-    "swap",
-    "time",
-    "sandbox",
-    "limits",
-    "read",
-    "start_timeout",
-    "command_timeout",
-]
+ENGINE_KEYS = list(config.ENGINE_KEYS)  # every key the engines file takes
 
 
 def _tournament(changes: dict[str, object], engine_changes: dict[str, object]) -> str:
