@@ -264,20 +264,22 @@ class OneLineUsage(click.Group):
         parent: click.Context | None = None,
         **extra: Any,
     ) -> click.Context:
-        try:
+        with _usage_in_one_line():
             return super().make_context(info_name, args, parent, **extra)
-        except _SHOWS_HELP:
-            raise  # a group called with nothing shows its help, as Click does
-        except click.UsageError as exc:
-            raise _one_line_usage(exc) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with _usage_in_one_line():
             return super().invoke(ctx)
-        except _SHOWS_HELP:
-            raise  # a group called with nothing shows its help, as Click does
-        except click.UsageError as exc:
-            raise _one_line_usage(exc) from exc
+
+
+@contextlib.contextmanager
+def _usage_in_one_line() -> Iterator[None]:
+    try:
+        yield
+    except _SHOWS_HELP:
+        raise  # a group called with nothing shows its help, as Click does
+    except click.UsageError as exc:
+        raise _one_line_usage(exc) from exc
 
 
 def _one_line_usage(exc: click.UsageError) -> ConfigExit:
