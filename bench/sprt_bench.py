@@ -205,7 +205,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     args = parser.parse_args()
     if args.quick:
-        args.games, args.runs, args.real = 8, 20, 0
+        args.games, args.runs, args.real = 4, 20, 0
+        if args.engines == parser.get_default("engines"):
+            args.engines = "random,heuristic"  # quick players: the smoke test checks the run
     engines = tuple(args.engines.split(","))
     assert len(engines) == 2
     print(f"1. Pairs of {engines[0]} against {engines[1]}, {args.games} games each, tc 2+0.02")

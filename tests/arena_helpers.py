@@ -60,13 +60,14 @@ class Lines:
             self.lines.append("<EOF>")
             self._cond.notify_all()
 
-    def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+    def wait_for(self, needle: str, timeout: float = 30.0, count: int = 1) -> str:
+        """The count-th line holding needle (waiting for it to be printed)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                for line in self.lines:
-                    if needle in line:
-                        return line
+                found = [line for line in self.lines if needle in line]
+                if len(found) >= count:
+                    return found[count - 1]
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.lines and self.lines[-1] == "<EOF>"):
                     raise AssertionError(f"no line with {needle!r} in:\n" + "\n".join(self.lines))
