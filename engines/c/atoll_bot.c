@@ -14,7 +14,7 @@
  * half of them around the edge.
  *
  * Built with -DMISTAKE_<KIND>, it carries one mistake that real bots make and that keeps
- * every move legal; `arbiter check` must catch each (tests/test_check_c_bot.py):
+ * every move legal; `arbiter check` must catch each (tests/process/test_check_c_bot.py):
  *   MISTAKE_NO_ISLAND_CHAIN  islands are not links: a win must be one chain of stones
  *   MISTAKE_ANY_TWO_ISLANDS  any two islands of its colour count as a win
  *   MISTAKE_ODD_FILES        the neighbour rule of even files used for odd files too
