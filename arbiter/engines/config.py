@@ -29,7 +29,7 @@ from typing import Any
 from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
-from arbiter.engines.process import BOTS_FOLDER, EngineSpec
+from arbiter.engines.process import BOTS_FOLDER, Deadlines, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.protocol.codec import is_token
@@ -117,14 +117,14 @@ ENGINE = Keys(
         "seconds it has to start and answer the handshake (`protocol_version`, `name`,"
         " `version`, `list_commands`), above 0 and at most 3600; for engines that load"
         " large weights. `arbiter check --timeout` overrides it",
-        shown="30",
+        shown=f"{Deadlines.handshake:g}",
     ),
     Key(
         "command_timeout",
         float,
         "seconds it has to answer every other command but a move (setting up a game, its"
         " options, clock commands), above 0 and at most 3600; moves are timed by the clock",
-        shown="10",
+        shown=f"{Deadlines.command:g}",
     ),
     Key(
         "sandbox",
