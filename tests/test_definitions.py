@@ -75,6 +75,7 @@ ROUNDS = Keys(
     Key("rounds", int, "pairs", default=1, low=1, high=10),
     Key("margin", float, "seconds", default=0.1, low=0, high=60, unit=" seconds"),
     Key("per", str, "scope", default="game", choices=("game", "pairing"), noun="scope"),
+    Key("wait", float, "seconds", low=0, above=True, high=3600, unit=" seconds", hint="e.g. 9"),
 )
 
 
@@ -87,6 +88,8 @@ ROUNDS = Keys(
         ({"margin": "1"}, 't.margin: must be a number, not "1"'),
         ({"margin": math.nan}, "t.margin: must be between 0 and 60 seconds, not nan"),
         ({"margin": math.inf}, "t.margin: must be between 0 and 60 seconds, not inf"),
+        ({"wait": 0}, "t.wait: must be above 0 and at most 3600 seconds, not 0 (e.g. 9)"),
+        ({"wait": 4000}, "t.wait: must be above 0 and at most 3600 seconds, not 4000"),
         ({"per": "round"}, 't.per: unknown scope "round" (use one of "game", "pairing")'),
         ({"per": 1}, "t.per: unknown scope 1"),
     ],

@@ -35,8 +35,9 @@ class Key:
 
     `kind` is the TOML type the reader checks (`object`: the loader parses the value
     itself, as a command that is a string or a list). `low` and `high` bound a number
-    (`unit` follows the bounds in the message); `choices` are the strings it may be,
-    named `noun` in the message about another ("unknown format"). `hint` says how to
+    (`above`: `low` itself is out; `unit` follows the bounds in the message);
+    `choices` are the strings it may be, named `noun` in the message about another
+    ("unknown format"). `hint` says how to
     fix a value out of range or not among the choices, `type_hint` one of the wrong
     type. `shown` is the default as the
     reference writes it when it is not a plain value (it depends on other keys, say),
@@ -49,6 +50,7 @@ class Key:
     default: Any = None
     low: float | None = None
     high: float | None = None
+    above: bool = False
     unit: str = ""
     choices: tuple[str, ...] = ()
     noun: str = "value"
@@ -78,24 +80,26 @@ class Key:
                 where=spot,
                 hint=self.type_hint,
             )
-        if self.kind is float:
-            value = float(value)
-        if (self.low is not None and not value >= self.low) or (
-            self.high is not None and not value <= self.high
-        ):  # nan is never in range
+        number = float(value) if self.kind is float else value
+        if (
+            self.low is not None and not (number > self.low if self.above else number >= self.low)
+        ) or (self.high is not None and not number <= self.high):  # nan is never in range
             raise ConfigError(
                 f"must be {self.bounds()}{self.unit}, not {toml_value(value)}",
                 where=spot,
                 hint=self.hint,
             )
-        return value
+        return number
 
     def bounds(self) -> str:
         """The range a number must be in, as a message says it."""
+        low = f"above {_number(self.low)}" if self.above and self.low is not None else None
         if self.low is not None and self.high is not None:
+            if low:
+                return f"{low} and at most {_number(self.high)}"
             return f"between {_number(self.low)} and {_number(self.high)}"
         if self.low is not None:
-            return f"{_number(self.low)} or more"
+            return low or f"{_number(self.low)} or more"
         return f"{_number(self.high or 0)} or less"
 
     def default_text(self) -> str:

@@ -37,6 +37,7 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
 
+MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
 _GUIDE = "../guide"  # the reference page's links, relative to docs/reference/
 
 # The keys of an engine definition (an engines file's [engines.KEY] table, a
@@ -115,16 +116,27 @@ ENGINE = Keys(
         "start_timeout",
         float,
         "seconds it has to start and answer the handshake (`protocol_version`, `name`,"
-        " `version`, `list_commands`), above 0 and at most 3600; for engines that load"
+        f" `version`, `list_commands`), above 0 and at most {MAX_TIMEOUT:g}; for engines that load"
         " large weights. `arbiter check --timeout` overrides it",
         shown=f"{Deadlines.handshake:g}",
+        low=0,
+        above=True,
+        high=MAX_TIMEOUT,
+        unit=" seconds",
+        hint="e.g. start_timeout = 120 for an engine that loads large weights",
     ),
     Key(
         "command_timeout",
         float,
         "seconds it has to answer every other command but a move (setting up a game, its"
-        " options, clock commands), above 0 and at most 3600; moves are timed by the clock",
+        f" options, clock commands), above 0 and at most {MAX_TIMEOUT:g}; moves are timed by the"
+        " clock",
         shown=f"{Deadlines.command:g}",
+        low=0,
+        above=True,
+        high=MAX_TIMEOUT,
+        unit=" seconds",
+        hint="e.g. command_timeout = 60 for an engine slow to set up a game",
     ),
     Key(
         "sandbox",
@@ -351,35 +363,13 @@ def engine_definition(
         limits=limits,
         read=_read(table, where, here, local),
         cwd_given="cwd" in table,
-        start_timeout=_seconds(table, "start_timeout", where),
-        command_timeout=_seconds(table, "command_timeout", where),
+        start_timeout=ENGINE.get(table, "start_timeout", where),
+        command_timeout=ENGINE.get(table, "command_timeout", where),
     )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
         check_confinement(spec, where)
     return spec
-
-
-MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
-
-
-def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
-    """A deadline in seconds set by the definition (above 0, at most an hour), or None."""
-    if key not in table:
-        return None
-    value = table[key]
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= MAX_TIMEOUT
-    ):  # nan fails too
-        raise ConfigError(
-            f"{key} must be a number of seconds above 0 and at most"
-            f" {MAX_TIMEOUT:g}, not {toml_value(value)}",
-            where=f"{where}.{key}",
-            hint=f"e.g. {key} = 120 for an engine that loads large weights",
-        )
-    return float(value)
 
 
 NAME_MAX = 100
