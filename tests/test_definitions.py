@@ -82,10 +82,10 @@ ROUNDS = Keys(
 @pytest.mark.parametrize(
     ("table", "said"),
     [
-        ({"rounds": True}, "t.rounds: must be an integer, not true"),
+        ({"rounds": True}, "t.rounds: must be an integer, not true (e.g. rounds = 1)"),
         ({"rounds": 1.5}, "t.rounds: must be an integer, not 1.5"),
         ({"rounds": 11}, "t.rounds: must be between 1 and 10, not 11"),
-        ({"margin": "1"}, 't.margin: must be a number, not "1"'),
+        ({"margin": "1"}, 't.margin: must be a number, not "1" (e.g. margin = 0.1)'),
         ({"margin": math.nan}, "t.margin: must be between 0 and 60 seconds, not nan"),
         ({"margin": math.inf}, "t.margin: must be between 0 and 60 seconds, not inf"),
         ({"wait": 0}, "t.wait: must be above 0 and at most 3600 seconds, not 0 (e.g. 9)"),

@@ -39,7 +39,7 @@ class Key:
     `choices` are the strings it may be, named `noun` in the message about another
     ("unknown format"). `hint` says how to
     fix a value out of range or not among the choices, `type_hint` one of the wrong
-    type. `shown` is the default as the
+    type (else the key set to its default is the example). `shown` is the default as the
     reference writes it when it is not a plain value (it depends on other keys, say),
     and `type_text` the type when the reference says more than `kind`.
     """
@@ -78,7 +78,7 @@ class Key:
             raise ConfigError(
                 f"must be {article} {what}, not {toml_value(value)}",
                 where=spot,
-                hint=self.type_hint,
+                hint=self.type_hint or self.example(),
             )
         number = float(value) if self.kind is float else value
         if (
@@ -90,6 +90,12 @@ class Key:
                 hint=self.hint,
             )
         return number
+
+    def example(self) -> str | None:
+        """The key set to its default, as a hint for a value of the wrong type."""
+        if self.default is None:
+            return None
+        return f"e.g. {self.name} = {toml_value(self.default)}"
 
     def bounds(self) -> str:
         """The range a number must be in, as a message says it."""
