@@ -149,7 +149,7 @@ TOURNAMENT = Keys(
     Key(
         "concurrency",
         int,
-        "games at once on this machine, one worker process each (1-256; `--concurrency`"
+        f"games at once on this machine, one worker process each (1-{MAX_CONCURRENCY}; `--concurrency`"
         " overrides it; a Dask run ignores it)",
         default=1,
         low=1,
