@@ -149,8 +149,8 @@ TOURNAMENT = Keys(
     Key(
         "concurrency",
         int,
-        f"games at once on this machine, one worker process each (1-{MAX_CONCURRENCY}; `--concurrency`"
-        " overrides it; a Dask run ignores it)",
+        "games at once on this machine, one worker process each"
+        f" (1-{MAX_CONCURRENCY}; `--concurrency` overrides it; a Dask run ignores it)",
         default=1,
         low=1,
         high=MAX_CONCURRENCY,
