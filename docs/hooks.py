@@ -11,6 +11,12 @@ instead of keeping copies that would drift:
   lists them;
 - `protocol/bot_skeleton.py` is published as a file.
 
+The reference tables of the definition files' keys are made from the declarations in
+the code (`arbiter.definitions`): a page holds each between `<!-- begin keys KIND -->`
+and `<!-- end keys -->`, and the site shows the table the declarations give, whatever
+the page holds. `python docs/hooks.py` rewrites the pages' tables in place, and a test
+fails while a page's table differs from the declarations, so GitHub readers see the same.
+
 Links are written as repository paths, relative to the file that holds them, so that they
 work when the Markdown is read on GitHub. On the site a page may live elsewhere than its
 source (the specification), and a target may be a generated page or no page at all
@@ -40,6 +46,10 @@ LAYOUT_PAGE = "reference/layout.md"  # where the site describes the repository's
 _LINK = re.compile(r'(!?\[[^\]\n]*\]\()([^)\s]+)((?:\s+"[^"\n]*")?\))')
 # A row of the specification's transcript table: | [`NAME.txt`](transcripts/NAME.txt) | what |
 _ROW = re.compile(r"^\|\s*\[`([\w.-]+\.txt)`\]\([^)]*\)\s*\|\s*(.*?)\s*\|\s*$", re.MULTILINE)
+
+# A generated table of keys: its kind, then the table the declarations give.
+_KEYS = re.compile(r"(<!-- begin keys (\w+) -->\n)(.*?)(<!-- end keys -->)", re.DOTALL)
+KEY_PAGES = ("reference/tournament-file.md", "reference/engines-file.md", "guide/arena.md")
 
 # Repository path (resolved, as a string) -> the site's src_uri for links to it.
 _targets: dict[str, str] = {}
@@ -80,6 +90,27 @@ def _transcript_index(paths: list[Path], descriptions: dict[str, str]) -> str:
         "so they follow the [transcript format](../index.md#example-transcripts) exactly.\n\n"
         f"| File | Shows |\n|---|---|\n{rows}\n"
     )
+
+
+def key_tables() -> dict[str, Any]:
+    """The declared keys of each file kind, by the name a page's marker gives."""
+    from arbiter.arena.config import ARENA, PLAYER
+    from arbiter.engines.config import ENGINE
+    from arbiter.runs.tournament import TOURNAMENT
+
+    return {"tournament": TOURNAMENT, "engine": ENGINE, "arena": ARENA, "player": PLAYER}
+
+
+def fill_key_tables(markdown: str) -> str:
+    """The page with each marked table made from the declarations."""
+    tables = key_tables()
+
+    def table(m: re.Match[str]) -> str:
+        if m[2] not in tables:
+            raise ValueError(f"no declared keys {m[2]!r}; one of {', '.join(tables)}")
+        return m[1] + tables[m[2]].reference() + m[4]
+
+    return _KEYS.sub(table, markdown)
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -135,6 +166,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     source = page.file.abs_src_path
     if not source:
         return markdown  # generated here, with links already in site terms
+    markdown = fill_key_tables(markdown)
     out, fenced = [], False
     for line in markdown.splitlines(keepends=True):
         if line.lstrip().startswith(("```", "~~~")):
@@ -145,3 +177,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
             )
         out.append(line)
     return "".join(out)
+
+
+if __name__ == "__main__":  # rewrite the pages' tables of keys from the declarations
+    for name in KEY_PAGES:
+        path = ROOT / "docs" / name
+        text = path.read_text(encoding="utf-8")
+        if (new := fill_key_tables(text)) != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"rewrote {path.relative_to(ROOT)}")

@@ -24,45 +24,131 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arbiter.engines.config import check_name, read_toml
+from arbiter.definitions import Key, Keys, read_toml
+from arbiter.engines.config import check_name
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.runs.schedule import DEFAULT_RANDOM_OPENINGS
-from arbiter.runs.tournament import parse_engines, typed_key
+from arbiter.runs.tournament import ENGINE_SOURCES, parse_engines
 from arbiter.text import toml_key, toml_value
 
 TOKEN_BYTES = 24
 _HASH = "sha256"
 
-_ARENA_KEYS: dict[str, type] = {
-    "name": str,
-    "listen": str,
-    "tc": str,
-    "size": int,
-    "islands": int,
-    "pie": bool,
-    "random_openings": int,
-    "seed": int,
-    "margin": float,
-    "output": str,
-    "latency_allowance": float,
-    "anchors": dict,
-    "open_registration": bool,
-    "disconnect_grace": float,
-    "connections_per_address": int,
-    "logins_per_minute": int,
-    "max_connections": int,
-    "sandbox": bool,
-    "limits": dict,
-    "engines": list,
-    "engines_file": str,
-    "command_timeout": float,
-    "trusted_proxies": list,
-}
-_PLAYER_KEYS: dict[str, type] = {"name": str, "token_hash": str, "games_at_once": int}
+_SIZES = "Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26"
+
+# The [arena] table's keys, in the order the reference lists them.
+ARENA = Keys(
+    Key("name", str, "the arena's name", shown="the file's name"),
+    Key("listen", str, "`HOST:PORT`; port 0 picks a free one (printed)", shown="(required)"),
+    Key("tc", str, "the time control, as in tournaments", default="10+0.1", type_hint=TC_HELP),
+    Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
+    Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
+    Key("pie", bool, "the swap on move 2", default=True),
+    Key(
+        "margin",
+        float,
+        "seconds an engine may overrun its clock before losing on time",
+        default=0.1,
+        low=0,
+        high=60,
+    ),
+    Key(
+        "random_openings",
+        int,
+        "1: a random first stone per pair, as a match and a tournament file have by"
+        " default (both games of the pair from it; under the pie rule the engine on move"
+        " decides the swap); 0: every game from the empty board",
+        default=DEFAULT_RANDOM_OPENINGS,
+        low=0,
+        high=1,
+    ),
+    Key("seed", int, "the openings' seed", default=1),
+    Key("output", str, "the store, beside the file", shown="`NAME.sqlite`"),
+    Key(
+        "latency_allowance",
+        float,
+        "seconds of measured network time per move not charged",
+        default=0.25,
+        low=0,
+        high=10,
+    ),
+    Key("anchors", dict, "`{ name = elo, ... }`: held at these ratings"),
+    Key(
+        "open_registration",
+        bool,
+        "a new name registers itself with the token it first logs in with (at least 16 characters)",
+        default=False,
+    ),
+    Key(
+        "disconnect_grace",
+        float,
+        "seconds a dropped connection has to come back mid-game",
+        default=10.0,
+        low=0,
+        high=600,
+    ),
+    Key(
+        "connections_per_address",
+        int,
+        "connections one address may hold",
+        default=32,
+        low=1,
+        high=100_000,
+    ),
+    Key(
+        "max_connections",
+        int,
+        "connections in all (fewer if the open-file limit is lower)",
+        default=4096,
+        low=1,
+        high=1_000_000,
+    ),
+    Key(
+        "logins_per_minute",
+        int,
+        "logins one address may try a minute",
+        default=60,
+        low=1,
+        high=1_000_000,
+    ),
+    Key(
+        "command_timeout",
+        float,
+        "seconds for any answer that is not a move",
+        default=10.0,
+        low=0.5,
+        high=600,
+    ),
+    Key(
+        "trusted_proxies",
+        list,
+        "reverse proxies whose `X-Forwarded-For` names the client, for the limits",
+        type_text="list of strings",
+    ),
+    *ENGINE_SOURCES,
+)
+# A [[player]] table's keys: a remote engine allowed to connect.
+PLAYER = Keys(
+    Key("name", str, "its name, an identity as an engine's", shown="(required)"),
+    Key(
+        "token_hash",
+        str,
+        "the salted hash of its token, as `arbiter arena token NAME` prints it",
+        shown="(required)",
+    ),
+    Key(
+        "games_at_once",
+        int,
+        "sessions its owner may run at once (`arena connect --sessions N`)",
+        default=1,
+        low=1,
+        high=64,
+    ),
+)
 _TOP_KEYS = {"arena", "player", "engine"}
 _EXAMPLE = "arbiter arena token NAME prints a [[player]] entry to paste in"
 
@@ -151,34 +237,6 @@ def valid_hash(text: str) -> bool:
     )
 
 
-def _get(
-    table: Mapping[str, Any],
-    key: str,
-    where: str,
-    default: Any,
-    keys: Mapping[str, type] = _ARENA_KEYS,
-) -> Any:
-    return typed_key(table, key, where, default, keys)
-
-
-def _number(
-    table: Mapping[str, Any], key: str, where: str, default: float, low: float, high: float
-) -> float:
-    value = float(_get(table, key, where, default))
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ConfigError(f"must be between {low:g} and {high:g}", where=f"{where}.{key}")
-    return value
-
-
-def _count(
-    table: Mapping[str, Any], key: str, where: str, default: int, low: int, high: int
-) -> int:
-    value = int(_get(table, key, where, default))
-    if not low <= value <= high:
-        raise ConfigError(f"must be between {low} and {high}", where=f"{where}.{key}")
-    return value
-
-
 def parse_listen(text: str, where: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
@@ -223,28 +281,26 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
             where=str(file),
             hint='start the file with [arena], name = "..." and listen = "127.0.0.1:8080"',
         )
-    unknown = set(table) - set(_ARENA_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))}",
-            where=where,
-            hint=f"allowed keys: {', '.join(sorted(_ARENA_KEYS))}",
-        )
-    name = _get(table, "name", where, file.stem)
+    ARENA.refuse_unknown(table, where)
+
+    def get(key: str, default: Any = ...) -> Any:
+        return ARENA.get(table, key, where, default)
+
+    name = get("name", file.stem)
     check_name(name, f"{where}.name")
-    listen = _get(table, "listen", where, None)
+    listen = get("listen")
     if listen is None:
         raise ConfigError("listen is missing", where=where, hint='e.g. listen = "127.0.0.1:8080"')
     host, port = parse_listen(listen, f"{where}.listen")
     try:
-        tc = TimeControl.parse(_get(table, "tc", where, "10+0.1"))
+        tc = TimeControl.parse(get("tc"))
     except ConfigError as exc:
         raise exc.located(f"{where}.tc") from exc
     if tc.infinite:
         raise ConfigError("an arena needs a clock", where=f"{where}.tc", hint=TC_HELP)
-    islands = _get(table, "islands", where, 8)
-    size = _get(table, "size", where, 11)
-    pie = _get(table, "pie", where, True)
+    islands = get("islands")
+    size = get("size")
+    pie = get("pie")
     try:
         variant = Variant(islands, size, pie)
     except ValueError as exc:
@@ -253,10 +309,10 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
             where=f"{where}.size",
             hint="Atoll sizes: 7, 11, 15, 19, 23; Hex (islands = 4): 2-26",
         ) from exc
-    random_openings = _count(table, "random_openings", where, DEFAULT_RANDOM_OPENINGS, 0, 1)
-    seed = _get(table, "seed", where, 1)
-    margin = _number(table, "margin", where, 0.1, 0, 60)
-    output_value = _get(table, "output", where, f"{name}.sqlite")
+    random_openings = get("random_openings")
+    seed = get("seed")
+    margin = get("margin")
+    output_value = get("output", f"{name}.sqlite")
     output = resolved(here / output_value, f"{where}.output")
     if output == file.resolve() or not output_value.strip():
         raise ConfigError(
@@ -264,7 +320,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
             where=f"{where}.output",
             hint='give a new file name, e.g. output = "arena.sqlite"',
         )
-    anchors_table = _get(table, "anchors", where, {})
+    anchors_table = get("anchors") or {}
     anchors: dict[str, float] = {}
     for anchor, value in anchors_table.items():
         if (
@@ -294,14 +350,10 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         spot = f"{file}: player #{number}"
         if not isinstance(entry, dict):
             raise ConfigError("must be a table", where=spot, hint=_EXAMPLE)
-        extra = set(entry) - set(_PLAYER_KEYS)
-        if extra:
-            raise ConfigError(
-                f"unknown key(s) {', '.join(sorted(extra))}",
-                where=spot,
-                hint="a [[player]] has name, token_hash and games_at_once",
-            )
-        player_name = _get(entry, "name", spot, None, _PLAYER_KEYS)
+        PLAYER.refuse_unknown(
+            entry, spot, hint="a [[player]] has name, token_hash and games_at_once"
+        )
+        player_name = PLAYER.get(entry, "name", spot)
         check_name(player_name, f"{spot}.name")
         spot = f"{file}: player {player_name!r}"
         if player_name in players or player_name in engines:
@@ -310,16 +362,14 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
                 where=spot,
                 hint="names are identities: make them unique",
             )
-        token_hash = _get(entry, "token_hash", spot, None, _PLAYER_KEYS)
+        token_hash = PLAYER.get(entry, "token_hash", spot)
         if token_hash is None or not valid_hash(token_hash):
             raise ConfigError(
                 "token_hash is missing or not a hash",
                 where=f"{spot}.token_hash",
                 hint=_EXAMPLE + "; the file keeps the hash, never the token",
             )
-        at_once = _get(entry, "games_at_once", spot, 1, _PLAYER_KEYS)
-        if not 1 <= at_once <= 64:
-            raise ConfigError("must be between 1 and 64", where=f"{spot}.games_at_once")
+        at_once = PLAYER.get(entry, "games_at_once", spot)
         players[player_name] = PlayerEntry(player_name, token_hash, at_once)
     for anchor in anchors:
         if anchor not in engines and anchor not in players:
@@ -339,14 +389,14 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         seed=seed,
         margin=margin,
         output=output,
-        latency_allowance=_number(table, "latency_allowance", where, 0.25, 0, 10),
+        latency_allowance=get("latency_allowance"),
         anchors=anchors,
-        open_registration=bool(_get(table, "open_registration", where, False)),
-        disconnect_grace=_number(table, "disconnect_grace", where, 10.0, 0, 600),
-        connections_per_address=_count(table, "connections_per_address", where, 32, 1, 100_000),
-        logins_per_minute=_count(table, "logins_per_minute", where, 60, 1, 1_000_000),
-        max_connections=_count(table, "max_connections", where, 4096, 1, 1_000_000),
-        command_timeout=_number(table, "command_timeout", where, 10.0, 0.5, 600),
+        open_registration=get("open_registration"),
+        disconnect_grace=get("disconnect_grace"),
+        connections_per_address=get("connections_per_address"),
+        logins_per_minute=get("logins_per_minute"),
+        max_connections=get("max_connections"),
+        command_timeout=get("command_timeout"),
         trusted_proxies=_proxies(table, where),
         players=players,
         engines=engines,
@@ -357,7 +407,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
 def _proxies(table: Mapping[str, Any], where: str) -> frozenset[str]:
     """The reverse proxies whose `X-Forwarded-For` names the client (their own address
     would otherwise be every client's, for the limits)."""
-    listed = _get(table, "trusted_proxies", where, [])
+    listed = ARENA.get(table, "trusted_proxies", where) or []
     out = set()
     for value in listed:
         try:

@@ -20,17 +20,16 @@ import hashlib
 import os
 import shlex
 import shutil
-import stat
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
-from arbiter.engines.process import BOTS_FOLDER, EngineSpec
+from arbiter.engines.process import BOTS_FOLDER, Deadlines, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.protocol.codec import is_token
@@ -38,65 +37,136 @@ from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
 from arbiter.text import toml_value
 
-ENGINE_KEYS = (
-    "command",
-    "cwd",
-    "env",
-    "name",
-    "tc",
-    "options",
-    "islands",
-    "sizes",
-    "swap",
-    "time",
-    "sandbox",
-    "limits",
-    "read",
-    "start_timeout",
-    "command_timeout",
+MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
+_GUIDE = "../guide"  # the reference page's links, relative to docs/reference/
+
+# The keys of an engine definition (an engines file's [engines.KEY] table, a
+# tournament's or an arena's [[engine]]), in the order the reference lists them. Most
+# have a grammar of their own, read by `engine_definition` and its helpers below.
+ENGINE = Keys(
+    Key(
+        "command",
+        object,
+        "how to start it; `{python}` is the interpreter running arbiter, `{here}` the"
+        " file's folder",
+        shown="(required)",
+        type_text="list of strings, or a string split like a shell",
+    ),
+    Key(
+        "cwd",
+        str,
+        "its working folder, relative to the file",
+        default=".",
+        shown="the file's folder",
+    ),
+    Key("env", dict, "added to its environment", type_text="table of strings"),
+    Key(
+        "name",
+        str,
+        "its name in results (required and unique in a tournament)",
+        shown="the key",
+    ),
+    Key(
+        "tc",
+        str,
+        "its own time control (in a match, `--tc` wins over it; in a tournament it wins"
+        " over the tournament's `tc`)",
+        type_hint=TC_HELP,
+    ),
+    Key(
+        "options",
+        list,
+        "whole command lines sent after the handshake, before the first game (e.g. the"
+        " engine's own parameter commands); each word printable ASCII without `#`, checked"
+        " when the file is read; a `?` answer stops the run naming the option",
+        type_text="list of strings",
+    ),
+    Key(
+        "islands",
+        list,
+        "the variants it plays when it does not list `atoll-islands`: `[4]` for a Hex program",
+        shown="`[8]`",
+        type_text="list of integers",
+    ),
+    Key(
+        "sizes",
+        list,
+        "the board sizes it plays; a size it does not declare, or a `boardsize` it"
+        " answers with `?`, is a configuration error before any game (exit 2)",
+        shown="any",
+        type_text="list of integers",
+    ),
+    Key(
+        "swap",
+        str,
+        "how the pie move is spelled on the wire, both ways (Benzene engines say"
+        " `swap-pieces`); one word of printable ASCII without `#`, checked when the file"
+        " is read",
+        default="swap",
+    ),
+    Key(
+        "time",
+        str,
+        "which clock commands it is told: `atoll`, `gtp` or `none` (by default `atoll` if"
+        " it lists `atoll-time_settings` and `atoll-time_left`, else `gtp` if it lists"
+        " `time_settings` and `time_left`, else none; its clock runs all the same)",
+        shown="from its commands",
+    ),
+    Key(
+        "start_timeout",
+        float,
+        "seconds it has to start and answer the handshake (`protocol_version`, `name`,"
+        f" `version`, `list_commands`), above 0 and at most {MAX_TIMEOUT:g}; for engines that load"
+        " large weights. `arbiter check --timeout` overrides it",
+        shown=f"{Deadlines.handshake:g}",
+        low=0,
+        above=True,
+        high=MAX_TIMEOUT,
+        unit=" seconds",
+        hint="e.g. start_timeout = 120 for an engine that loads large weights",
+    ),
+    Key(
+        "command_timeout",
+        float,
+        "seconds it has to answer every other command but a move (setting up a game, its"
+        f" options, clock commands), above 0 and at most {MAX_TIMEOUT:g}; moves are timed by the"
+        " clock",
+        shown=f"{Deadlines.command:g}",
+        low=0,
+        above=True,
+        high=MAX_TIMEOUT,
+        unit=" seconds",
+        hint="e.g. command_timeout = 60 for an engine slow to set up a game",
+    ),
+    Key(
+        "sandbox",
+        bool,
+        f"run it under bubblewrap (see [Untrusted bots]({_GUIDE}/sandbox.md); a"
+        " tournament's `sandbox` is the default)",
+        default=False,
+    ),
+    Key(
+        "limits",
+        dict,
+        "`memory_mb`, `cpu_s`, `processes`, `disk_mb` (a tournament's `limits` fill the"
+        f" ones not set here; see [Limits]({_GUIDE}/sandbox.md#limits))",
+        type_text="table of positive integers",
+    ),
+    Key(
+        "read",
+        list,
+        "host paths (files or folders, relative to the file; each must exist) a sandboxed"
+        " engine may read besides its own folder: separate weights, opening books (see"
+        f" [What it can read]({_GUIDE}/sandbox.md#what-it-can-read))",
+        type_text="list of strings",
+    ),
+    sort=False,
 )
+ENGINE_KEYS = ENGINE.names()
 
 
 def _expand(word: str, here: Path) -> str:
     return word.replace("{python}", sys.executable).replace("{here}", str(here))
-
-
-MAX_TEXT_FILE = 16 << 20  # a definition or openings file larger than this is a mistake
-
-
-def read_small(file: Path, what: str) -> str:
-    """A text file that is read whole, refused when it is a device or too large: a
-    definition named /dev/zero must be one line, not the machine's memory."""
-    info = os.stat(file)
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEXT_FILE:
-        kind = (
-            "not a regular file"
-            if not stat.S_ISREG(info.st_mode)
-            else f"{info.st_size} bytes, more than {MAX_TEXT_FILE >> 20} MB"
-        )
-        raise ConfigError(
-            f"cannot read {what}: {kind}", where=str(file), hint=f"give the path of the {what}"
-        )
-    with open(file, encoding="utf-8") as handle:
-        return handle.read(MAX_TEXT_FILE + 1)
-
-
-def read_toml(file: Path, what: str, hint: str) -> dict[str, Any]:
-    """A TOML file as a dict; unreadable or malformed files are a ConfigError naming it."""
-    try:
-        return tomllib.loads(read_small(file, what))
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {what}: {exc.strerror}", where=str(file), hint=hint
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} is not UTF-8 text", where=str(file)) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"not valid TOML: {exc}",
-            where=str(file),
-            hint="fix the syntax at the line and column given",
-        ) from exc
 
 
 class EnginesFile:
@@ -219,13 +289,7 @@ def engine_definition(
         raise ConfigError(
             "must be a table", where=where, hint='e.g. command = ["{python}", "my_bot.py"]'
         )
-    unknown = set(table) - set(ENGINE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(sorted(unknown))}",
-            where=where,
-            hint=f"allowed keys: {', '.join(ENGINE_KEYS)}",
-        )
+    ENGINE.refuse_unknown(table, where)
     command = table.get("command")
     if isinstance(command, str):
         try:
@@ -246,9 +310,7 @@ def engine_definition(
         )
     if not argv:
         raise ConfigError("command is empty", where=f"{where}.command")
-    cwd_value = table.get("cwd", ".")
-    if not isinstance(cwd_value, str):
-        raise ConfigError("cwd must be a string", where=f"{where}.cwd")
+    cwd_value = ENGINE.get(table, "cwd", where)
     try:
         cwd = (here / _expand(cwd_value, here)).resolve()
         folder = cwd.is_dir()
@@ -283,15 +345,11 @@ def engine_definition(
     check_name(name, f"{where}.name")
     tc = None
     if "tc" in table:
-        if not isinstance(table["tc"], str):
-            raise ConfigError("tc must be a string", where=f"{where}.tc", hint=TC_HELP)
         try:
-            tc = TimeControl.parse(table["tc"])
+            tc = TimeControl.parse(ENGINE.get(table, "tc", where))
         except ConfigError as exc:
             raise exc.located(f"{where}.tc") from exc
-    confined = table.get("sandbox", False)
-    if not isinstance(confined, bool):
-        raise ConfigError("sandbox must be true or false", where=f"{where}.sandbox")
+    confined = ENGINE.get(table, "sandbox", where)
     limits = parse_limits(table["limits"], f"{where}.limits") if "limits" in table else Limits()
     spec = EngineSpec(
         argv=tuple(_expand(w, here) for w in argv),
@@ -305,35 +363,13 @@ def engine_definition(
         limits=limits,
         read=_read(table, where, here, local),
         cwd_given="cwd" in table,
-        start_timeout=_seconds(table, "start_timeout", where),
-        command_timeout=_seconds(table, "command_timeout", where),
+        start_timeout=ENGINE.get(table, "start_timeout", where),
+        command_timeout=ENGINE.get(table, "command_timeout", where),
     )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)
         check_confinement(spec, where)
     return spec
-
-
-MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
-
-
-def _seconds(table: dict[str, Any], key: str, where: str) -> float | None:
-    """A deadline in seconds set by the definition (above 0, at most an hour), or None."""
-    if key not in table:
-        return None
-    value = table[key]
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= MAX_TIMEOUT
-    ):  # nan fails too
-        raise ConfigError(
-            f"{key} must be a number of seconds above 0 and at most"
-            f" {MAX_TIMEOUT:g}, not {toml_value(value)}",
-            where=f"{where}.{key}",
-            hint=f"e.g. {key} = 120 for an engine that loads large weights",
-        )
-    return float(value)
 
 
 NAME_MAX = 100
