@@ -28,9 +28,10 @@ def gathered_standings(
     split: tuple[str, ...] | None = None,
 ) -> tuple[Standings, list[str]]:
     """The joint fit, and the tournament names met, over `stores` (paths of stores or
-    records files, each named by its label in messages). With `keep`, the records counted are kept there; `split`
-    (condition keys) rates an engine's games under different conditions apart (None:
-    the command has no --split-by). Raises ConfigError naming the option to change."""
+    records files, each named by its label in messages). With `keep`, the records
+    counted are kept there; `split` (condition keys) rates an engine's games under
+    different conditions apart (None: the command has no --split-by). Raises
+    ConfigError naming the option to change."""
     identities = Identities(split or ())
     tally, bad, met = gather(list(stores), keep, identities, labels=list(labels))
     if tally.duplicates:
