@@ -50,15 +50,7 @@ if TYPE_CHECKING:
     help=f"Games played at once (at most {MAX_CONCURRENCY}; with --dask, games in"
     " flight, default twice the workers' threads).  [default: 1]",
 )
-@click.option(
-    "--records",
-    type=click.Path(dir_okay=False),
-    callback=no_dash(
-        "the match's summary goes there; write the records to a file, or export"
-        " them from --store with `tournament export STORE --records -`"
-    ),
-    help="Append one JSON line per game to this file.",
-)
+@options.records_append()
 @click.option(
     "--store",
     "store_file",

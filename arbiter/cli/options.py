@@ -134,6 +134,15 @@ records_out = _shared(
     type=click.Path(dir_okay=False),
     help="Write every stored game to this JSON Lines file (void attempts too).",
 )
+records_append = _shared(
+    "--records",
+    type=click.Path(dir_okay=False),
+    callback=no_dash(
+        "the match's summary goes there; write the records to a file, or export"
+        " them from --store with `tournament export STORE --records -`"
+    ),
+    help="Append one JSON line per game to this file.",
+)
 prior = _shared(
     "--prior",
     type=FiniteFloat(0),
