@@ -88,7 +88,7 @@ def tournament_run(
         stored_openings,
     )
     from arbiter.views.report import TournamentProgress
-    from arbiter.views.status import outside_schedule, store_standings, tournament_notes, unneeded
+    from arbiter.views.status import run_end, run_tables, unneeded
 
     if dask is not None:
         from arbiter.executors.dask import check_address
@@ -124,19 +124,7 @@ def tournament_run(
         # few games need not read the store's games again.
         tests = next((sink for sink in plan.sinks if isinstance(sink, PairingTests)), None)
 
-        def tables(full: bool = False) -> str:
-            """The standings; with tests, every pairing's at the end (`full`), and in a
-            progress block a summary and the tests that changed since the last one."""
-            parts = [*t.summary(plan.games), store_standings(store)]
-            if tests is not None:
-                lines = (
-                    [f"{a} vs {b}: {v.line(t.rounds)}" for (a, b), v in tests.verdicts()]
-                    if full
-                    else tests.progress(t.rounds)
-                )
-                parts.append("\n".join(lines))
-            return "\n\n".join(parts)
-
+        tables = functools.partial(run_tables, t, plan.games, store, tests)
         stored = t.stored(store, plan.games)
         progress = TournamentProgress(
             sys.stderr, t.total, tables, done=stored, every=every, quiet=quiet
@@ -159,17 +147,8 @@ def tournament_run(
         if outcome.config_error:
             raise ConfigError(outcome.aborted, hint="choose another engine or variant")
         store.verify()  # never a table over games nobody will find
-        _, outside = outside_schedule(t, store, plan.games)
-        say(tables(full=True))
-        for line in tournament_notes(store, outside) + outcome.notes:
+        for line in run_end(t, plan.games, store, tests, outcome):
             say(line)
-        if outcome.unplayed:
-            say(
-                f"Given up after repeated voids: {len(outcome.unplayed)} games"
-                " (run again to retry them)."
-            )
-        if outcome.aborted:
-            say(f"Tournament stopped: {outcome.aborted}")
         if outcome.aborted or outcome.unplayed or outcome.left_out:
             sys.exit(1)
 

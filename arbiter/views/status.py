@@ -84,6 +84,37 @@ def outside_schedule(t: Any, store: Store, schedule: Any = None) -> tuple[int, i
     return done, store.games_stored() - done
 
 
+def run_tables(t: Any, games: Any, store: Store, tests: Any, full: bool = False) -> str:
+    """The standings a tournament run prints: its format's summary, the Elo table and,
+    with tests (the run's `PairingTests`), every pairing's at the end (`full`) or, in a
+    progress block, those that changed since the last one."""
+    parts = [*t.summary(games), store_standings(store)]
+    if tests is not None:
+        lines = (
+            [f"{a} vs {b}: {v.line(t.rounds)}" for (a, b), v in tests.verdicts()]
+            if full
+            else tests.progress(t.rounds)
+        )
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def run_end(t: Any, games: Any, store: Store, tests: Any, outcome: Any) -> list[str]:
+    """What a tournament run prints when it ends: the tables, the notes, the games given
+    up and why it stopped early."""
+    _, outside = outside_schedule(t, store, games)
+    lines = [run_tables(t, games, store, tests, full=True)]
+    lines += tournament_notes(store, outside) + outcome.notes
+    if outcome.unplayed:
+        lines.append(
+            f"Given up after repeated voids: {len(outcome.unplayed)} games"
+            " (run again to retry them)."
+        )
+    if outcome.aborted:
+        lines.append(f"Tournament stopped: {outcome.aborted}")
+    return lines
+
+
 @dataclass
 class Status:
     """One snapshot of a tournament's or a match's store, as `tournament status` shows it."""
