@@ -20,7 +20,7 @@ from arbiter.outfile import STDOUT, write_lines
 SKELETON = BOTS_FOLDER / "skeleton.py"
 # The one line of the skeleton that names the bot; `bot_source` fills it in.
 NAME_LINE = '    name = "skeleton"  # change this: match results and tables show it\n'
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def examples() -> list[str]:

@@ -1,0 +1,61 @@
+"""An arena's status from its store: games stored, void attempts, the ratings with the
+anchors held at theirs. It reads the store only, so it works while the server runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from arbiter.errors import ConfigError
+from arbiter.results.standings import Standings, table, to_json
+from arbiter.results.store import Store
+
+
+@dataclass(frozen=True)
+class ArenaStatus:
+    spec: Any  # the arena file's ArenaSpec
+    stored: int
+    voids: int
+    board: Standings | None
+
+    def as_json(self) -> dict[str, Any]:
+        spec = self.spec
+        data: dict[str, Any] = {
+            "arena": spec.name,
+            "store": str(spec.output),
+            "games": self.stored,
+            "void_attempts": self.voids,
+            "anchors": dict(spec.anchors),
+        }
+        if self.board is not None:
+            data["standings"] = to_json(self.board)
+        return data
+
+    def lines(self) -> list[str]:
+        spec = self.spec
+        out = [
+            f"Arena {spec.name}: {self.stored} games stored, {self.voids} void attempts,"
+            f" in {spec.output}."
+        ]
+        if self.board is not None:
+            out.append(table(self.board))
+        return out
+
+
+def read_arena_status(spec: Any, damaged: Callable[[Store], None]) -> ArenaStatus:
+    """The status of the arena `spec`; `damaged` is called with its store first, to say
+    or refuse its damaged rows. ConfigError if the server has not made a store yet."""
+    from arbiter.arena.web import arena_standings
+
+    if not spec.output.exists():
+        raise ConfigError(
+            f"no store yet at {spec.output}",
+            where=str(spec.path),
+            hint=f"start the server: arbiter arena serve {spec.path}",
+        )
+    with Store.open_read(spec.output) as store:
+        damaged(store)
+        stored, voids = store.games_stored(), store.void_count()
+    board = arena_standings(spec.output, spec.anchors) if stored else None
+    return ArenaStatus(spec, stored, voids, board)

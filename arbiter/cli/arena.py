@@ -1,0 +1,219 @@
+"""`arbiter arena`: serve an arena, connect an engine to one, tokens, status, export."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import click
+
+from arbiter.engines.config import resolve_engine
+from arbiter.errors import ConfigError
+from arbiter.results.store import resolved
+from arbiter.running import run_trio
+from arbiter.text import one_line
+
+from . import options
+from .options import examples
+from .output import ConfigExit, emit, first_leaf, handle_errors, say
+from .sources import damaged
+from .tournament import tournament_export
+
+
+@click.group(
+    "arena",
+    epilog=examples(
+        "arbiter arena serve arena.toml",
+        "arbiter arena connect arena.example.org:8080 --name alice --token T mybot",
+    ),
+)
+def arena() -> None:
+    """A continuous rated ladder that engines connect to over the network."""
+
+
+@arena.command(
+    "serve",
+    epilog=examples("arbiter arena serve arena.toml", "arbiter arena serve arena.toml -v"),
+)
+@click.argument("file", type=click.Path(dir_okay=False))
+@options.log_options
+@handle_errors
+def arena_serve(file: str) -> None:
+    """Run the arena of FILE until stopped: engines connect, play and are rated.
+
+    The server listens on the file's `listen` address: browsers read the live page at
+    `/`, engines connect at `/engine` (`arbiter arena connect`). Ctrl-C or SIGTERM stops
+    it; games in flight are void and never stored, and the next start goes on from the
+    store. TLS belongs in a reverse proxy in front (docs/guide/arena.md)."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.serve import serve
+
+    spec = load_arena(file)
+    run_trio(functools.partial(serve, spec, lambda line: say(line, err=True)))
+
+
+@arena.command(
+    "connect",
+    epilog=examples(
+        "arbiter arena connect 127.0.0.1:8080 --name alice --token T heuristic",
+        "arbiter arena connect wss://arena.example.org --name alice --token T"
+        " 'alice=./alice --threads 4'",
+    ),
+)
+@click.argument("address")
+@click.argument("engine")
+@click.option("--name", required=True, help="The name the arena knows this engine by.")
+@click.option(
+    "--token",
+    default=None,
+    envvar="ARBITER_ARENA_TOKEN",
+    help="The token `arbiter arena token` printed (or set ARBITER_ARENA_TOKEN, which keeps"
+    " it out of the process list).",
+)
+@options.engines_file(
+    help="Engines file for ENGINE names (default: engines/engines.toml here, then the"
+    " bundled bots).",
+)
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Engine processes to run, each playing one game at a time (up to the"
+    " games_at_once of the arena's entry for NAME).",
+)
+@options.log_options
+@handle_errors
+def arena_connect(
+    address: str, engine: str, name: str, token: str | None, engines_file: str | None, sessions: int
+) -> None:
+    """Run ENGINE here and relay it to the arena at ADDRESS until stopped.
+
+    ADDRESS is HOST:PORT, or a ws:// or wss:// URL. ENGINE is a name from an engines
+    file, a bundled bot or NAME=COMMAND, with its dialect keys. A dropped connection or a
+    restarted server is reconnected to with backoff, and the engine is kept running
+    across it; a refused name or token is one line and exit status 2."""
+    from arbiter.arena.client import Refused, arena_url, connect
+    from arbiter.engines.config import check_name
+
+    if not token:
+        raise ConfigError(
+            "no token",
+            where="--token",
+            hint="give --token or set ARBITER_ARENA_TOKEN; the arena's"
+            " organiser makes one with `arbiter arena token NAME`",
+        )
+    check_name(name, "--name")
+    url = arena_url(address)
+    spec = resolve_engine(engine, options.known_engines(engines_file))
+    try:
+        run_trio(
+            functools.partial(
+                connect, url, name, token, spec, lambda line: say(line, err=True), sessions
+            )
+        )
+    except Refused as exc:
+        raise ConfigExit(one_line(f"the arena refused {name}: {exc}")) from exc
+    except BaseExceptionGroup as group:
+        refused = group.subgroup(Refused)
+        if refused is not None:
+            raise ConfigExit(
+                one_line(f"the arena refused {name}: {first_leaf(refused)}")
+            ) from group
+        raise
+
+
+@arena.command(
+    "token",
+    epilog=examples("arbiter arena token alice", "arbiter arena token alice --games-at-once 2"),
+)
+@click.argument("name")
+@click.option(
+    "--games-at-once",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Games this engine may play at the same time.",
+)
+@handle_errors
+def arena_token(name: str, games_at_once: int) -> None:
+    """Print a new token for NAME on the first line, then the [[player]] entry to paste
+    into the arena file (it holds a salted hash of the token, never the token)."""
+    from arbiter.arena.config import hash_token, new_token
+    from arbiter.engines.config import check_name
+
+    check_name(name, "NAME")
+    token = new_token()
+    emit(token)
+    entry = f'\n[[player]]\nname = {json.dumps(name)}\ntoken_hash = "{hash_token(token)}"\n'
+    if games_at_once != 1:
+        entry += f"games_at_once = {games_at_once}\n"
+    emit(entry)
+    say(
+        f"Give the token (the first line) to {name}'s owner; paste the rest into the arena"
+        " file and restart the server.",
+        err=True,
+    )
+
+
+@arena.command(
+    "status",
+    epilog=examples("arbiter arena status arena.toml", "arbiter arena status arena.toml --json"),
+)
+@click.argument("file", type=click.Path(dir_okay=False))
+@options.as_json(help="One JSON object.")
+@handle_errors
+def arena_status(file: str, as_json: bool) -> None:
+    """The arena's games so far and its ratings (anchors held at theirs), from its store.
+
+    It reads the store only, and works while the server runs."""
+    from arbiter.arena.config import load_arena
+
+    show_arena_status(load_arena(file, engines_here=False), as_json, strict=False)
+
+
+def show_arena_status(spec: object, as_json: bool, strict: bool) -> None:
+    """`arena status`, and `tournament status` of an arena file."""
+    from arbiter.arena.status import read_arena_status
+
+    status = read_arena_status(spec, damaged(strict))
+    if as_json:
+        emit(json.dumps(status.as_json()))
+        return
+    for line in status.lines():
+        say(line)
+
+
+@arena.command(
+    "export",
+    epilog=examples("arbiter arena export arena.toml --records games.jsonl"),
+)
+@click.argument("file", type=click.Path(dir_okay=False))
+@options.records_out(required=True, default=None)
+@options.force()
+@options.strict_store()
+@click.pass_context
+@handle_errors
+def arena_export(
+    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool
+) -> None:
+    """Write the arena's games as records (what `ratings`, `report` and `show` read)."""
+    from arbiter.arena.config import load_arena
+
+    spec = load_arena(file, engines_here=False)
+    if resolved(records_out, "--records") == spec.path.resolve():
+        raise ConfigError(
+            "the records file would overwrite the arena file",
+            where=records_out,
+            hint="choose a new .jsonl path",
+        )
+    ctx.invoke(
+        tournament_export,
+        file=str(spec.output),
+        example=None,
+        records_out=records_out,
+        fmt=None,
+        out=None,
+        force=force,
+        strict=strict,
+    )
