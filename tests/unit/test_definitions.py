@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from arbiter.arena.config import ARENA, PLAYER, hash_token, load_arena
 from arbiter.definitions import Key, Keys
@@ -17,7 +18,6 @@ from arbiter.engines.config import ENGINE, ENGINE_KEYS, load_engines
 from arbiter.errors import ConfigError
 from arbiter.runs.tournament import TOURNAMENT, load_tournament
 
-ROOT = Path(__file__).resolve().parent.parent
 KINDS = {"tournament": TOURNAMENT, "arena": ARENA, "player": PLAYER, "engine": ENGINE}
 
 

@@ -4,9 +4,10 @@ declared once (in `arbiter/cli/options.py`), and its modules stay short."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "arbiter"
+from paths import ROOT
+
+PACKAGE = ROOT / "arbiter"
 CLI = PACKAGE / "cli"
 # Options that more than one command takes: declared in options.py alone.
 SHARED = {
