@@ -25,6 +25,7 @@ from arbiter.results.elo import Difference
 from arbiter.results.identities import Conditions
 from arbiter.results.identities import Identities as Identities
 from arbiter.results.identities import split_keys as split_keys
+from arbiter.results.pairs import PairTally
 from arbiter.results.ratings import DEFAULT_PRIOR, RatingFit, estimate_difference, fit
 from arbiter.results.records import FAULTS, BadLine, Termination, read_records
 from arbiter.results.sprt import paired
@@ -45,14 +46,14 @@ def __getattr__(name: str) -> Any:
 
 @dataclass
 class Tally:
-    """Counts of rated games: per ordered seat pairing, per engine faults, per pair."""
+    """Counts of rated games: per ordered seat pairing, per engine faults, and the
+    seat-swapped pairs and games of each pairing (`PairTally`, which head-to-head asks)."""
 
     names: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
     seat_wins: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s1 won
     seat_losses: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s2 won
     faults: dict[str, Counter[str]] = field(default_factory=dict)
-    pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # a<b: [2, 1, 0]
-    _open_pairs: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    pairs: PairTally = field(default_factory=PairTally)
     seen: set[int] = field(default_factory=set)  # play_key of each game counted
     duplicates: int = 0  # games met again through another source, not counted twice
 
@@ -68,18 +69,7 @@ class Tally:
         if termination in FAULTS:
             loser = seat2 if seat1_won else seat1
             self.faults.setdefault(loser, Counter())[termination] += 1
-        if pair:
-            winner = seat1 if seat1_won else seat2
-            first = self._open_pairs.pop(pair, None)
-            if first is None:
-                self._open_pairs[pair] = (seat1, seat2, winner)
-            elif {first[0], first[1]} == {seat1, seat2}:
-                a = min(seat1, seat2)
-                self.add_pair(seat1, seat2, (first[2] == a) + (winner == a))
-
-    def add_pair(self, x: str, y: str, wins_of_first_sorted: int, n: int = 1) -> None:
-        a, b = sorted((x, y))
-        self.pairs.setdefault((a, b), [0, 0, 0])[2 - wins_of_first_sorted] += n
+        self.pairs.add(pair, *((seat1, seat2) if seat1_won else (seat2, seat1)))
 
     @property
     def games(self) -> int:
@@ -93,10 +83,7 @@ class Tally:
         self.seat_losses.update(other.seat_losses)
         for engine, counts in other.faults.items():
             self.faults.setdefault(engine, Counter()).update(counts)
-        for key, split in other.pairs.items():
-            outcome = self.pairs.setdefault(key, [0, 0, 0])
-            for i in range(3):
-                outcome[i] += split[i]
+        self.pairs.merge(other.pairs)
 
     def renamed(self, names: dict[str, str]) -> Tally:
         """The same counts under other engine names (a key missing from `names` keeps
@@ -114,12 +101,7 @@ class Tally:
             out.seat_losses[new(a), new(b)] += k
         for engine, counts in self.faults.items():
             out.faults.setdefault(new(engine), Counter()).update(counts)
-        for (a, b), (two, split, zero) in self.pairs.items():
-            x, y = new(a), new(b)
-            ordered = (two, split, zero) if x <= y else (zero, split, two)
-            outcome = out.pairs.setdefault((min(x, y), max(x, y)), [0, 0, 0])
-            for i in range(3):
-                outcome[i] += ordered[i]
+        out.pairs = self.pairs.renamed(names)
         return out
 
     def add_store(
@@ -176,10 +158,10 @@ class Tally:
             tally.names.setdefault(row.seat2)
             tally.seat_wins[row.seat1, row.seat2] += row.seat1_wins
             tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
+            tally.pairs.add_games(row.seat1, row.seat2, row.seat1_wins, row.seat2_wins)
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        for a, b, wins, n in store.pair_counts():
-            tally.add_pair(a, b, wins, n)
+        tally.pairs.add_stored(store.pair_games())
         return tally
 
 
@@ -525,7 +507,7 @@ class HeadToHead:
     losses: int
     own: Difference  # from the pairing's games alone
     pool: Difference  # the difference of the pool fit's ratings
-    pairs: tuple[int, int, int] | None  # seat-swapped pairs won twice, split, lost twice
+    pairs: tuple[int, int, int] | None  # seat-swapped pairs lost twice, split, won twice
 
     @property
     def games(self) -> int:
@@ -554,16 +536,10 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
         for b in names:
             if a == b:
                 continue
-            w = t.seat_wins[a, b] + t.seat_losses[b, a]
-            l_ = t.seat_losses[a, b] + t.seat_wins[b, a]
+            _, w, l_ = t.pairs.counts(a, b)
             if not w + l_:
                 continue
-            x, y = sorted((a, b))
-            counts = t.pairs.get((x, y))
-            pairs = None
-            if counts:
-                two, split, zero = counts if a == x else counts[::-1]
-                pairs = (two, split, zero)
+            pairs = t.pairs.classes(a, b)
             if (b, a) in own:
                 own[a, b] = _turned(own[b, a])
             else:  # as a match's summary makes it: the fit, the pairs' own variance
@@ -572,7 +548,7 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
                     (t.seat_wins[b, a], t.seat_losses[b, a]),
                     prior=s.prior,
                 )
-                own[a, b] = paired(fitted, [pairs[2], pairs[1], pairs[0]] if pairs else [])
+                own[a, b] = paired(fitted, pairs or [])
             pool = s.fit.difference(index[a], index[b])
             out.append(HeadToHead(a, b, w, l_, own[a, b], pool, pairs))
     return out

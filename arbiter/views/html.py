@@ -267,7 +267,7 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
                     "percent": f"{100 * h.score:.0f}%",
                     "own": _difference(h.own),
                     "pool": _difference(h.pool),
-                    "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
+                    "pairs": None if h.pairs is None else "/".join(map(str, h.pairs[::-1])),
                     "tone": "ahead"
                     if h.wins > h.losses
                     else "behind"

@@ -261,7 +261,7 @@ def matrix(s: Standings, fmt: str = "table") -> str:
                     rounded(h.pool.elo),
                     rounded(h.pool.error),
                     rounded(h.pool.los, 4),
-                    *(h.pairs if h.pairs is not None else (None, None, None)),
+                    *(h.pairs[::-1] if h.pairs is not None else (None, None, None)),
                 ]
                 for h in rows
             ),
@@ -274,7 +274,7 @@ def matrix(s: Standings, fmt: str = "table") -> str:
             f"{100 * h.score:.1f}",
             difference_text(h.own),
             difference_text(h.pool),
-            "" if h.pairs is None else "/".join(map(str, h.pairs)),
+            "" if h.pairs is None else "/".join(map(str, h.pairs[::-1])),
         ]
         for h in rows
     ]
@@ -309,7 +309,7 @@ def matrix_json(s: Standings) -> list[dict[str, Any]]:
             "pool": estimate(h.pool),
             "pairs": None
             if h.pairs is None
-            else dict(zip(("won_twice", "split", "lost_twice"), h.pairs, strict=True)),
+            else dict(zip(("won_twice", "split", "lost_twice"), h.pairs[::-1], strict=True)),
         }
         for h in head_to_head(s)
     ]
