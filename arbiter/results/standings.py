@@ -507,7 +507,9 @@ class HeadToHead:
     losses: int
     own: Difference  # from the pairing's games alone
     pool: Difference  # the difference of the pool fit's ratings
-    pairs: tuple[int, int, int] | None  # seat-swapped pairs lost twice, split, won twice
+    # Seat-swapped pairs lost twice, split, won twice (`PairTally`'s order; the tables
+    # show them won twice first); None where the two completed no pair.
+    pairs: tuple[int, int, int] | None
 
     @property
     def games(self) -> int:
