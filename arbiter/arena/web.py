@@ -84,7 +84,7 @@ def arena_standings(
 
 def standings_json(store_path: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
     """The object `arbiter ratings --json` prints, for the arena's store (in a thread)."""
-    from arbiter.results.standings import to_json
+    from arbiter.views.standings_text import to_json
 
     board = arena_standings(store_path, anchors)
     return {"engines": [], "games": 0} if board is None else to_json(board)

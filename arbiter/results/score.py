@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from arbiter.results.elo import Difference
+from arbiter.results.pairs import PairTally
 from arbiter.results.ratings import DEFAULT_PRIOR, PairStats, estimate_difference
 from arbiter.results.records import GameRecord
-from arbiter.results.sprt import Estimate, PairTally, Sprt, Verdict, judge, paired, stopped_estimate
+from arbiter.results.sprt import Estimate, Sprt, Verdict, judge, paired, stopped_estimate
 from arbiter.results.store import Scheduled
 
 # A match's engines by key, as its schedule seats them: engine 1, engine 2.
@@ -45,9 +46,9 @@ class MatchResult:
     config_error: bool = False  # aborted because the engines cannot play this match
     sprt: Verdict | None = None  # the test's state at the end, when one was run
     test: Sprt | None = None  # the SPRT asked for, if any
-    # Whole seat-swapped pairs, for engine 1 (key "0"): the pair test's counts, and the
+    # Whole seat-swapped pairs of the engines' keys: the pair test's counts, and the
     # variance the interval of the estimate is taken from.
-    tally: PairTally = field(default_factory=lambda: PairTally(lambda x, y: (KEYS[0], KEYS[1])))
+    tally: PairTally = field(default_factory=PairTally)
     resumed: int = 0  # rated games that were in the store before this run
     notes: list[str] = field(default_factory=list)  # the executor's, for the operator
 
@@ -67,7 +68,7 @@ class MatchResult:
 
     def pairs(self) -> list[int]:
         """Whole pairs for engine 1: [lost twice, split, won twice]."""
-        return self.tally.counts(*KEYS)[0]
+        return self.tally.counts(*KEYS).classes
 
     def sprt_result(self) -> Verdict:
         assert self.test is not None

@@ -17,11 +17,12 @@ biased away from the middle; `stopped_estimate` gives the median-unbiased one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arbiter.results.elo import Z95, Difference, expected_score
+from arbiter.results.pairs import PairTally as PairTally  # the pairs a test counts
 from arbiter.text import toml_key, toml_value
 
 if TYPE_CHECKING:
@@ -389,38 +390,6 @@ def judge(test: Sprt, pairs: Sequence[int], wins: int, losses: int) -> Verdict:
     return Verdict(
         llr, test.lower, test.upper, test.verdict(llr), games, test.model, (lost, split, won)
     )
-
-
-class PairTally:
-    """Whole seat-swapped pairs per pairing, counted for the engine named first in each.
-
-    A pair counts once both of its games are rated; a lone game waits for its partner
-    (a replayed void game keeps its pair). `first` orders a pairing's two engines: the
-    first is the one whose strength a test is about.
-    """
-
-    def __init__(self, first: Callable[[str, str], tuple[str, str]]) -> None:
-        self._first = first
-        self._half: dict[str, tuple[str, str]] = {}  # pair key: (a game's winner, loser)
-        self.pairs: dict[tuple[str, str], list[int]] = {}
-        self.games: dict[tuple[str, str], list[int]] = {}  # [wins, losses] of the first
-
-    def add(self, pair_key: str, winner: str, loser: str) -> None:
-        a, b = self._first(winner, loser)
-        games = self.games.setdefault((a, b), [0, 0])
-        games[0 if winner == a else 1] += 1
-        other = self._half.pop(pair_key, None)
-        if other is None:
-            self._half[pair_key] = (winner, loser)
-            return
-        won = (winner == a) + (other[0] == a)
-        self.pairs.setdefault((a, b), [0, 0, 0])[won] += 1
-
-    def counts(self, a: str, b: str) -> tuple[list[int], int, int]:
-        """Pair classes and games (wins, losses) for `a` against `b`, as ordered."""
-        pairs = self.pairs.get((a, b), [0, 0, 0])
-        games = self.games.get((a, b), [0, 0])
-        return pairs, games[0], games[1]
 
 
 def parse_test(text: str) -> Sprt:

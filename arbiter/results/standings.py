@@ -1,260 +1,59 @@
-"""The leaderboard: tally results by engine identity, fit the ratings, format the table.
+"""The leaderboard's numbers: tally results by engine identity, fit the ratings.
 
 Results are tallied by the names the schedule or the records give the seats (the engine's
-identity), never by anything an engine answers. The tally keeps only counts, so a
-leaderboard over a million games costs the same to fit as one over a hundred.
-
-Sources combined may hold games of one name played under different conditions (another
-time control, board, program version or command): `Identities` notes what every game
-was played under and where, so that the merge is said, and can rate each set of
-conditions as an engine of its own (`--split-by`).
+identity, see `arbiter.results.identities`), never by anything an engine answers. The
+tally keeps only counts, so a leaderboard over a million games costs the same to fit as
+one over a hundred. The tables, CSV and JSON made of these numbers are written by
+`arbiter.views.standings_text`.
 """
 
 from __future__ import annotations
 
-import csv
-import functools
 import hashlib
-import io
-import json
 import math
 import os
-import shlex
-import textwrap
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.results.conditions import SourceConditions
 from arbiter.results.elo import Difference
+from arbiter.results.identities import Conditions
+from arbiter.results.identities import Identities as Identities
+from arbiter.results.identities import split_keys as split_keys
+from arbiter.results.pairs import PairTally
 from arbiter.results.ratings import DEFAULT_PRIOR, RatingFit, estimate_difference, fit
-from arbiter.results.records import FAULTS, BadLine, GameRecord, Termination, read_records
+from arbiter.results.records import FAULTS, BadLine, Termination, read_records
 from arbiter.results.sprt import paired
-from arbiter.results.store import Damage, SeatPlayed, Store, resolved
-from arbiter.rules import Variant
-from arbiter.text import shorten
+from arbiter.results.store import Damage, Store, resolved
 
-CONDITION_KEYS = ("tc", "board", "version", "command")
-"""What an engine's games may differ in: `--split-by` takes these (or all, `conditions`)."""
-
-
-@dataclass(frozen=True)
-class Conditions:
-    """What an engine played one game under, as the game's record says ("" unknown)."""
-
-    tc: str = ""
-    board: str = ""
-    version: str = ""  # what the engine answered to `version`
-    command: str = ""  # its command line, shell-quoted
-
-    def only(self, keys: Iterable[str]) -> Conditions:
-        """These conditions with all but `keys` left blank: what a split compares."""
-        keep = set(keys)
-        return Conditions(**{k: getattr(self, k) if k in keep else "" for k in CONDITION_KEYS})
-
-    @classmethod
-    def of_record(cls, record: GameRecord, seat: int) -> Conditions:
-        name = record.seat1 if seat == 1 else record.seat2
-        v = record.variant
-        return _record_conditions(
-            record.tc.get(f"seat{seat}", ""),
-            (v["islands"], v["size"], v["pie"]),
-            record.versions.get(name, ""),
-            tuple(record.commands.get(f"seat{seat}", ())),
-        )
-
-    @classmethod
-    def of_store(cls, name: str, played: SeatPlayed) -> Conditions:
-        return _stored_conditions(name, played.tc, played.variant, played.versions, played.command)
+# The leaderboard's text formats live in arbiter.views.standings_text; the command line
+# still imports these from here, and gets them from there when it asks.
+_WRITTEN_IN_VIEWS = ("host_heading", "host_json", "matrix", "table", "to_json")
 
 
-@functools.lru_cache(maxsize=4096)
-def _record_conditions(
-    tc: str, variant: tuple[int, int, bool], version: str, command: tuple[str, ...]
-) -> Conditions:
-    """Conditions of a record's seat (a file's games share a few: made once each)."""
-    return Conditions(tc, str(Variant(*variant)), version, shlex.join(command))
+def __getattr__(name: str) -> Any:
+    if name in _WRITTEN_IN_VIEWS:
+        from arbiter.views import standings_text
 
-
-@functools.lru_cache(maxsize=4096)
-def _stored_conditions(
-    name: str, tc: str | None, variant: str | None, versions: str | None, command: str | None
-) -> Conditions:
-    """Conditions from a stored record's JSON fields (the store checked the record when it
-    was opened; a field a foreign writer left odd reads as unknown, never as an error)."""
-
-    def parsed(text: str | None) -> Any:
-        try:
-            return None if text is None else json.loads(text)
-        except ValueError:
-            return None
-
-    board = ""
-    v = parsed(variant)
-    if isinstance(v, dict):
-        try:
-            board = str(Variant(v["islands"], v["size"], v["pie"]))
-        except (KeyError, TypeError, ValueError):
-            board = ""
-    answers = parsed(versions)
-    version = answers.get(name, "") if isinstance(answers, dict) else ""
-    argv = parsed(command)
-    line = (
-        shlex.join(argv) if isinstance(argv, list) and all(isinstance(w, str) for w in argv) else ""
-    )
-    return Conditions(tc or "", board, version if isinstance(version, str) else "", line)
-
-
-def split_keys(text: str) -> tuple[str, ...]:
-    """`--split-by` as condition keys: "conditions" (all of them) or a comma list of
-    tc, board, version, command. ValueError names what is not a key."""
-    words = [w.strip().lower() for w in text.split(",") if w.strip()]
-    if words == ["conditions"]:
-        return CONDITION_KEYS
-    unknown = [w for w in words if w not in CONDITION_KEYS]
-    if unknown or not words:
-        raise ValueError(
-            f"--split-by takes 'conditions' or a comma list of"
-            f" {', '.join(CONDITION_KEYS)}, not {text!r}"
-        )
-    return tuple(k for k in CONDITION_KEYS if k in words)
-
-
-_VALUE_CHARS = 60  # a condition's value shown in a warning (commands can be long)
-_LABEL_CHARS = 30  # a version in a split engine's name
-
-
-def _shown(value: str, limit: int = _VALUE_CHARS) -> str:
-    return shorten(value, limit) if value else "(none)"
-
-
-class Identities:
-    """How gathered games name their engines, and what each name's games were played under.
-
-    Without a split, an engine is its name and every set of conditions its games were
-    played under is noted, by source, for `mixed`. With `split` (condition keys), each
-    name's games are tallied apart per set of those conditions, under provisional keys
-    that `labels` turns into the names the leaderboard shows.
-    """
-
-    def __init__(self, split: Sequence[str] = ()) -> None:
-        self.split = tuple(split)
-        self.sets: dict[str, dict[Conditions, Counter[str]]] = {}  # key: conditions: source
-        self._index: dict[str, dict[Conditions, int]] = {}  # name: split conditions: number
-
-    def key(self, name: str, conditions: Conditions, source: str, games: int = 1) -> str:
-        """The tally key of `name`'s games under `conditions`, noted as met in `source`."""
-        key = name
-        if self.split:
-            numbers = self._index.setdefault(name, {})
-            number = numbers.setdefault(conditions.only(self.split), len(numbers))
-            key = f"{name}\0{number}"  # a number after the last NUL: never another's key
-        self.sets.setdefault(key, {}).setdefault(conditions, Counter())[source] += games
-        return key
-
-    def labels(self) -> dict[str, str]:
-        """Provisional key: the name shown. A name with one set of the split conditions
-        keeps its name; the others get the values that tell their sets apart."""
-        taken = {name for name, numbers in self._index.items() if len(numbers) == 1}
-        out: dict[str, str] = {}
-        for name, numbers in self._index.items():
-            if len(numbers) == 1:
-                [number] = numbers.values()
-                out[f"{name}\0{number}"] = name
-                continue
-            differing = [k for k in self.split if len({getattr(c, k) for c in numbers}) > 1]
-            commands = list(dict.fromkeys(c.command for c in numbers))
-            for conditions, number in numbers.items():
-                parts = []
-                for k in differing:
-                    value = getattr(conditions, k)
-                    if k == "command":
-                        parts.append(f"command {commands.index(value) + 1}")
-                    elif k == "version":
-                        parts.append(f"version {_shown(value, _LABEL_CHARS)}")
-                    else:
-                        parts.append(_shown(value))
-                label = f"{name} [{', '.join(parts)}]"
-                if label in taken:
-                    label = f"{name} [#{number + 1}]"
-                taken.add(label)
-                out[f"{name}\0{number}"] = label
-        return out
-
-    def relabel(self, labels: dict[str, str]) -> None:
-        """Key the conditions noted by the names shown (after a split)."""
-        sets: dict[str, dict[Conditions, Counter[str]]] = {}
-        for key, found in self.sets.items():
-            mine = sets.setdefault(labels.get(key, key), {})
-            for conditions, sources in found.items():
-                mine.setdefault(conditions, Counter()).update(sources)
-        self.sets = sets
-
-    def mixed(self) -> list[str]:
-        """One line per engine whose games were played under more than one set of
-        conditions: what differs, its values, and the sources (with games) of each."""
-        lines = []
-        for name, found in self.sets.items():
-            if len(found) < 2:
-                continue
-            parts = []
-            for k in CONDITION_KEYS:
-                values: dict[str, Counter[str]] = {}
-                for conditions, sources in found.items():
-                    values.setdefault(getattr(conditions, k), Counter()).update(sources)
-                if len(values) < 2:
-                    continue
-                shown = [
-                    f"{_shown(value)} ({', '.join(f'{s}: {n} games' for s, n in sources.items())})"
-                    for value, sources in values.items()
-                ]
-                parts.append(f"{k} {', '.join(shown)}")
-            lines.append(
-                f"{name}: games played under different conditions are rated as one"
-                f" engine: {'; '.join(parts)}"
-            )
-        return lines
-
-    def split_lines(self, labels: dict[str, str]) -> list[str]:
-        """One line per name rated apart: the names its sets of conditions got."""
-        lines = []
-        for name, numbers in self._index.items():
-            if len(numbers) < 2:
-                continue
-            shown = []
-            for number in numbers.values():
-                label = labels[f"{name}\0{number}"]
-                sources: Counter[str] = Counter()
-                for found in self.sets.get(label, {}).values():
-                    sources.update(found)
-                games = ", ".join(f"{s}: {n} games" for s, n in sources.items())
-                shown.append(f"{label} ({games})")
-            differing = [k for k in self.split if len({getattr(c, k) for c in numbers}) > 1]
-            lines.append(f"{name} is rated apart by {' and '.join(differing)}: {'; '.join(shown)}")
-        return lines
-
-    def split_names(self, name: str, labels: dict[str, str]) -> list[str]:
-        """The names `name` was rated apart as (empty if it was not split)."""
-        numbers = self._index.get(name, {})
-        return [labels[f"{name}\0{n}"] for n in numbers.values()] if len(numbers) > 1 else []
+        return getattr(standings_text, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
 class Tally:
-    """Counts of rated games: per ordered seat pairing, per engine faults, per pair."""
+    """Counts of rated games: per ordered seat pairing, per engine faults, and the
+    seat-swapped pairs and games of each pairing (`PairTally`, which head-to-head asks)."""
 
     names: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
     seat_wins: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s1 won
     seat_losses: Counter[tuple[str, str]] = field(default_factory=Counter)  # (s1, s2): s2 won
     faults: dict[str, Counter[str]] = field(default_factory=dict)
-    pairs: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # a<b: [2, 1, 0]
-    _open_pairs: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    pairs: PairTally = field(default_factory=PairTally)
     seen: set[int] = field(default_factory=set)  # play_key of each game counted
     duplicates: int = 0  # games met again through another source, not counted twice
 
@@ -270,18 +69,7 @@ class Tally:
         if termination in FAULTS:
             loser = seat2 if seat1_won else seat1
             self.faults.setdefault(loser, Counter())[termination] += 1
-        if pair:
-            winner = seat1 if seat1_won else seat2
-            first = self._open_pairs.pop(pair, None)
-            if first is None:
-                self._open_pairs[pair] = (seat1, seat2, winner)
-            elif {first[0], first[1]} == {seat1, seat2}:
-                a = min(seat1, seat2)
-                self.add_pair(seat1, seat2, (first[2] == a) + (winner == a))
-
-    def add_pair(self, x: str, y: str, wins_of_first_sorted: int, n: int = 1) -> None:
-        a, b = sorted((x, y))
-        self.pairs.setdefault((a, b), [0, 0, 0])[2 - wins_of_first_sorted] += n
+        self.pairs.add(pair, *((seat1, seat2) if seat1_won else (seat2, seat1)))
 
     @property
     def games(self) -> int:
@@ -295,10 +83,7 @@ class Tally:
         self.seat_losses.update(other.seat_losses)
         for engine, counts in other.faults.items():
             self.faults.setdefault(engine, Counter()).update(counts)
-        for key, split in other.pairs.items():
-            outcome = self.pairs.setdefault(key, [0, 0, 0])
-            for i in range(3):
-                outcome[i] += split[i]
+        self.pairs.merge(other.pairs)
 
     def renamed(self, names: dict[str, str]) -> Tally:
         """The same counts under other engine names (a key missing from `names` keeps
@@ -316,12 +101,7 @@ class Tally:
             out.seat_losses[new(a), new(b)] += k
         for engine, counts in self.faults.items():
             out.faults.setdefault(new(engine), Counter()).update(counts)
-        for (a, b), (two, split, zero) in self.pairs.items():
-            x, y = new(a), new(b)
-            ordered = (two, split, zero) if x <= y else (zero, split, two)
-            outcome = out.pairs.setdefault((min(x, y), max(x, y)), [0, 0, 0])
-            for i in range(3):
-                outcome[i] += ordered[i]
+        out.pairs = self.pairs.renamed(names)
         return out
 
     def add_store(
@@ -378,10 +158,10 @@ class Tally:
             tally.names.setdefault(row.seat2)
             tally.seat_wins[row.seat1, row.seat2] += row.seat1_wins
             tally.seat_losses[row.seat1, row.seat2] += row.seat2_wins
+            tally.pairs.add_games(row.seat1, row.seat2, row.seat1_wins, row.seat2_wins)
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        for a, b, wins, n in store.pair_counts():
-            tally.add_pair(a, b, wins, n)
+        tally.pairs.add_stored(store.pair_games())
         return tally
 
 
@@ -701,203 +481,11 @@ def standings(
     return Standings(rows, result, tally, prior)
 
 
-# ------------------------------------------------------------------ numbers as text
-# One way to write each number, wherever it is shown: the leaderboard, the head-to-head
-# table and a match's summary.
-
-UNBOUNDED = "unbounded"
-_WIDTH = 100  # notes under a table are wrapped to this
-
-
-def rounded(x: float | None, digits: int = 1) -> float | None:
-    """A number for JSON or CSV: None where it is unbounded (or not a number)."""
-    if x is None or math.isinf(x) or math.isnan(x):
-        return None
-    return round(x, digits) + 0.0  # no -0.0
-
-
-def signed(x: float) -> str:
-    text = f"{x:+.0f}"
-    return "0" if text in ("+0", "-0") else text
-
-
-def difference_text(d: Difference) -> str:
-    """ "+162 ± 351", or "unbounded" where the games do not bound it."""
-    if d.elo is None or d.error is None:
-        return UNBOUNDED
-    return f"{signed(d.elo)} ± {d.error:.0f}"
-
-
-def los_text(los: float | None) -> str:
-    """A likelihood of superiority as a percentage; "undefined" where there is none."""
-    return "undefined" if los is None else f"{100 * los:.1f}%"
-
-
-def _faults_text(faults: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in faults.items()) or "-"
-
-
-def _csv(headers: list[str], rows: Iterable[Sequence[Any]]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows(["" if v is None else v for v in row] for row in rows)
-    return out.getvalue().rstrip("\n")
-
-
 def seat_advantage(f: RatingFit) -> Difference:
     """The fitted seat-1 advantage as a difference (None where unbounded; no LOS)."""
     if not math.isfinite(f.seat_error):
         return Difference(None, None, None)
     return Difference(f.seat_advantage, f.seat_error, None)
-
-
-# ---------------------------------------------------------------------- leaderboard
-
-
-def to_json(s: Standings, *, matrix: bool = False) -> dict[str, Any]:
-    """The leaderboard as one JSON object; with `matrix`, the head-to-head table too."""
-    f = s.fit
-    seat = seat_advantage(f)
-    out = {
-        "engines": [
-            {
-                "rank": r.rank,
-                "name": r.name,
-                "elo": rounded(r.elo),
-                "error": rounded(r.error),
-                "games": r.games,
-                "wins": r.wins,
-                "losses": r.losses,
-                "score": round(r.score, 4),
-                "faults": r.faults,
-                "los_next": rounded(r.los_next, 4),
-            }
-            for r in s.rows
-        ],
-        "seat_advantage": {"elo": rounded(seat.elo), "error": rounded(seat.error)},
-        "games": s.games,
-        "prior": s.prior,
-        "connected": f.connected,
-        "components": [list(c) for c in f.components] if not f.connected else None,
-        "unbounded": list(f.unbounded) or None,
-        "anchors": [{"name": a, "elo": rounded(v)} for a, v in f.anchors] or None,
-        "floating": [list(g) for g in f.floating] or None,
-    }
-    if matrix:
-        out["matrix"] = matrix_json(s)
-    return out
-
-
-def table(s: Standings, fmt: str = "table") -> str:
-    """The leaderboard as text: `table` (plain), `markdown` or `csv` (numbers only: Elo
-    and its error in Elo, score and LOS as fractions, empty where unbounded)."""
-    if fmt == "csv":
-        verdicts = sorted({v for r in s.rows for v in r.faults})
-        headers = [
-            "rank",
-            "engine",
-            "elo",
-            "error",
-            "games",
-            "wins",
-            "losses",
-            "score",
-            "los_next",
-            "faults",
-            *(f"faults_{v}" for v in verdicts),
-        ]
-        return _csv(
-            headers,
-            (
-                [
-                    r.rank,
-                    r.name,
-                    rounded(r.elo),
-                    rounded(r.error),
-                    r.games,
-                    r.wins,
-                    r.losses,
-                    round(r.score, 4),
-                    rounded(r.los_next, 4),
-                    sum(r.faults.values()),
-                    *(r.faults.get(v, 0) for v in verdicts),
-                ]
-                for r in s.rows
-            ),
-        )
-    headers = ["rank", "engine", "Elo", "±95%", "games", "score %", "W-L", "LOS next", "faults"]
-    rows = [
-        [
-            r.rank,
-            r.name,
-            UNBOUNDED if r.elo is None else signed(r.elo),
-            "" if r.error is None else f"{r.error:.0f}",
-            r.games,
-            f"{100 * r.score:.1f}",
-            f"{r.wins}-{r.losses}",
-            "" if r.los_next is None else f"{100 * r.los_next:.1f}%",
-            _faults_text(r.faults),
-        ]
-        for r in s.rows
-    ]
-    text = tabulate(
-        rows,
-        headers,
-        tablefmt="github" if fmt == "markdown" else "simple",
-        disable_numparse=True,
-        colalign=("right", "left") + ("right",) * 7,
-    )
-    # Markdown: a line right under a table would be read as one more row.
-    return text + ("\n\n" if fmt == "markdown" else "\n") + "\n".join(footer(s))
-
-
-def footer(s: Standings) -> list[str]:
-    f = s.fit
-    seat = seat_advantage(f)
-    lines = [
-        f"Seat 1 advantage: {difference_text(seat)} Elo over {s.games} games (prior"
-        f" {s.prior:g} virtual games per engine)"
-        if seat.bounded
-        else f"Seat 1 advantage: {UNBOUNDED} over {s.games} games (prior {s.prior:g} virtual games"
-        " per engine)"
-    ]
-    if f.unbounded:
-        lines += textwrap.wrap(
-            f"Unbounded: {'; '.join(f.unbounded)}. The games do not bound the ratings, so no"
-            " Elo is shown (a number would only say where the fit stopped)"
-            + (
-                f"; a prior keeps them finite (--prior {DEFAULT_PRIOR:g}, the default)."
-                if s.prior == 0
-                else "."
-            ),
-            _WIDTH,
-        )
-    if f.anchors:
-        lines.append(
-            "Anchored (held at these ratings, the others fitted against them): "
-            + ", ".join(f"{a} {signed(v)}" for a, v in f.anchors)
-            + "."
-        )
-    if f.floating:
-        groups = "; ".join(", ".join(g) for g in f.floating)
-        lines += textwrap.wrap(
-            f"Warning: {groups} never played an anchored engine, even through others: their"
-            " ratings are not on the anchors' scale"
-            + (" (the prior alone places them against the pool mean)." if s.prior else "."),
-            _WIDTH,
-        )
-    if not f.connected:
-        groups = "; ".join(", ".join(c) for c in f.components)
-        lines.append(
-            f"Warning: the engines fall into {len(f.components)} groups that never played"
-            f" each other ({groups}); ratings across groups are not comparable."
-            if not f.anchors or f.floating
-            else f"Note: the engines fall into {len(f.components)} groups that never played each"
-            f" other ({groups}); each group is placed by its own anchors, so ratings across"
-            " groups are as comparable as the anchors' values."
-        )
-    return lines
 
 
 # --------------------------------------------------------------------- head to head
@@ -919,7 +507,9 @@ class HeadToHead:
     losses: int
     own: Difference  # from the pairing's games alone
     pool: Difference  # the difference of the pool fit's ratings
-    pairs: tuple[int, int, int] | None  # seat-swapped pairs won twice, split, lost twice
+    # Seat-swapped pairs lost twice, split, won twice (`PairTally`'s order; the tables
+    # show them won twice first); None where the two completed no pair.
+    pairs: tuple[int, int, int] | None
 
     @property
     def games(self) -> int:
@@ -948,16 +538,10 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
         for b in names:
             if a == b:
                 continue
-            w = t.seat_wins[a, b] + t.seat_losses[b, a]
-            l_ = t.seat_losses[a, b] + t.seat_wins[b, a]
+            _, w, l_ = t.pairs.counts(a, b)
             if not w + l_:
                 continue
-            x, y = sorted((a, b))
-            counts = t.pairs.get((x, y))
-            pairs = None
-            if counts:
-                two, split, zero = counts if a == x else counts[::-1]
-                pairs = (two, split, zero)
+            pairs = t.pairs.classes(a, b)
             if (b, a) in own:
                 own[a, b] = _turned(own[b, a])
             else:  # as a match's summary makes it: the fit, the pairs' own variance
@@ -966,112 +550,10 @@ def head_to_head(s: Standings) -> list[HeadToHead]:
                     (t.seat_wins[b, a], t.seat_losses[b, a]),
                     prior=s.prior,
                 )
-                own[a, b] = paired(fitted, [pairs[2], pairs[1], pairs[0]] if pairs else [])
+                own[a, b] = paired(fitted, pairs or [])
             pool = s.fit.difference(index[a], index[b])
             out.append(HeadToHead(a, b, w, l_, own[a, b], pool, pairs))
     return out
-
-
-OWN_ELO = "Elo, head-to-head"
-POOL_ELO = "Elo diff, pool fit"
-MATRIX_NOTE = (
-    f"{OWN_ELO}: fitted from the pairing's games alone, as `arbiter match` reports them."
-    f" {POOL_ELO}: the difference of the two engines' leaderboard ratings, which every game"
-    " in the pool informs; it can differ from the pairing's own result, even in sign."
-)
-
-
-def matrix(s: Standings, fmt: str = "table") -> str:
-    """Head-to-head, one row per pairing and side: W-L, score, the pairing's own Elo
-    estimate beside the pool fit's difference, and seat-swapped pairs won twice / split /
-    lost twice. `fmt` as for `table`; CSV holds numbers only."""
-    rows = head_to_head(s)
-    if fmt == "csv":
-        headers = [
-            "engine",
-            "opponent",
-            "games",
-            "wins",
-            "losses",
-            "score",
-            "h2h_elo",
-            "h2h_error",
-            "h2h_los",
-            "pool_elo_diff",
-            "pool_error",
-            "pool_los",
-            "pairs_won_twice",
-            "pairs_split",
-            "pairs_lost_twice",
-        ]
-        return _csv(
-            headers,
-            (
-                [
-                    h.engine,
-                    h.opponent,
-                    h.games,
-                    h.wins,
-                    h.losses,
-                    round(h.score, 4),
-                    rounded(h.own.elo),
-                    rounded(h.own.error),
-                    rounded(h.own.los, 4),
-                    rounded(h.pool.elo),
-                    rounded(h.pool.error),
-                    rounded(h.pool.los, 4),
-                    *(h.pairs if h.pairs is not None else (None, None, None)),
-                ]
-                for h in rows
-            ),
-        )
-    body = [
-        [
-            h.engine,
-            h.opponent,
-            f"{h.wins}-{h.losses}",
-            f"{100 * h.score:.1f}",
-            difference_text(h.own),
-            difference_text(h.pool),
-            "" if h.pairs is None else "/".join(map(str, h.pairs)),
-        ]
-        for h in rows
-    ]
-    text = tabulate(
-        body,
-        ["engine", "opponent", "W-L", "score %", OWN_ELO, POOL_ELO, "pairs 2/1/0"],
-        tablefmt="github" if fmt == "markdown" else "simple",
-        disable_numparse=True,
-    )
-    return (
-        text
-        + ("\n\n" if fmt == "markdown" else "\n")
-        + "\n".join(textwrap.wrap(MATRIX_NOTE, _WIDTH))
-    )
-
-
-def matrix_json(s: Standings) -> list[dict[str, Any]]:
-    """The head-to-head table as JSON: one object per pairing and side."""
-
-    def estimate(d: Difference) -> dict[str, float | None]:
-        return {"elo": rounded(d.elo), "error": rounded(d.error), "los": rounded(d.los, 4)}
-
-    return [
-        {
-            "engine": h.engine,
-            "opponent": h.opponent,
-            "games": h.games,
-            "wins": h.wins,
-            "losses": h.losses,
-            "score": round(h.score, 4),
-            "head_to_head": estimate(h.own),
-            "pool": estimate(h.pool),
-            "pairs": None
-            if h.pairs is None
-            else dict(zip(("won_twice", "split", "lost_twice"), h.pairs, strict=True)),
-        }
-        for h in head_to_head(s)
-    ]
 
 
 @dataclass(frozen=True)
@@ -1111,22 +593,3 @@ def by_host(store: Store, *, prior: float = DEFAULT_PRIOR) -> list[HostStandings
             )
         )
     return out
-
-
-def host_heading(h: HostStandings) -> str:
-    mean = f"{h.mean_move_ms:.1f} ms" if h.mean_move_ms is not None else "n/a"
-    return (
-        f"Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
-        f" {h.time_losses} lost on time, mean move time {mean}"
-    )
-
-
-def host_json(h: HostStandings) -> dict[str, Any]:
-    return {
-        "host": h.host,
-        "cpu": h.cpu,
-        "games": h.games,
-        "time_losses": h.time_losses,
-        "mean_move_ms": rounded(h.mean_move_ms),
-        **to_json(h.board),
-    }

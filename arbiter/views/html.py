@@ -27,18 +27,12 @@ from arbiter.results.conditions import SourceConditions
 from arbiter.results.elo import Difference
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Sprt, Verdict
-from arbiter.results.standings import (
-    UNBOUNDED,
-    Games,
-    Selection,
-    Standings,
-    head_to_head,
-    seat_advantage,
-)
+from arbiter.results.standings import Games, Selection, Standings, head_to_head, seat_advantage
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
 from arbiter.views.conditions import conditions as conditions_table
 from arbiter.views.report import describe_result
+from arbiter.views.standings_text import UNBOUNDED
 from arbiter.views.svg import LABEL_FONT, BoardPicture, picture, position, stone_class
 
 TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
@@ -273,7 +267,7 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
                     "percent": f"{100 * h.score:.0f}%",
                     "own": _difference(h.own),
                     "pool": _difference(h.pool),
-                    "pairs": None if h.pairs is None else "/".join(map(str, h.pairs)),
+                    "pairs": None if h.pairs is None else "/".join(map(str, h.pairs[::-1])),
                     "tone": "ahead"
                     if h.wins > h.losses
                     else "behind"

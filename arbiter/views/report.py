@@ -21,8 +21,8 @@ from arbiter.engines.process import exit_status
 from arbiter.results.ratings import DEFAULT_PRIOR
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.score import MatchResult
-from arbiter.results.standings import difference_text, los_text, rounded
 from arbiter.text import escape, shorten, terminal
+from arbiter.views.standings_text import difference_text, los_text, rounded
 
 if TYPE_CHECKING:  # what a run hands its reporter; `show` and `report` need no run
     from arbiter.runs.driver import RunOutcome

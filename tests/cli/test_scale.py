@@ -513,13 +513,14 @@ def test_a_match_store_counts_its_games_by_their_ids_in_sql(tmp_path: Path) -> N
 
 
 def test_pairs_counted_are_the_pairs_read_one_by_one(tmp_path: Path) -> None:
-    """Status and ratings count seat-swapped pairs by outcome: the same outcomes as the
-    first two games of each pair key read one by one, also for keys with one game, with
-    three, or with games between other engines (a store edited by hand)."""
+    """Status and ratings count a store's seat-swapped pairs by outcome: the same pairs
+    as its games counted one by one in the order they were stored, also for keys with
+    one game, with three, or with games between other engines (a store edited by hand:
+    no pair)."""
     import contextlib
     import sqlite3
-    from collections import Counter
 
+    from arbiter.results.pairs import PairTally
     from arbiter.results.store import Store
 
     path = tmp_path / "s.sqlite"
@@ -533,9 +534,14 @@ def test_pairs_counted_are_the_pairs_read_one_by_one(tmp_path: Path) -> None:
         ):
             con.execute(sql)
     with Store.open_read(path) as store:
-        read = Counter((a, b, int(w)) for a, b, w in store.each_pair())
-        counted = {(a, b, w): n for a, b, w, n in store.pair_counts()}
-    assert counted == dict(read) and sum(read.values()) == 97
+        counted = PairTally()
+        counted.add_stored(store.pair_games())
+        read = PairTally()
+        for pair_key, seat1, seat2, winner_seat in store.stored_rows():
+            read.add(pair_key, *((seat1, seat2) if winner_seat == 1 else (seat2, seat1)))
+    assert counted.pairs == read.pairs
+    # 100 pair keys: three left with one game, one with games between other engines
+    assert sum(sum(c) for c in counted.pairs.values()) == 100 - 3 - 1
 
 
 def test_a_row_replaced_by_hand_is_checked_and_its_counts_are_not_used(tmp_path: Path) -> None:

@@ -222,30 +222,6 @@ class StoreQueries(CheckedStore):
         )
         return [(str(e), str(t), int(n)) for e, t, n in rows]
 
-    def pair_results(self) -> list[tuple[str, str, str]]:
-        """For each complete seat-swapped pair: (A, B, wins of A), A sorting before B."""
-        return list(self.each_pair())
-
-    def each_pair(self) -> Iterator[tuple[str, str, str]]:
-        """`pair_results` one by one (the first two games of each pair key, by number),
-        read from the index on pair keys: memory does not follow the pairs."""
-        # Read as bytes, decoded only where a pair is complete: a million games are
-        # not four million calls of the text decoder.
-        rows = self._games_iter(
-            "SELECT CAST(pair_key AS BLOB), CAST(seat1 AS BLOB), CAST(seat2 AS BLOB),"
-            " CAST(winner AS BLOB) FROM {games} ORDER BY pair_key, number"
-        )
-        first: tuple[bytes, bytes, bytes] | None = None
-        key = None
-        count = 0
-        for pair_key, seat1, seat2, winner in rows:
-            if pair_key != key:
-                first, key, count = (seat1, seat2, winner), pair_key, 0
-            count += 1
-            if count == 2 and first is not None:
-                a, b = sorted((_text(first[0]), _text(first[1])))
-                yield a, b, str((_text(first[2]) == a) + (_text(winner) == a))
-
     def numbered_stored(self, prefix: str, last: int) -> int:
         """How many stored games have the id PREFIX + N, N a whole number from 1 to
         `last` written without leading zeros (a match's games: `match_game_number`; N
@@ -263,24 +239,31 @@ class StoreQueries(CheckedStore):
         )
         return int(rows[0][0])
 
-    def pair_counts(self) -> list[tuple[str, str, int, int]]:
-        """`each_pair` counted: (A, B, wins of A, pairs) for each outcome of a pairing,
-        A sorting before B. Each pair key's first two games are counted as bytes, and
-        decoded once per distinct outcome: a million games read in a few seconds."""
+    def pair_games(self) -> list[tuple[tuple[str, str], tuple[str, str], int]]:
+        """The results (winner, loser) of the two games of each stored pair, with how many
+        pairs ended so, for `PairTally.add_stored`, which decides what is a pair and
+        counts it: a pair key's games are taken two by two in the order they were
+        numbered. Read from the index on pair keys as bytes, and decoded once per
+        distinct outcome: a million games read in a few seconds."""
         rows = self._games_iter(
             "SELECT CAST(pair_key AS BLOB), CAST(seat1 AS BLOB), CAST(seat2 AS BLOB),"
-            " CAST(winner AS BLOB) FROM {games} ORDER BY pair_key, number"
+            " CAST(winner AS BLOB) FROM {games} WHERE pair_key <> '' ORDER BY pair_key, number"
         )
-        seen: Counter[tuple[bytes, bytes, bytes, bytes]] = Counter()
-        for _, games in itertools.groupby(rows, operator.itemgetter(0)):
-            pair = tuple(itertools.islice(games, 2))
-            if len(pair) == 2:
-                seen[pair[0][1], pair[0][2], pair[0][3], pair[1][3]] += 1
-        outcomes: Counter[tuple[str, str, int]] = Counter()
-        for (seat1, seat2, winner1, winner2), n in seen.items():
-            a, b = sorted((_text(seat1), _text(seat2)))
-            outcomes[a, b, (_text(winner1) == a) + (_text(winner2) == a)] += n
-        return [(a, b, wins, n) for (a, b, wins), n in outcomes.items()]
+        seen: Counter[tuple[tuple[bytes, bytes, bytes], tuple[bytes, bytes, bytes]]] = Counter()
+        for _, group in itertools.groupby(rows, operator.itemgetter(0)):
+            games = (tuple(g[1:]) for g in group)
+            for first in games:
+                second = next(games, None)
+                if second is not None:
+                    seen[first, second] += 1
+        pairs = []
+        for outcome, n in seen.items():
+            first, second = (
+                (_text(winner), _text(seat2 if winner == seat1 else seat1))
+                for seat1, seat2, winner in outcome
+            )
+            pairs.append((first, second, n))
+        return pairs
 
     def identical_pairings(self) -> list[tuple[str, str, int]]:
         """Pairings whose games (per seat order) are all the same move sequence."""
