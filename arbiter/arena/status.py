@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from arbiter.errors import ConfigError
-from arbiter.results.standings import Standings, table, to_json
+from arbiter.results.standings import Standings
 from arbiter.results.store import Store
+from arbiter.views.standings_text import table, to_json
 
 
 @dataclass(frozen=True)

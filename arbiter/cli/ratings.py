@@ -74,8 +74,9 @@ def ratings(
     were played under different conditions (time control, board, version, command) is
     named on stderr with what differs and where; --split-by rates them apart.
     """
-    from arbiter.results.standings import matrix as matrix_table
-    from arbiter.results.standings import split_keys, table
+    from arbiter.results.standings import split_keys
+    from arbiter.views.standings_text import matrix as matrix_table
+    from arbiter.views.standings_text import table
 
     split: tuple[str, ...] = ()
     if split_by is not None:
@@ -89,7 +90,7 @@ def ratings(
             ) from exc
     board, _ = _gathered(sources, prior, anchors, strict, split=split)
     if as_json or fmt == "json":
-        from arbiter.results.standings import to_json
+        from arbiter.views.standings_text import to_json
 
         emit(json.dumps(to_json(board, matrix=matrix)))
         return

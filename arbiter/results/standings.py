@@ -31,18 +31,6 @@ from arbiter.results.records import FAULTS, BadLine, Termination, read_records
 from arbiter.results.sprt import paired
 from arbiter.results.store import Damage, Store, resolved
 
-# The leaderboard's text formats live in arbiter.views.standings_text; the command line
-# still imports these from here, and gets them from there when it asks.
-_WRITTEN_IN_VIEWS = ("host_heading", "host_json", "matrix", "table", "to_json")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _WRITTEN_IN_VIEWS:
-        from arbiter.views import standings_text
-
-        return getattr(standings_text, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 @dataclass
 class Tally:

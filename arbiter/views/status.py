@@ -15,17 +15,9 @@ from typing import Any
 
 from arbiter.errors import ConfigError
 from arbiter.results.ratings import DEFAULT_PRIOR
-from arbiter.results.standings import (
-    Standings,
-    Tally,
-    by_host,
-    host_heading,
-    host_json,
-    standings,
-    table,
-    to_json,
-)
+from arbiter.results.standings import Standings, Tally, by_host, standings
 from arbiter.results.store import READ_HINT, Store
+from arbiter.views.standings_text import host_heading, host_json, table, to_json
 
 
 def watch_damage(store: Store, strict: bool, warn: Callable[[str], None]) -> None:
