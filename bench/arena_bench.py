@@ -42,7 +42,7 @@ seconds. Per step:
   event loop, the loopback TCP and WebSocket framing both ways, and this process's event
   loop (which runs every simulated engine on the same two cores: at high counts part of
   the figure is the simulator's own queueing). The referee excludes from `move_ms` any
-  span in which the server's event loop itself stalled (arbiter/pauses.py), so the
+  span in which the server's event loop itself stalled (arbiter/games/pauses.py), so the
   figure leaves those out; the stalled milliseconds are shown beside (summed over the
   games: a stall that many games waited through counts once per game).
 

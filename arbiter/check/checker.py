@@ -24,7 +24,7 @@ from arbiter.check.probes import (
     centre_cell,
 )
 from arbiter.check.wins import TOP, invented_top_cells
-from arbiter.engines.player import RESIGN, Fault, Player
+from arbiter.engines.player import RESIGN, Fault, GameLog, Player
 from arbiter.engines.process import Deadlines, Engine, EngineSpec, spec_deadlines, start_engine
 from arbiter.errors import (
     EngineError,
@@ -34,7 +34,6 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.games.referee import RefereeConfig, clock_left
-from arbiter.protocol.session import GameLog
 from arbiter.results.records import Termination
 from arbiter.results.transcripts import CAP
 from arbiter.rules import Color, Game, IllegalMove, IllegalReason, Variant

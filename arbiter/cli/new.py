@@ -6,7 +6,7 @@ import shlex
 
 import click
 
-from arbiter.outfile import shown as output_name
+from arbiter.cli.outfile import shown as output_name
 
 from .options import examples
 from .output import handle_errors, say

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import click
 
 from arbiter import logs
+from arbiter.cli.outfile import STDOUT
 from arbiter.engines.config import EnginesFile, KnownEngines, default_engines_file
 from arbiter.errors import ConfigError
-from arbiter.outfile import STDOUT
 from arbiter.runs.tournament import MAX_CONCURRENCY
 from arbiter.text import one_line
 

@@ -47,7 +47,7 @@ def write_whole(path: str, pieces: Iterable[str], kinds: tuple[bytes, ...]) -> N
     """Write a file whole or not at all; a file already there is replaced only if it
     starts like one of `kinds` (never a store, a records file or a tournament file given
     by mistake); a device, pipe or FIFO is streamed to."""
-    from arbiter.outfile import write_lines
+    from arbiter.cli.outfile import write_lines
 
     write_lines(path, pieces, kinds=kinds)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from arbiter.cli.outfile import shown as output_name
 from arbiter.errors import ConfigError
-from arbiter.outfile import shown as output_name
 from arbiter.results.store import resolved
 
 from . import options

@@ -12,10 +12,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from arbiter.cli.outfile import STDOUT, write_lines
 from arbiter.engines.config import bundled, check_name
 from arbiter.engines.process import BOTS_FOLDER
 from arbiter.errors import ArbiterInternalError, ConfigError
-from arbiter.outfile import STDOUT, write_lines
 
 SKELETON = BOTS_FOLDER / "skeleton.py"
 # The one line of the skeleton that names the bot; `bot_source` fills it in.

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from arbiter.cli.outfile import shown as output_name
 from arbiter.errors import ConfigError
-from arbiter.outfile import shown as output_name
 from arbiter.results.games import choose_game, find_game, no_games
 from arbiter.results.records import BadLine, read_records
 from arbiter.rules import IllegalMove
@@ -170,7 +170,7 @@ def _show_sgf(
             raise ConfigError(str(exc), where=f"{where}: game {chosen.game_id}") from exc
         what = f"game {chosen.game_id}"
     else:
-        selection = sgf_format.Selection()
+        selection = sgf_format.SgfSelection()
         trees = _sgf_collection(games, selection, lambda: _skipped(bad), where)
         what = ""
     if out == "-":

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
+from arbiter.cli.outfile import shown as output_name
 from arbiter.engines.config import shared_folder_warnings
 from arbiter.errors import ConfigError
-from arbiter.outfile import shown as output_name
 from arbiter.results.store import resolved
 from arbiter.running import run_trio
 
@@ -268,7 +268,7 @@ def tournament_export(
 
     FILE is a tournament file, an arena file (its store), or the store of a match
     (`arbiter match --store`)."""
-    from arbiter.outfile import write_lines
+    from arbiter.cli.outfile import write_lines
     from arbiter.results.standings import source_kind
     from arbiter.results.store import Store, store_files
 
@@ -317,7 +317,7 @@ def tournament_export(
 def _export_sgf(store: Any, out: str, force: bool) -> None:
     """The store's rated Hex games as one SGF collection, in the order they were played;
     refused (before anything is written) when there is none, saying why."""
-    from arbiter.outfile import write_lines
+    from arbiter.cli.outfile import write_lines
     from arbiter.results.records import GameRecord
     from arbiter.views import sgf as sgf_format
 
@@ -334,7 +334,7 @@ def _export_sgf(store: Any, out: str, force: bool) -> None:
             where=out,
             hint="export once games have been played",
         )
-    selection = sgf_format.Selection()
+    selection = sgf_format.SgfSelection()
     records = (GameRecord.from_json(data) for data, _ in store.records())
     write_lines(
         out, sgf_format.collection(records, selection), force=force, hint="choose a new .sgf path"

@@ -22,7 +22,8 @@ from arbiter.engines.dialect import Command, Dialect, TimeFamily
 from arbiter.engines.process import Engine, EngineInfo, StderrLog
 from arbiter.engines.sandbox import Breach
 from arbiter.errors import EngineError, EngineTerminatedError, EngineTimeout
-from arbiter.protocol.session import EngineSession, GameLog
+from arbiter.protocol.session import EngineSession
+from arbiter.protocol.session import GameLog as GameLog  # the referee's type, through its adapter
 from arbiter.results.records import Evidence, Termination
 from arbiter.rules import SWAP, Color, Variant
 from arbiter.rules.clock import GameClock, TimeControl

@@ -18,10 +18,10 @@ from typing import Any
 
 import trio
 
-from arbiter import logs, pauses
-from arbiter.engines.player import RESIGN, Fault, Player
+from arbiter import logs
+from arbiter.engines.player import RESIGN, Fault, GameLog, Player
 from arbiter.errors import ArbiterInternalError
-from arbiter.protocol.session import GameLog
+from arbiter.games import pauses
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.rules.clock import GameClock, TimeControl

@@ -18,7 +18,7 @@ from arbiter.results.store import Store
 
 
 @dataclass
-class EngineSeen:
+class SourceEngine:
     """One engine as a source's records show it (seat names are identities)."""
 
     tcs: Counter[str] = field(default_factory=Counter)
@@ -52,7 +52,7 @@ class SourceConditions:
     voids: int = 0
     # (islands, size, pie) as the records give them
     variants: Counter[tuple[object, object, object]] = field(default_factory=Counter)
-    seen: dict[str, EngineSeen] = field(default_factory=dict)
+    seen: dict[str, SourceEngine] = field(default_factory=dict)
     hosts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, cpu)
     swaps: int = 0
     openings: Counter[int] = field(default_factory=Counter)  # plies from an opening: games
@@ -94,7 +94,7 @@ class SourceConditions:
         versions, answers = data.get("versions") or {}, data.get("answers") or {}
         for seat in ("seat1", "seat2"):
             name = str(data.get(seat))
-            engine = self.seen.setdefault(name, EngineSeen())
+            engine = self.seen.setdefault(name, SourceEngine())
             engine.games += 1
             if seat in tc:
                 engine.tcs[str(tc[seat])] += 1

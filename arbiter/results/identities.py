@@ -28,7 +28,7 @@ CONDITION_KEYS = ("tc", "board", "version", "command")
 
 
 @dataclass(frozen=True)
-class Conditions:
+class GameConditions:
     """What an engine played one game under, as the game's record says ("" unknown)."""
 
     tc: str = ""
@@ -36,13 +36,13 @@ class Conditions:
     version: str = ""  # what the engine answered to `version`
     command: str = ""  # its command line, shell-quoted
 
-    def only(self, keys: Iterable[str]) -> Conditions:
+    def only(self, keys: Iterable[str]) -> GameConditions:
         """These conditions with all but `keys` left blank: what a split compares."""
         keep = set(keys)
-        return Conditions(**{k: getattr(self, k) if k in keep else "" for k in CONDITION_KEYS})
+        return GameConditions(**{k: getattr(self, k) if k in keep else "" for k in CONDITION_KEYS})
 
     @classmethod
-    def of_record(cls, record: GameRecord, seat: int) -> Conditions:
+    def of_record(cls, record: GameRecord, seat: int) -> GameConditions:
         name = record.seat1 if seat == 1 else record.seat2
         v = record.variant
         return _record_conditions(
@@ -53,22 +53,22 @@ class Conditions:
         )
 
     @classmethod
-    def of_store(cls, name: str, played: SeatPlayed) -> Conditions:
+    def of_store(cls, name: str, played: SeatPlayed) -> GameConditions:
         return _stored_conditions(name, played.tc, played.variant, played.versions, played.command)
 
 
 @functools.lru_cache(maxsize=4096)
 def _record_conditions(
     tc: str, variant: tuple[int, int, bool], version: str, command: tuple[str, ...]
-) -> Conditions:
+) -> GameConditions:
     """Conditions of a record's seat (a file's games share a few: made once each)."""
-    return Conditions(tc, str(Variant(*variant)), version, shlex.join(command))
+    return GameConditions(tc, str(Variant(*variant)), version, shlex.join(command))
 
 
 @functools.lru_cache(maxsize=4096)
 def _stored_conditions(
     name: str, tc: str | None, variant: str | None, versions: str | None, command: str | None
-) -> Conditions:
+) -> GameConditions:
     """Conditions from a stored record's JSON fields (the store checked the record when it
     was opened; a field a foreign writer left odd reads as unknown, never as an error)."""
 
@@ -91,7 +91,7 @@ def _stored_conditions(
     line = (
         shlex.join(argv) if isinstance(argv, list) and all(isinstance(w, str) for w in argv) else ""
     )
-    return Conditions(tc or "", board, version if isinstance(version, str) else "", line)
+    return GameConditions(tc or "", board, version if isinstance(version, str) else "", line)
 
 
 def split_keys(text: str) -> tuple[str, ...]:
@@ -128,10 +128,10 @@ class Identities:
 
     def __init__(self, split: Sequence[str] = ()) -> None:
         self.split = tuple(split)
-        self.sets: dict[str, dict[Conditions, Counter[str]]] = {}  # key: conditions: source
-        self._index: dict[str, dict[Conditions, int]] = {}  # name: split conditions: number
+        self.sets: dict[str, dict[GameConditions, Counter[str]]] = {}  # key: conditions: source
+        self._index: dict[str, dict[GameConditions, int]] = {}  # name: split conditions: number
 
-    def key(self, name: str, conditions: Conditions, source: str, games: int = 1) -> str:
+    def key(self, name: str, conditions: GameConditions, source: str, games: int = 1) -> str:
         """The tally key of `name`'s games under `conditions`, noted as met in `source`."""
         key = name
         if self.split:
@@ -172,7 +172,7 @@ class Identities:
 
     def relabel(self, labels: dict[str, str]) -> None:
         """Key the conditions noted by the names shown (after a split)."""
-        sets: dict[str, dict[Conditions, Counter[str]]] = {}
+        sets: dict[str, dict[GameConditions, Counter[str]]] = {}
         for key, found in self.sets.items():
             mine = sets.setdefault(labels.get(key, key), {})
             for conditions, sources in found.items():

@@ -22,7 +22,7 @@ from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.results.conditions import SourceConditions
 from arbiter.results.elo import Difference
-from arbiter.results.identities import Conditions
+from arbiter.results.identities import GameConditions
 from arbiter.results.identities import Identities as Identities
 from arbiter.results.identities import split_keys as split_keys
 from arbiter.results.pairs import PairTally
@@ -125,8 +125,8 @@ class Tally:
                 self.seen.add(key)
                 seat1, seat2 = row.seat1, row.seat2
                 if identities is not None:
-                    seat1 = identities.key(seat1, Conditions.of_store(seat1, played1), source)
-                    seat2 = identities.key(seat2, Conditions.of_store(seat2, played2), source)
+                    seat1 = identities.key(seat1, GameConditions.of_store(seat1, played1), source)
+                    seat2 = identities.key(seat2, GameConditions.of_store(seat2, played2), source)
                 self.add_game(seat1, seat2, row.winner_seat == 1, row.termination, row.pair_key)
             return
         if self.seen:
@@ -136,7 +136,7 @@ class Tally:
         self.merge(Tally.from_store(store))
         if identities is not None:
             for name, played, games in store.conditions_played():
-                identities.key(name, Conditions.of_store(name, played), source, games)
+                identities.key(name, GameConditions.of_store(name, played), source, games)
 
     @classmethod
     def from_store(cls, store: Store) -> Tally:
@@ -313,8 +313,8 @@ def tally_records(
                 keep.add(record.game_id, key, data, void=False)
             seat1, seat2 = record.seat1, record.seat2
             if identities is not None:
-                seat1 = identities.key(seat1, Conditions.of_record(record, 1), source)
-                seat2 = identities.key(seat2, Conditions.of_record(record, 2), source)
+                seat1 = identities.key(seat1, GameConditions.of_record(record, 1), source)
+                seat2 = identities.key(seat2, GameConditions.of_record(record, 2), source)
             tally.add_game(
                 seat1, seat2, record.winner == record.seat1, record.termination.value, record.pair
             )
@@ -407,7 +407,7 @@ def gather(
 
 
 @dataclass(frozen=True)
-class Row:
+class StandingRow:
     rank: int
     name: str
     elo: float | None  # None: unbounded (the games do not bound it; see RatingFit)
@@ -422,7 +422,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Standings:
-    rows: list[Row]
+    rows: list[StandingRow]
     fit: RatingFit
     tally: Tally
     prior: float
@@ -453,7 +453,7 @@ def standings(
         nxt = order[rank] if rank < len(order) else None
         bounded = result.bounded(i)
         rows.append(
-            Row(
+            StandingRow(
                 rank=rank,
                 name=names[i],
                 elo=float(result.elo[i]) if bounded else None,

@@ -36,15 +36,15 @@ LIMIT_NAMES = {
 
 
 @dataclass(frozen=True)
-class Cell:
+class TableCell:
     text: str
     known: bool = True
 
 
 @dataclass(frozen=True)
-class Row:
+class ConditionRow:
     label: str
-    cells: list[Cell]
+    cells: list[TableCell]
     differs: bool
 
 
@@ -67,9 +67,9 @@ class EngineTable:
 
 
 @dataclass(frozen=True)
-class Conditions:
+class ConditionsTable:
     sources: list[str]
-    rows: list[Row]
+    rows: list[ConditionRow]
     engines: list[EngineTable]
     differences: list[str]  # labels of the rows that differ
 
@@ -180,15 +180,15 @@ class _Column:
         self.stored = source.stored or {}
         self.definitions = source.definitions
 
-    def cells(self) -> dict[str, tuple[Cell, str]]:
+    def cells(self) -> dict[str, tuple[TableCell, str]]:
         s = self.s
         if s.kind == "repeat":
-            same = Cell(f"as {_text(Path(s.store).name, 80)}", known=False)
+            same = TableCell(f"as {_text(Path(s.store).name, 80)}", known=False)
             return {label: (same, "") for label in ("Source", "Games", *COMPARED, "Dates", "Hosts")}
-        out: dict[str, tuple[Cell, str]] = {}
+        out: dict[str, tuple[TableCell, str]] = {}
 
         def put(label: str, text: str, key: str | None = None, known: bool = True) -> None:
-            out[label] = (Cell(text, known), text if key is None else key)
+            out[label] = (TableCell(text, known), text if key is None else key)
 
         put("Source", self._what())
         swaps = f", {s.swaps} with a swap" if s.swaps else ""
@@ -436,7 +436,7 @@ def _loads(text: object) -> Any:
         return None
 
 
-def conditions(sources: Sequence[SourceConditions]) -> Conditions:
+def conditions(sources: Sequence[SourceConditions]) -> ConditionsTable:
     """The conditions table of a report: one column per source."""
     columns = [_Column(s) for s in sources]
     cells = [c.cells() for c in columns]
@@ -447,6 +447,6 @@ def conditions(sources: Sequence[SourceConditions]) -> Conditions:
         differs = label in COMPARED and len(keys) > 1
         if differs:
             differences.append(label.lower())
-        rows.append(Row(label, [column[label][0] for column in cells], differs))
+        rows.append(ConditionRow(label, [column[label][0] for column in cells], differs))
     engines = [c.engines() for c in columns if c.s.kind != "repeat"]
-    return Conditions([_label(s) for s in sources], rows, engines, differences)
+    return ConditionsTable([_label(s) for s in sources], rows, engines, differences)

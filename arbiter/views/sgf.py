@@ -164,7 +164,7 @@ def game_tree(record: GameRecord) -> str:
 
 
 @dataclass
-class Selection:
+class SgfSelection:
     """What a collection left out, and why: void attempts and Atoll games."""
 
     written: int = 0
@@ -184,10 +184,10 @@ class Selection:
         return lines
 
 
-def census(stored: Iterable[tuple[dict[str, Any], bool]]) -> Selection:
+def census(stored: Iterable[tuple[dict[str, Any], bool]]) -> SgfSelection:
     """What a collection of a store's records (JSON objects, void flags) would hold and
     leave out, known before anything is written."""
-    found = Selection()
+    found = SgfSelection()
     for data, void in stored:
         if void or data.get("void"):
             found.void += 1
@@ -202,7 +202,7 @@ def games(n: int) -> str:
     return f"{n} Hex game{'' if n == 1 else 's'}"
 
 
-def collection(records: Iterable[GameRecord], selection: Selection) -> Iterator[str]:
+def collection(records: Iterable[GameRecord], selection: SgfSelection) -> Iterator[str]:
     """The game trees of the rated Hex games among `records`, counting in `selection`
     what was left out: an SGF collection is its game trees one after the other."""
     for record in records:

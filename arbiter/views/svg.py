@@ -39,7 +39,7 @@ def _basis(geom: Geometry) -> tuple[Point, Point]:
 
 
 @dataclass(frozen=True)
-class Cell:
+class DrawnCell:
     index: int
     name: str
     x: float
@@ -78,7 +78,7 @@ class BoardPicture:
     width: float
     height: float
     hexagon: str  # polygon points of a hexagon centred on (0, 0)
-    cells: tuple[Cell, ...]
+    cells: tuple[DrawnCell, ...]
     stones: tuple[IslandStone, ...]
     labels: tuple[Label, ...]  # file letters (and, for Hex, row numbers) on the edges
     island_labels: tuple[IslandLabel, ...]
@@ -119,7 +119,7 @@ def picture(geom: Geometry) -> BoardPicture:
         f"{RADIUS * math.sin(start + k * math.pi / 3):.2f}"
         for k in range(6)
     )
-    cells = tuple(Cell(i, geom.names[i], *at(q, r)) for i, (q, r) in enumerate(geom.cells))
+    cells = tuple(DrawnCell(i, geom.names[i], *at(q, r)) for i, (q, r) in enumerate(geom.cells))
     stones = tuple(
         IslandStone(k, str(isl.owner), *at(q, r))
         for k, isl in enumerate(geom.islands)
