@@ -1,4 +1,5 @@
-"""Suite-wide guard: no process started by a test may outlive the test session.
+"""Suite-wide: the end-to-end layer is slow but for its smoke tests, and no process
+started by a test may outlive the test session.
 
 Every process the tests start inherits a marker in its environment; at the end of the
 session any process still carrying it a few seconds later is a leak, reported as an
@@ -18,6 +19,15 @@ import pytest
 from processes import running, wait_until
 
 MARKER = "ARBITER_TEST_SESSION"
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Whole runs (tests/e2e/) are slow unless marked smoke: the default run keeps the
+    unit, process and command-line layers and one cheap whole path of each kind."""
+    for item in items:
+        if E2E in item.path.parents and item.get_closest_marker("smoke") is None:
+            item.add_marker(pytest.mark.slow)
 
 
 def _marked_processes(token: str) -> list[str]:

@@ -139,6 +139,7 @@ def test_equal_engine_names_get_suffixes() -> None:
     assert summary["wins"] == {cmd: summary["wins"][cmd], f"{cmd}#2": 2 - summary["wins"][cmd]}
 
 
+@pytest.mark.slow
 def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: Path) -> None:
     # Each process of this engine answers another name (its pid): the scores must not care.
     shifty = f"sh -c 'exec {sys.executable} {BADBOT} ok --name shifty-$$'"
@@ -339,6 +340,7 @@ def test_records_file_is_appended_not_replaced(tmp_path: Path) -> None:
     assert len(list(read_records(records))) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
     [
@@ -362,6 +364,7 @@ def test_check_passes_the_skeleton_and_bundled_bots_on_every_variant(name: str) 
 CHECKBOTS = ROOT / "tests" / "engines" / "checkbots.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("engine", "check", "hint"),
     [
@@ -1042,6 +1045,7 @@ def test_a_match_store_refuses_other_openings_on_resume(tmp_path: Path) -> None:
     assert invoke(*args[:4], "4", *args[5:]).returncode == 0  # the same openings: resumed
 
 
+@pytest.mark.slow
 def test_more_games_than_cores_is_warned_about_once(tmp_path: Path) -> None:
     # One engine of a game thinks at a time: as many games as cores fit (the demo's two
     # games on two cores), one more does not.

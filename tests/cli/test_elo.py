@@ -372,6 +372,7 @@ def test_the_match_result_counts_by_seat(tmp_path: Path) -> None:
     assert result.stats().wins == 3 and result.stats().losses == 1
 
 
+@pytest.mark.slow
 def test_with_enough_pairs_match_and_ratings_take_the_interval_from_the_pairs(
     tmp_path: Path,
 ) -> None:

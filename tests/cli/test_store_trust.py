@@ -174,6 +174,7 @@ def test_deleting_the_lock_file_lets_no_second_run_in(tmp_path: Path) -> None:
         first.wait()
 
 
+@pytest.mark.slow
 def test_a_run_waits_for_a_reader_of_its_store_instead_of_refusing(copy: Path) -> None:
     from processes import wait_until
 

@@ -34,6 +34,7 @@ def test_tokens_are_kept_hashed_and_compared_whole() -> None:
     assert hash_token("same") != hash_token("same")  # salted
 
 
+@pytest.mark.smoke
 def test_the_token_command_prints_a_token_and_an_entry_that_accepts_it(tmp_path: Path) -> None:
     result = invoke("arena", "token", "alice")
     assert result.returncode == 0, result.stderr
@@ -62,6 +63,7 @@ class _Page(Respond):
         await trio.lowlevel.checkpoint()
 
 
+@pytest.mark.smoke
 async def test_a_page_keeps_up_when_each_pass_publishes_many_events(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -139,6 +141,7 @@ def test_a_bad_arena_file_is_a_usage_error_naming_the_key(
     assert where in result.stderr
 
 
+@pytest.mark.smoke
 def test_the_server_does_not_start_with_an_own_engine_that_cannot_play(tmp_path: Path) -> None:
     hex_only = (
         f'[[engine]]\nname = "hexer"\ncommand = ["{sys.executable}", "{BADBOT}", "ok"]'

@@ -54,6 +54,7 @@ def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
+@pytest.mark.smoke
 async def test_hostile_logins_are_refused_in_words_and_leave_no_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -99,6 +100,7 @@ async def test_hostile_logins_are_refused_in_words_and_leave_no_traceback(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_a_websocket_upgrade_elsewhere_than_the_engines_door_is_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -117,6 +119,7 @@ async def test_a_websocket_upgrade_elsewhere_than_the_engines_door_is_closed(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_an_upgrade_the_websocket_library_refuses_is_closed_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -170,6 +173,7 @@ async def logged_in(
     return engine
 
 
+@pytest.mark.smoke
 async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -208,6 +212,7 @@ async def test_control_messages_of_the_wrong_type_or_size_are_ignored(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_a_session_id_is_only_ever_resumed_by_its_own_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,6 +238,7 @@ async def test_a_session_id_is_only_ever_resumed_by_its_own_name(
         await drop(alice.ws)
 
 
+@pytest.mark.smoke
 async def test_a_resumed_session_drops_the_connection_it_replaced_and_lives_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -267,6 +273,7 @@ async def test_a_resumed_session_drops_the_connection_it_replaced_and_lives_on(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_bad_queries_of_the_games_api_are_answered_400(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -297,6 +304,7 @@ async def test_bad_queries_of_the_games_api_are_answered_400(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_a_page_that_falls_behind_on_events_is_dropped_quietly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -318,6 +326,7 @@ async def test_a_page_that_falls_behind_on_events_is_dropped_quietly(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_oversized_and_endless_websocket_messages_are_cut_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -341,6 +350,7 @@ async def test_oversized_and_endless_websocket_messages_are_cut_off(
     assert tracebacks(caplog) == []
 
 
+@pytest.mark.smoke
 async def test_engine_output_that_nobody_asked_for_is_capped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,6 +371,7 @@ async def test_engine_output_that_nobody_asked_for_is_capped(
         await drop(again.ws)
 
 
+@pytest.mark.smoke
 async def test_logins_from_one_address_are_limited_per_minute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -384,6 +395,7 @@ HOSTILE_NAME = '<script>alert("n")</script>\x1b[31mred\u202e'
 HOSTILE_VERSION = "<img src=x onerror=alert(1)>\x1b]0;title\x07"
 
 
+@pytest.mark.smoke
 async def test_what_an_engine_says_about_itself_reaches_the_live_api_as_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -663,6 +675,7 @@ def test_markup_and_escapes_from_a_remote_engine_stay_text_everywhere(tmp_path: 
     assert "\x1b" not in server.out.text() + alice.out.text()
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("trusted", [True, False])
 async def test_behind_a_trusted_proxy_the_limits_count_the_clients_it_forwards_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool

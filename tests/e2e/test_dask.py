@@ -109,6 +109,7 @@ def _run(path: Path, dask: str | None = None) -> Any:
         return trio.run(run, plan, open_executor(plan, dask=dask), Unheard()), plan.left
 
 
+@pytest.mark.smoke
 @needs_dask
 def test_the_cluster_plays_the_same_games_as_the_local_executor(
     tmp_path: Path, local_cluster: str
@@ -437,6 +438,7 @@ def test_a_task_that_fails_on_its_worker_is_a_void_harness_fault(
     assert stored.games == []
 
 
+@pytest.mark.smoke
 @needs_dask
 def test_an_unreachable_scheduler_or_a_bad_address_is_one_line(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, "t", "", [bot("a"), bot("b")])
@@ -481,6 +483,7 @@ def test_a_scheduler_that_accepts_and_never_answers_is_given_up_after_its_timeou
     assert not (tmp_path / "t.sqlite").exists() or games_stored(tmp_path / "t.sqlite") == 0
 
 
+@pytest.mark.smoke
 @needs_dask
 def test_a_closed_port_or_an_error_while_connecting_is_cannot_reach_not_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -771,6 +774,7 @@ def test_workers_keep_engines_warm_between_tasks(tmp_path: Path, local_cluster: 
     assert wait_until(lambda: not _engine_children(os.getpid(), b"--name\0bot"), timeout=10)
 
 
+@pytest.mark.smoke
 @needs_dask
 def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
     tmp_path: Path, local_cluster: str

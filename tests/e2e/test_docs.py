@@ -45,6 +45,9 @@ SHELL = [
 ]
 FILES = [pytest.param(b, id=b.where) for b in BLOCKS if b.get("file") and b.lang == "toml"]
 
+# The docs' examples are cheap (their slow blocks are marked): all in the default run.
+pytestmark = pytest.mark.smoke
+
 
 def test_every_block_says_what_it_is() -> None:
     problems = []

@@ -281,6 +281,7 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     assert any(g["sw"] for g in data["games"])  # the swapper swapped
 
 
+@pytest.mark.smoke
 def test_report_makes_no_request_elsewhere(played: Played) -> None:
     doc = parse(played.html)
 
@@ -302,6 +303,7 @@ def test_report_makes_no_request_elsewhere(played: Played) -> None:
     assert [s.attrs.get("type") for s in scripts] == ["application/json", None]
 
 
+@pytest.mark.smoke
 def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
     doc = parse(played.html)
     # Markup from a tournament-file name and from engines is text, never elements.
@@ -327,6 +329,7 @@ def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
         )
 
 
+@pytest.mark.smoke
 def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     runner = CliRunner()
     same = runner.invoke(main, ["report", str(played.hex_records), "-o", str(played.hex_records)])
@@ -360,6 +363,7 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot write" in missing.output
 
 
+@pytest.mark.smoke
 def test_records_that_do_not_replay_are_skipped_with_the_problem(
     played: Played, tmp_path: Path
 ) -> None:
@@ -399,6 +403,7 @@ def test_records_that_do_not_replay_are_skipped_with_the_problem(
     assert "anchored so that random has +1500" in doc.all_text()
 
 
+@pytest.mark.smoke
 def test_picture_and_rules_agree_on_every_board() -> None:
     """Two cells or island stones are drawn side by side exactly when the geometry makes
     them neighbours, and nothing overlaps."""
@@ -427,6 +432,7 @@ def test_picture_and_rules_agree_on_every_board() -> None:
         assert min(y for _, y in points) > 0 and max(y for _, y in points) < p.height
 
 
+@pytest.mark.smoke
 def test_show_svg_writes_the_position(played: Played, tmp_path: Path) -> None:
     records = played.folder / "t.jsonl"
     swapped = next(r for r in played.records if r.swapped)
@@ -487,6 +493,7 @@ def table_rows(table: Element) -> dict[str, list[Element]]:
     return {next(r.find_all("th")).all_text(): list(r.find_all("td")) for r in body.find_all("tr")}
 
 
+@pytest.mark.smoke
 def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     doc = parse(played.html)
     (table,) = doc.find_all("table", **{"class": "conditions"})
@@ -622,6 +629,7 @@ def voided(played: Played, tmp_path_factory: pytest.TempPathFactory) -> Voided:
     return Voided(report, [*hexed, *ids[:2], third.game_id, *ids[2:]], third.game_id)
 
 
+@pytest.mark.smoke
 def test_games_are_listed_in_schedule_order(played: Played, voided: Voided) -> None:
     # The sources in the order given; a store's games in the order of its schedule (not
     # as they finished), a void attempt just before the game it was replayed as.
@@ -770,6 +778,7 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     assert script_errors(browser) == []
 
 
+@pytest.mark.smoke
 def test_game_list_pages_through_many_games(played: Played, browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
@@ -832,6 +841,7 @@ def downloaded(driver: Any, folder: Path) -> Path:
     return path
 
 
+@pytest.mark.smoke
 def test_download_holds_the_games_records(played: Played, browser: Any, tmp_path: Path) -> None:
     browser.get(played.report.as_uri())
     # The records reader takes every line (it raises on one that is not a record), and
@@ -843,6 +853,7 @@ def test_download_holds_the_games_records(played: Played, browser: Any, tmp_path
     assert script_errors(browser) == []
 
 
+@pytest.mark.smoke
 def test_download_keeps_what_the_viewer_cannot_restore(
     played: Played, browser: Any, tmp_path: Path
 ) -> None:
@@ -879,6 +890,7 @@ def test_download_keeps_what_the_viewer_cannot_restore(
     assert script_errors(browser) == []
 
 
+@pytest.mark.smoke
 def test_game_link_opens_that_game_in_the_viewer(voided: Voided, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

@@ -41,6 +41,7 @@ def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.Co
 BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings = 1\nseed = 5'
 
 
+@pytest.mark.smoke
 def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("alpha"), bot("beta"), bot("gamma")])
     done = arbiter("tournament", "run", str(t), "--every", "2")
@@ -385,6 +386,7 @@ BAD_FILES = [
 ]
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize(
     ("text", "where", "what"),
     BAD_FILES,
@@ -420,6 +422,7 @@ def test_bad_tournament_files_are_one_clear_line_and_exit_2(
     assert str(path.name) in line or "open.txt" in line
 
 
+@pytest.mark.smoke
 def test_duplicate_engine_names_are_refused(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("same"), bot("same")])
     done = invoke("tournament", "run", str(t), "-q")
@@ -518,6 +521,7 @@ def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> 
         assert test["estimate"] is None  # the median-unbiased estimate is the pair test's
 
 
+@pytest.mark.smoke
 def test_bad_sprt_is_a_usage_error() -> None:
     done = invoke(
         "match", "--engines", str(ENGINES), "random", "random", "--sprt", "elo0=10,elo1=5"
@@ -744,6 +748,7 @@ def test_an_engine_answering_another_engines_name_cannot_take_it(tmp_path: Path)
     assert all(g.winner == "random" for g in games)  # the real one, by its given name
 
 
+@pytest.mark.smoke
 def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     record = {
@@ -944,6 +949,7 @@ def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path
     assert len(ids) == len(set(ids)) == 28
 
 
+@pytest.mark.smoke
 def test_a_bad_test_in_a_tournament_file_is_one_line(tmp_path: Path) -> None:
     for bad, words in (
         ("{ elo0 = 10, elo1 = 0 }", "elo1 > elo0"),

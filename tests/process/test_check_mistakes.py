@@ -76,11 +76,12 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
             "letter counted from the left",
             marks=pytest.mark.slow,
         ),  # the same mistake on the other board
-        (
+        pytest.param(
             "letter-number-swapped",
             "coordinates: hex/11",
             "letter and number swapped",
             "the letter is the column",
+            marks=pytest.mark.slow,
         ),
         pytest.param(
             "letter-number-swapped",
@@ -89,7 +90,13 @@ def test_the_correct_bot_passes_and_the_summary_names_what_was_tried() -> None:
             "rank 1 the bottom cell of its file (PROTOCOL.md section 4.1)",
             marks=pytest.mark.slow,
         ),  # the same mistake on the other board
-        ("swaps-central-without-pie", "positions: hex/11 no-pie", "swap", "never answer swap"),
+        pytest.param(
+            "swaps-central-without-pie",
+            "positions: hex/11 no-pie",
+            "swap",
+            "never answer swap",
+            marks=pytest.mark.slow,
+        ),
         pytest.param(
             "swaps-central-without-pie",
             "positions: atoll-8/11 no-pie",
@@ -125,6 +132,7 @@ def test_each_mistake_fails_check_with_a_hint_that_names_it(
         assert results["known_command"]["passed"]  # only the mistake fails
 
 
+@pytest.mark.slow
 def test_a_misreading_is_named_only_for_an_engine_that_takes_wins() -> None:
     """An engine that plays at random takes no winning cell and is not blamed; what was
     not checked is said in a note after the table, not as a PASS line."""

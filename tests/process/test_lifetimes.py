@@ -17,6 +17,7 @@ from paths import BADBOT, ROOT
 from processes import pids_matching, running, wait_until
 
 
+@pytest.mark.slow
 def test_an_engine_that_exits_behind_an_escaped_child_is_charged_a_crash_at_once(
     tmp_path: Path,
 ) -> None:

@@ -157,6 +157,7 @@ def test_without_the_sandbox_killing_the_opponent_works(tmp_path: Path) -> None:
     assert played.record.termination == "crash"
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.parametrize(
     "attack", ["kill-referee", pytest.param("term-referee", marks=pytest.mark.slow)]
@@ -283,6 +284,7 @@ def _lost_by(played: Played, verdict: str) -> GameRecord:
     return record
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_memory_past_the_limit_loses_by_memory(tmp_path: Path) -> None:
     played = play(tmp_path, "memory", sandboxed=True, limits={"memory_mb": 96})
@@ -295,6 +297,7 @@ def test_memory_past_the_limit_loses_by_memory(tmp_path: Path) -> None:
         _lost_by(played, "crash")
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_cpu_past_the_limit_loses_by_cpu(tmp_path: Path) -> None:
     record = _lost_by(play(tmp_path, "cpu", sandboxed=True, limits={"cpu_s": 1}), "cpu")
@@ -319,11 +322,13 @@ def test_a_fork_bomb_stops_at_the_processes_limit(tmp_path: Path) -> None:
     assert "refused after" in record.evidence.stderr_tail
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_file_past_the_disk_limit_loses_by_disk(tmp_path: Path) -> None:
     _lost_by(play(tmp_path, "disk", sandboxed=True, limits={"disk_mb": 4}), "disk")
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_scratch_folder_is_size_capped(tmp_path: Path) -> None:
     record = _lost_by(play(tmp_path, "fill", sandboxed=True, limits={"disk_mb": 8}), "crash")
@@ -332,6 +337,7 @@ def test_the_scratch_folder_is_size_capped(tmp_path: Path) -> None:
     assert int(said.split("stopped after ")[1].split()[0]) <= 8
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_endless_output_loses_without_harming_anyone(tmp_path: Path) -> None:
     played = play(tmp_path, "flood", sandboxed=True, tc="5+0")
@@ -417,6 +423,7 @@ def test_asking_for_the_sandbox_without_bubblewrap_stops_before_any_game(tmp_pat
     assert not records.exists()  # nothing played, nothing written
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path) -> None:
     store = tmp_path / "t.sqlite"
@@ -454,6 +461,7 @@ def test_a_sandboxed_tournament_keeps_its_store_from_its_engines(tmp_path: Path)
     assert "engine 'attacker'.limits" in refused.stderr and "--fresh" in refused.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sandboxed",
     [
@@ -661,6 +669,7 @@ def _snooped(event: Event, *, sandboxed: bool) -> tuple[dict[str, str], str]:
     return said, ids
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_sandboxed_engine_reads_its_own_files_and_nothing_else(tmp_path: Path) -> None:
     event = _event(tmp_path)
@@ -699,6 +708,7 @@ def test_without_the_sandbox_the_snoop_reads_everything(tmp_path: Path) -> None:
     assert "ORGANISER_API_TOKEN" in said["environ"].split()  # the whole environment
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_an_engine_refused_its_weights_names_the_path_and_the_read_key(tmp_path: Path) -> None:
     event = _event(tmp_path)
@@ -890,6 +900,7 @@ def _play_from_a_venv(tmp_path: Path, venv: Path) -> None:
     _played_cleanly(done, records)
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_python_bot_from_a_venv_outside_the_project_plays_sandboxed(tmp_path: Path) -> None:
     _play_from_a_venv(tmp_path, tmp_path / "venv")
@@ -932,6 +943,7 @@ def _compile(folder: Path, compiler: str, source: Path, name: str) -> Path:
     return binary
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 def test_a_compiled_engine_with_its_weights_in_read_plays_sandboxed(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_pool_starts_each_engine_at_most_once_per_slot(tmp_path: Path) -> None:
     engines = 6
     header = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nseed = 3'
@@ -103,6 +104,7 @@ def test_a_sandboxed_engine_is_fresh_every_game_unless_kept_for_its_pairing(
     assert refused.returncode == 2 and "confine_per" in refused.stderr, refused.stderr
 
 
+@pytest.mark.slow
 def test_a_worker_process_that_dies_after_the_engine_check_costs_no_game(
     tmp_path: Path,
 ) -> None:
