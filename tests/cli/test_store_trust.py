@@ -809,7 +809,7 @@ def check_damaged_store(
 
 
 @settings(
-    max_examples=50,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

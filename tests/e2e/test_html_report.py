@@ -303,7 +303,6 @@ def test_report_makes_no_request_elsewhere(played: Played) -> None:
     assert [s.attrs.get("type") for s in scripts] == ["application/json", None]
 
 
-@pytest.mark.smoke
 def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
     doc = parse(played.html)
     # Markup from a tournament-file name and from engines is text, never elements.
@@ -329,7 +328,6 @@ def test_engine_text_reaches_the_page_as_text(played: Played) -> None:
         )
 
 
-@pytest.mark.smoke
 def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     runner = CliRunner()
     same = runner.invoke(main, ["report", str(played.hex_records), "-o", str(played.hex_records)])
@@ -363,7 +361,6 @@ def test_report_refuses_bad_arguments(played: Played, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "cannot write" in missing.output
 
 
-@pytest.mark.smoke
 def test_records_that_do_not_replay_are_skipped_with_the_problem(
     played: Played, tmp_path: Path
 ) -> None:
@@ -432,7 +429,6 @@ def test_picture_and_rules_agree_on_every_board() -> None:
         assert min(y for _, y in points) > 0 and max(y for _, y in points) < p.height
 
 
-@pytest.mark.smoke
 def test_show_svg_writes_the_position(played: Played, tmp_path: Path) -> None:
     records = played.folder / "t.jsonl"
     swapped = next(r for r in played.records if r.swapped)
@@ -493,7 +489,6 @@ def table_rows(table: Element) -> dict[str, list[Element]]:
     return {next(r.find_all("th")).all_text(): list(r.find_all("td")) for r in body.find_all("tr")}
 
 
-@pytest.mark.smoke
 def test_report_states_the_conditions_of_each_source(played: Played) -> None:
     doc = parse(played.html)
     (table,) = doc.find_all("table", **{"class": "conditions"})
@@ -629,7 +624,6 @@ def voided(played: Played, tmp_path_factory: pytest.TempPathFactory) -> Voided:
     return Voided(report, [*hexed, *ids[:2], third.game_id, *ids[2:]], third.game_id)
 
 
-@pytest.mark.smoke
 def test_games_are_listed_in_schedule_order(played: Played, voided: Voided) -> None:
     # The sources in the order given; a store's games in the order of its schedule (not
     # as they finished), a void attempt just before the game it was replayed as.
@@ -778,7 +772,6 @@ def test_viewer_shows_hex_games_evidence_and_filters(played: Played, browser: An
     assert script_errors(browser) == []
 
 
-@pytest.mark.smoke
 def test_game_list_pages_through_many_games(played: Played, browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
@@ -841,7 +834,6 @@ def downloaded(driver: Any, folder: Path) -> Path:
     return path
 
 
-@pytest.mark.smoke
 def test_download_holds_the_games_records(played: Played, browser: Any, tmp_path: Path) -> None:
     browser.get(played.report.as_uri())
     # The records reader takes every line (it raises on one that is not a record), and
@@ -853,7 +845,6 @@ def test_download_holds_the_games_records(played: Played, browser: Any, tmp_path
     assert script_errors(browser) == []
 
 
-@pytest.mark.smoke
 def test_download_keeps_what_the_viewer_cannot_restore(
     played: Played, browser: Any, tmp_path: Path
 ) -> None:
@@ -890,7 +881,6 @@ def test_download_keeps_what_the_viewer_cannot_restore(
     assert script_errors(browser) == []
 
 
-@pytest.mark.smoke
 def test_game_link_opens_that_game_in_the_viewer(voided: Voided, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

@@ -249,7 +249,7 @@ def play_out(geom: Geometry, colors: list[int], proof: Proof, data: st.DataObjec
     assert not has_won(geom, colors, opp)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     size=st.sampled_from(SIZES),
     level=st.sampled_from(list(Level)),
@@ -297,7 +297,7 @@ def test_random_play_yields_proofs_on_both_variants() -> None:
 def test_never_both_sides_and_carriers_disjoint() -> None:
     rng = random.Random(12)
     claimed = 0
-    for i in range(60):
+    for i in range(30):
         islands, size = SIZES[i % len(SIZES)]
         variant = Variant(islands, size, pie=False)
         n = variant.geometry.n_cells
@@ -306,7 +306,7 @@ def test_never_both_sides_and_carriers_disjoint() -> None:
             continue
         for level in Level:
             claimed += len(proofs(variant.geometry, game.colors, level))
-    assert claimed >= 20
+    assert claimed >= 10
 
 
 # (e) Hand-made positions, one per level.
