@@ -109,7 +109,6 @@ def _run(path: Path, dask: str | None = None) -> Any:
         return trio.run(run, plan, open_executor(plan, dask=dask), Unheard()), plan.left
 
 
-@pytest.mark.smoke
 @needs_dask
 def test_the_cluster_plays_the_same_games_as_the_local_executor(
     tmp_path: Path, local_cluster: str

@@ -281,7 +281,6 @@ def test_report_structure_from_a_real_tournament(played: Played) -> None:
     assert any(g["sw"] for g in data["games"])  # the swapper swapped
 
 
-@pytest.mark.smoke
 def test_report_makes_no_request_elsewhere(played: Played) -> None:
     doc = parse(played.html)
 
