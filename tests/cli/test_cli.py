@@ -45,7 +45,7 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
         "--engines",
         str(ENGINES),
         "random",
-        "mc-fast",
+        "skeleton",
         "--games",
         "4",
         "--tc",
@@ -61,15 +61,15 @@ def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:
     for n in range(1, 5):
         assert f"Started game {n} of 4" in done.stderr
         assert f"Finished game {n} (" in done.stderr
-    assert "Score of random vs mc-fast:" in done.stdout
+    assert "Score of random vs skeleton:" in done.stdout
     assert "Elo difference:" in done.stdout and "LOS:" in done.stdout
     assert "Seat 1 wins:" in done.stdout and "Terminations:" in done.stdout
     games = list(read_records(records))
     assert len(games) == 4 and len({g.game_id for g in games}) == 4
     seat1 = sorted(g.seat1 for g in games)
-    assert seat1 == ["mc-fast", "mc-fast", "random", "random"]  # seat-swapped pairs
+    assert seat1 == ["random", "random", "skeleton", "skeleton"]  # seat-swapped pairs
     for g in games:
-        assert g.winner in ("random", "mc-fast") and not g.void
+        assert g.winner in ("random", "skeleton") and not g.void
         assert g.termination.value == "connection"
         replay = Game(Variant(**g.variant))
         for move in g.moves:
