@@ -16,7 +16,7 @@ from arbiter.text import one_line
 from . import options
 from .options import examples
 from .output import ConfigExit, emit, first_leaf, handle_errors, say
-from .sources import damaged
+from .sources import show_arena_status
 from .tournament import tournament_export
 
 
@@ -170,18 +170,6 @@ def arena_status(file: str, as_json: bool) -> None:
     from arbiter.arena.config import load_arena
 
     show_arena_status(load_arena(file, engines_here=False), as_json, strict=False)
-
-
-def show_arena_status(spec: object, as_json: bool, strict: bool) -> None:
-    """`arena status`, and `tournament status` of an arena file."""
-    from arbiter.arena.status import read_arena_status
-
-    status = read_arena_status(spec, damaged(strict))
-    if as_json:
-        emit(json.dumps(status.as_json()))
-        return
-    for line in status.lines():
-        say(line)
 
 
 @arena.command(

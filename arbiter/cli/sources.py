@@ -3,6 +3,7 @@ what they stand for, and how a damaged store row is reported."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from arbiter.errors import ConfigError
 from arbiter.results.store import Store
 from arbiter.views.status import watch_damage
 
-from .output import warn
+from .output import emit, say, warn
 
 
 def results_file(file: str, store_folder: Path | None = None) -> Any:
@@ -57,3 +58,15 @@ def damaged(strict: bool) -> Callable[[Store], None]:
         watch_damage(store, strict, warn)
 
     return watch
+
+
+def show_arena_status(spec: object, as_json: bool, strict: bool) -> None:
+    """`arena status`, and `tournament status` of an arena file."""
+    from arbiter.arena.status import read_arena_status
+
+    status = read_arena_status(spec, damaged(strict))
+    if as_json:
+        emit(json.dumps(status.as_json()))
+        return
+    for line in status.lines():
+        say(line)

@@ -19,7 +19,7 @@ from arbiter.running import run_trio
 from . import options
 from .options import example_option, examples
 from .output import emit, handle_errors, say
-from .sources import damaged, is_tournament, results_file, tournament_file
+from .sources import damaged, is_tournament, results_file, show_arena_status, tournament_file
 
 
 @click.group(
@@ -200,8 +200,6 @@ def tournament_status(
                     where=file,
                     hint=f"leave it out: arbiter tournament status {file}",
                 )
-            from .arena import show_arena_status
-
             show_arena_status(t, as_json, strict)
             return
     elif source_kind(file) == "store":
