@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from commands import invoke
+from commands import arbiter, invoke
 from paths import BADBOT, ROOT
 from processes import running, wait_until
 
@@ -25,17 +25,6 @@ from arbiter.rules import Game, Variant
 
 ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 GNUGO = shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
-
-
-def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_match_end_to_end_writes_records_and_a_summary(tmp_path: Path) -> None:

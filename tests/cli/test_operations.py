@@ -13,26 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from commands import invoke
+from commands import arbiter, invoke
 from paths import BADBOT, ROOT
 from processes import wait_until
 from stores import games_stored, meta
 
 RANDOM_BOT = ROOT / "arbiter" / "bots" / "random_bot.py"
-
-
-def arbiter(
-    *args: str, cwd: Path = ROOT, timeout: float = 180, **kwargs: object
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        **kwargs,  # type: ignore[call-overload]
-    )
 
 
 def two_bots(folder: Path, header: str = "rounds = 1") -> Path:

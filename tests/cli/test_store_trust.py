@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from commands import invoke
+from commands import arbiter, invoke
 from files import bot, write_tournament
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,17 +38,6 @@ from arbiter.results.store import Store
 
 ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings = 1\nseed = 5'
-
-
-def arbiter(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def change(db: Path, sql: str, params: tuple[object, ...] = ()) -> None:

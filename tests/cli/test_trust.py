@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from commands import invoke
+from commands import arbiter, invoke
 from paths import BADBOT, ROOT
 
 from arbiter.cli import main
@@ -20,17 +19,6 @@ from arbiter.results.records import read_records
 from arbiter.rules import Game, Variant
 
 ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
-
-
-def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _toml(words: list[str]) -> str:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from commands import invoke
+from commands import arbiter, invoke
 from paths import BADBOT, ROOT
 
 from arbiter.text import escape, name, terminal
@@ -20,17 +19,6 @@ FORBIDDEN = re.compile(
 )
 HOSTILE = r"ev\x1b[31mil\nforged line\u202eEXE.txt\x9b2J\u2028" + "x" * 300
 STDERR = "y" * 1500 + r"\n\x1b]0;pwned\x07\x1b[2J trace\u2066back\n"
-
-
-def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def assert_safe(output: str, *, human: bool = True) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import trio
-from commands import invoke
+from commands import arbiter, invoke
 from files import logged_pool
 from paths import BADBOT, ROOT
 from processes import running, wait_until
@@ -74,17 +74,6 @@ def write_tournament(
         f"random_openings = 1\nseed = 3\n{header}\n" + "\n".join(engines)
     )
     return path
-
-
-def arbiter(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 # ------------------------------------------------------------ in-process cluster

@@ -10,7 +10,6 @@ import re
 import shlex
 import shutil
 import string
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from browsers import open_chromium
 from click.testing import CliRunner
+from commands import arbiter
 from paths import BADBOT, ROOT
 
 from arbiter.cli import main
@@ -36,17 +36,6 @@ ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
 HOSTILE_ANSWER = r"ev\x1b[31mil</script><img src=x onerror=alert(1)>\u202e"
 HOSTILE_STDERR = "<script>alert(1)</script>"
 HTML_NAME = "<b>bold</b>"  # a tournament-file name that is markup
-
-
-def arbiter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def badbot(name: str, mode: str, *extra: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import invoke
+from commands import arbiter, invoke
 from files import bot, write_tournament
 from paths import BADBOT, ROOT
 from stores import games_stored, read_store
@@ -25,17 +25,6 @@ from arbiter.runs.schedule import WAIT
 from arbiter.runs.tournament import load_tournament
 
 ENGINES = ROOT / "arbiter" / "bots" / "engines.toml"
-
-
-def arbiter(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 BASIC = 'rounds = 1\nconcurrency = 2\ntc = "10+0.1"\nsize = 7\nrandom_openings = 1\nseed = 5'

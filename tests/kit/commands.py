@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import traceback
 
 from click.testing import CliRunner
@@ -40,3 +41,25 @@ def invoke(*args: str, cwd: str | os.PathLike[str] = ROOT) -> subprocess.Complet
         assert result.exc_info is not None
         stderr += "".join(traceback.format_exception(*result.exc_info))
     return subprocess.CompletedProcess(["arbiter", *args], result.exit_code, result.stdout, stderr)
+
+
+def arbiter(
+    *args: str,
+    cwd: str | os.PathLike[str] = ROOT,
+    timeout: float = 180,
+    env: dict[str, str] | None = None,
+    **kwargs: object,
+) -> subprocess.CompletedProcess[str]:
+    """`arbiter ARGS` as its own process (`python -m arbiter`), from `cwd` (the project
+    root by default), with no input: for the tests where the process itself is the point
+    (signals, pipes, what reaches which stream, limits of the process)."""
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-m", "arbiter", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )

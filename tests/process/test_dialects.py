@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from commands import invoke
+from commands import arbiter, invoke
 from paths import BADBOT, ROOT
 
 from arbiter.engines.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
@@ -19,17 +18,6 @@ from arbiter.rules.clock import GameClock, TimeControl
 
 GTPHEX = ROOT / "tests" / "engines" / "gtphex.py"
 RANDOM = ROOT / "arbiter" / "bots" / "random_bot.py"
-
-
-def arbiter(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def engines_file(tmp_path: Path, *flags: str, extra: str = "") -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from commands import arbiter as _arbiter
 from commands import invoke
 from paths import BADBOT, ROOT
 from processes import pids_matching, running, wait_until
@@ -348,20 +349,6 @@ def test_endless_output_loses_without_harming_anyone(tmp_path: Path) -> None:
 
 
 # -- definitions, tournaments, and a sandbox that cannot run ---------------------------------
-
-
-def _arbiter(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _engine(name: str, argv: list[str], extra: str = "") -> str:

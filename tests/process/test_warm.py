@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -14,8 +13,9 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from commands import arbiter as run
 from files import logged_pool
-from paths import BADBOT, ROOT
+from paths import BADBOT
 from processes import running, wait_until
 from stores import read_store
 
@@ -28,17 +28,6 @@ from arbiter.rules.clock import TimeControl
 from arbiter.runs.run import Unheard
 from arbiter.runs.run import run as run_plan
 from arbiter.runs.tournament import load_tournament
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args],
-        cwd=ROOT,
-        text=True,
-        capture_output=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.mark.slow
