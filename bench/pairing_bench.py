@@ -239,7 +239,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few small runs (a smoke test)")
     args = parser.parse_args()
     if args.quick:
-        args.trials, args.big_trials, args.stop_trials = 3, 0, 2
+        args.trials, args.big_trials, args.stop_trials = 1, 0, 1
 
     plans: list[tuple[str, int, list[tuple[str, int]]]] = []
     if args.trials:

@@ -166,7 +166,7 @@ def _peaks(folder: Path, n: int, *, store: bool, engines: int = 50) -> dict[str,
     return {label: scale.measure(args)[1] for label, args in commands.items()}
 
 
-@pytest.mark.slow  # about 10 s of child processes; the 30,000-game version is slow too
+@pytest.mark.slow  # about 10 s of child processes; the 10,000-game version with stores is slow too
 def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
     """Small: 5,000 games take no more memory to read than 1,000, within 20 MB (reading
     them all into memory, as the readers once did, took 6 to 8 KB a game). Ten engines:
@@ -179,11 +179,11 @@ def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_readers_memory_at_30000_games_stays_near_3000(tmp_path: Path) -> None:
+def test_readers_memory_at_10000_games_stays_near_1000(tmp_path: Path) -> None:
     """Every reader, on a records file and on a store: ten times the games within 20 MB
     of the peak (what grows is a few bytes a game: the set that tells plays apart). The
     same at 10,000 to 1,000,000 games is measured by bench/scale_bench.py."""
-    small, large = _peaks(tmp_path, 3_000, store=True), _peaks(tmp_path, 30_000, store=True)
+    small, large = _peaks(tmp_path, 1_000, store=True), _peaks(tmp_path, 10_000, store=True)
     for label, peak in large.items():
         assert peak - small[label] < 20, (label, small[label], peak)
 

@@ -108,7 +108,7 @@ def test_the_estimate_after_a_stop_is_median_unbiased_where_the_plain_one_is_not
     truth = 45.0
     rng = random.Random(7)
     plain_above = honest_above = covered = 0
-    runs = 200
+    runs = 100
     for _ in range(runs):
         pairs, verdict = _simulated_stop(test, truth, 0.45, rng, cap=2000)
         n = sum(pairs)
