@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-from arbiter.results.records import GameRecord, StoneColor
+from arbiter.errors import ConfigError
+from arbiter.results.records import BadLine, GameRecord, StoneColor, read_records
 from arbiter.rules import Variant
 from arbiter.rules.geometry import Coord, Geometry
 
@@ -92,6 +93,69 @@ def decisions(records: Iterable[GameRecord]) -> Reading:
                 )
             )
     return Reading(out, dict(left))
+
+
+def read_sources(
+    paths: Sequence[str],
+    *,
+    labels: Sequence[str],
+    strict: bool,
+    warn: Callable[[str], None],
+) -> Reading:
+    """The decisions of stores and records files combined, each play of a game once (as
+    `ratings` counts them): a damaged store row or a bad records line is skipped with a
+    line to `warn`, or refused with `strict`. ConfigError when nothing counts."""
+    from arbiter.results.standings import play_key, source_kind
+    from arbiter.results.store import READ_HINT, Store
+
+    seen: set[int] = set()
+    duplicates = 0
+
+    def fresh(records: Iterable[GameRecord]) -> Iterator[GameRecord]:
+        nonlocal duplicates
+        for record in records:
+            key = play_key(record.game_id, record.started)
+            if not record.void and key in seen:
+                duplicates += 1
+                continue
+            seen.add(key)
+            yield record
+
+    def complain(line: object, hint: str) -> None:
+        if strict:
+            raise ConfigError(str(line), hint=hint)
+        warn(f"skipped {line}")
+
+    found = Reading([], {})
+    for path in paths:
+        if source_kind(path) == "store":
+            with Store.open_read(path) as store:
+                stored = (GameRecord.from_json(data) for data, void in store.records() if not void)
+                _add(found, decisions(fresh(stored)))
+                for damage in store.damage:
+                    complain(damage, READ_HINT)
+            continue
+        bad: list[BadLine] = []
+        _add(found, decisions(fresh(read_records(path, bad))))
+        for line in bad:
+            complain(line, "fix or remove the line, or leave out --strict")
+    if duplicates:
+        warn(f"{duplicates} games appeared in more than one source and were counted once.")
+    if not found.decisions:
+        left = ", ".join(f"{n} {why}" for why, n in sorted(found.left_out.items()))
+        raise ConfigError(
+            "no game under the pie rule with a decision at move 2 in "
+            + ", ".join(labels)
+            + (f" ({left})" if left else ""),
+            hint="give stores, records files or tournament files of games played with pie = true",
+        )
+    return found
+
+
+def _add(into: Reading, more: Reading) -> None:
+    into.decisions += more.decisions
+    for why, n in more.left_out.items():
+        into.left_out[why] = into.left_out.get(why, 0) + n
 
 
 def wilson(wins: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -173,11 +237,12 @@ class SwapMap:
 
     def of(self, name: str) -> Cell | None:
         """The entry of a first stone on `name` (pooled with its turn), if any game had one."""
-        return self.cells.get(canonical(_geometry(self.variant), name))
+        return self.cells.get(canonical(geometry_of(self.variant), name))
 
 
 @cache
-def _geometry(variant: str) -> Geometry:
+def geometry_of(variant: str) -> Geometry:
+    """The board of a variant as `Variant` prints it ("hex/11", "atoll-8/11")."""
     kind, size = variant.split()[0].split("/")
     return Variant(4 if kind == "hex" else 8, int(size)).geometry
 
@@ -186,13 +251,13 @@ def swap_maps(found: Iterable[Decision]) -> dict[str, SwapMap]:
     """The map of each variant met, by its name."""
     counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for d in found:
-        geom = _geometry(d.variant)
+        geom = geometry_of(d.variant)
         tally = counts[d.variant][canonical(geom, d.cell)]
         tally[0] += 1
         tally[1] += d.owner_won
     maps = {}
     for variant, cells in sorted(counts.items()):
-        geom = _geometry(variant)
+        geom = geometry_of(variant)
         entries = {}
         for name in sorted(cells, key=lambda n: geom.name_index[n]):
             games, wins = cells[name]

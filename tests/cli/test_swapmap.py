@@ -1,0 +1,122 @@
+"""`arbiter openings swapmap` on a real store and records file: text, JSON and the SVG."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from commands import invoke
+
+from arbiter.results.records import GameRecord, RecordWriter, StoneColor, Termination
+from arbiter.results.store import Store
+from arbiter.rules import SWAP, Game, Variant
+from arbiter.runs.schedule import ScheduledGame
+
+BOARD = Variant(4, 5)
+DECIDERS = {"swapper": lambda cell: True, "keeper": lambda cell: False}
+
+
+def _games(count: int, seed: int) -> list[GameRecord]:
+    """Random games on Hex 5, seat 2 deciding at move 2 by its planted rule."""
+    rng = random.Random(seed)
+    out = []
+    for number in range(count):
+        decider = "swapper" if number % 2 else "keeper"
+        game = Game(BOARD)
+        game.play(rng.choice(game.legal_cells()))
+        first = game.move_name(game.moves[0])
+        if DECIDERS[decider](first):
+            game.play(SWAP)
+        while not game.over:
+            game.play(rng.choice(game.legal_cells()))
+        seats = ("opener", decider)
+        black = seats[1] if game.swapped else seats[0]
+        winner_black = game.winner is not None and game.winner.name == "BLACK"
+        winner = black if winner_black else (seats[0] if game.swapped else seats[1])
+        out.append(
+            GameRecord(
+                game_id=f"g-{seed}-{number}",
+                variant={"size": BOARD.size, "islands": BOARD.islands, "pie": True},
+                seat1=seats[0],
+                seat2=seats[1],
+                tc={"seat1": "10", "seat2": "10"},
+                started=f"2026-01-01T00:00:{number % 60:02d}.000Z",
+                termination=Termination.CONNECTION,
+                swapped=game.swapped,
+                black=black,
+                white=seats[0] if game.swapped else seats[1],
+                moves=[game.move_name(m) for m in game.moves],
+                move_ms=[0.0] * len(game.moves),
+                opening=1,
+                winner=winner,
+                winner_color=StoneColor.BLACK if winner_black else StoneColor.WHITE,
+            )
+        )
+    return out
+
+
+def _store(path: Path, records: list[GameRecord]) -> None:
+    with Store.open(path) as store:
+        store.begin("pie", {"format": "round-robin"}, {"name": "pie"}, {})
+        for n, record in enumerate(records, 1):
+            store.write(
+                ScheduledGame(n, record.game_id, (record.seat1, record.seat2), 1, ""), record
+            )
+
+
+def test_swapmap_of_a_store_and_a_records_file(tmp_path: Path) -> None:
+    stored = _games(60, 1)
+    filed = _games(30, 2)
+    store = tmp_path / "pie.sqlite"
+    _store(store, stored)
+    records = tmp_path / "more.jsonl"
+    writer = RecordWriter(records)
+    for record in [*filed, stored[0]]:  # one game in both: counted once
+        writer.write(record)
+    writer.close()
+    before = store.read_bytes()
+
+    as_json = invoke("openings", "swapmap", str(store), str(records), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert "1 games appeared in more than one source" in as_json.stderr
+    data = json.loads(as_json.stdout)
+    (board,) = data["maps"]
+    games = stored + filed
+    assert board["variant"] == "hex/5" and board["games"] == len(games)
+    assert sum(c["owner_wins"] for c in board["cells"]) == sum(
+        r.winner_color is StoneColor.BLACK for r in games
+    )
+    by_cell = {name: c for c in board["cells"] for name in c["cells"]}
+    for record in games:  # every first stone is in the map, with its turn
+        assert record.moves[0] in by_cell
+    assert {"a1", "e5"} <= set(by_cell["a1"]["cells"])
+    regret = {r["engine"]: r for r in data["regret"]}
+    assert set(regret) == {"swapper", "keeper"}
+    assert regret["swapper"]["decisions"] == 45 and regret["keeper"]["decisions"] == 45
+    for r in regret.values():
+        assert 0 <= r["low"] <= r["regret"] <= r["high"]
+
+    svg = tmp_path / "map.svg"
+    text = invoke("openings", "swapmap", str(store), str(records), "--svg", str(svg))
+    assert text.returncode == 0, text.stderr
+    assert "hex/5: 90 games, first stones pooled with their 180-degree turn" in text.stdout
+    assert re.search(r"^swapper +45 +\d+ +\d\.\d{3}", text.stdout, re.M)
+    assert re.search(r"^a1 e5 +\d+ +\d+\.\d%", text.stdout, re.M)
+    drawn = svg.read_text()
+    assert drawn.startswith("<?xml") and drawn.count('class="cell ') == BOARD.geometry.n_cells
+    assert store.read_bytes() == before  # a reading command changes nothing it reads
+
+
+def test_swapmap_refusals_are_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "pie.sqlite"
+    _store(store, _games(4, 3))
+    wrong = invoke("openings", "swapmap", str(store), "--variant", "hex/11")
+    assert wrong.returncode == 2
+    assert "no games on hex/11" in wrong.stderr and "hex/5" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    nothing = invoke("openings", "swapmap", str(empty))
+    assert nothing.returncode == 2 and "no game under the pie rule" in nothing.stderr
