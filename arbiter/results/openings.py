@@ -303,3 +303,45 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap]) -> list[Regret]
         wrong = sum(v > 0 for v in values)
         out.append(Regret(engine, n, wrong, mean, max(0.0, mean - half), mean + half))
     return sorted(out, key=lambda r: (r.regret, r.engine))
+
+
+def parse_band(text: str) -> tuple[float, float]:
+    """A band of scores written LOW..HIGH (`0.45..0.55`); ValueError says what is wrong."""
+    low_text, dots, high_text = text.partition("..")
+    try:
+        if not dots:
+            raise ValueError
+        low, high = float(low_text), float(high_text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a band LOW..HIGH") from None
+    if not 0 <= low < high <= 1:
+        raise ValueError(f"{text!r}: the band must have 0 <= LOW < HIGH <= 1")
+    return low, high
+
+
+def games_for(width: float, z: float = Z95) -> int:
+    """About how many games of a cell scoring 50% it takes for its interval to be `width`
+    wide (the Wilson interval is then close to the normal one, 2z·0.5/√n)."""
+    return math.ceil((z / width) ** 2)
+
+
+def balanced(m: SwapMap, low: float, high: float) -> list[Cell]:
+    """The map's cells whose whole interval lies in the band, in the board's order; a
+    ValueError saying why the data cannot support the band when none does."""
+    chosen = [c for c in m.cells.values() if low <= c.low and c.high <= high]
+    if chosen:
+        return chosen
+    band = f"{100 * low:g}% to {100 * high:g}%"
+    if not low < 0.5 < high:
+        inside = [c for c in m.cells.values() if low <= c.score <= high]
+        if not inside:
+            raise ValueError(f"no first stone on {m.variant} scores within {band}")
+    most = max(m.cells.values(), key=lambda c: c.games)
+    narrowest = min(m.cells.values(), key=lambda c: c.high - c.low)
+    raise ValueError(
+        f"no first stone's 95% interval on {m.variant} lies within {band}: the narrowest"
+        f" is {100 * (narrowest.high - narrowest.low):.0f} points wide"
+        f" ({' '.join(narrowest.cells)}, {narrowest.games} games; the most a cell has is"
+        f" {most.games}), and an interval fits in a band {100 * (high - low):g} points wide"
+        f" only from about {games_for(high - low)} games of a cell near 50%"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arbiter.results.openings import Reading, Regret, SwapMap, geometry_of
+from arbiter.results.openings import Cell, Reading, Regret, SwapMap, geometry_of
 from arbiter.text import name as shown_name
 from arbiter.views.svg import picture
 
@@ -141,3 +141,21 @@ def heatmap_svg(m: SwapMap) -> str:
             f" {POOLED}; red: swap, blue: keep, outlined: the interval excludes 50%.",
         )
     )
+
+
+BALANCED_HEAD = "# Balanced openings"  # the first line of every file `openings balanced` writes
+
+
+def balanced_lines(m: SwapMap, chosen: list[Cell], low: float, high: float) -> list[str]:
+    """An openings file (as a tournament's `openings` key reads it) of the chosen first
+    stones, both cells of each pooled pair, with what they were chosen from."""
+    out = [
+        f"{BALANCED_HEAD} for {m.variant}: first stones whose owner's 95% interval lies"
+        f" within {100 * low:g}% to {100 * high:g}%",
+        f"# from {m.games} games (arbiter openings balanced); each line: a first stone, then"
+        " its games and its owner's score",
+    ]
+    for c in chosen:
+        for name in c.cells:
+            out.append(f"{name}  # {c.games} games, {100 * c.score:.1f}%")
+    return out

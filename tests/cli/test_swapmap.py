@@ -120,3 +120,40 @@ def test_swapmap_refusals_are_one_line(tmp_path: Path) -> None:
     empty.write_text("")
     nothing = invoke("openings", "swapmap", str(empty))
     assert nothing.returncode == 2 and "no game under the pie rule" in nothing.stderr
+
+
+def test_balanced_writes_an_openings_file_a_tournament_accepts(tmp_path: Path) -> None:
+    from arbiter.runs.tournament import load_tournament
+
+    store = tmp_path / "pie.jsonl"  # a records file: 300 games written in one go
+    writer = RecordWriter(store)
+    for record in _games(300, 4):
+        writer.write(record)
+    writer.close()
+    suite = tmp_path / "even.txt"
+    wrote = invoke("openings", "balanced", str(store), "--band", "0.2..0.8", "-o", str(suite))
+    assert wrote.returncode == 0, wrote.stderr
+    data = json.loads(invoke("openings", "swapmap", str(store), "--json").stdout)
+    fits = [c for c in data["maps"][0]["cells"] if 0.2 <= c["low"] and c["high"] <= 0.8]
+    assert 0 < len(fits) < len(data["maps"][0]["cells"])  # a real choice
+    stones = [line.split("#")[0].strip() for line in suite.read_text().splitlines()]
+    stones = [s for s in stones if s]
+    assert stones == [name for c in fits for name in c["cells"]]
+    league = tmp_path / "league.toml"
+    league.write_text(
+        '[tournament]\nname = "even"\nsize = 5\nislands = 4\npie = true\n'
+        'openings = "even.txt"\nengines = ["random", "mc"]\n'
+    )
+    t = load_tournament(str(league), engines_here=False)
+    assert [" ".join(line) for line in t.openings.lines] == stones
+
+    too_narrow = invoke("openings", "balanced", str(store), "-o", str(tmp_path / "x.txt"))
+    assert too_narrow.returncode == 2
+    assert "no first stone's 95% interval on hex/5 lies within 45% to 55%" in too_narrow.stderr
+    assert "only from about 385 games" in too_narrow.stderr
+    assert len(too_narrow.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.txt").exists()
+    bad = invoke("openings", "balanced", str(store), "--band", "0.6..0.4", "-o", str(suite))
+    assert bad.returncode == 2 and "--band" in bad.stderr
+    over = invoke("openings", "balanced", str(store), "-o", str(store))
+    assert over.returncode == 2 and "overwrite one of its sources" in over.stderr
