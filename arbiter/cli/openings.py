@@ -180,3 +180,18 @@ def balanced(
     write_whole(output, [line + "\n" for line in lines], (BALANCED_HEAD.encode(),))
     stones = sum(len(c.cells) for c in chosen)
     say(f"Wrote {output}: {stones} first stones of {only.variant}.", err=True)
+
+
+def pie_rule(sources: tuple[str, ...]) -> Any:
+    """The report's "Pie rule" section of SOURCES (`views.openings.PieSection`), or None
+    where no game had a decision at move 2. Read quietly: the standings have already said
+    what they skipped."""
+    from arbiter.results.openings import read_sources
+    from arbiter.views.openings import pie_section
+
+    paths = [str(results_file(s).output) if s.endswith(".toml") else s for s in sources]
+    try:
+        reading = read_sources(paths, labels=sources, strict=False, warn=lambda line: None)
+    except ConfigError:
+        return None
+    return pie_section(reading)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from markupsafe import Markup
 
 from arbiter.results.openings import Cell, Reading, Regret, SwapMap, geometry_of
 from arbiter.text import name as shown_name
@@ -116,9 +120,10 @@ def _fill(score: float | None) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def heatmap_svg(m: SwapMap) -> str:
+def heatmap_svg(m: SwapMap, *, standalone: bool = True) -> str:
     """The map drawn on the board, by the report's board picture: each cell filled by its
-    owner's score, with the score and the mark written in it."""
+    owner's score, with the score and the mark written in it. Not `standalone`, it is the
+    `<svg>` element alone, for a page."""
     from arbiter.views.html import _environment
 
     p = picture(geometry_of(m.variant))
@@ -130,7 +135,7 @@ def heatmap_svg(m: SwapMap) -> str:
         mark = entry.mark.value if entry else "none"
         games = entry.games if entry else 0
         cells.append((c, _fill(score), text, mark, games))
-    return (
+    svg = (
         _environment()
         .get_template("swapmap.svg")
         .render(
@@ -141,6 +146,49 @@ def heatmap_svg(m: SwapMap) -> str:
             f" {POOLED}; red: swap, blue: keep, outlined: the interval excludes 50%.",
         )
     )
+    return svg if standalone else svg[svg.index("<svg") :]
+
+
+@dataclass(frozen=True)
+class PieSection:
+    """The report's "Pie rule" section: each board's map (its rows and heat map) and the
+    regret table."""
+
+    maps: Sequence[tuple[str, int, Sequence[tuple[str, ...]], Markup]]  # board, games, rows, svg
+    regret: Sequence[tuple[str, ...]]
+    left_out: str | None
+
+
+def pie_section(reading: Reading) -> PieSection:
+    """The section of what `read_sources` read; every engine name escaped by the page."""
+    from arbiter.results.openings import regrets, swap_maps
+
+    maps = swap_maps(reading.decisions)
+    shown = []
+    for m in maps.values():
+        rows = [
+            (
+                " ".join(c.cells),
+                str(c.games),
+                _percent(c.score),
+                f"{_percent(c.low)} to {_percent(c.high)}",
+                c.mark.value,
+            )
+            for c in m.cells.values()
+        ]
+        # Our own template's output, every value in it escaped there.
+        shown.append((m.variant, m.games, rows, Markup(heatmap_svg(m, standalone=False))))
+    table = [
+        (
+            shown_name(r.engine),
+            str(r.decisions),
+            str(r.wrong),
+            f"{r.regret:.3f}",
+            f"{r.low:.3f} to {r.high:.3f}",
+        )
+        for r in regrets(reading.decisions, maps)
+    ]
+    return PieSection(shown, table, left_out_line(reading))
 
 
 BALANCED_HEAD = "# Balanced openings"  # the first line of every file `openings balanced` writes
