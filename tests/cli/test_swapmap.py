@@ -18,16 +18,19 @@ BOARD = Variant(4, 5)
 DECIDERS = {"swapper": lambda cell: True, "keeper": lambda cell: False}
 
 
-def _games(count: int, seed: int) -> list[GameRecord]:
-    """Random games on Hex 5, seat 2 deciding at move 2 by its planted rule."""
+def _games(
+    count: int, seed: int, names: tuple[str, str] = ("keeper", "swapper")
+) -> list[GameRecord]:
+    """Random games on Hex 5, seat 2 deciding at move 2 by its planted rule (the first
+    of `names` keeps, the second swaps)."""
     rng = random.Random(seed)
     out = []
     for number in range(count):
-        decider = "swapper" if number % 2 else "keeper"
+        decider = names[number % 2]
         game = Game(BOARD)
         game.play(rng.choice(game.legal_cells()))
         first = game.move_name(game.moves[0])
-        if DECIDERS[decider](first):
+        if DECIDERS["swapper" if number % 2 else "keeper"](first):
             game.play(SWAP)
         while not game.over:
             game.play(rng.choice(game.legal_cells()))
@@ -157,3 +160,22 @@ def test_balanced_writes_an_openings_file_a_tournament_accepts(tmp_path: Path) -
     assert bad.returncode == 2 and "--band" in bad.stderr
     over = invoke("openings", "balanced", str(store), "-o", str(store))
     assert over.returncode == 2 and "overwrite one of its sources" in over.stderr
+
+
+def test_bad_lines_and_hostile_names(tmp_path: Path) -> None:
+    records = tmp_path / "games.jsonl"
+    hostile = "evil\x1b[2J\u202e"
+    games = _games(6, 5, names=("keeper", hostile))
+    writer = RecordWriter(records)
+    for record in games:
+        writer.write(record)
+    writer.close()
+    with records.open("a") as handle:
+        handle.write("not a record\n")
+    read = invoke("openings", "swapmap", str(records))
+    assert read.returncode == 0, read.stderr
+    assert f"skipped {records}:7" in read.stderr
+    assert "\x1b" not in read.stdout and "\u202e" not in read.stdout
+    assert "evil\\x1b[2J\\u202e" in read.stdout
+    strict = invoke("openings", "swapmap", str(records), "--strict")
+    assert strict.returncode == 2 and f"{records}:7" in strict.stderr
