@@ -281,12 +281,21 @@ class Regret:
     high: float
 
 
-def regrets(found: Iterable[Decision], maps: dict[str, SwapMap]) -> list[Regret]:
+def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 200) -> list[Regret]:
     """Each deciding engine's regret under `maps`, lowest first (then by name).
 
-    The interval is the normal one of the mean over the engine's decisions (their spread,
-    not the map's own uncertainty: a cell near 50% weighs little either way)."""
+    The 95% interval adds two spreads: that of the engine's decisions (the normal one of
+    their mean, never below that of a few wrong decisions, so that an engine never wrong
+    in a few decisions is not shown as certainly perfect), and that of the map itself:
+    the regret recomputed under `draws` maps drawn from each cell's Beta posterior (a
+    uniform prior and its games), with a fixed seed so that a command prints the same
+    interval each time."""
     losses: dict[str, list[float]] = defaultdict(list)
+    stakes: dict[str, float] = defaultdict(float)
+    # per engine, per (board, cell of the map): decisions that swapped, and that kept
+    choices: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(
+        lambda: defaultdict(lambda: [0, 0])
+    )
     for d in found:
         if d.decider is None:
             continue
@@ -294,13 +303,30 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap]) -> list[Regret]
         assert cell is not None  # every decision is in the map made from it
         took = cell.score if d.swapped else 1 - cell.score
         losses[d.decider].append(max(cell.score, 1 - cell.score) - took)
+        stakes[d.decider] += abs(2 * cell.score - 1)
+        choices[d.decider][d.variant, cell.cells[0]][0 if d.swapped else 1] += 1
+    from arbiter._numpy import np
+
+    keys = [(variant, c.cells[0]) for variant, m in maps.items() for c in m.cells.values()]
+    wins = np.array([c.owner_wins for m in maps.values() for c in m.cells.values()], float)
+    games = np.array([c.games for m in maps.values() for c in m.cells.values()], float)
+    p = np.random.default_rng(41).beta(wins + 1, games - wins + 1, size=(draws, len(keys)))
+    best = np.maximum(p, 1 - p)
+    cost_swap, cost_keep = best - p, best - (1 - p)  # per draw and cell
     out = []
     for engine, values in losses.items():
         n = len(values)
         mean = sum(values) / n
-        var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.25
-        half = Z95 * math.sqrt(var / n)
         wrong = sum(v > 0 for v in values)
+        var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+        stake = stakes[engine] / n
+        shrunk = (wrong + 2) / (n + 4)  # Agresti-Coull: two pseudo-wrong, two pseudo-right
+        var = max(var, stake * stake * shrunk * (1 - shrunk)) / n
+        swaps = np.array([choices[engine][k][0] if k in choices[engine] else 0 for k in keys])
+        keeps = np.array([choices[engine][k][1] if k in choices[engine] else 0 for k in keys])
+        again = (cost_swap @ swaps + cost_keep @ keeps) / n  # the regret under each draw
+        var += float(np.var(again, ddof=1)) if draws > 1 else 0.0
+        half = Z95 * math.sqrt(var)
         out.append(Regret(engine, n, wrong, mean, max(0.0, mean - half), mean + half))
     return sorted(out, key=lambda r: (r.regret, r.engine))
 

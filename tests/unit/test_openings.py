@@ -195,7 +195,7 @@ def test_simulated_pools_cover_the_truth_and_rank_the_mistakes() -> None:
     gaps = np.diff([_true_regret(RULES[e]) for e in true_order])
     assert true_order[0] == "follows the map" and min(gaps) > 0.03  # a plain order to find
     rng = np.random.default_rng(41)
-    pools, inside, intervals, ranked = 100, 0, 0, 0
+    pools, inside, intervals, ranked, regret_inside = 100, 0, 0, 0, 0
     for _ in range(pools):
         found = _pool(rng, 1200)
         maps = swap_maps(found)
@@ -203,10 +203,14 @@ def test_simulated_pools_cover_the_truth_and_rank_the_mistakes() -> None:
             truth = TRUTH[entry.cells[0]]
             inside += entry.low <= truth <= entry.high
             intervals += 1
-        order = [r.engine for r in regrets(found, maps)]
-        ranked += order == true_order
+        table = regrets(found, maps)
+        ranked += [r.engine for r in table] == true_order
+        regret_inside += sum(r.low <= _true_regret(RULES[r.engine]) <= r.high for r in table)
     assert inside / intervals >= 0.93, f"{inside}/{intervals} intervals hold the truth"
     assert ranked / pools >= 0.95, f"{ranked}/{pools} pools ranked the engines right"
+    # The regret's intervals (the decisions' spread and the map's) hold the true regret
+    # about as often as they say (95% of 400 here): at least 90% of them.
+    assert regret_inside / (len(RULES) * pools) >= 0.90, f"{regret_inside} regret intervals"
 
 
 def test_marks_and_regret_of_one_pool() -> None:
