@@ -19,6 +19,7 @@ from .check import check
 from .engines import engines_command
 from .match import match
 from .new import new
+from .openings import openings
 from .options import examples
 from .output import ConfigExit, OneLineUsage, emit, handle_errors, say
 from .ratings import ratings, report
@@ -43,6 +44,7 @@ def main() -> None:
 
 for command in (match, show, check, engines_command, new, tournament, ratings, report, arena):
     main.add_command(command)
+main.add_command(openings)
 
 
 def run() -> None:

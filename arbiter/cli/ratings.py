@@ -15,6 +15,7 @@ from arbiter.errors import ConfigError
 from arbiter.results.store import resolved
 
 from . import options
+from .openings import pie_rule
 from .options import examples
 from .output import emit, handle_errors, say, warn, write_whole
 from .sources import is_tournament, results_file
@@ -182,6 +183,7 @@ def report(
         tests=_pairing_tests(sources),
         formats=_format_results(sources),
         selection=None if all_games else selection,
+        pie_rule=pie_rule(sources),
     )
     write_whole(output, [page], (b"<!doctype html",))
     left = keep.read - len(records)

@@ -479,6 +479,7 @@ def render_report(
     voids: int | None = None,
     boards: Sequence[str] = (),
     formats: Sequence[FormatResult] = (),
+    pie_rule: Any = None,
 ) -> str:
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
@@ -489,7 +490,8 @@ def render_report(
     among the `read` games counted (`voids` of them void attempts, `boards` the variants
     they were played on); the page says how many it leaves out and how to see them.
     `formats` are the results of the sources whose format has its own (a Swiss's
-    standings, an adaptive run's stop rule), shown as `tournament status` shows them."""
+    standings, an adaptive run's stop rule), shown as `tournament status` shows them;
+    `pie_rule` the "Pie rule" section (`views.openings.PieSection`), if any game had one."""
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
     lines: list[str] = []
@@ -541,6 +543,7 @@ def render_report(
             board_column=BOARD_COLUMN,
             tests=[_test_row(*t) for t in tests],
             formats=[_format_view(f) for f in formats],
+            pie=pie_rule,
         )
     )
 
@@ -654,6 +657,7 @@ def render_gathered(
     tests: Sequence[tuple[str, Sprt, tuple[str, str], Verdict, int]] = (),
     selection: Selection | None = None,
     formats: Sequence[FormatResult] = (),
+    pie_rule: Any = None,
 ) -> str:
     """The report of what `standings.gather` read into `keep`: the boards its games were
     played on, the conditions of each source, the selection it embeds."""
@@ -677,6 +681,7 @@ def render_gathered(
         voids=keep.voids,
         boards=sorted(variants),
         formats=formats,
+        pie_rule=pie_rule,
     )
 
 
