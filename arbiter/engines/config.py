@@ -113,6 +113,28 @@ ENGINE = Keys(
         shown="from its commands",
     ),
     Key(
+        "sandbox",
+        bool,
+        f"run it under bubblewrap (see [Untrusted bots]({_GUIDE}/sandbox.md); a"
+        " tournament's `sandbox` is the default)",
+        default=False,
+    ),
+    Key(
+        "limits",
+        dict,
+        "`memory_mb`, `cpu_s`, `processes`, `disk_mb` (a tournament's `limits` fill the"
+        f" ones not set here; see [Limits]({_GUIDE}/sandbox.md#limits))",
+        type_text="table of positive integers",
+    ),
+    Key(
+        "read",
+        list,
+        "host paths (files or folders, relative to the file; each must exist) a sandboxed"
+        " engine may read besides its own folder: separate weights, opening books (see"
+        f" [What it can read]({_GUIDE}/sandbox.md#what-it-can-read))",
+        type_text="list of strings",
+    ),
+    Key(
         "start_timeout",
         float,
         "seconds it has to start and answer the handshake (`protocol_version`, `name`,"
@@ -137,28 +159,6 @@ ENGINE = Keys(
         high=MAX_TIMEOUT,
         unit=" seconds",
         hint="e.g. command_timeout = 60 for an engine slow to set up a game",
-    ),
-    Key(
-        "sandbox",
-        bool,
-        f"run it under bubblewrap (see [Untrusted bots]({_GUIDE}/sandbox.md); a"
-        " tournament's `sandbox` is the default)",
-        default=False,
-    ),
-    Key(
-        "limits",
-        dict,
-        "`memory_mb`, `cpu_s`, `processes`, `disk_mb` (a tournament's `limits` fill the"
-        f" ones not set here; see [Limits]({_GUIDE}/sandbox.md#limits))",
-        type_text="table of positive integers",
-    ),
-    Key(
-        "read",
-        list,
-        "host paths (files or folders, relative to the file; each must exist) a sandboxed"
-        " engine may read besides its own folder: separate weights, opening books (see"
-        f" [What it can read]({_GUIDE}/sandbox.md#what-it-can-read))",
-        type_text="list of strings",
     ),
     sort=False,
 )
