@@ -17,13 +17,22 @@ their owner's side of the search), never wrongly.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 from arbiter.rules import Color, Game
 from arbiter.rules.proof import Level, Proof, find_proof
 
-__all__ = ["HSEARCH_EVERY", "HSEARCH_FROM", "Adjudication", "Adjudicator", "proof_json"]
+__all__ = [
+    "ADJUDICATE_HELP",
+    "HSEARCH_EVERY",
+    "HSEARCH_FROM",
+    "Adjudication",
+    "Adjudicator",
+    "proof_json",
+    "stored_adjudication",
+]
 
 HSEARCH_FROM = 0.5  # the fraction of cells filled before H-search is tried
 HSEARCH_EVERY = 4  # plies between two H-searches once it is tried
@@ -37,6 +46,20 @@ class Adjudication(StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+
+# The one line of help of the `adjudicate` key (GUIDE: the guide's folder).
+ADJUDICATE_HELP = (
+    '"proven": a game ends when one side has a proven connection'
+    ' ([Adjudication](GUIDE/adjudication.md)); "off": every game is played out'
+)
+
+
+def stored_adjudication(conditions: Mapping[str, Any]) -> dict[str, Any]:
+    """A store's conditions with `adjudicate` as it was played: a store started before
+    the condition existed played every game out ("off"), so that turning it on later is
+    a change of conditions, refused like any other."""
+    return {"adjudicate": Adjudication.OFF.value, **conditions}
 
 
 class Adjudicator:

@@ -146,6 +146,10 @@ def describe_result(record: GameRecord, *, brief: bool = False) -> str:
         return f"{record.winner} wins by connection"
     if record.termination is Termination.RESIGN:
         return f"{record.winner} wins: {record.loser} resigns"
+    if record.termination is Termination.ADJUDICATED:
+        if brief:
+            return f"{record.winner} wins by a proven connection (adjudicated)"
+        return f"{record.winner} wins by a proven connection (adjudicated: {record.reason})"
     if brief:
         return f"{record.winner} wins: {record.loser} forfeits ({record.termination})"
     detail = record.evidence.detail if record.evidence else record.reason
