@@ -410,8 +410,37 @@ _EVIDENCE_FIELDS: dict[str, Any] = {
     "returncode": lambda v: v is None or type(v) is int,
     "limit": (dict, type(None)),
     "traceback": str,
-    "proof": (dict, type(None)),
+    "proof": lambda v: v is None or _is_proof(v),
 }
+
+
+def _is_proof(value: Any) -> bool:
+    """The shape of an adjudicated game's proof (arbiter.games.adjudication.proof_json):
+    every reader may then print it without checking it again."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"owner", "chain", "links"}
+        and value["owner"] in ("black", "white")
+        and isinstance(value["chain"], list)
+        and all(
+            isinstance(g, dict)
+            and set(g) == {"stones", "islands"}
+            and _are_texts(g["stones"])
+            and isinstance(g["islands"], list)
+            and all(type(i) is int for i in g["islands"])
+            for g in value["chain"]
+        )
+        and isinstance(value["links"], list)
+        and all(
+            isinstance(link, dict)
+            and set(link) == {"kind", "carrier"}
+            and isinstance(link["kind"], str)
+            and _are_texts(link["carrier"])
+            for link in value["links"]
+        )
+    )
+
+
 _REQUIRED = ("game_id", "variant", "seat1", "seat2", "tc", "started", "termination")
 
 

@@ -1,0 +1,65 @@
+"""`match --adjudicate proven`: games a proof ends, stored with their proof, sound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from commands import invoke
+from proofs import check_evidence, play_out
+
+from arbiter.results.records import GameRecord, Termination
+
+
+def match(tmp_path: Path, *extra: str) -> tuple[int, str, str]:
+    done = invoke(
+        "match",
+        "random",
+        "skeleton",
+        "--size",
+        "7",
+        "--tc",
+        "5+0.05",
+        "--store",
+        "m.sqlite",
+        *extra,
+        cwd=tmp_path,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> None:
+    rc, out, err = match(
+        tmp_path, "--games", "4", "--adjudicate", "proven", "--records", "r.jsonl", "--json", "-q"
+    )
+    assert rc == 0, err
+    summary = json.loads(out)
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    records = [GameRecord.from_json(json.loads(line)) for line in lines]
+    adjudicated = [r for r in records if r.termination is Termination.ADJUDICATED]
+    assert adjudicated, "random bots on Atoll 7 leave proven positions in every game"
+    assert summary["terminations"]["adjudicated"] == len(adjudicated)
+    empty = sum(r.rules.geometry.n_cells - r.replay().n_stones for r in adjudicated)
+    assert summary["adjudicated"] == {"games": len(adjudicated), "cells_left": empty}
+    for record in adjudicated:
+        assert record.replay().winner is None  # ended before the board connected
+        check_evidence(record)
+        for seed in range(10):  # the proof's owner wins against random replies
+            play_out(record, seed)
+    status = invoke("tournament", "status", "m.sqlite", "--json", cwd=tmp_path)
+    assert json.loads(status.stdout)["adjudicated"] == summary["adjudicated"]
+    shown = invoke("show", "r.jsonl", "--game", adjudicated[0].game_id, cwd=tmp_path)
+    assert "wins by a proven connection" in shown.stdout
+    assert "link " in shown.stdout and "carrier " in shown.stdout
+
+    # The store was started with adjudication: playing on without it is refused.
+    rc, out, err = match(tmp_path, "--games", "6")
+    assert rc == 2
+    assert "--adjudicate: changed from 'proven' to 'off'" in err and "--fresh" in err
+
+
+def test_a_store_started_before_adjudication_refuses_it(tmp_path: Path) -> None:
+    rc, _, err = match(tmp_path, "--games", "2")
+    assert rc == 0, err
+    rc, _, err = match(tmp_path, "--games", "4", "--adjudicate", "proven")
+    assert rc == 2 and "--adjudicate: changed from 'off' to 'proven'" in err, err
