@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from commands import invoke
+from files import write_tournament
 from proofs import check_evidence, play_out
 
 from arbiter.results.records import GameRecord, Termination
@@ -63,3 +64,31 @@ def test_a_store_started_before_adjudication_refuses_it(tmp_path: Path) -> None:
     assert rc == 0, err
     rc, _, err = match(tmp_path, "--games", "4", "--adjudicate", "proven")
     assert rc == 2 and "--adjudicate: changed from 'off' to 'proven'" in err, err
+
+
+def test_a_tournament_records_adjudication_and_refuses_a_change(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nrounds = 1\nsize = 7\ntc = "5+0.05"\n'
+    path = write_tournament(tmp_path, header + 'adjudicate = "proven"', [])
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    status = json.loads(invoke("tournament", "status", str(path), "--json", cwd=tmp_path).stdout)
+    assert status["adjudicated"]["games"] >= 1  # random bots on Atoll 7: proofs come early
+    report = invoke("report", str(path), "-o", "r.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "proven: a game ends when one side has a proven connection" in page
+
+    write_tournament(tmp_path, header, [])  # adjudicate left out: "off"
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tournament.adjudicate: changed from 'proven' to 'off'" in done.stderr, done.stderr
+    assert "--fresh" in done.stderr
+
+
+def test_an_unknown_adjudication_is_refused_with_the_choices(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nadjudicate = "always"\n'
+    path = write_tournament(tmp_path, header, [])
+    done = invoke("tournament", "run", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert 'tournament.adjudicate: unknown value "always"' in done.stderr, done.stderr
+    assert '"off", "proven"' in done.stderr
