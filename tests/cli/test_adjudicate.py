@@ -92,3 +92,31 @@ def test_an_unknown_adjudication_is_refused_with_the_choices(tmp_path: Path) -> 
     assert done.returncode == 2
     assert 'tournament.adjudicate: unknown value "always"' in done.stderr, done.stderr
     assert '"off", "proven"' in done.stderr
+
+
+def test_an_arena_states_adjudication_and_refuses_a_change(tmp_path: Path) -> None:
+    import pytest
+    import trio
+    from arena_helpers import arena_file
+
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.serve import serve
+    from arbiter.errors import ConfigError
+    from arbiter.results.store import Store
+
+    proven = load_arena(arena_file(tmp_path, engines="", extra='adjudicate = "proven"'))
+    assert proven.conditions()["adjudicate"] == "proven"
+    store, _ = Store.open_for_run(proven.output)
+    with store:
+        store.begin(proven.name, proven.conditions(), {}, {})
+    off = load_arena(arena_file(tmp_path, engines=""))
+    assert off.conditions()["adjudicate"] == "off"
+
+    async def start() -> None:
+        with trio.fail_after(30):  # a server that started would serve until stopped
+            await serve(off, print)
+
+    with pytest.raises(ConfigError) as refused:  # before the port opens
+        trio.run(start)
+    said = str(refused.value)
+    assert "arena.adjudicate: changed from 'proven' to 'off'" in said, said
