@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 from commands import invoke
@@ -62,6 +64,14 @@ def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> N
 def test_a_store_started_before_adjudication_refuses_it(tmp_path: Path) -> None:
     rc, _, err = match(tmp_path, "--games", "2")
     assert rc == 0, err
+    # As a store started before the condition existed keeps them: without the key.
+    with contextlib.closing(sqlite3.connect(tmp_path / "m.sqlite")) as db, db:
+        (text,) = db.execute("SELECT value FROM meta WHERE key = 'conditions'").fetchone()
+        conditions = json.loads(text)
+        assert conditions.pop("adjudicate") == "off"
+        db.execute("UPDATE meta SET value = ? WHERE key = 'conditions'", (json.dumps(conditions),))
+    rc, _, err = match(tmp_path, "--games", "4")
+    assert rc == 0, err  # played out, as before: no change
     rc, _, err = match(tmp_path, "--games", "4", "--adjudicate", "proven")
     assert rc == 2 and "--adjudicate: changed from 'off' to 'proven'" in err, err
 
