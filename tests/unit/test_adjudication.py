@@ -54,7 +54,7 @@ async def test_without_adjudication_the_same_line_is_played_out() -> None:
     assert record.evidence is None
 
 
-def test_the_side_to_move_is_asked_first_and_hsearch_waits_for_a_full_board() -> None:
+def test_the_cheap_levels_prove_before_hsearch_is_due() -> None:
     game = Game(HEX5)
     for move in ["b2", "a1", "c3", "e1", "d4"]:
         game.play(move)
