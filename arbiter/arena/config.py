@@ -28,6 +28,7 @@ from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines.config import check_name
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
+from arbiter.games.adjudication import ADJUDICATE_HELP, Adjudication
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
@@ -48,6 +49,13 @@ ARENA = Keys(
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
+    Key(
+        "adjudicate",
+        str,
+        ADJUDICATE_HELP.replace("GUIDE", "."),
+        default="off",
+        choices=tuple(a.value for a in Adjudication),
+    ),
     Key(
         "margin",
         float,
@@ -189,6 +197,7 @@ class Arena:
     players: Mapping[str, PlayerEntry]
     engines: Mapping[str, EngineSpec]
     engine_conditions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
 
     def conditions(self) -> dict[str, Any]:
         """What the arena's games are played under, as a store keeps a tournament's."""
@@ -199,6 +208,7 @@ class Arena:
             "size": v.size,
             "islands": v.islands,
             "pie": v.pie,
+            "adjudicate": self.adjudicate.value,
             "random_openings": self.random_openings,
             "seed": self.seed,
             "margin": self.margin,
@@ -401,6 +411,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         players=players,
         engines=engines,
         engine_conditions=conditions,
+        adjudicate=Adjudication(get("adjudicate")),
     )
 
 

@@ -133,7 +133,7 @@ class Hall:
         self.nursery = nursery
         self.publish = publish or (lambda event, data: None)
         self.deadlines = Deadlines(command=arena.command_timeout)
-        self.referee = Referee(RefereeConfig(margin=arena.margin))
+        self.referee = Referee(RefereeConfig(margin=arena.margin, adjudicate=arena.adjudicate))
         self.participants: dict[str, Participant] = {}
         self.live: dict[str, LiveGame] = {}
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT)

@@ -19,7 +19,9 @@ from arbiter.arena.web import Broadcast, Site, registered_players
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.jobs import ExecutorSettings
 from arbiter.executors.preflight import preflight
+from arbiter.games.adjudication import stored_adjudication
 from arbiter.results.store import Store
+from arbiter.runs.run import refuse_changes
 
 
 async def check_engines(arena: Arena) -> None:
@@ -46,6 +48,15 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
     await check_engines(arena)
     store, _ = Store.open_for_run(arena.output, origin=f"{arena.path}: arena.output")
     with store:
+        stored = store.conditions()
+        if stored is not None:  # a store never mixes games with and without adjudication
+            refuse_changes(
+                {"adjudicate": stored_adjudication(stored)["adjudicate"]},
+                {"adjudicate": arena.adjudicate.value},
+                f"{arena.path}: arena.".__add__,
+                arena.output.name,
+                "give the store another output name, or restore the old value",
+            )
         broadcast = Broadcast()
         registered = registered_players(store)
 

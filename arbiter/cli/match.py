@@ -46,6 +46,14 @@ if TYPE_CHECKING:
 @options.size()
 @options.islands()
 @options.pie()
+@click.option(
+    "--adjudicate",
+    type=click.Choice(["off", "proven"]),
+    default="off",
+    show_default=True,
+    help="proven: a game ends when one side has a proven connection (bridges, edge"
+    " templates, H-search), won by that side; off: every game is played out.",
+)
 @options.concurrency(
     help=f"Games played at once (at most {MAX_CONCURRENCY}; with --dask, games in"
     " flight, default twice the workers' threads).  [default: 1]",
@@ -120,6 +128,7 @@ def match(
     size: int | None,
     islands: str,
     pie: bool,
+    adjudicate: str,
     concurrency: int | None,
     records: str | None,
     store_file: str | None,
@@ -147,6 +156,7 @@ def match(
     `arbiter tournament status FILE`, `arbiter ratings FILE` and `arbiter report FILE
     -o PAGE.html` read it. With --dask the games are played on a Dask cluster.
     """
+    from arbiter.games.adjudication import Adjudication
     from arbiter.runs.match_plan import MatchRequest, match_setup
 
     for given, name in ((fresh, "--fresh"), (rebuilt, "--rebuilt")):
@@ -167,6 +177,7 @@ def match(
         size=size,
         islands=int(islands),
         pie=pie,
+        adjudicate=Adjudication(adjudicate),
         concurrency=concurrency,
         seed=seed,
         openings_file=openings_file,

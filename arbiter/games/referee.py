@@ -22,9 +22,11 @@ from arbiter import logs
 from arbiter.engines.player import RESIGN, Fault, GameLog, Player
 from arbiter.errors import ArbiterInternalError
 from arbiter.games import pauses
+from arbiter.games.adjudication import Adjudication, Adjudicator, proof_json
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.rules.clock import GameClock, TimeControl
+from arbiter.rules.proof import Proof
 from arbiter.text import escape, shorten
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ class RefereeConfig:
     exit_wait: float = 1.0  # how long to wait for a crashed engine's exit status
     # Bytes of each game's full transcript kept (0: none is made); `--transcripts DIR`.
     transcript_bytes: int = 0
+    # Whether a proven connection ends the game (a condition of play, see
+    # arbiter.games.adjudication).
+    adjudicate: Adjudication = Adjudication.OFF
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,7 @@ class _Progress:
     # the engine's own time as its client reported it (-1: not reported).
     allowance_ms: list[float] = field(default_factory=list)
     reported_ms: list[float] = field(default_factory=list)
+    proof: Proof | None = None  # the proof that ended the game, when one did
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,8 @@ class Referee:
                 spec, players, game, progress, on_move
             )
             verdict = _Verdict(termination, winner_seat)
+            if progress.proof is not None:
+                verdict = adjudicated(game, progress.proof, winner_seat)
         except _Fault as fault:
             verdict = await self._judge_fault(fault, players, progress)
             faulty.add(fault.seat)
@@ -329,6 +337,7 @@ class Referee:
                 owner = {Color.BLACK: 1, Color.WHITE: 0}
         by_color = (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]])  # as told
         seat = 0
+        judge = Adjudicator() if cfg.adjudicate is Adjudication.PROVEN else None
         while True:
             # One cancel scope serves a run of plies: entering a scope per ply was the
             # largest single cost of a ply. The player moves its deadline before each wait.
@@ -391,6 +400,14 @@ class Referee:
                         by_color = (clocks[owner[Color.BLACK]], clocks[owner[Color.WHITE]])
                     if game.winner is not None:
                         return seat, Termination.CONNECTION
+                    if judge is not None:
+                        # The referee's own time, between turns: no clock runs. Shielded
+                        # so that the last deadline passing meanwhile cancels nothing.
+                        with trio.CancelScope(shield=True):
+                            proof = await trio.to_thread.run_sync(judge.judge, game)
+                        if proof is not None:
+                            progress.proof = proof
+                            return owner[proof.owner], Termination.ADJUDICATED
             if scope.cancelled_caught:
                 player = players[seat]
                 player.kill()
@@ -410,6 +427,23 @@ class Referee:
         if clock <= 0 or budget == cfg.infinite_move_limit:
             return f"move limit {budget:g} s"
         return f"clock {clock:.2f} s + margin {cfg.margin:g} s + grace {cfg.grace:g} s"
+
+
+def adjudicated(game: Game, proof: Proof, winner_seat: int) -> _Verdict:
+    """The verdict on a game ended by a proof, the proof kept as its evidence."""
+    side = "Black" if proof.owner is Color.BLACK else "White"
+    kinds = sorted({link.kind.value for link in proof.links})
+    empty = game.geometry.n_cells - game.n_stones
+    detail = (
+        f"{side} has a proven connection ({len(proof.links)} links:"
+        f" {', '.join(kinds) or 'already joined'}) with {empty} cells empty"
+    )
+    return _Verdict(
+        Termination.ADJUDICATED,
+        winner_seat,
+        reason=detail,
+        evidence=Evidence(engine="referee", detail=detail, proof=proof_json(game, proof)),
+    )
 
 
 def clock_left(clock: GameClock, elapsed: float) -> str:

@@ -55,6 +55,7 @@ class SourceConditions:
     seen: dict[str, SourceEngine] = field(default_factory=dict)
     hosts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, cpu)
     swaps: int = 0
+    adjudicated: int = 0  # rated games a proof ended
     openings: Counter[int] = field(default_factory=Counter)  # plies from an opening: games
     first_started: str = ""
     last_finished: str = ""
@@ -88,6 +89,7 @@ class SourceConditions:
         variant = data.get("variant") or {}
         self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
         self.swaps += bool(data.get("swapped"))
+        self.adjudicated += not void and data.get("termination") == "adjudicated"
         if data.get("opening"):
             self.openings[int(data["opening"])] += 1
         tc, commands = data.get("tc") or {}, data.get("commands") or {}

@@ -32,10 +32,13 @@ def timestamp() -> str:
 
 
 class Termination(StrEnum):
-    """How a game ended. All but CONNECTION and RESIGN are engine faults."""
+    """How a game ended. All but CONNECTION, RESIGN and ADJUDICATED are engine faults."""
 
     CONNECTION = "connection"
     RESIGN = "resign"
+    # The referee proved a connection for the winner (`adjudicate = "proven"`): the
+    # record's evidence holds the proof. Rated as a connection.
+    ADJUDICATED = "adjudicated"
     TIME = "time"
     ILLEGAL = "illegal"
     PROTOCOL = "protocol"
@@ -68,7 +71,9 @@ class Termination(StrEnum):
 
 
 _VOID_ONLY = frozenset({Termination.SETUP, Termination.HARNESS})
-_NOT_FAULTS = frozenset({Termination.CONNECTION, Termination.RESIGN, *_VOID_ONLY})
+_NOT_FAULTS = frozenset(
+    {Termination.CONNECTION, Termination.RESIGN, Termination.ADJUDICATED, *_VOID_ONLY}
+)
 RATED = frozenset(t.value for t in Termination if t.rated)
 FAULTS = tuple(t.value for t in Termination if t.fault)
 
@@ -101,6 +106,9 @@ class Evidence:
     stage: Stage = Stage.GAME
     limit: dict[str, Any] | None = None  # the limit broken and the kernel's counters
     traceback: str = ""  # a harness fault's own traceback (engine "harness")
+    # An adjudicated game's proof (engine "referee"): its owner, its chain of groups and
+    # each link's kind and carrier, as cell names (see arbiter.games.adjudication).
+    proof: dict[str, Any] | None = None
 
     @classmethod
     def of_harness(
@@ -206,6 +214,8 @@ class GameRecord:
                 del data["evidence"]["limit"]
             if not self.evidence.traceback:
                 del data["evidence"]["traceback"]
+            if self.evidence.proof is None:
+                del data["evidence"]["proof"]
         # Field order: identity first, then outcome, then details.
         order = [
             "schema",
@@ -275,6 +285,10 @@ class GameRecord:
             fields["evidence"] = Evidence(
                 **{**evidence, "stage": Stage(evidence.get("stage", "game"))}
             )
+        if fields["termination"] is Termination.ADJUDICATED and (
+            evidence is None or not isinstance(evidence.get("proof"), dict)
+        ):
+            raise ValueError("an adjudicated game without its proof in the evidence")
         return cls(**fields)
 
 
@@ -396,7 +410,37 @@ _EVIDENCE_FIELDS: dict[str, Any] = {
     "returncode": lambda v: v is None or type(v) is int,
     "limit": (dict, type(None)),
     "traceback": str,
+    "proof": lambda v: v is None or _is_proof(v),
 }
+
+
+def _is_proof(value: Any) -> bool:
+    """The shape of an adjudicated game's proof (arbiter.games.adjudication.proof_json):
+    every reader may then print it without checking it again."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"owner", "chain", "links"}
+        and value["owner"] in ("black", "white")
+        and isinstance(value["chain"], list)
+        and all(
+            isinstance(g, dict)
+            and set(g) == {"stones", "islands"}
+            and _are_texts(g["stones"])
+            and isinstance(g["islands"], list)
+            and all(type(i) is int for i in g["islands"])
+            for g in value["chain"]
+        )
+        and isinstance(value["links"], list)
+        and all(
+            isinstance(link, dict)
+            and set(link) == {"kind", "carrier"}
+            and isinstance(link["kind"], str)
+            and _are_texts(link["carrier"])
+            for link in value["links"]
+        )
+    )
+
+
 _REQUIRED = ("game_id", "variant", "seat1", "seat2", "tc", "started", "termination")
 
 

@@ -8,18 +8,52 @@ summary read it. A match resumed from its store starts from the games stored.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from arbiter.results.elo import Difference
 from arbiter.results.pairs import PairTally
 from arbiter.results.ratings import DEFAULT_PRIOR, PairStats, estimate_difference
-from arbiter.results.records import GameRecord
+from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Estimate, Sprt, Verdict, judge, paired, stopped_estimate
 from arbiter.results.store import Scheduled
 
 # A match's engines by key, as its schedule seats them: engine 1, engine 2.
 KEYS = ("0", "1")
+
+
+@dataclass
+class Saving:
+    """What adjudication saved: the games a proof ended and the cells they left empty.
+
+    The empty cells are an upper bound of the plies saved: the game would have ended on
+    a connection, often before the board was full."""
+
+    games: int = 0
+    cells_left: int = 0
+
+    def add(self, record: GameRecord) -> None:
+        if record.termination is Termination.ADJUDICATED and not record.void:
+            self.games += 1
+            self.cells_left += empty_cells(record.rules.geometry.n_cells, record.moves)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"games": self.games, "cells_left": self.cells_left}
+
+    def line(self) -> str | None:
+        """The saving in words, or None when no game was adjudicated."""
+        if not self.games:
+            return None
+        return (
+            f"Adjudicated: {self.games} games ended by a proven connection, {self.cells_left}"
+            " cells left empty (at most that many plies saved)"
+        )
+
+
+def empty_cells(cells: int, moves: Sequence[str]) -> int:
+    """Cells still empty after `moves` (a swap places no stone)."""
+    return cells - len(moves) + sum(1 for m in moves[1:2] if m == "swap")
 
 
 @dataclass
@@ -51,6 +85,7 @@ class MatchResult:
     tally: PairTally = field(default_factory=PairTally)
     resumed: int = 0  # rated games that were in the store before this run
     notes: list[str] = field(default_factory=list)  # the executor's, for the operator
+    saving: Saving = field(default_factory=Saving)  # games ended by adjudication
 
     def stats(self) -> PairStats:
         return PairStats(self.wins[0], self.wins[1])
@@ -121,5 +156,6 @@ class MatchResult:
         self.tally.add(record.pair, engines[seat], engines[1 - seat])
         self.by_seat[KEYS.index(engines[0])][int(seat == 0)] += 1
         self.ended[str(record.termination)] += 1
+        self.saving.add(record)
         if self.keep:
             self.records.append(record)

@@ -20,6 +20,7 @@ from arbiter.engines.config import program_hashes
 from arbiter.engines.process import Deadlines, EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, display_names
+from arbiter.games.adjudication import stored_adjudication
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord, RecordWriter
 from arbiter.results.score import KEYS, MatchResult
@@ -55,6 +56,7 @@ _OPTIONS = {
     "size": "--size",
     "islands": "--islands",
     "pie": "--pie/--no-pie",
+    "adjudicate": "--adjudicate",
     "seed": "--seed",
     "openings": "--openings",
     "random_openings": "--random-openings",
@@ -139,6 +141,7 @@ class Match:
             "size": v.size,
             "islands": v.islands,
             "pie": v.pie,
+            "adjudicate": self.config.referee.adjudicate.value,
             "seed": self.config.seed,
             **self.config.openings.conditions(v),
         }
@@ -256,7 +259,7 @@ class Match:
                 " run that tournament with 'arbiter tournament run'",
             )
         # A match stored before openings were kept played from the empty board.
-        stored = {"openings": None, "random_openings": 0, **stored}
+        stored = {"openings": None, "random_openings": 0, **stored_adjudication(stored)}
         refuse_changes(
             stored, self.conditions(), lambda k: _OPTIONS.get(k, k), store.path.name, FRESH_HINT
         )

@@ -16,6 +16,7 @@ from pathlib import Path
 from arbiter.engines.config import KnownEngines, resolve_engine, shared_folder_warnings
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
+from arbiter.games.adjudication import Adjudication
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import RecordWriter
 from arbiter.results.sprt import Sprt
@@ -40,6 +41,7 @@ class MatchRequest:
     size: int | None = None
     islands: int = 8
     pie: bool = True
+    adjudicate: Adjudication = Adjudication.OFF
     concurrency: int | None = None
     seed: int | None = None
     openings_file: str | None = None
@@ -119,7 +121,7 @@ def match_setup(request: MatchRequest, *, sprt_games: int) -> MatchSetup:
         concurrency=request.concurrency or 1,
         seed=request.seed,
         openings=match_openings(request.openings_file, request.random_openings, variant),
-        referee=RefereeConfig(margin=request.margin),
+        referee=RefereeConfig(margin=request.margin, adjudicate=request.adjudicate),
     )
     engine1, engine2 = request.engine1, request.engine2
     specs = (

@@ -22,6 +22,7 @@ from arbiter.engines.config import program_hashes
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, WarmBudget
+from arbiter.games.adjudication import Adjudication, stored_adjudication
 from arbiter.games.referee import RefereeConfig
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import PairTally, Sprt, Verdict, expected_pairs, judge
@@ -74,6 +75,7 @@ class Tournament:
     # The file sets neither openings nor random_openings: the default (one random stone
     # per pair) applies, unless a store started before that default says otherwise.
     openings_default: bool = False
+    adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -84,6 +86,7 @@ class Tournament:
             "size": self.variant.size,
             "islands": self.variant.islands,
             "pie": self.variant.pie,
+            "adjudicate": self.adjudicate.value,
             **self.openings.conditions(self.variant),
             "seed": self.seed,
             # Limits count per game or per pairing: games played one way are not
@@ -254,7 +257,7 @@ class Tournament:
         return Plan(
             settings=ExecutorSettings(
                 engines=specs,
-                referee=RefereeConfig(margin=self.margin),
+                referee=RefereeConfig(margin=self.margin, adjudicate=self.adjudicate),
                 warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
             ),
@@ -468,7 +471,13 @@ def check_conditions(t: Tournament, store: Store, rebuilt: Iterable[str] = ()) -
                 where=f"{t.path}: tournament.name",
                 hint=fix,
             )
-        refuse_changes(stored, t.conditions(), f"{t.path}: tournament.".__add__, t.output.name, fix)
+        refuse_changes(
+            stored_adjudication(stored),
+            t.conditions(),
+            f"{t.path}: tournament.".__add__,
+            t.output.name,
+            fix,
+        )
         if t.format is Format.SWISS:
             _same_field(t, set(store.engine_definitions()))
     known = store.engine_definitions()

@@ -26,7 +26,16 @@ from arbiter.text import escape, shorten
 UNKNOWN = "not recorded"
 TEXT_CHARS = 300  # a command line or a version shown, at most
 # Rows compared between sources; the others (games, dates, hosts) differ by nature.
-COMPARED = ("Format", "Board", "Pie rule", "Time control", "Openings", "Seed", "Sandbox and limits")
+COMPARED = (
+    "Format",
+    "Board",
+    "Pie rule",
+    "Adjudication",
+    "Time control",
+    "Openings",
+    "Seed",
+    "Sandbox and limits",
+)
 LIMIT_NAMES = {
     "memory_mb": ("memory", "MB"),
     "cpu_s": ("CPU", "s"),
@@ -197,6 +206,7 @@ class _Column:
         put("Format", *self._format())
         put("Board", *self._board())
         put("Pie rule", *self._pie())
+        put("Adjudication", *self._adjudication())
         put("Time control", *self._tc())
         put("Openings", *self._openings())
         put("Seed", *self._seed())
@@ -272,6 +282,22 @@ class _Column:
             text = words[next(iter(pies))]
             return text, text, True
         return "on in some games, off in others", "mixed", True
+
+    def _adjudication(self) -> tuple[str, str, bool]:
+        ended = self.s.adjudicated
+        if self.s.kind in ("tournament", "match"):
+            # A store started before the condition existed played every game out.
+            if self.stored.get("adjudicate", "off") == "proven":
+                text = (
+                    "proven: a game ends when one side has a proven connection"
+                    f" ({ended} games ended so)"
+                )
+                return text, "proven", True
+            return "off: every game played to a connection or a fault", "off", True
+        if ended:
+            text = f"{ended} games ended by a proven connection (from the records)"
+            return text, "proven", True
+        return "no game ended by a proven connection (from the records)", "", False
 
     def _tc(self) -> tuple[str, str, bool]:
         if self.definitions:

@@ -53,7 +53,9 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
         f"Result: {describe_result(record)}",
     ]
     evidence = record.evidence
-    if evidence is not None:
+    if evidence is not None and evidence.proof is not None:
+        lines += proof_lines(evidence.proof)
+    elif evidence is not None:
         status = ""
         if evidence.returncode is not None:
             status = f" ({exit_status(evidence.returncode)})"
@@ -74,6 +76,23 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
     legend = LEGENDS.get(game.variant.islands, "")
     lines.append(legend + "; x/o the last stone" + ("; * the winning chain" if game.over else ""))
     lines += move_list(record.moves, len(moves))
+    return lines
+
+
+def proof_lines(proof: dict[str, Any]) -> list[str]:
+    """An adjudicated game's proof, as the record keeps it: the owner's chain of groups
+    and, between each two, the link's kind and its carrier (the empty cells it needs,
+    pairwise disjoint). The owner answers an intrusion into a carrier inside it."""
+    chain, links = proof["chain"], proof["links"]
+    lines = [f"Proof ({escape(proof['owner'])}): {len(links)} links, carriers disjoint"]
+    for i, group in enumerate(chain):
+        stones = " ".join(escape(c) for c in group["stones"]) or "(an island alone)"
+        islands = f"; islands {', '.join(map(str, group['islands']))}" if group["islands"] else ""
+        lines.append(f"  group {i + 1}: {shorten(stones, 200)}{islands}")
+        if i < len(links):
+            link = links[i]
+            carrier = " ".join(escape(c) for c in link["carrier"])
+            lines.append(f"    link {escape(link['kind'])}: carrier {shorten(carrier, 200)}")
     return lines
 
 
@@ -146,6 +165,10 @@ def describe_result(record: GameRecord, *, brief: bool = False) -> str:
         return f"{record.winner} wins by connection"
     if record.termination is Termination.RESIGN:
         return f"{record.winner} wins: {record.loser} resigns"
+    if record.termination is Termination.ADJUDICATED:
+        if brief:
+            return f"{record.winner} wins by a proven connection (adjudicated)"
+        return f"{record.winner} wins by a proven connection (adjudicated: {record.reason})"
     if brief:
         return f"{record.winner} wins: {record.loser} forfeits ({record.termination})"
     detail = record.evidence.detail if record.evidence else record.reason
@@ -272,6 +295,9 @@ def summary_lines(result: MatchResult) -> list[str]:
     terms = result.terminations()
     if terms:
         lines.append("Terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(terms.items())))
+    saved = result.saving.line()
+    if saved:
+        lines.append(saved)
     if result.void_count:
         lines.append(f"Void games (replayed, not rated): {result.void_count}")
     if result.resumed:
@@ -315,6 +341,8 @@ def summary_json(result: MatchResult) -> dict[str, Any]:
         "prior": DEFAULT_PRIOR,
         "seat1_wins": result.seat1_wins(),
         "terminations": dict(result.terminations()),
+        # Games a proof ended, and the cells they left empty (at most the plies saved).
+        "adjudicated": result.saving.as_json(),
         "void": result.void_count,
         "resumed": result.resumed,
         "unplayed": result.unplayed,

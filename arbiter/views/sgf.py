@@ -13,8 +13,9 @@ Benzene keeps (MoHex's `loadsgf` reads them with Fuego's SGF reader):
   the first stone's player is White), as the record's `black` and `white` do, so RE's
   colour names the winner under PB or PW. (Benzene's twogtp script writes the players as
   they were before the swap and turns RE round to match; we keep SGF's plain meaning.)
-- RE is `B+`/`W+` for a connection, `B+Resign`, `B+Time`, `B+Forfeit` for every other
-  fault (the record's termination and reason are in GC), `Void` for a void attempt.
+- RE is `B+`/`W+` for a connection or a proven one (adjudicated), `B+Resign`, `B+Time`,
+  `B+Forfeit` for every other fault (the record's termination and reason are in GC),
+  `Void` for a void attempt.
 
 Atoll has no SGF game number or any other standard record format: its games stay in JSON
 lines. Text values are escaped as SGF asks (`\\` before `]` and `\\`) and have control
@@ -81,8 +82,8 @@ def result(record: GameRecord) -> str:
         colour = "B" if record.winner_color is StoneColor.BLACK else "W"
     else:
         colour = "B" if record.winner == black else "W"
-    if record.termination is Termination.CONNECTION:
-        return f"{colour}+"
+    if record.termination in (Termination.CONNECTION, Termination.ADJUDICATED):
+        return f"{colour}+"  # a proven connection: the board shows the proof's stones
     if record.termination is Termination.RESIGN:
         return f"{colour}+Resign"
     if record.termination is Termination.TIME:

@@ -15,8 +15,10 @@ from typing import Any
 
 from arbiter.errors import ConfigError
 from arbiter.results.ratings import DEFAULT_PRIOR
+from arbiter.results.score import Saving, empty_cells
 from arbiter.results.standings import Standings, Tally, by_host, standings
 from arbiter.results.store import READ_HINT, Store
+from arbiter.rules import Variant
 from arbiter.views.standings_text import host_heading, host_json, table, to_json
 
 
@@ -126,6 +128,7 @@ class Status:
     extra: dict[str, Any] = field(default_factory=dict)
     hosts: list[Any] | None = None  # each host's standings, when asked for
     verdicts: list[Any] = field(default_factory=list)
+    saving: Saving = field(default_factory=Saving)  # games ended by adjudication
 
     @property
     def tested(self) -> bool:
@@ -142,6 +145,8 @@ class Status:
             "left": self.left,
             "outside_schedule": self.outside,
             "voids": [{"termination": a, "reason": b, "count": n} for a, b, n in self.voids],
+            # Games a proof ended, and the cells they left empty (at most the plies saved).
+            "adjudicated": self.saving.as_json(),
             "engine_starts": {
                 "count": self.starts,
                 "seconds": self.start_seconds,
@@ -178,6 +183,9 @@ class Status:
         for text in self.summary:
             out += [text, ""]
         out.append(table(self.board) if self.board is not None else "No rated games yet.")
+        saved = self.saving.line()
+        if saved:
+            out.append(saved)
         if self.starts:
             attempts = self.attempts
             per_game = f", {self.starts / attempts:.2f} per game played" if attempts else ""
@@ -190,6 +198,19 @@ class Status:
         for h in self.hosts or []:
             out += ["", host_heading(h), table(h.board)]
         return out
+
+
+def saving(store: Store) -> Saving:
+    """What adjudication saved in a store: its games all have the store's board."""
+    conditions = store.conditions() or {}
+    found = Saving()
+    if "size" not in conditions:
+        return found
+    cells = Variant(conditions["islands"], conditions["size"]).geometry.n_cells
+    for moves in store.adjudicated_games():
+        found.games += 1
+        found.cells_left += empty_cells(cells, moves)
+    return found
 
 
 def read_status(
@@ -215,6 +236,7 @@ def read_status(
                 status.summary, status.extra = t.summary(schedule), t.summary_json(schedule)
                 left = t.left(schedule, status.done)
             status.voids = store.void_summary()
+            status.saving = saving(store)
             tally = Tally.from_store(store)
             status.board = standings(tally, prior=DEFAULT_PRIOR) if tally.games else None
             status.notes = tournament_notes(store, status.outside)

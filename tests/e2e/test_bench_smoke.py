@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from paths import BENCH
@@ -118,3 +119,14 @@ def test_proof_bench_runs() -> None:
     out = run(str(BENCH / "proof_bench.py"), "--games", "2", "--sizes", "7")
     assert out.count("plies saved") == 6 and "ms per call" in out
     assert "atoll-8/7" in out and "hex/7" in out
+
+
+def test_adjudication_bench_runs(tmp_path: Path) -> None:
+    small = tmp_path / "small.toml"
+    small.write_text(
+        '[tournament]\nname = "small"\nengines = ["random", "skeleton"]\nrounds = 1\n'
+        'size = 7\ntc = "5+0.05"\noutput = "small.sqlite"\n'
+    )
+    out = run(str(BENCH / "adjudication_bench.py"), "--file", str(small))
+    assert "adjudicate off: 2 games" in out and "adjudicate proven: 2 games" in out
+    assert "fewer with adjudication" in out and "cells left empty" in out

@@ -98,3 +98,37 @@ def test_bad_evidence_is_refused() -> None:
     data["evidence"] = {"engine": "a", "detail": "d", "stderr_tail": 5}
     with pytest.raises(ValueError, match="stderr_tail"):
         GameRecord.from_json(data)
+
+
+PROOF = {
+    "owner": "white",
+    "chain": [{"stones": ["e5"], "islands": [0]}, {"stones": [], "islands": [4]}],
+    "links": [{"kind": "edge template II", "carrier": ["d5", "d6"]}],
+}
+
+
+def test_an_adjudicated_record_keeps_its_proof_through_json() -> None:
+    evidence = Evidence("referee", "White has a proven connection", proof=PROOF)
+    record = sample(termination=Termination.ADJUDICATED, evidence=evidence, reason="proven")
+    data = json.loads(record.dumps())
+    assert data["termination"] == "adjudicated" and data["evidence"]["proof"] == PROOF
+    assert GameRecord.from_json(data) == record
+    assert Termination.ADJUDICATED.rated and not Termination.ADJUDICATED.fault
+    # Other evidence says nothing of a proof: older records read as before.
+    assert "proof" not in sample().to_json()["evidence"]
+
+
+@pytest.mark.parametrize(
+    "proof",
+    [
+        None,
+        {"owner": "red", "chain": [], "links": []},
+        {**PROOF, "links": [{"kind": "bridge", "carrier": "d5"}]},
+        {**PROOF, "chain": [{"stones": [1], "islands": []}]},
+    ],
+)
+def test_an_adjudicated_record_without_a_sound_proof_is_refused(proof: object) -> None:
+    data = sample(termination=Termination.ADJUDICATED).to_json()
+    data["evidence"] = {"engine": "referee", "detail": "d", "proof": proof}
+    with pytest.raises(ValueError, match="proof"):
+        GameRecord.from_json(data)

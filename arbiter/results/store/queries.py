@@ -292,6 +292,15 @@ class StoreQueries(CheckedStore):
             if all(distinct == 1 for _, distinct in parts)
         ]
 
+    def adjudicated_games(self) -> list[list[str]]:
+        """The moves of every rated game a proof ended (adjudicated), in play order: what
+        adjudication saved is counted from them (`arbiter.results.score.Saving`)."""
+        rows = self._games(
+            "SELECT json_extract(record, '$.moves') FROM {games}"
+            " WHERE termination = 'adjudicated' ORDER BY number"
+        )
+        return [list(json.loads(moves)) for (moves,) in rows]
+
     def void_summary(self) -> list[tuple[str, str, int]]:
         """(termination, reason, count) of void attempts whose game was never rated."""
         rows = self._q(

@@ -1,0 +1,108 @@
+"""Adjudication: the referee ends a game that one side has provably won.
+
+With `adjudicate = "proven"` (tournament and arena files, `match --adjudicate proven`)
+the referee asks the rules' proof search (`arbiter.rules.proof`) after every ply
+whether either side holds a proven connection; the first proof found ends the game for
+its owner, and the record's evidence holds the proof so anyone can check it. The search
+costs the referee's time, never an engine's: it runs between turns, before the clock of
+the engine on move starts.
+
+The schedule of searches is chosen by cost (see docs/guide/adjudication.md for the
+figures): the bridge and ziggurat levels cost about a millisecond and run for both sides
+after every ply; full H-search costs hundreds of milliseconds on an 11 board, so it runs
+only once the board is at least `HSEARCH_FROM` full, and then every `HSEARCH_EVERY`
+plies. A proof missed by that schedule is found later (stones only add connections to
+their owner's side of the search), never wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from arbiter.rules import Color, Game
+from arbiter.rules.proof import Level, Proof, find_proof
+
+__all__ = [
+    "ADJUDICATE_HELP",
+    "HSEARCH_EVERY",
+    "HSEARCH_FROM",
+    "Adjudication",
+    "Adjudicator",
+    "proof_json",
+    "stored_adjudication",
+]
+
+HSEARCH_FROM = 0.5  # the fraction of cells filled before H-search is tried
+HSEARCH_EVERY = 4  # plies between two H-searches once it is tried
+
+
+class Adjudication(StrEnum):
+    """Whether the referee ends proven games early: a condition of play."""
+
+    OFF = "off"
+    PROVEN = "proven"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The one line of help of the `adjudicate` key (GUIDE: the guide's folder).
+ADJUDICATE_HELP = (
+    '"proven": a game ends when one side has a proven connection'
+    ' ([Adjudication](GUIDE/adjudication.md)); "off": every game is played out'
+)
+
+
+def stored_adjudication(conditions: Mapping[str, Any]) -> dict[str, Any]:
+    """A store's conditions with `adjudicate` as it was played: a store started before
+    the condition existed played every game out ("off"), so that turning it on later is
+    a change of conditions, refused like any other."""
+    return {"adjudicate": Adjudication.OFF.value, **conditions}
+
+
+class Adjudicator:
+    """Asks the proof search after each ply, on the schedule the module describes."""
+
+    def __init__(self) -> None:
+        self.last_hsearch: int | None = None  # the ply of the last H-search
+
+    def judge(self, game: Game) -> Proof | None:
+        """A proof that one side has won, the side to move asked first, or None."""
+        plies = len(game.moves)
+        colors = game.colors
+        geometry = game.geometry
+        filled = sum(1 for c in colors if c) / len(colors)
+        level = Level.ZIGGURAT
+        if filled >= HSEARCH_FROM and (
+            self.last_hsearch is None or plies - self.last_hsearch >= HSEARCH_EVERY
+        ):
+            level = Level.HSEARCH
+            self.last_hsearch = plies
+        first = game.to_move
+        for color in (first, first.other):
+            proof = find_proof(geometry, colors, color, level=level)
+            if proof is not None:
+                return proof
+        return None
+
+
+def proof_json(game: Game, proof: Proof) -> dict[str, Any]:
+    """A proof as a record keeps it: its owner, its chain of groups (their stones as
+    cell names and their islands by number) and each link's kind and carrier."""
+    names = game.geometry.names
+    return {
+        "owner": "black" if proof.owner is Color.BLACK else "white",
+        "chain": [
+            {
+                "stones": sorted(names[c] for c in group.stones),
+                "islands": sorted(group.islands),
+            }
+            for group in proof.chain
+        ],
+        "links": [
+            {"kind": link.kind.value, "carrier": sorted(names[c] for c in link.carrier)}
+            for link in proof.links
+        ],
+    }

@@ -1,0 +1,132 @@
+"""`match --adjudicate proven`: games a proof ends, stored with their proof, sound."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+from commands import invoke
+from files import write_tournament
+from proofs import check_evidence, play_out
+
+from arbiter.results.records import GameRecord, Termination
+
+
+def match(tmp_path: Path, *extra: str) -> tuple[int, str, str]:
+    done = invoke(
+        "match",
+        "random",
+        "skeleton",
+        "--size",
+        "7",
+        "--tc",
+        "5+0.05",
+        "--store",
+        "m.sqlite",
+        *extra,
+        cwd=tmp_path,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> None:
+    rc, out, err = match(
+        tmp_path, "--games", "4", "--adjudicate", "proven", "--records", "r.jsonl", "--json", "-q"
+    )
+    assert rc == 0, err
+    summary = json.loads(out)
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    records = [GameRecord.from_json(json.loads(line)) for line in lines]
+    adjudicated = [r for r in records if r.termination is Termination.ADJUDICATED]
+    assert adjudicated, "random bots on Atoll 7 leave proven positions in every game"
+    assert summary["terminations"]["adjudicated"] == len(adjudicated)
+    empty = sum(r.rules.geometry.n_cells - r.replay().n_stones for r in adjudicated)
+    assert summary["adjudicated"] == {"games": len(adjudicated), "cells_left": empty}
+    for record in adjudicated:
+        assert record.replay().winner is None  # ended before the board connected
+        check_evidence(record)
+        for seed in range(10):  # the proof's owner wins against random replies
+            play_out(record, seed)
+    status = invoke("tournament", "status", "m.sqlite", "--json", cwd=tmp_path)
+    assert json.loads(status.stdout)["adjudicated"] == summary["adjudicated"]
+    shown = invoke("show", "r.jsonl", "--game", adjudicated[0].game_id, cwd=tmp_path)
+    assert "wins by a proven connection" in shown.stdout
+    assert "link " in shown.stdout and "carrier " in shown.stdout
+
+    # The store was started with adjudication: playing on without it is refused.
+    rc, out, err = match(tmp_path, "--games", "6")
+    assert rc == 2
+    assert "--adjudicate: changed from 'proven' to 'off'" in err and "--fresh" in err
+
+
+def test_a_store_started_before_adjudication_refuses_it(tmp_path: Path) -> None:
+    rc, _, err = match(tmp_path, "--games", "2")
+    assert rc == 0, err
+    # As a store started before the condition existed keeps them: without the key.
+    with contextlib.closing(sqlite3.connect(tmp_path / "m.sqlite")) as db, db:
+        (text,) = db.execute("SELECT value FROM meta WHERE key = 'conditions'").fetchone()
+        conditions = json.loads(text)
+        assert conditions.pop("adjudicate") == "off"
+        db.execute("UPDATE meta SET value = ? WHERE key = 'conditions'", (json.dumps(conditions),))
+    rc, _, err = match(tmp_path, "--games", "4")
+    assert rc == 0, err  # played out, as before: no change
+    rc, _, err = match(tmp_path, "--games", "4", "--adjudicate", "proven")
+    assert rc == 2 and "--adjudicate: changed from 'off' to 'proven'" in err, err
+
+
+def test_a_tournament_records_adjudication_and_refuses_a_change(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nrounds = 1\nsize = 7\ntc = "5+0.05"\n'
+    path = write_tournament(tmp_path, header + 'adjudicate = "proven"', [])
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    status = json.loads(invoke("tournament", "status", str(path), "--json", cwd=tmp_path).stdout)
+    assert status["adjudicated"]["games"] >= 1  # random bots on Atoll 7: proofs come early
+    report = invoke("report", str(path), "-o", "r.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "proven: a game ends when one side has a proven connection" in page
+
+    write_tournament(tmp_path, header, [])  # adjudicate left out: "off"
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tournament.adjudicate: changed from 'proven' to 'off'" in done.stderr, done.stderr
+    assert "--fresh" in done.stderr
+
+
+def test_an_unknown_adjudication_is_refused_with_the_choices(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nadjudicate = "always"\n'
+    path = write_tournament(tmp_path, header, [])
+    done = invoke("tournament", "run", str(path), cwd=tmp_path)
+    assert done.returncode == 2
+    assert 'tournament.adjudicate: unknown value "always"' in done.stderr, done.stderr
+    assert '"off", "proven"' in done.stderr
+
+
+def test_an_arena_states_adjudication_and_refuses_a_change(tmp_path: Path) -> None:
+    import pytest
+    import trio
+    from arena_helpers import arena_file
+
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.serve import serve
+    from arbiter.errors import ConfigError
+    from arbiter.results.store import Store
+
+    proven = load_arena(arena_file(tmp_path, engines="", extra='adjudicate = "proven"'))
+    assert proven.conditions()["adjudicate"] == "proven"
+    store, _ = Store.open_for_run(proven.output)
+    with store:
+        store.begin(proven.name, proven.conditions(), {}, {})
+    off = load_arena(arena_file(tmp_path, engines=""))
+    assert off.conditions()["adjudicate"] == "off"
+
+    async def start() -> None:
+        with trio.fail_after(30):  # a server that started would serve until stopped
+            await serve(off, print)
+
+    with pytest.raises(ConfigError) as refused:  # before the port opens
+        trio.run(start)
+    said = str(refused.value)
+    assert "arena.adjudicate: changed from 'proven' to 'off'" in said, said
