@@ -127,7 +127,7 @@ class PairTally:
         self.pairs.setdefault((a, b), [0, 0, 0])[won if a == x else 2 - won] += n
 
     def add_stored(self, pairs: Iterable[tuple[Result, Result, int]]) -> None:
-        """The pairs a store reads out (`Store.pair_games`): each pair's two games' results,
+        """The pairs a store reads out (`Store.stored_pairs`): each pair's two games' results,
         with how many pairs ended so."""
         for first, second, n in pairs:
             self.add_pair(first, second, n)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arbiter.results.elo import Z95, Difference, expected_score
-from arbiter.results.pairs import PairTally as PairTally  # the pairs a test counts
 from arbiter.text import toml_key, toml_value
 
 if TYPE_CHECKING:

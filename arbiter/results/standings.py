@@ -149,7 +149,7 @@ class Tally:
             tally.pairs.add_games(row.seat1, row.seat2, row.seat1_wins, row.seat2_wins)
         for engine, termination, n in store.faults():
             tally.faults.setdefault(engine, Counter())[termination] += n
-        tally.pairs.add_stored(store.pair_games())
+        tally.pairs.add_stored(store.stored_pairs())
         return tally
 
 

@@ -130,7 +130,7 @@ class Group:
 
 
 @dataclass(frozen=True)
-class Link:
+class ProofLink:
     """A virtual connection between two consecutive groups of a proof's chain."""
 
     kind: LinkKind
@@ -149,7 +149,7 @@ class Proof:
 
     owner: Color
     chain: tuple[Group, ...]
-    links: tuple[Link, ...]
+    links: tuple[ProofLink, ...]
 
     @property
     def carrier(self) -> frozenset[int]:
@@ -163,7 +163,7 @@ class Proof:
         for i, link in enumerate(links):
             if link.derivation.carrier >> cell & 1:
                 reply, kept = respond(link.derivation, cell)
-                links[i] = Link(link.kind, kept)
+                links[i] = ProofLink(link.kind, kept)
                 return reply, Proof(self.owner, self.chain, tuple(links))
         return None, self
 
@@ -473,12 +473,12 @@ class _Search:
     def proof(self, x: int, y: int, d: Derivation) -> Proof:
         """Cut the winning connection at its own groups into a chain of links."""
         chain: list[int] = [x]
-        links: list[Link] = []
+        links: list[ProofLink] = []
         self.flatten(y, d, chain, links)
         groups = tuple(self.board.groups[n] for n in chain)
         return Proof(self.board.owner, groups, tuple(links))
 
-    def flatten(self, y: int, d: Derivation, chain: list[int], links: list[Link]) -> None:
+    def flatten(self, y: int, d: Derivation, chain: list[int], links: list[ProofLink]) -> None:
         if isinstance(d, Series) and d.key is None and d.middle >= 0:
             # A connection is stored once per pair of nodes, so it may be walked from
             # either end: `left` joins `start` to the middle.
@@ -489,4 +489,4 @@ class _Search:
         if not isinstance(d, Parallel):
             raise AssertionError("own groups never touch, so every link is an OR")
         chain.append(y)
-        links.append(Link(d.kind, d))
+        links.append(ProofLink(d.kind, d))

@@ -24,8 +24,9 @@ from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, WarmBudget
 from arbiter.games.adjudication import Adjudication, stored_adjudication
 from arbiter.games.referee import RefereeConfig
+from arbiter.results.pairs import PairTally
 from arbiter.results.records import GameRecord
-from arbiter.results.sprt import PairTally, Sprt, Verdict, expected_pairs, judge
+from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge
 from arbiter.results.store import EngineEntry, Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant

@@ -537,7 +537,7 @@ def test_pairs_counted_are_the_pairs_read_one_by_one(tmp_path: Path) -> None:
             con.execute(sql)
     with Store.open_read(path) as store:
         counted = PairTally()
-        counted.add_stored(store.pair_games())
+        counted.add_stored(store.stored_pairs())
         read = PairTally()
         for pair_key, seat1, seat2, winner_seat in store.stored_rows():
             read.add(pair_key, *((seat1, seat2) if winner_seat == 1 else (seat2, seat1)))

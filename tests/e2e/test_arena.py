@@ -243,7 +243,6 @@ def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> N
         server.stop()
 
 
-@pytest.mark.slow
 def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path) -> None:
     file = arena_file(
         tmp_path, players=("alice", "bob"), engines="", extra="disconnect_grace = 1.0"
@@ -267,7 +266,6 @@ def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path) -> None:
         server.stop()
 
 
-@pytest.mark.slow
 def test_garbage_and_a_flood_of_idle_connections_do_not_stop_play(tmp_path: Path) -> None:
     server = Server(
         arena_file(tmp_path, players=("alice", "bob"), extra="connections_per_address = 100")

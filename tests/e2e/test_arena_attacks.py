@@ -428,7 +428,6 @@ async def test_what_an_engine_says_about_itself_reaches_the_live_api_as_text(
         await drop(ws)
 
 
-@pytest.mark.slow
 def test_a_flood_of_connections_stays_within_the_open_file_limit(tmp_path: Path) -> None:
     """A server whose open-file limit (256 here, soft and hard) is below max_connections:
     it says so and lets no more connections in than its files allow, keeping some for
@@ -573,7 +572,6 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-@pytest.mark.slow
 async def test_games_in_flight_keep_their_pace_while_the_port_is_attacked(tmp_path: Path) -> None:
     """Two remote engines and an anchor play; then the port is attacked from other
     addresses for 20 s. Games keep finishing at a comparable rate, the time a move
@@ -641,7 +639,6 @@ def _epoch(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-@pytest.mark.slow
 def test_markup_and_escapes_from_a_remote_engine_stay_text_everywhere(tmp_path: Path) -> None:
     """A remote engine that calls itself with a script tag and terminal escapes, and
     says more on stderr: the live API, the games API, the live report, `arbiter report`

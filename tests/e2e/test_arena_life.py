@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from arena_helpers import TOKENS, Proxy, Server, arena_file, client, events, wait_games
 from browsers import open_chromium
 from commands import invoke
@@ -32,7 +31,6 @@ def stored(store: Path) -> list[tuple[str, int]]:
         ]
 
 
-@pytest.mark.slow
 def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     proxy = Proxy(server.port)
@@ -57,7 +55,6 @@ def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path:
         server.stop()
 
 
-@pytest.mark.slow
 def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None:
     """Behind a proxy that adds 60 ms each way, alice's moves are charged the wait less
     the measured round trip (about 120 ms, at most the allowance); bob's nothing."""
@@ -94,7 +91,6 @@ def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None
         assert any(ms >= 0 for ms in r["reported_ms"])
 
 
-@pytest.mark.slow
 def test_the_server_killed_and_restarted_goes_on_while_clients_reconnect(tmp_path: Path) -> None:
     file = arena_file(tmp_path, players=("alice", "bob", "carol"))
     server = Server(file)
@@ -135,7 +131,6 @@ def test_the_server_killed_and_restarted_goes_on_while_clients_reconnect(tmp_pat
     assert len(numbers) == len(set(numbers))
 
 
-@pytest.mark.slow
 def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     alice = client(server.port, "alice", SLOW, tmp_path)
@@ -158,7 +153,6 @@ def test_stopping_the_server_stores_no_game_in_flight(tmp_path: Path) -> None:
         assert s.void_count() == 0  # never stored half, not even as a void attempt
 
 
-@pytest.mark.slow
 def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_path: Path) -> None:
     file = arena_file(
         tmp_path,
@@ -192,7 +186,6 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
         server.stop()
 
 
-@pytest.mark.slow
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
     driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
@@ -226,7 +219,6 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         server.stop()
 
 
-@pytest.mark.slow
 def test_tokens_are_never_in_the_store_or_the_page(tmp_path: Path) -> None:
     server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
     alice = client(server.port, "alice", "random", tmp_path)

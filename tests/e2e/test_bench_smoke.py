@@ -13,7 +13,6 @@ from paths import BENCH
 from arbiter.engines import sandbox
 
 # The benchmarks are tools, not the product: each runs a few seconds, so all are slow.
-pytestmark = pytest.mark.slow
 
 
 def run(*args: str) -> str:

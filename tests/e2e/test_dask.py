@@ -151,7 +151,6 @@ def test_status_splits_the_standings_by_host(tmp_path: Path) -> None:
 
 
 @needs_dask
-@pytest.mark.slow
 def test_a_match_plays_on_the_cluster_and_resumes_from_its_store(
     tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -623,7 +622,6 @@ def _engine_children(pid: int, needle: bytes = b"badbot") -> list[int]:
 
 
 @needs_dask
-@pytest.mark.slow
 def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
     tmp_path: Path, cluster: Cluster
 ) -> None:
@@ -803,7 +801,6 @@ def test_a_run_stopped_during_the_engine_check_leaves_no_engine_on_the_workers(
 
 
 @needs_dask
-@pytest.mark.slow
 def test_a_run_that_ends_does_not_wait_for_another_runs_game(tmp_path: Path) -> None:
     # Two runs share a worker of two threads: B plays a slow game on one while A plays a
     # quick one on the other and ends. A's end releases its own engines; it does not hold

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-pytestmark = pytest.mark.slow
-
 
 def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

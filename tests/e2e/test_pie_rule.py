@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from browsers import open_chromium
 from commands import arbiter
 
 from arbiter.rules import Variant
 
 
-@pytest.mark.slow
 def test_a_real_match_gives_a_map_and_a_regret_table_everywhere(tmp_path: Path) -> None:
     store = tmp_path / "pie.sqlite"
     # random swaps half the time whatever the stone; heuristic swaps a central stone

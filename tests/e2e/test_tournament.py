@@ -118,7 +118,6 @@ def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path)
     )
 
 
-@pytest.mark.slow
 def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
@@ -210,7 +209,6 @@ def test_an_opening_line_that_skips_the_swap_decision_is_refused(tmp_path: Path)
     assert not (tmp_path / "t.sqlite").exists()
 
 
-@pytest.mark.slow
 def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_path: Path) -> None:
     from arbiter.bots.connection import Tables, wants_swap
 
@@ -241,7 +239,6 @@ def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_pat
     assert decided, "no opening stone in the central zone: choose another seed"
 
 
-@pytest.mark.slow
 def test_a_store_whose_random_openings_took_the_swap_decision_is_not_resumed(
     tmp_path: Path,
 ) -> None:
@@ -278,7 +275,6 @@ def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -
     assert len({next(iter(v)) for v in by_pair.values()}) == 3
 
 
-@pytest.mark.slow
 def test_identical_games_between_deterministic_engines_are_pointed_out(tmp_path: Path) -> None:
     first = ROOT / "tests" / "engines" / "firstcell.py"
     engines = [
@@ -316,7 +312,6 @@ def test_a_file_without_openings_opens_each_pair_with_a_random_stone(tmp_path: P
     assert len({r["moves"][0] for r in records}) == 2  # one stone per pair, two pairs
 
 
-@pytest.mark.slow
 def test_a_store_started_from_the_empty_board_resumes_as_it_was_started(tmp_path: Path) -> None:
     # A store written when a file without random_openings meant the empty board: the
     # same file resumes it (no refusal), and its new games are of the same kind.
@@ -577,7 +572,6 @@ def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
 
 # Slow: a second run refused by the lock is also checked, with the lock file deleted, by
 # test_store_trust.py (test_deleting_the_lock_file_lets_no_second_run_in).
-@pytest.mark.slow
 def test_second_run_on_the_same_store_is_refused(tmp_path: Path) -> None:
     slow = [bot("a", "slow", "--ms", "50"), bot("b", "slow", "--ms", "50")]
     t = write_tournament(tmp_path, BASIC.replace("rounds = 1", "rounds = 5"), slow)
@@ -658,7 +652,6 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
     assert done.stderr.count("Started game") == total - len(finished_before)
 
 
-@pytest.mark.slow
 def test_export_never_overwrites_the_tournament_or_its_store(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
     assert arbiter("tournament", "run", str(t), "-q").returncode == 0
@@ -763,7 +756,6 @@ def test_hostile_inputs_to_ratings_and_sprt_are_one_line(tmp_path: Path) -> None
     assert done.returncode == 2 and "NUL" in done.stderr and "name" in done.stderr
 
 
-@pytest.mark.slow
 def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path: Path) -> None:
     fixed = tmp_path / "fixed"  # the engine starts once this file exists
     script = f'[ -e {fixed} ] || {{ echo "no weights" >&2; exit 3; }}; exec "$0" "$@"'
@@ -798,7 +790,6 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
     assert '"leave-out"' in done.stderr
 
 
-@pytest.mark.slow  # the fast run leaves one engine out and plays its games later
 def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> None:
     script = 'echo "no weights" >&2; exit 3'
     broken = (
@@ -860,7 +851,6 @@ def _gauntlet_with_tests(tmp_path: Path) -> Path:
     return write_tournament(tmp_path, header, engines)
 
 
-@pytest.mark.slow  # the fast run's tournament test is the decided test staying decided
 def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
     done = arbiter("tournament", "run", str(t), "-q")
@@ -903,7 +893,6 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
     assert changed.returncode == 2 and "sprt" in changed.stderr and "--fresh" in changed.stderr
 
 
-@pytest.mark.slow  # a kill -9 and resume of a tournament stays in the default run
 def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
     proc = subprocess.Popen(
@@ -987,7 +976,6 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored
 
 
-@pytest.mark.slow
 def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Path) -> None:
     header = BASIC + "\nsprt = { elo0 = 0, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
@@ -1110,7 +1098,6 @@ def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
     assert points == pairs_per_round * rounds + (engines % 2) * rounds
 
 
-@pytest.mark.slow  # test_swiss.py covers byes; the fast run keeps the kill -9 case
 def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path: Path) -> None:
     t = swiss_file(tmp_path, 3, 2)
     done = arbiter("tournament", "run", str(t), "-q")
@@ -1156,7 +1143,6 @@ def started_games(
     return started
 
 
-@pytest.mark.slow  # test_adaptive.py covers the schedule in-process
 def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_strongest_first(
     tmp_path: Path,
 ) -> None:

@@ -35,7 +35,7 @@ FLAGS = {
 }
 
 
-def arbiter(*args: str) -> subprocess.Popen[str]:
+def start_arbiter(*args: str) -> subprocess.Popen[str]:
     """Start the CLI from the project root, where the bundled engines file is found."""
     return subprocess.Popen(
         [sys.executable, "-m", "arbiter", *args],
@@ -52,7 +52,7 @@ def run_all(jobs: list[tuple[str, list[str]]], at_once: int = 2) -> None:
     pending = list(jobs)
     while pending:
         batch, pending = pending[:at_once], pending[at_once:]
-        started = [(tag, arbiter(*args)) for tag, args in batch]
+        started = [(tag, start_arbiter(*args)) for tag, args in batch]
         try:
             for tag, proc in started:
                 _, err = proc.communicate(timeout=120)

@@ -3,29 +3,14 @@ same player, clock rules and deadlines the referee uses; each failure's words an
 
 from __future__ import annotations
 
-import sys
-import textwrap
-
 import pytest
 import trio
-from paths import BOTS as SKELETON_DIR
+from inline import inline_engine
 
 from arbiter.check import Checker, CheckResult
 from arbiter.engines.process import EngineSpec
 from arbiter.rules import Game, Variant
 from arbiter.rules.clock import TimeControl
-
-_PRELUDE = f"""
-import sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, {str(SKELETON_DIR)!r})
-import skeleton as sk
-"""
-
-
-def inline_engine(name: str, body: str) -> EngineSpec:
-    return EngineSpec((sys.executable, "-c", _PRELUDE + textwrap.dedent(body)), name=name)
-
 
 # Answers everything but `play`, which it never answers: its board is stuck, not its move.
 STALLS_ON_PLAY = """

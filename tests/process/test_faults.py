@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import signal
 import sys
-import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from paths import BADBOT, TESTS
+from inline import inline_engine
+from paths import BADBOT
 from processes import running
 
 from arbiter.engines.player import Player
@@ -35,8 +35,6 @@ from arbiter.rules.clock import TimeControl
 from arbiter.runs.match import Match, MatchConfig
 from arbiter.runs.run import Unheard
 from arbiter.runs.schedule import ScheduledGame
-
-SKELETON_DIR = TESTS.parent / "arbiter" / "bots"
 
 DEADLINES = Deadlines(handshake=5.0, command=1.0, quit=0.5, term=0.5)
 FAST = RefereeConfig(margin=0.1, grace=0.3)
@@ -60,19 +58,6 @@ def good(name: str = GOOD) -> EngineSpec:
 
 
 # Engines badbot cannot imitate, a few lines on top of the protocol skeleton each.
-_PRELUDE = f"""
-import os, sys, time
-sys.dont_write_bytecode = True
-sys.path.insert(0, {str(SKELETON_DIR)!r})
-import skeleton as sk
-"""
-
-
-def inline_engine(name: str, body: str) -> EngineSpec:
-    source = _PRELUDE + textwrap.dedent(body)
-    return EngineSpec((sys.executable, "-c", source), name=name)
-
-
 NO_ISLANDS = """
 sk.COMMAND_NAMES = [c for c in sk.COMMAND_NAMES if c != "atoll-islands"]
 sys.exit(sk.Bot().run())

@@ -215,7 +215,7 @@ def test_the_store_keeps_a_game_once_and_aggregates_in_sql(tmp_path: Path) -> No
         counts = {(r.seat1, r.seat2): (r.seat1_wins, r.seat2_wins) for r in store.counts()}
         assert counts == {("a", "b"): (1, 0), ("b", "a"): (0, 1)}
         assert store.faults() == [("b", "time", 1)]
-        assert store.pair_games() == [(("a", "b"), ("a", "b"), 1)]
+        assert store.stored_pairs() == [(("a", "b"), ("a", "b"), 1)]
         [engine] = [e for e in store.engines() if e["name"] == "a"]
         assert len(engine["reply_name"]) == 4096  # capped
         tally = Tally.from_store(store)

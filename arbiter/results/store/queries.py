@@ -239,7 +239,7 @@ class StoreQueries(CheckedStore):
         )
         return int(rows[0][0])
 
-    def pair_games(self) -> list[tuple[tuple[str, str], tuple[str, str], int]]:
+    def stored_pairs(self) -> list[tuple[tuple[str, str], tuple[str, str], int]]:
         """The results (winner, loser) of the two games of each stored pair, with how many
         pairs ended so, for `PairTally.add_stored`, which decides what is a pair and
         counts it: a pair key's games are taken two by two in the order they were
