@@ -16,7 +16,13 @@ from .output import emit, handle_errors, say, warn, write_whole
 from .sources import results_file
 
 
-@click.group("openings")
+@click.group(
+    "openings",
+    epilog=examples(
+        "arbiter openings swapmap tournaments/demo.toml",
+        "arbiter openings balanced games.sqlite --band 0.45..0.55 -o even.txt",
+    ),
+)
 def openings() -> None:
     """The pie rule measured: which first stones are fair, and who swaps right."""
 
@@ -24,7 +30,6 @@ def openings() -> None:
 @openings.command(
     "swapmap",
     epilog=examples(
-        "arbiter openings swapmap tournaments/demo.toml",
         "arbiter openings swapmap a.sqlite b.jsonl --json",
         "arbiter openings swapmap games.sqlite --variant hex/7 --svg hex7.svg",
     ),

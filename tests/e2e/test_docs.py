@@ -198,7 +198,7 @@ def test_the_sandbox_page_names_the_engine_user_as_its_passwd_does() -> None:
 def test_the_readme_and_the_home_page_list_the_same_slow_tests() -> None:
     def slow_list(path: Path) -> str:
         text = _words(path.read_text(encoding="utf-8"))
-        found = re.search(r"The slow end-to-end tests \(.*?\) carry the `slow` marker", text)
+        found = re.search(r"The rest of `tests/e2e/` .*?\) carry the `slow` marker", text)
         assert found, f"{path}: no list of the slow tests"
         return found[0]
 
