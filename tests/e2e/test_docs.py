@@ -221,6 +221,7 @@ def test_recorded_seeds_stay_within_what_json_readers_read_exactly() -> None:
     assert "2^53" in (ROOT / "docs" / "records.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # builds the whole site and opens it in Chromium
 def test_the_site_builds_strictly_and_no_code_block_is_cut_off(tmp_path: Path) -> None:
     site = tmp_path / "site"
     built = subprocess.run(
