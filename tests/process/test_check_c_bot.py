@@ -53,6 +53,7 @@ def bots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("c-bots")
 
 
+@pytest.mark.slow  # builds the C engine and checks it; the Python bots are checked by default
 def test_the_example_c_engine_passes_and_takes_every_win(bots: Path) -> None:
     code, results = check(build(bots, None))
     assert code == 0, [r for r in results.values() if not r["passed"]]
