@@ -35,12 +35,7 @@ def openings() -> None:
     ),
 )
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option(
-    "--variant",
-    default=None,
-    metavar="BOARD",
-    help="Only this board, as the map names it (atoll-8/11, hex/11).",
-)
+@options.board_filter()
 @click.option(
     "--svg",
     "svg",
@@ -140,7 +135,7 @@ def _maps(sources: tuple[str, ...], variant: str | None, strict: bool) -> tuple[
     type=click.Path(dir_okay=False),
     help="The openings file to write (a tournament's `openings` key reads it).",
 )
-@click.option("--variant", default=None, metavar="BOARD", help="Only this board (hex/11, ...).")
+@options.board_filter()
 @options.strict_records()
 @handle_errors
 def balanced(

@@ -117,6 +117,12 @@ sandbox = _shared(
     is_flag=True,
     help="Run both engines under bubblewrap (see the guide on untrusted bots).",
 )
+board_filter = _shared(
+    "--variant",
+    default=None,
+    metavar="BOARD",
+    help="Only this board, as the map names it (atoll-8/11, hex/11).",
+)
 transcripts = _shared(
     "--transcripts",
     "transcripts_dir",

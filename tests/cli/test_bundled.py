@@ -128,7 +128,7 @@ async def test_a_bundled_bot_runs_with_this_machines_interpreter_and_bots() -> N
             assert engine.info.name == "random" and engine.process.returncode is None
 
 
-@pytest.mark.slow  # a bot built on the skeleton passes `check` in the default run (test_check_mistakes)
+@pytest.mark.slow  # a bot built on the skeleton passes `check` by default (test_check_mistakes)
 def test_new_bot_writes_a_named_executable_skeleton_that_passes_check(tmp_path: Path) -> None:
     done = invoke("new", "bot", "my_bot.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

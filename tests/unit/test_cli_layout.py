@@ -11,6 +11,7 @@ PACKAGE = ROOT / "arbiter"
 CLI = PACKAGE / "cli"
 # Options that more than one command takes: declared in options.py alone.
 SHARED = {
+    "--variant",
     "--engines",
     "--json",
     "--quiet",
