@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.errors import ConfigError
+from arbiter.results.gathered import watch_damage
 from arbiter.results.store import Store
-from arbiter.views.status import watch_damage
 
 from .output import emit, say, warn
 

@@ -12,8 +12,33 @@ from collections.abc import Callable, Mapping, Sequence
 
 from arbiter.errors import ConfigError
 from arbiter.results.ratings import DEFAULT_PRIOR
+from arbiter.results.records import BadLine
 from arbiter.results.standings import Games, Identities, Standings, gather, standings
-from arbiter.results.store import READ_HINT, Damage
+from arbiter.results.store import READ_HINT, Damage, Store
+
+DUPLICATES = "{} games appeared in more than one source and were counted once."
+
+
+def skip_or_refuse(problem: Damage | BadLine, strict: bool, warn: Callable[[str], None]) -> None:
+    """A damaged store row or a records line that is not a record, as every reader of
+    results treats it: a `skipped` line to `warn`, or (`strict`) a refusal that says how
+    to mend it."""
+    if strict:
+        raise ConfigError(
+            str(problem),
+            hint=READ_HINT
+            if isinstance(problem, Damage)
+            else "fix or remove the line, or leave out --strict",
+        )
+    warn(f"skipped {problem}")
+
+
+def watch_damage(store: Store, strict: bool, warn: Callable[[str], None]) -> None:
+    """A reader's damaged store rows: each skipped or refused (`skip_or_refuse`); so are
+    those found later, as the records they are in are read."""
+    for damage in store.damage:
+        skip_or_refuse(damage, strict, warn)
+    store.on_damage = lambda damage: skip_or_refuse(damage, strict, warn)
 
 
 def gathered_standings(
@@ -35,16 +60,9 @@ def gathered_standings(
     identities = Identities(split or ())
     tally, bad, met = gather(list(stores), keep, identities, labels=list(labels))
     if tally.duplicates:
-        warn(f"{tally.duplicates} games appeared in more than one source and were counted once.")
+        warn(DUPLICATES.format(tally.duplicates))
     for line in bad:
-        if strict:
-            raise ConfigError(
-                str(line),
-                hint=READ_HINT
-                if isinstance(line, Damage)
-                else "fix or remove the line, or leave out --strict",
-            )
-        warn(f"skipped {line}")
+        skip_or_refuse(line, strict, warn)
     if not tally.games:
         raise ConfigError(
             "no rated games in " + ", ".join(labels),

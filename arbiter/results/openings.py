@@ -105,8 +105,9 @@ def read_sources(
     """The decisions of stores and records files combined, each play of a game once (as
     `ratings` counts them): a damaged store row or a bad records line is skipped with a
     line to `warn`, or refused with `strict`. ConfigError when nothing counts."""
+    from arbiter.results.gathered import DUPLICATES, skip_or_refuse, watch_damage
     from arbiter.results.standings import play_key, source_kind
-    from arbiter.results.store import READ_HINT, Store
+    from arbiter.results.store import Store
 
     seen: set[int] = set()
     duplicates = 0
@@ -121,26 +122,20 @@ def read_sources(
             seen.add(key)
             yield record
 
-    def complain(line: object, hint: str) -> None:
-        if strict:
-            raise ConfigError(str(line), hint=hint)
-        warn(f"skipped {line}")
-
     found = Reading([], {})
     for path in paths:
         if source_kind(path) == "store":
             with Store.open_read(path) as store:
+                watch_damage(store, strict, warn)
                 stored = (GameRecord.from_json(data) for data, void in store.records() if not void)
                 _add(found, decisions(fresh(stored)))
-                for damage in store.damage:
-                    complain(damage, READ_HINT)
             continue
         bad: list[BadLine] = []
         _add(found, decisions(fresh(read_records(path, bad))))
         for line in bad:
-            complain(line, "fix or remove the line, or leave out --strict")
+            skip_or_refuse(line, strict, warn)
     if duplicates:
-        warn(f"{duplicates} games appeared in more than one source and were counted once.")
+        warn(DUPLICATES.format(duplicates))
     if not found.decisions:
         left = ", ".join(f"{n} {why}" for why, n in sorted(found.left_out.items()))
         raise ConfigError(

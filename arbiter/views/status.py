@@ -13,27 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arbiter.errors import ConfigError
 from arbiter.results.ratings import DEFAULT_PRIOR
 from arbiter.results.score import Saving, empty_cells
 from arbiter.results.standings import Standings, Tally, by_host, standings
-from arbiter.results.store import READ_HINT, Store
+from arbiter.results.store import Store
 from arbiter.rules import Variant
 from arbiter.views.standings_text import host_heading, host_json, table, to_json
-
-
-def watch_damage(store: Store, strict: bool, warn: Callable[[str], None]) -> None:
-    """A reader's damaged store rows: each skipped with a line to `warn`, or refused
-    (`strict`); so are those found later, as the records they are in are read."""
-
-    def found(damage: Any) -> None:
-        if strict:
-            raise ConfigError(str(damage), hint=READ_HINT)
-        warn(f"skipped {damage}")
-
-    for damage in store.damage:
-        found(damage)
-    store.on_damage = found
 
 
 def unneeded(t: Any, games: int) -> str:
