@@ -28,7 +28,7 @@ from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines.config import check_name
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
-from arbiter.games.adjudication import ADJUDICATE_HELP, Adjudication
+from arbiter.games.adjudication import Adjudication, adjudicate_key
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
 from arbiter.rules.clock import TC_HELP, TimeControl
@@ -49,13 +49,7 @@ ARENA = Keys(
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
-    Key(
-        "adjudicate",
-        str,
-        ADJUDICATE_HELP.replace("GUIDE", "."),
-        default="off",
-        choices=tuple(a.value for a in Adjudication),
-    ),
+    adjudicate_key("."),
     Key(
         "margin",
         float,

@@ -21,15 +21,16 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from arbiter.definitions import Key
 from arbiter.rules import Color, Game
 from arbiter.rules.proof import Level, Proof, find_proof
 
 __all__ = [
-    "ADJUDICATE_HELP",
     "HSEARCH_EVERY",
     "HSEARCH_FROM",
     "Adjudication",
     "Adjudicator",
+    "adjudicate_key",
     "proof_json",
     "stored_adjudication",
 ]
@@ -48,11 +49,17 @@ class Adjudication(StrEnum):
         return self.value
 
 
-# The one line of help of the `adjudicate` key (GUIDE: the guide's folder).
-ADJUDICATE_HELP = (
-    '"proven": a game ends when one side has a proven connection'
-    ' ([Adjudication](GUIDE/adjudication.md)); "off": every game is played out'
-)
+def adjudicate_key(guide: str) -> Key:
+    """The `adjudicate` key, as tournament and arena files declare it (`guide`: the
+    guide's folder, relative to the reference page that lists the key)."""
+    return Key(
+        "adjudicate",
+        str,
+        '"proven": a game ends when one side has a proven connection'
+        f' ([Adjudication]({guide}/adjudication.md)); "off": every game is played out',
+        default=Adjudication.OFF.value,
+        choices=tuple(a.value for a in Adjudication),
+    )
 
 
 def stored_adjudication(conditions: Mapping[str, Any]) -> dict[str, Any]:

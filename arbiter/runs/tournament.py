@@ -29,7 +29,7 @@ from arbiter.engines.process import EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, WarmBudget
-from arbiter.games.adjudication import ADJUDICATE_HELP, Adjudication
+from arbiter.games.adjudication import Adjudication, adjudicate_key
 from arbiter.results.sprt import test_from
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
@@ -166,13 +166,7 @@ TOURNAMENT = Keys(
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
-    Key(
-        "adjudicate",
-        str,
-        ADJUDICATE_HELP.replace("GUIDE", _GUIDE),
-        default="off",
-        choices=tuple(a.value for a in Adjudication),
-    ),
+    adjudicate_key(_GUIDE),
     Key("openings", str, f"a file of openings, one a line (see [Openings]({_GUIDE}/openings.md))"),
     Key(
         "random_openings",
