@@ -238,12 +238,23 @@ class Link:
         if self.dead is not None:
             return
         self.dead = why
-        self.disconnect = disconnect
+        # A connection that was down when the session ended (the referee kills the engine
+        # of a turn whose deadline passed, the client's own close may come first) is the
+        # cause of whatever fault the turn ends with: its verdict is `disconnect`.
+        down = self.disconnected_at
+        self.disconnect = disconnect or down is not None
+        if disconnect:
+            self.disconnect_reason = why
+        elif down is not None:
+            self.disconnect_reason = (
+                f"its connection dropped {trio.current_time() - down:.1f} s before and was not back"
+            )
         self.died.set()
         self._lot.unpark_all()
         self._on_dead(self)
 
-    disconnect = False  # the session ended because its connection did not come back
+    disconnect = False  # the session ended while its connection was down
+    disconnect_reason = ""
 
     async def close(self, code: int, reason: str) -> None:
         ws, self.ws = self.ws, None
@@ -318,11 +329,8 @@ class RemotePlayer(Player):
         link = self.link
         if link.disconnect or (link.dead is None and not link.connected):
             fault.kind = Termination.DISCONNECT
-            fault.detail = (
-                f"{fault.detail}; {link.dead}"
-                if link.dead
-                else f"{fault.detail}; its connection was down"
-            )
+            why = link.disconnect_reason if link.disconnect else "its connection was down"
+            fault.detail = f"{fault.detail}; {why}"
         return fault
 
     async def turn(self, *args: Any, **kwargs: Any) -> Any:

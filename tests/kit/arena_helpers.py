@@ -30,13 +30,14 @@ def arena_file(
     extra: str = "",
     engines: str = 'engines = ["random"]\nanchors = { random = 0 }',
     port: int = 0,
+    tc: str = "10+0.1",
 ) -> Path:
     entries = "".join(
         f'\n[[player]]\nname = "{n}"\ntoken_hash = "{hash_token(TOKENS[n])}"\n' for n in players
     )
     path = folder / "arena.toml"
     path.write_text(
-        f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "10+0.1"\n'
+        f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "{tc}"\n'
         f"size = 7\n{engines}\n{extra}\n{entries}"
     )
     return path
