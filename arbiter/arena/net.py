@@ -16,6 +16,7 @@ import contextlib
 import ipaddress
 import logging
 import secrets
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -43,6 +44,7 @@ from arbiter.engines.remote import (
     RemoteHost,
     RemotePlayer,
     control,
+    no_measure,
     parse_control,
 )
 from arbiter.errors import ArbiterError, ConfigError, EngineError
@@ -67,6 +69,7 @@ class Request:
     target: str
     headers: dict[str, str]
     address: str
+    proxied: bool = False  # forwarded by a trusted proxy: the connection is the proxy's
 
 
 class Respond:
@@ -278,7 +281,7 @@ class Server:
             if not self.gate.forwarded(client):
                 return
             try:
-                request = Request(event.method.decode("latin-1"), target, headers, client)
+                request = Request(event.method.decode("latin-1"), target, headers, client, True)
                 await self._route(stream, conn, raw, request)
             finally:
                 self.gate.forwarded_left(client)
@@ -291,7 +294,9 @@ class Server:
     ) -> None:
         headers, target = request.headers, request.target
         if headers.get("upgrade", "").lower() == "websocket":
-            await self._websocket(_Replay(bytes(raw), stream), request)
+            # Behind a proxy the kernel measures the way to the proxy, not to the client.
+            rtt = no_measure if request.proxied else kernel_rtt(stream.socket)
+            await self._websocket(_Replay(bytes(raw), stream), request, rtt)
             return
         respond = Respond(stream, conn)
         path = target.split("?", 1)[0]
@@ -316,7 +321,9 @@ class Server:
 
     # ------------------------------------------------------------------ engines
 
-    async def _websocket(self, stream: _Replay, request: Request) -> None:
+    async def _websocket(
+        self, stream: _Replay, request: Request, rtt: Callable[[], float | None]
+    ) -> None:
         async with trio.open_nursery() as nursery:
             # The library's reader runs in `nursery` until the connection ends: every
             # way out cancels it, or a refused upgrade would hold its connection open.
@@ -336,7 +343,7 @@ class Server:
             protocol = PROTOCOL if PROTOCOL in ws_request.proposed_subprotocols else None
             ws = await ws_request.accept(subprotocol=protocol)
             try:
-                await self._engine(ws, request.address)
+                await self._engine(ws, request.address, rtt)
             finally:
                 with trio.move_on_after(2):
                     await ws.aclose()
@@ -347,7 +354,9 @@ class Server:
             await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])
 
-    async def _engine(self, ws: WebSocketConnection, address: str) -> None:
+    async def _engine(
+        self, ws: WebSocketConnection, address: str, rtt: Callable[[], float | None]
+    ) -> None:
         a = self.arena
         if not self.gate.login_allowed(address):
             await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
@@ -379,7 +388,7 @@ class Server:
             welcome = control(
                 "welcome", session=link.session_id, resume=True, received=link.received
             )
-            if await link.attach(ws, address, received, welcome):
+            if await link.attach(ws, address, received, welcome, rtt):
                 await self._pump(ws, link)
                 return
         if link is not None:  # its own session, which cannot go on: it starts afresh
@@ -399,7 +408,7 @@ class Server:
                 return
             waiting[0].kill("its client logged in again without resuming", disconnect=True)
             links.remove(waiting[0])
-        await self._new_session(ws, address, name, entry, login)
+        await self._new_session(ws, address, name, entry, login, rtt)
 
     def _authenticate(self, name: str, token: str) -> str | None:
         """Why this login is refused, or None. One message for a wrong name or token
@@ -436,6 +445,7 @@ class Server:
         name: str,
         entry: PlayerEntry,
         login: dict[str, Any],
+        rtt: Callable[[], float | None],
     ) -> None:
         a = self.arena
         try:
@@ -460,7 +470,11 @@ class Server:
         )
         self.links.setdefault(name, []).append(link)
         await link.attach(
-            ws, address, 0, control("welcome", session=link.session_id, resume=False, received=0)
+            ws,
+            address,
+            0,
+            control("welcome", session=link.session_id, resume=False, received=0),
+            rtt,
         )
         session = EngineSession(link, link, name)
         async with trio.open_nursery() as nursery:
@@ -557,6 +571,32 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
+
+
+_TCP_INFO_RTT = 68  # offset of tcpi_rtt (microseconds) in Linux's struct tcp_info
+
+
+def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:
+    """A reader of the smoothed round trip that the kernel's TCP stack measures on
+    `sock`, in seconds (None where the system does not say: not Linux). The client's
+    network stack sends the ACKs it is measured by, so no program the client runs can
+    make it longer, as it can delay a pong."""
+    import socket as std
+
+    option = getattr(std, "TCP_INFO", None)
+    if option is None:
+        return no_measure
+
+    def read() -> float | None:
+        try:
+            info = sock.getsockopt(std.IPPROTO_TCP, option, 104)
+        except OSError:
+            return None
+        if len(info) < _TCP_INFO_RTT + 4:
+            return None
+        return int.from_bytes(info[_TCP_INFO_RTT : _TCP_INFO_RTT + 4], sys.byteorder) / 1e6
+
+    return read
 
 
 def open_file_limit(wanted: int) -> int:

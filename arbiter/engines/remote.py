@@ -98,16 +98,29 @@ def parse_control(text: str) -> dict[str, Any]:
     return data
 
 
+def no_measure() -> float | None:
+    return None
+
+
 @dataclass
 class LinkStats:
-    """What the server measured of a link's network: ping round trips (seconds)."""
+    """What the server measured of a link's network, in seconds: the round trips of its
+    pings, and `kernel`, the round trip the server's own TCP stack measures on the
+    connection (None where it cannot be read: not Linux, or a proxy's connection)."""
 
     rtts: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+    kernel: Callable[[], float | None] = no_measure
 
     def network_time(self) -> float:
-        """The round trip a move's wait is taken to include: the largest of the last
-        few pings, so that a move made while the network is slow is not overcharged."""
-        return max(self.rtts) if self.rtts else 0.0
+        """The round trip a move's wait is taken to include, as the client cannot make it
+        longer: a pong is the client's to delay, so a ping counts for no more than the
+        quickest of the last few, nor for more than the kernel's own estimate (its ACKs
+        come from the client's network stack, not from a program the client runs)."""
+        measured = [min(self.rtts)] if self.rtts else []
+        kernel = self.kernel()
+        if kernel is not None:
+            measured.append(kernel)
+        return min(measured, default=0.0)
 
 
 class Link:
@@ -189,10 +202,16 @@ class Link:
         self.kill(f"the engine exited on the client's machine: {exit_status(code)}")
 
     async def attach(
-        self, ws: WebSocketConnection, address: str, peer_received: int, greeting: str
+        self,
+        ws: WebSocketConnection,
+        address: str,
+        peer_received: int,
+        greeting: str,
+        rtt: Callable[[], float | None] = no_measure,
     ) -> bool:
         """Take a (re)connection: send `greeting` (the welcome), then what the client has
-        not received. False if that is no longer kept: the session cannot go on."""
+        not received. False if that is no longer kept: the session cannot go on. `rtt`
+        reads the kernel's round-trip estimate of the connection (`LinkStats`)."""
         if self.dead is not None:
             return False
         async with self._send_lock:
@@ -200,6 +219,8 @@ class Link:
             if missing is None:
                 return False
             self.ws, self.address = ws, address
+            self.stats.rtts.clear()  # the pings measured the connection before
+            self.stats.kernel = rtt
             self.replaced.set()  # the connection before, if any, speaks for it no more
             self.replaced = trio.Event()
             self.disconnected_at = None

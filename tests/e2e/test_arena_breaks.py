@@ -3,12 +3,23 @@ failed on the arena before its fix."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from arena_attack import FakeEngine, arena_in_process, drop, login, open_ws
+from arena_helpers import TOKENS
+from paths import BADBOT
+from trio_websocket import WebSocketConnection
+
+from arbiter.arena.client import Client
+from arbiter.cli.options import known_engines
+from arbiter.engines.config import resolve_engine
+
+ALLOWANCE = "latency_allowance = 0.25"
 
 
 class Games:
@@ -68,3 +79,44 @@ async def test_a_connection_dropped_while_on_move_is_a_disconnect(
     assert game["termination"] == "disconnect", game
     assert game["winner"] == "random"
     assert "connection" in game["reason"], game
+
+
+@pytest.mark.smoke
+async def test_a_client_that_delays_its_pongs_gains_no_thinking_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alice's client (the real one, in this process) answers every ping 200 ms late;
+    its engine thinks 100 ms a move. The allowance was the pings' round trip: nearly all
+    of each move's thinking was free. The server's own measurement (the kernel's round
+    trip, on this machine well under a millisecond) leaves it charged."""
+
+    async def late_pong(self: Any, event: Any) -> None:
+        async def later() -> None:
+            await trio.sleep(0.2)
+            with contextlib.suppress(Exception):  # the connection may have ended meanwhile
+                await self._send(event.response())
+
+        trio.lowlevel.spawn_system_task(later)
+
+    # Only the client receives pings: the server's connections send them.
+    monkeypatch.setattr(WebSocketConnection, "_handle_ping_event", late_pong)
+    spec = resolve_engine(f"slow={sys.executable} {BADBOT} slow --ms 100", known_engines(None))
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=("alice",), extra=ALLOWANCE) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        games = Games(arena.server.hall)
+        url = f"ws://127.0.0.1:{arena.port}/engine"
+        nursery.start_soon(Client(url, "alice", TOKENS["alice"], spec, lambda line: None).run)
+        game = (await games.first())[0]
+        ((_, record),) = arena.server.hall.store.recent_games(1, None)
+        nursery.cancel_scope.cancel()
+    assert record.game_id == game["game"] and record.plies > 2
+    opening = record.opening
+    movers = [record.seat1 if ply % 2 == 0 else record.seat2 for ply in range(record.plies)]
+    free = [
+        a
+        for m, a in zip(movers[opening:], record.allowance_ms[opening:], strict=True)
+        if m == "alice"
+    ]
+    assert free and max(free) < 50, free
