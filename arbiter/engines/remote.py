@@ -13,9 +13,9 @@ link whose connection does not come back in time is dead, and the game it was in
 lost by `disconnect`.
 
 The server's clock is the truth: per move, network time up to the arena's
-`latency_allowance` is not charged, measured as the round trip of the WebSocket pings
-the server sends (the client answers them in its network stack, not through its
-engine); what the client reports about its engine's time is recorded, never trusted.
+`latency_allowance` is not charged, measured so that the client cannot make it longer
+(`LinkStats`: the kernel's TCP round trip and the quickest recent ping); what the
+client reports about its engine's time is recorded, never trusted.
 """
 
 from __future__ import annotations
