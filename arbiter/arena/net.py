@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import math
 import secrets
 import sys
 import time
@@ -143,8 +144,36 @@ class _Replay(trio.abc.Stream):
         await self._stream.aclose()
 
 
+class Buckets:
+    """Token buckets, one per key (an address, a session): each fills at `rate` tokens a
+    second up to `burst`, and every request takes one. The oldest keys are forgotten
+    past `most` (a flood of addresses), which can only make a limit kinder."""
+
+    def __init__(self, rate: float, burst: float, most: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = max(1.0, burst)
+        self.most = most
+        self._level: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+
+    def take(self, key: str) -> float:
+        """0 if `key` may go ahead now (a token is taken), else the seconds until it may."""
+        now = time.monotonic()
+        tokens, then = self._level.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            self._level[key] = (tokens - 1.0, now)
+            if len(self._level) > self.most:
+                self._level.pop(next(iter(self._level)))
+            return 0.0
+        self._level[key] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+    def forget(self, key: str) -> None:
+        self._level.pop(key, None)
+
+
 class Gate:
-    """Connection and login limits per address (module docstring)."""
+    """Connection, login and request limits per address (module docstring)."""
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
@@ -152,7 +181,10 @@ class Gate:
         self.open: Counter[str] = Counter()
         self.total = 0
         self.refused = 0
+        self.limited = 0  # requests answered 429
         self._logins: dict[str, deque[float]] = {}
+        rate = arena.requests_per_minute
+        self.requests = Buckets(rate / 60.0, rate / 4.0)
 
     def enter(self, address: str) -> bool:
         """Count a new connection from `address`; False when over a limit. A trusted
@@ -219,6 +251,8 @@ class Server:
         self.registered = registered  # open registration: name -> token hash
         self.register = register
         self.links: dict[str, list[Link]] = {}  # each name's live sessions
+        rate = arena.messages_per_second
+        self.messages = Buckets(rate, 2.0 * rate)  # per session: control messages
         self.open_files = 0  # the open-file limit, once listening
 
     async def serve(
@@ -301,7 +335,18 @@ class Server:
         respond = Respond(stream, conn)
         path = target.split("?", 1)[0]
         route = self.routes.get(path)
-        if request.method not in ("GET", "HEAD"):
+        wait = self.gate.requests.take(request.address)
+        if wait:
+            # Pages, the API and events alike: whatever an address asks for, it cannot
+            # ask so often that answering takes the games' time.
+            self.gate.limited += 1
+            await respond.whole(
+                429,
+                b"too many requests from this address; wait as Retry-After says\n",
+                "text/plain; charset=utf-8",
+                (("retry-after", str(math.ceil(wait))),),
+            )
+        elif request.method not in ("GET", "HEAD"):
             await respond.whole(405, b"only GET\n", "text/plain; charset=utf-8")
         elif route is None:
             await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
@@ -514,7 +559,10 @@ class Server:
                     if link.ws is not ws:
                         break
                     if isinstance(message, bytes):
-                        link.engine_wrote(message)
+                        link.engine_wrote(message)  # bytes: capped by MAX_UNREAD
+                        continue
+                    if self.messages.take(link.session_id):
+                        link.dropped += 1  # over the limit: not even parsed
                         continue
                     try:
                         data = parse_control(message)

@@ -23,7 +23,7 @@ import trio
 
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
-from arbiter.arena.net import Request, Respond, Route
+from arbiter.arena.net import Buckets, Request, Respond, Route
 from arbiter.results.store import Store
 
 if TYPE_CHECKING:
@@ -39,6 +39,9 @@ MAX_SUBSCRIBERS = 1000
 HEARTBEAT = 15.0
 PACE = 0.25  # seconds between writes to one page: its events are gathered meanwhile
 PAGE_LIMIT = 200  # games per page of /api/games
+CACHE_SECONDS = 0.25  # an API answer is made at most this often, whoever asks
+CACHED_MOST = 1024  # answers kept (one per query)
+STORE_READS = 8.0  # uncached reads of the store a second, from all pages together
 
 
 class Broadcast:
@@ -126,6 +129,24 @@ class Site:
         self._report_at = -1
         self._report_time = -REPORT_EVERY
         self._lock = trio.Lock()
+        self._cache: dict[str, tuple[float, bytes]] = {}
+        self._store_reads = Buckets(STORE_READS, STORE_READS)
+        self._page: bytes | None = None
+
+    def cached(self, key: str) -> bytes | None:
+        """The answer to `key` made in the last `CACHE_SECONDS`, if any: however many
+        pages ask, the loop that plays the games makes each answer a few times a second
+        at most."""
+        hit = self._cache.get(key)
+        if hit is not None and trio.current_time() - hit[0] < CACHE_SECONDS:
+            return hit[1]
+        return None
+
+    def keep(self, key: str, body: bytes) -> bytes:
+        if len(self._cache) >= CACHED_MOST:
+            self._cache.clear()
+        self._cache[key] = (trio.current_time(), body)
+        return body
 
     def routes(self) -> dict[str, Route]:
         return {
@@ -168,7 +189,9 @@ class Site:
     async def page(self, request: Request, respond: Respond) -> None:
         from arbiter.views.html import arena_page
 
-        body = arena_page(self.arena.name).encode()
+        if self._page is None:
+            self._page = arena_page(self.arena.name).encode()
+        body = self._page
         await respond.whole(
             200,
             body,
@@ -197,10 +220,19 @@ class Site:
             problem = b'{"error":"limit is a whole number from 1; before, a game number"}'
             await respond.whole(400, problem, "application/json")
             return
-        rows = self.hall.store.recent_games(limit, before)
-        out = [game_summary(record, number) for number, record in rows]
-        data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
-        await respond.whole(200, json.dumps(data).encode(), "application/json")
+        key = f"games {limit} {before}"
+        body = self.cached(key)
+        if body is None:
+            wait = self._store_reads.take("")
+            if wait:  # pages that all ask for other games: the store is read as it can
+                retry = (("retry-after", str(max(1, round(wait)))),)
+                await respond.whole(503, b'{"error":"busy; try again"}', "application/json", retry)
+                return
+            rows = self.hall.store.recent_games(limit, before)
+            out = [game_summary(record, number) for number, record in rows]
+            data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
+            body = self.keep(key, json.dumps(data).encode())
+        await respond.whole(200, body, "application/json")
 
     def live_state(self) -> dict[str, Any]:
         return {
@@ -222,7 +254,8 @@ class Site:
         }
 
     async def live(self, request: Request, respond: Respond) -> None:
-        await respond.whole(200, json.dumps(self.live_state()).encode(), "application/json")
+        body = self.cached("live") or self.keep("live", json.dumps(self.live_state()).encode())
+        await respond.whole(200, body, "application/json")
 
     async def events(self, request: Request, respond: Respond) -> None:
         channel = self.broadcast.subscribe()
@@ -233,8 +266,8 @@ class Site:
             return
         async with channel:
             await respond.begin_stream("text/event-stream")
-            first = json.dumps(self.live_state(), separators=(",", ":"))
-            await respond.chunk(f"retry: 2000\nevent: state\ndata: {first}\n\n".encode())
+            first = self.cached("live") or self.keep("live", json.dumps(self.live_state()).encode())
+            await respond.chunk(b"retry: 2000\nevent: state\ndata: " + first + b"\n\n")
             while True:
                 with trio.move_on_after(HEARTBEAT) as quiet:
                     try:

@@ -149,6 +149,7 @@ class Link:
         self.dead: str | None = None  # why the session is over
         self.disconnected_at: float | None = None  # trio time the connection dropped
         self.drops = 0
+        self.dropped = 0  # control messages over the client's rate limit, ignored
         self._unread = bytearray()
         self._lot = trio.lowlevel.ParkingLot()
         self._send_lock = trio.Lock()
