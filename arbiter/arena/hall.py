@@ -172,6 +172,10 @@ class Hall:
         )
         self._registered.update(new)
 
+    def has_played(self, name: str) -> bool:
+        """Whether `name` has been paired in this arena (its store knows it)."""
+        return name in self._registered
+
     def seed_ratings(self, ratings: Mapping[str, float]) -> None:
         for name, elo in ratings.items():
             if name in self.participants:

@@ -30,6 +30,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_st
 
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.hall import Hall
+from arbiter.arena.names import Registry, lookalike
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
 from arbiter.engines.remote import (
@@ -241,15 +242,13 @@ class Server:
         arena: Arena,
         hall: Hall,
         routes: dict[str, Route],
-        registered: dict[str, str],
-        register: Callable[[str, str], None],
+        registry: Registry,
     ) -> None:
         self.arena = arena
         self.hall = hall
         self.routes = routes
         self.gate = Gate(arena)
-        self.registered = registered  # open registration: name -> token hash
-        self.register = register
+        self.registry = registry  # open registration's names
         self.links: dict[str, list[Link]] = {}  # each name's live sessions
         rate = arena.messages_per_second
         self.messages = Buckets(rate, 2.0 * rate)  # per session: control messages
@@ -464,7 +463,9 @@ class Server:
             return None if entry.accepts(token) else f"wrong token for {name}"
         if name in a.engines:
             return f"{name} is one of the arena's own engines; choose another name"
-        stored = self.registered.get(name)
+        if a.open_registration:
+            self.registry.expire(self._keeps)
+        stored = self.registry.get(name)
         if stored is not None:
             return None if PlayerEntry(name, stored).accepts(token) else f"wrong token for {name}"
         if not a.open_registration:
@@ -476,12 +477,17 @@ class Server:
             check_name(name, "name")
         except ConfigError as exc:
             return f"{name!r} cannot be a name: {exc.message}"
+        problem = lookalike(name, [*a.players, *a.engines, *self.registry.hashes])
+        if problem is not None:
+            return problem
         if len(token) < 16:
             return "choose a token of at least 16 characters (it registers the name)"
-        hashed = hash_token(token)
-        self.registered[name] = hashed
-        self.register(name, hashed)
+        self.registry.add(name, hash_token(token))
         return None
+
+    def _keeps(self, name: str) -> bool:
+        """Whether a registered name is in use: it has played, or is connected."""
+        return self.hall.has_played(name) or any(k.dead is None for k in self.links.get(name, []))
 
     async def _new_session(
         self,

@@ -24,7 +24,6 @@ import trio
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.net import Buckets, Request, Respond, Route
-from arbiter.results.store import Store
 
 if TYPE_CHECKING:
     from arbiter.results.standings import Games, Standings
@@ -305,13 +304,3 @@ class Site:
                 )
                 self._report, self._report_at, self._report_time = page.encode(), played, now
         await respond.whole(200, self._report, "text/html; charset=utf-8")
-
-
-def registered_players(store: Store) -> dict[str, str]:
-    """Names that registered themselves (open registration): name -> token hash."""
-    text = store.meta("arena_registered")
-    try:
-        data = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from arena_attack import FakeEngine, arena_in_process, drop, login, open_ws, raw_exchange
+import trio.testing
+from arena_attack import (
+    FakeEngine,
+    arena_in_process,
+    drop,
+    login,
+    open_ws,
+    raw_exchange,
+    until_closed,
+)
 from arena_helpers import TOKENS
 from paths import BADBOT
 from trio_websocket import WebSocketConnection
@@ -173,3 +183,98 @@ async def test_a_flood_of_requests_from_one_address_is_limited_while_play_goes_o
     assert limited and len(served) <= 15 + took + 1, (len(limited), len(served), took)
     assert all(b"retry-after: " in a.lower() for a in limited)
     assert len(reads) <= len(served)
+
+
+async def register(nursery: trio.Nursery, port: int, name: str, token: str) -> tuple[Any, str]:
+    """Log in as `name` under open registration: the first message, and the connection."""
+    ws = await open_ws(nursery, port)
+    await ws.send_message(login("alice", name=name, token=token))
+    return ws, json.loads(await ws.get_message())
+
+
+@pytest.mark.smoke
+async def test_look_alike_names_cannot_register_themselves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of these reads as alice's or is not what it looks like; all were accepted."""
+    refused = {
+        "alice ": "space",
+        " alice": "space",
+        "\u0430lice": "mixes scripts",  # a Cyrillic a
+        "\u0430\u04cf\u0456\u0441\u0435": "looks like 'alice'",  # all Cyrillic
+        "\uff41\uff4c\uff49\uff43\uff45": "plainer form",  # full-width
+        "ali\u0301ce": "plainer form",  # a combining accent
+        "alic\u0435\u0301": "combining mark",
+        "al\u200bice": "control character",  # a zero-width space (refused before)
+        "Alice": "looks like 'alice'",
+        "ALICE": "looks like 'alice'",
+    }
+    async with (
+        arena_in_process(
+            tmp_path, monkeypatch, players=("alice",), engines="", extra="open_registration = true"
+        ) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        for name, words in refused.items():
+            ws, reply = await register(nursery, arena.port, name, "t" * 20)
+            assert reply["type"] == "refused" and words in reply["reason"], (name, reply)
+            await until_closed(ws)
+        ws, reply = await register(nursery, arena.port, "Zoë", "t" * 20)
+        assert reply["type"] == "welcome", reply
+        await drop(ws)
+        ws, reply = await register(nursery, arena.port, "zoe\u0308", "u" * 20)
+        assert reply["type"] == "refused", reply
+        await until_closed(ws)
+
+
+@pytest.mark.smoke
+async def test_a_name_that_never_plays_is_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `registration_hours = 0` a registered name that has not played is free as
+    soon as it is not connected: another token registers it (it was kept for ever)."""
+    extra = "open_registration = true\nregistration_hours = 0"
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=(), engines="", extra=extra) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        ws, reply = await register(nursery, arena.port, "zed", "first-token-of-zed")
+        assert reply["type"] == "welcome", reply
+        # While it is connected the name is its own.
+        other, refused = await register(nursery, arena.port, "zed", "other-token-of-zed")
+        assert refused["type"] == "refused" and "wrong token" in refused["reason"]
+        await until_closed(other)
+        await drop(ws)
+        await trio.testing.wait_all_tasks_blocked()
+        other, reply = await register(nursery, arena.port, "zed", "other-token-of-zed")
+        assert reply["type"] == "welcome", reply
+        await drop(other)
+
+
+@pytest.mark.smoke
+async def test_a_client_flooding_control_messages_has_them_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """500 stderr messages at once, the limit 10 a second in bursts of 20: what is kept
+    is what the limit allows for the time it took; the session goes on."""
+    async with (
+        arena_in_process(
+            tmp_path, monkeypatch, players=("alice",), engines="", extra="messages_per_second = 10"
+        ) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice"))
+        engine = FakeEngine(ws)
+        await engine.welcome()
+        await engine.handshake()
+        began = trio.current_time()
+        for _ in range(500):
+            await ws.send_message('{"type":"stderr","text":"0123456789"}')
+        await trio.testing.wait_all_tasks_blocked()
+        took = trio.current_time() - began
+        (link,) = arena.server.links["alice"]
+        assert link.stderr.total <= 10 * (20 + 10 * took + 1), (link.stderr.total, took)
+        assert link.dropped > 0
+        assert link.dead is None and link.connected
+        await drop(ws)
