@@ -118,6 +118,15 @@ ARENA = Keys(
         high=1_000_000,
     ),
     Key(
+        "round_seconds",
+        float,
+        "0: two engines are paired as soon as both are free; N: a round starts every N"
+        " seconds and pairs every engine free then, as CGOS does",
+        default=0.0,
+        low=0,
+        high=86_400,
+    ),
+    Key(
         "requests_per_minute",
         int,
         "HTTP requests (pages, API, events) one address may make a minute, in bursts of"
@@ -212,6 +221,7 @@ class Arena:
     connections_per_address: int
     logins_per_minute: int
     max_connections: int
+    round_seconds: float
     requests_per_minute: int
     messages_per_second: int
     registration_hours: float
@@ -429,6 +439,7 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         connections_per_address=get("connections_per_address"),
         logins_per_minute=get("logins_per_minute"),
         max_connections=get("max_connections"),
+        round_seconds=get("round_seconds"),
         requests_per_minute=get("requests_per_minute"),
         messages_per_second=get("messages_per_second"),
         registration_hours=get("registration_hours"),

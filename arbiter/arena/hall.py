@@ -15,6 +15,7 @@ server stops is never stored: it is void, and the next start goes on from the st
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 from collections import deque
@@ -236,15 +237,37 @@ class Hall:
     # ------------------------------------------------------------------ pairing
 
     async def run(self) -> None:
-        """Pair idle engines for as long as the arena runs."""
+        """Pair engines for as long as the arena runs: as soon as two are free, or in
+        rounds (`round_seconds`)."""
+        if self.arena.round_seconds > 0:
+            await self._rounds(self.arena.round_seconds)
         while True:
             if not self._dirty:
                 await self._wake.park()
             self._dirty = False
             for a, b in self.pairs():
-                number = self.next_pair
-                self.next_pair += 1
-                self.nursery.start_soon(self._play_pair, self.begin_pair(a, b), number)
+                self._start_pair(a, b, self.next_pair)
+
+    async def _rounds(self, every: float) -> None:
+        """A round every `every` seconds, as CGOS plays: each engine free when it starts
+        is paired then (one still playing sits it out), and nothing starts between
+        rounds, however quick the engines. A round is numbered by its first pair, so
+        that the numbers go on across restarts without a count of their own."""
+        began = trio.current_time()
+        for k in itertools.count(1):
+            number = self.next_pair
+            pairs = self.pairs()
+            for a, b in pairs:
+                self._start_pair(a, b, number)
+            if pairs:
+                names = [[a.name, b.name] for a, b in pairs]
+                self.publish("round", {"round": number, "pairs": names})
+            await trio.sleep_until(began + k * every)
+
+    def _start_pair(self, a: Participant, b: Participant, round_number: int) -> None:
+        number = self.next_pair
+        self.next_pair += 1
+        self.nursery.start_soon(self._play_pair, self.begin_pair(a, b), number, round_number)
 
     def begin_pair(self, a: Participant, b: Participant) -> Seats:
         """`a` and `b` are busy with each other from now on."""
@@ -305,7 +328,7 @@ class Hall:
         seed = derive(self.arena.seed, f"arena-{number}")
         return random_opening(self.arena.variant, 1, seed)
 
-    async def _play_pair(self, seats: Seats, number: int) -> None:
+    async def _play_pair(self, seats: Seats, number: int, round_number: int) -> None:
         (a, _), (b, _) = seats
         try:
             opening = self.opening(number)
@@ -317,7 +340,7 @@ class Hall:
                 game = ArenaGame(
                     f"p{number:06d}-{k}",
                     2 * number + k - 1,
-                    number,
+                    round_number,
                     f"p{number:06d}",
                     names,
                     opening,
@@ -386,6 +409,7 @@ class Hall:
             "start",
             {
                 "game": game.game_id,
+                "round": game.round,
                 "seat1": first.name,
                 "seat2": second.name,
                 "size": v.size,
