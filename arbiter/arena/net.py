@@ -334,6 +334,9 @@ class Server:
         respond = Respond(stream, conn)
         path = target.split("?", 1)[0]
         route = self.routes.get(path)
+        prefix = path[: path.rfind("/") + 1]
+        if route is None and prefix != "/":  # a route for a family of paths: "/game/"
+            route = self.routes.get(prefix)
         wait = self.gate.requests.take(request.address)
         if wait:
             # Pages, the API and events alike: whatever an address asks for, it cannot

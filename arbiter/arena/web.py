@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -24,6 +24,8 @@ import trio
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.net import Buckets, Request, Respond, Route
+from arbiter.views.arena_pages import game_page, games_page
+from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
     from arbiter.results.standings import Games, Standings
@@ -38,6 +40,7 @@ MAX_SUBSCRIBERS = 1000
 HEARTBEAT = 15.0
 PACE = 0.25  # seconds between writes to one page: its events are gathered meanwhile
 PAGE_LIMIT = 200  # games per page of /api/games
+LIST_PAGE = 100  # games per page of /games
 CACHE_SECONDS = 0.25  # an API answer is made at most this often, whoever asks
 CACHED_MOST = 1024  # answers kept (one per query)
 STORE_READS = 8.0  # uncached reads of the store a second, from all pages together
@@ -155,6 +158,8 @@ class Site:
             "/api/live": self.live,
             "/events": self.events,
             "/report": self.report,
+            "/games": self.games_list,
+            "/game/": self.game,
         }
 
     async def refresh_standings(self) -> None:
@@ -219,19 +224,94 @@ class Site:
             problem = b'{"error":"limit is a whole number from 1; before, a game number"}'
             await respond.whole(400, problem, "application/json")
             return
-        key = f"games {limit} {before}"
-        body = self.cached(key)
-        if body is None:
-            wait = self._store_reads.take("")
-            if wait:  # pages that all ask for other games: the store is read as it can
-                retry = (("retry-after", str(max(1, round(wait)))),)
-                await respond.whole(503, b'{"error":"busy; try again"}', "application/json", retry)
-                return
+
+        def make() -> bytes:
             rows = self.hall.store.recent_games(limit, before)
             out = [game_summary(record, number) for number, record in rows]
             data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
-            body = self.keep(key, json.dumps(data).encode())
-        await respond.whole(200, body, "application/json")
+            return json.dumps(data).encode()
+
+        body = await self._stored(respond, f"games {limit} {before}", make)
+        if body is not None:
+            await respond.whole(200, body, "application/json")
+
+    async def _stored(self, respond: Respond, key: str, make: Callable[[], bytes]) -> bytes | None:
+        """The answer `key` from the cache, or made by `make` (which reads the store) if
+        the store may be read now; None when it was answered 503 (busy)."""
+        body = self.cached(key)
+        if body is not None:
+            return body
+        wait = self._store_reads.take("")
+        if wait:  # pages that all ask for other games: the store is read as it can
+            retry = (("retry-after", str(max(1, round(wait)))),)
+            await respond.whole(503, b"busy; try again\n", "text/plain; charset=utf-8", retry)
+            return None
+        return self.keep(key, make())
+
+    async def games_list(self, request: Request, respond: Respond) -> None:
+        """`/games?before=N`: a page of every stored game, newest first."""
+        query = parse_qs(request.target.partition("?")[2])
+        try:
+            text = query.get("before", [None])[0]
+            before = int(text) if text is not None else None
+            if before is not None and not 0 <= before < 2**63:
+                raise ValueError
+        except ValueError:
+            await respond.whole(400, b"before is a game number\n", "text/plain; charset=utf-8")
+            return
+
+        def make() -> bytes:
+            rows = self.hall.store.recent_games(LIST_PAGE, before)
+            out = [game_summary(record, number) for number, record in rows]
+            older = rows[-1][0] if len(rows) == LIST_PAGE else None
+            return games_page(out, older, self.arena.name).encode()
+
+        body = await self._stored(respond, f"list {before}", make)
+        if body is not None:
+            await respond.whole(200, body, "text/html; charset=utf-8")
+
+    async def game(self, request: Request, respond: Respond) -> None:
+        """`/game/N`: game N's page; `/game/N.jsonl` its record, `/game/N.sgf` its SGF
+        (Hex only: Atoll has no standard format)."""
+        name = request.target.split("?", 1)[0].rsplit("/", 1)[1]
+        number_text, _, kind = name.partition(".")
+        if not number_text.isdigit() or len(number_text) > 18 or kind not in ("", "jsonl", "sgf"):
+            await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
+            return
+        number = int(number_text)
+
+        def make() -> bytes:
+            rows = self.hall.store.recent_games(1, number + 1)
+            if not rows or rows[0][0] != number:
+                return b""
+            record = rows[0][1]
+            if kind == "jsonl":
+                return (record.dumps() + "\n").encode()
+            if kind == "sgf":
+                return game_tree(record).encode() if is_hex(record) else b""
+            return game_page(number, record, self.arena.name).encode()
+
+        body = await self._stored(respond, f"game {name}", make)
+        if body is None:
+            return
+        if not body:
+            why = (
+                f"no game {number} in this arena's store"
+                if kind != "sgf"
+                else (f"no Hex game {number} in this arena's store (Atoll has no SGF)")
+            )
+            await respond.whole(404, why.encode() + b"\n", "text/plain; charset=utf-8")
+            return
+        types = {
+            "": "text/html; charset=utf-8",
+            "jsonl": "application/x-ndjson",
+            "sgf": "application/x-go-sgf",
+        }
+        extra: tuple[tuple[str, str], ...] = ()
+        if kind:
+            disposition = f'attachment; filename="{self.arena.name}-game-{number}.{kind}"'
+            extra = (("content-disposition", disposition),)
+        await respond.whole(200, body, types[kind], extra)
 
     def live_state(self) -> dict[str, Any]:
         return {

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from arena_attack import arena_in_process
+from arena_attack import arena_in_process, raw_exchange
 from arena_helpers import TOKENS
 
+from arbiter.arena import web
 from arbiter.arena.client import Client
 from arbiter.cli.options import known_engines
 from arbiter.engines.config import resolve_engine
@@ -81,3 +84,64 @@ async def test_rounds_pair_every_free_engine_on_a_schedule_without_rematches(
             if name in pair
         ]
         assert all(x != y for x, y in itertools.pairwise(opponents)), (name, opponents)
+
+
+async def get(port: int, target: str) -> tuple[str, dict[str, str], bytes]:
+    """One HTTP request: the status line, the headers (lower-case) and the body."""
+    got, _ = await raw_exchange(port, f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+    head, _, body = got.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return status, headers, body
+
+
+@pytest.mark.smoke
+async def test_every_game_has_a_page_a_record_and_an_sgf_and_the_list_pages_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Hex arena: alice (the real client, in this process) plays the anchor a pair;
+    each game's page shows its players, result and moves, its record and SGF download,
+    and the games list, one game a page here, goes back to the first."""
+    monkeypatch.setattr(web, "LIST_PAGE", 1)
+    spec = resolve_engine("random", known_engines(None))
+    async with (
+        arena_in_process(tmp_path, monkeypatch, players=("alice",), extra="islands = 4") as arena,
+        trio.open_nursery() as nursery,
+    ):
+        hall = arena.server.hall
+        two = trio.Event()
+        publish = hall.publish
+
+        def spy(event: str, data: Any) -> None:
+            publish(event, data)
+            if event == "game" and data["number"] == 3:
+                two.set()
+
+        hall.publish = spy
+        url = f"ws://127.0.0.1:{arena.port}/engine"
+        nursery.start_soon(Client(url, "alice", TOKENS["alice"], spec, lambda line: None).run)
+        with trio.fail_after(60):
+            await two.wait()
+        ((_, record),) = hall.store.recent_games(1, 3)
+        status, headers, page = await get(arena.port, "/game/2")
+        assert status.startswith("HTTP/1.1 200") and "text/html" in headers["content-type"]
+        text = page.decode()
+        assert "<svg" in text and record.seat1 in text and record.termination.value in text
+        assert all(f"<li>{move}</li>" in text for move in record.moves)
+        status, headers, body = await get(arena.port, "/game/2.jsonl")
+        assert "attachment" in headers["content-disposition"]
+        assert json.loads(body) == json.loads(record.dumps())
+        status, headers, sgf = await get(arena.port, "/game/2.sgf")
+        assert sgf.startswith(b"(;FF[4]") and b"GM[11]" in sgf and b"SZ[7]" in sgf
+        # The list, one game a page: the newest, then older, to the first.
+        seen, target = [], "/games"
+        while target:
+            status, _, page = await get(arena.port, target)
+            seen += re.findall(r'href="/game/(\d+)"', page.decode())
+            older = re.search(r'id=older href="([^"]+)"', page.decode())
+            target = older.group(1) if older else ""
+        assert seen == ["3", "2"]
+        assert (await get(arena.port, "/game/99"))[0].startswith("HTTP/1.1 404")
+        assert (await get(arena.port, "/game/x.sgf"))[0].startswith("HTTP/1.1 404")
+        assert (await get(arena.port, "/games?before=x"))[0].startswith("HTTP/1.1 400")
+        nursery.cancel_scope.cancel()

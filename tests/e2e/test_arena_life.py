@@ -193,6 +193,8 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
 
 
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
+    """The live page follows the games without a reload; a game's number opens its own
+    page (board, moves, downloads), which links to the list of all games."""
     driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -218,6 +220,15 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         wait.until(lambda d: "alice" in d.find_element("id", "board").text)
         errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
+        # The game's own page, from its number: the board, its moves, its downloads.
+        driver.find_element("css selector", "#recent tbody tr a").click()
+        wait.until(lambda d: d.find_elements("css selector", "#moves li"))
+        assert driver.find_elements("css selector", ".board svg")
+        assert driver.find_element("id", "record").get_attribute("href").endswith(".jsonl")
+        facts = driver.find_element("id", "facts").text
+        assert "alice" in facts and "bob" in facts
+        driver.find_element("link text", "all games").click()
+        wait.until(lambda d: d.find_elements("css selector", "#games tbody tr"))
     finally:
         driver.quit()
         alice.stop()
