@@ -83,3 +83,4 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                 with trio.CancelScope(shield=True):
                     await server.stop()
                     await hall.aclose()
+                    site.history.write()

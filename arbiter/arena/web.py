@@ -17,14 +17,15 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import trio
 
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
+from arbiter.arena.history import History
 from arbiter.arena.net import Buckets, Request, Respond, Route
-from arbiter.views.arena_pages import game_page, games_page
+from arbiter.views.arena_pages import engine_page, game_page, games_page
 from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ class Site:
         self._cache: dict[str, tuple[float, bytes]] = {}
         self._store_reads = Buckets(STORE_READS, STORE_READS)
         self._page: bytes | None = None
+        self.history = History(hall.store)
 
     def cached(self, key: str) -> bytes | None:
         """The answer to `key` made in the last `CACHE_SECONDS`, if any: however many
@@ -160,6 +162,8 @@ class Site:
             "/report": self.report,
             "/games": self.games_list,
             "/game/": self.game,
+            "/engine/": self.engine,
+            "/api/history": self.history_json,
         }
 
     async def refresh_standings(self) -> None:
@@ -184,6 +188,7 @@ class Site:
                         if e.get("elo") is not None
                     }
                     self.hall.seed_ratings(ratings)
+                    self.history.add(int(data.get("games", 0)), ratings)
                     self.broadcast.publish("standings", {"games": data.get("games", 0)})
                 took = trio.current_time() - started
             # The fit grows with the store and the field: it may take a fifth of the time
@@ -312,6 +317,27 @@ class Site:
             disposition = f'attachment; filename="{self.arena.name}-game-{number}.{kind}"'
             extra = (("content-disposition", disposition),)
         await respond.whole(200, body, types[kind], extra)
+
+    async def history_json(self, request: Request, respond: Respond) -> None:
+        """`/api/history`: every engine's rating after each fit, [games stored, Elo]."""
+        body = self.cached("history") or self.keep(
+            "history", json.dumps(self.history.as_json()).encode()
+        )
+        await respond.whole(200, body, "application/json")
+
+    async def engine(self, request: Request, respond: Respond) -> None:
+        """`/engine/NAME`: an engine's page, its rating over time as a plot."""
+        name = unquote(request.target.split("?", 1)[0].split("/", 2)[2])
+        points = self.history.of(name)
+        if not points and name not in self.hall.participants:
+            why = f"no engine {name!r} in this arena\n"
+            await respond.whole(404, why.encode(), "text/plain; charset=utf-8")
+            return
+        key = f"engine {name}"
+        body = self.cached(key) or self.keep(
+            key, engine_page(name, points, self.arena.name).encode()
+        )
+        await respond.whole(200, body, "text/html; charset=utf-8")
 
     def live_state(self) -> dict[str, Any]:
         return {

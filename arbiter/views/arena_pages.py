@@ -90,3 +90,45 @@ def games_page(rows: list[dict[str, Any]], older: int | None, arena: str) -> str
         + f"</tbody></table>{more}"
     )
     return _page(f"{arena}: games", body)
+
+
+def rating_plot(points: list[list[float]], width: int = 640, height: int = 240) -> str:
+    """An engine's rating (Elo) against the games stored, as an inline SVG."""
+    if not points:
+        return "<p>No rating yet: it comes with the first rated games.</p>"
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys) - 10, max(ys) + 10
+    pad = 40
+
+    def at(x: float, y: float) -> str:
+        px = pad + (x - x0) / ((x1 - x0) or 1) * (width - 2 * pad)
+        py = height - pad - (y - y0) / ((y1 - y0) or 1) * (height - 2 * pad)
+        return f"{px:.1f},{py:.1f}"
+
+    line = " ".join(at(x, y) for x, y in zip(xs, ys, strict=True))
+    return (
+        f'<svg id=rating xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}"'
+        f' width="{width}" height="{height}" role="img"'
+        f' aria-label="rating from {ys[0]:.0f} to {ys[-1]:.0f} Elo">'
+        f'<rect x="{pad}" y="{pad / 2}" width="{width - 2 * pad}" height="{height - 1.5 * pad}"'
+        ' fill="none" stroke="#dde5e8"/>'
+        f'<polyline points="{line}" fill="none" stroke="#1f6f8b" stroke-width="2"/>'
+        f'<text x="2" y="{pad / 2 + 10}" font-size="11">{y1:.0f}</text>'
+        f'<text x="2" y="{height - pad}" font-size="11">{y0:.0f}</text>'
+        f'<text x="{pad}" y="{height - 8}" font-size="11">{x0:.0f} games</text>'
+        f'<text x="{width - pad}" y="{height - 8}" font-size="11"'
+        f' text-anchor="end">{x1:.0f} games</text></svg>'
+    )
+
+
+def engine_page(name: str, points: list[list[float]], arena: str) -> str:
+    """An engine's page: its rating over the arena's life (`/api/history` has the
+    numbers)."""
+    now = f"{points[-1][1]:.0f} Elo after {points[-1][0]:.0f} games stored" if points else ""
+    body = (
+        f'<p><a href="/">{escape(arena)}</a> · <a href="/games">all games</a></p>'
+        f"<h1>{escape(name)}</h1><p id=now>{escape(now)}</p>"
+        f"<h2>Rating over time</h2><div class=board>{rating_plot(points)}</div>"
+    )
+    return _page(f"{arena}: {name}", body)

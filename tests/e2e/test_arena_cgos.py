@@ -96,13 +96,16 @@ async def get(port: int, target: str) -> tuple[str, dict[str, str], bytes]:
 
 
 @pytest.mark.smoke
-async def test_every_game_has_a_page_a_record_and_an_sgf_and_the_list_pages_back(
+async def test_game_pages_downloads_the_paged_list_and_rating_history(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A Hex arena: alice (the real client, in this process) plays the anchor a pair;
+    """A Hex arena: alice (the real client, in this process) plays the anchor a pair,
+    then stops;
     each game's page shows its players, result and moves, its record and SGF download,
-    and the games list, one game a page here, goes back to the first."""
+    the games list, one game a page here, goes back to the first, and each engine's
+    rating after each fit is in the API and plotted on its page."""
     monkeypatch.setattr(web, "LIST_PAGE", 1)
+    monkeypatch.setattr(web, "STANDINGS_EVERY", 0.1)  # fit as soon as games are stored
     spec = resolve_engine("random", known_engines(None))
     async with (
         arena_in_process(tmp_path, monkeypatch, players=("alice",), extra="islands = 4") as arena,
@@ -112,16 +115,30 @@ async def test_every_game_has_a_page_a_record_and_an_sgf_and_the_list_pages_back
         two = trio.Event()
         publish = hall.publish
 
+        rated = trio.Event()
+
         def spy(event: str, data: Any) -> None:
             publish(event, data)
             if event == "game" and data["number"] == 3:
                 two.set()
 
         hall.publish = spy
+        history = arena.server.routes["/api/history"].__self__.history  # the site's
+        add = history.add
+
+        def fitted(games: int, ratings: Any) -> None:
+            add(games, ratings)
+            if games >= 2 and "alice" in ratings:
+                rated.set()
+
+        monkeypatch.setattr(history, "add", fitted)
         url = f"ws://127.0.0.1:{arena.port}/engine"
-        nursery.start_soon(Client(url, "alice", TOKENS["alice"], spec, lambda line: None).run)
-        with trio.fail_after(60):
-            await two.wait()
+        alice = Client(url, "alice", TOKENS["alice"], spec, lambda line: None)
+        async with trio.open_nursery() as playing:
+            playing.start_soon(alice.run)
+            with trio.fail_after(60):
+                await two.wait()
+            playing.cancel_scope.cancel()  # a game in flight waits out its grace: unstored
         ((_, record),) = hall.store.recent_games(1, 3)
         status, headers, page = await get(arena.port, "/game/2")
         assert status.startswith("HTTP/1.1 200") and "text/html" in headers["content-type"]
@@ -144,4 +161,13 @@ async def test_every_game_has_a_page_a_record_and_an_sgf_and_the_list_pages_back
         assert (await get(arena.port, "/game/99"))[0].startswith("HTTP/1.1 404")
         assert (await get(arena.port, "/game/x.sgf"))[0].startswith("HTTP/1.1 404")
         assert (await get(arena.port, "/games?before=x"))[0].startswith("HTTP/1.1 400")
+        # Rating history: a point per fit, in the API and as a plot on the engine's page.
+        with trio.fail_after(60):
+            await rated.wait()
+        points = json.loads((await get(arena.port, "/api/history"))[2])["engines"]
+        assert points["alice"] and points["alice"][-1][0] == 2
+        assert points["random"][-1] == [2.0, 0.0]  # the anchor, held, after both games
+        status, _, page = await get(arena.port, "/engine/alice")
+        assert status.startswith("HTTP/1.1 200") and "<polyline" in page.decode()
+        assert (await get(arena.port, "/engine/nobody"))[0].startswith("HTTP/1.1 404")
         nursery.cancel_scope.cancel()

@@ -194,7 +194,8 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
 
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
     """The live page follows the games without a reload; a game's number opens its own
-    page (board, moves, downloads), which links to the list of all games."""
+    page (board, moves, downloads), which links to the list of all games; an engine's
+    name on the leaderboard opens its page, with its rating plotted over time."""
     driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -229,6 +230,12 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         assert "alice" in facts and "bob" in facts
         driver.find_element("link text", "all games").click()
         wait.until(lambda d: d.find_elements("css selector", "#games tbody tr"))
+        # An engine's page from the leaderboard: its rating over time, plotted.
+        driver.back()
+        driver.back()
+        wait.until(lambda d: d.find_elements("link text", "alice"))
+        driver.find_element("link text", "alice").click()
+        wait.until(lambda d: d.find_elements("css selector", "#rating polyline"))
     finally:
         driver.quit()
         alice.stop()
