@@ -222,7 +222,10 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
         # The game's own page, from its number: the board, its moves, its downloads.
-        driver.find_element("css selector", "#recent tbody tr a").click()
+        # (links are read by script: the tables are redrawn as events come, and an
+        # element found a moment ago may be gone when it is clicked)
+        game = driver.execute_script("return document.querySelector('#recent tbody a').href")
+        driver.get(game)
         wait.until(lambda d: d.find_elements("css selector", "#moves li"))
         assert driver.find_elements("css selector", ".board svg")
         assert driver.find_element("id", "record").get_attribute("href").endswith(".jsonl")
@@ -231,10 +234,12 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         driver.find_element("link text", "all games").click()
         wait.until(lambda d: d.find_elements("css selector", "#games tbody tr"))
         # An engine's page from the leaderboard: its rating over time, plotted.
-        driver.back()
-        driver.back()
-        wait.until(lambda d: d.find_elements("link text", "alice"))
-        driver.find_element("link text", "alice").click()
+        driver.get(f"http://127.0.0.1:{server.port}/")
+        find = (
+            "return [...document.querySelectorAll('#board a')]"
+            ".find(a => a.textContent === 'alice')?.href"
+        )
+        driver.get(wait.until(lambda d: d.execute_script(find)))
         wait.until(lambda d: d.find_elements("css selector", "#rating polyline"))
     finally:
         driver.quit()
