@@ -26,10 +26,11 @@ class History:
 
     KEY = "arena_history"
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store | None) -> None:
+        """The points kept in `store`, which keeps the new ones (None: in memory only)."""
         self.store = store
         self.points: dict[str, list[list[float]]] = {}
-        text = store.meta(self.KEY)
+        text = store.meta(self.KEY) if store is not None else None
         try:
             data = json.loads(text) if text else {}
         except ValueError:
@@ -63,7 +64,7 @@ class History:
             self.write()
 
     def write(self) -> None:
-        if self._dirty:
+        if self._dirty and self.store is not None:
             self.store.remember(self.KEY, json.dumps(self.points, separators=(",", ":")))
             self._dirty = False
         self._written = trio.current_time()

@@ -13,6 +13,7 @@ import trio
 
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall
+from arbiter.arena.history import History
 from arbiter.arena.names import Registry
 from arbiter.arena.net import Server
 from arbiter.arena.web import Broadcast, Site
@@ -61,7 +62,7 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
         registry = Registry(store, arena.registration_hours)
         async with trio.open_nursery() as nursery:
             hall = Hall(arena, store, nursery, broadcast.publish)
-            site = Site(arena, hall, broadcast)
+            site = Site(arena, hall, broadcast, History(store))
             server = Server(arena, hall, site.routes(), registry)
             try:
                 port = await nursery.start(server.serve, nursery)

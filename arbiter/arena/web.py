@@ -122,7 +122,9 @@ def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> s
 class Site:
     """The routes, with the standings and the report cached between games."""
 
-    def __init__(self, arena: Arena, hall: Hall, broadcast: Broadcast) -> None:
+    def __init__(
+        self, arena: Arena, hall: Hall, broadcast: Broadcast, history: History | None = None
+    ) -> None:
         self.arena = arena
         self.hall = hall
         self.broadcast = broadcast
@@ -135,7 +137,7 @@ class Site:
         self._cache: dict[str, tuple[float, bytes]] = {}
         self._store_reads = Buckets(STORE_READS, STORE_READS)
         self._page: bytes | None = None
-        self.history = History(hall.store)
+        self.history = history or History(None)  # the server's keeps it in the store
 
     def cached(self, key: str) -> bytes | None:
         """The answer to `key` made in the last `CACHE_SECONDS`, if any: however many
