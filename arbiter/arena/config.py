@@ -118,6 +118,41 @@ ARENA = Keys(
         high=1_000_000,
     ),
     Key(
+        "round_seconds",
+        float,
+        "0: two engines are paired as soon as both are free; N: a round starts every N"
+        " seconds and pairs every engine free then, as CGOS does",
+        default=0.0,
+        low=0,
+        high=86_400,
+    ),
+    Key(
+        "requests_per_minute",
+        int,
+        "HTTP requests (pages, API, events) one address may make a minute, in bursts of"
+        " a quarter of that; more are answered 429 with `Retry-After`",
+        default=600,
+        low=4,
+        high=1_000_000,
+    ),
+    Key(
+        "messages_per_second",
+        int,
+        "control messages (stderr, timings) a connected client may send a second, in"
+        " bursts of twice that; more are dropped",
+        default=50,
+        low=1,
+        high=100_000,
+    ),
+    Key(
+        "registration_hours",
+        float,
+        "hours a name that registered itself keeps it without playing a game (`open_registration`)",
+        default=24.0,
+        low=0,
+        high=100_000,
+    ),
+    Key(
         "command_timeout",
         float,
         "seconds for any answer that is not a move",
@@ -186,6 +221,10 @@ class Arena:
     connections_per_address: int
     logins_per_minute: int
     max_connections: int
+    round_seconds: float
+    requests_per_minute: int
+    messages_per_second: int
+    registration_hours: float
     command_timeout: float
     trusted_proxies: frozenset[str]
     players: Mapping[str, PlayerEntry]
@@ -400,6 +439,10 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
         connections_per_address=get("connections_per_address"),
         logins_per_minute=get("logins_per_minute"),
         max_connections=get("max_connections"),
+        round_seconds=get("round_seconds"),
+        requests_per_minute=get("requests_per_minute"),
+        messages_per_second=get("messages_per_second"),
+        registration_hours=get("registration_hours"),
         command_timeout=get("command_timeout"),
         trusted_proxies=_proxies(table, where),
         players=players,

@@ -15,6 +15,7 @@ server stops is never stored: it is void, and the next start goes on from the st
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 from collections import deque
@@ -119,6 +120,7 @@ class LiveGame:
     moves: list[str] = field(default_factory=list)
 
 
+Seats = tuple[tuple[Participant, Session | None], ...]  # a pair's engines, each with its session
 Publish = Callable[[str, Mapping[str, Any]], None]  # event name, JSON-able data
 
 
@@ -170,6 +172,10 @@ class Hall:
             self.arena.name, self.arena.conditions(), {"arena": str(self.arena.path)}, entries
         )
         self._registered.update(new)
+
+    def has_played(self, name: str) -> bool:
+        """Whether `name` has been paired in this arena (its store knows it)."""
+        return name in self._registered
 
     def seed_ratings(self, ratings: Mapping[str, float]) -> None:
         for name, elo in ratings.items():
@@ -231,23 +237,62 @@ class Hall:
     # ------------------------------------------------------------------ pairing
 
     async def run(self) -> None:
-        """Pair idle engines for as long as the arena runs."""
+        """Pair engines for as long as the arena runs: as soon as two are free, or in
+        rounds (`round_seconds`)."""
+        if self.arena.round_seconds > 0:
+            await self._rounds(self.arena.round_seconds)
         while True:
             if not self._dirty:
                 await self._wake.park()
             self._dirty = False
             for a, b in self.pairs():
-                a.busy += 1
-                b.busy += 1
-                number = self.next_pair
-                self.next_pair += 1
-                seats = ((a, a.claim()), (b, b.claim()))
-                self.nursery.start_soon(self._play_pair, seats, number)
+                self._start_pair(a, b, self.next_pair)
+
+    async def _rounds(self, every: float) -> None:
+        """A round every `every` seconds, as CGOS plays: each engine free when it starts
+        is paired then (one still playing sits it out), and nothing starts between
+        rounds, however quick the engines. A round is numbered by its first pair, so
+        that the numbers go on across restarts without a count of their own."""
+        began = trio.current_time()
+        for k in itertools.count(1):
+            number = self.next_pair
+            pairs = self.pairs()
+            for a, b in pairs:
+                self._start_pair(a, b, number)
+            if pairs:
+                names = [[a.name, b.name] for a, b in pairs]
+                self.publish("round", {"round": number, "pairs": names})
+            await trio.sleep_until(began + k * every)
+
+    def _start_pair(self, a: Participant, b: Participant, round_number: int) -> None:
+        number = self.next_pair
+        self.next_pair += 1
+        self.nursery.start_soon(self._play_pair, self.begin_pair(a, b), number, round_number)
+
+    def begin_pair(self, a: Participant, b: Participant) -> Seats:
+        """`a` and `b` are busy with each other from now on."""
+        a.busy += 1
+        b.busy += 1
+        a.last_opponent, b.last_opponent = b.name, a.name
+        return ((a, a.claim()), (b, b.claim()))
+
+    def end_pair(self, seats: Seats) -> None:
+        """The pair of `seats` is over: its engines are free again."""
+        for p, session in seats:
+            p.busy -= 1
+            if session is not None:
+                session.playing = False
+                if session.link.dead is not None:
+                    p.sessions = [s for s in p.sessions if s is not session]
+        self.changed()
 
     def pairs(self) -> list[tuple[Participant, Participant]]:
         """Idle engines in pairs, as CGOS pairs them: in a random order, each takes the
-        free engine nearest in rating (with some noise), another than its last opponent
-        when there is one; two of the server's own engines never meet."""
+        free engine nearest in rating (with some noise), never one that it has just
+        played (whichever of the two played another since) while an engine in play may
+        be free for it soon: it waits for that one, or two engines that finish together
+        would meet again and again while the rest of the field meet only each other.
+        Two of the server's own engines never meet."""
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
             free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
@@ -262,7 +307,14 @@ class Hall:
             choices = [b for b in idle if b is not a and not (a.local and b.local)]
             if not choices:
                 continue
-            fresh = [b for b in choices if b.name != a.last_opponent] or choices
+            fresh = [b for b in choices if a.name != b.last_opponent and b.name != a.last_opponent]
+            if not fresh:
+                if any(
+                    q.busy and q is not a and not (a.local and q.local)
+                    for q in self.participants.values()
+                ):
+                    continue  # an engine in play will be free, with another last opponent
+                fresh = [b for b in choices if b.name != a.last_opponent] or choices
             b = min(fresh, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
             idle.remove(b)
             out.append((a, b))
@@ -276,14 +328,11 @@ class Hall:
         seed = derive(self.arena.seed, f"arena-{number}")
         return random_opening(self.arena.variant, 1, seed)
 
-    async def _play_pair(
-        self, seats: tuple[tuple[Participant, Session | None], ...], number: int
-    ) -> None:
+    async def _play_pair(self, seats: Seats, number: int, round_number: int) -> None:
         (a, _), (b, _) = seats
         try:
             opening = self.opening(number)
             self._register([a.name, b.name])
-            a.last_opponent, b.last_opponent = b.name, a.name
             for k, (first, second) in enumerate((seats, seats[::-1]), 1):
                 if not all(s is None or s.usable for _, s in (first, second)):
                     break
@@ -291,7 +340,7 @@ class Hall:
                 game = ArenaGame(
                     f"p{number:06d}-{k}",
                     2 * number + k - 1,
-                    number,
+                    round_number,
                     f"p{number:06d}",
                     names,
                     opening,
@@ -304,13 +353,7 @@ class Hall:
             # referee already turns any fault during a game into a void record.
             log.exception("pair %d (%s, %s) failed", number, a.name, b.name)
         finally:
-            for p, session in seats:
-                p.busy -= 1
-                if session is not None:
-                    session.playing = False
-                    if session.link.dead is not None:
-                        p.sessions = [s for s in p.sessions if s is not session]
-            self.changed()
+            self.end_pair(seats)
 
     async def _player(self, p: Participant, session: Session | None) -> Player | None:
         if session is not None:
@@ -366,6 +409,7 @@ class Hall:
             "start",
             {
                 "game": game.game_id,
+                "round": game.round,
                 "seat1": first.name,
                 "seat2": second.name,
                 "size": v.size,

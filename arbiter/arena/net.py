@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import math
 import secrets
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -28,6 +30,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_st
 
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.hall import Hall
+from arbiter.arena.names import Registry, lookalike
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
 from arbiter.engines.remote import (
@@ -43,6 +46,7 @@ from arbiter.engines.remote import (
     RemoteHost,
     RemotePlayer,
     control,
+    no_measure,
     parse_control,
 )
 from arbiter.errors import ArbiterError, ConfigError, EngineError
@@ -67,6 +71,7 @@ class Request:
     target: str
     headers: dict[str, str]
     address: str
+    proxied: bool = False  # forwarded by a trusted proxy: the connection is the proxy's
 
 
 class Respond:
@@ -140,8 +145,36 @@ class _Replay(trio.abc.Stream):
         await self._stream.aclose()
 
 
+class Buckets:
+    """Token buckets, one per key (an address, a session): each fills at `rate` tokens a
+    second up to `burst`, and every request takes one. The oldest keys are forgotten
+    past `most` (a flood of addresses), which can only make a limit kinder."""
+
+    def __init__(self, rate: float, burst: float, most: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = max(1.0, burst)
+        self.most = most
+        self._level: dict[str, tuple[float, float]] = {}  # key -> (tokens, when)
+
+    def take(self, key: str) -> float:
+        """0 if `key` may go ahead now (a token is taken), else the seconds until it may."""
+        now = time.monotonic()
+        tokens, then = self._level.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            self._level[key] = (tokens - 1.0, now)
+            if len(self._level) > self.most:
+                self._level.pop(next(iter(self._level)))
+            return 0.0
+        self._level[key] = (tokens, now)
+        return (1.0 - tokens) / self.rate
+
+    def forget(self, key: str) -> None:
+        self._level.pop(key, None)
+
+
 class Gate:
-    """Connection and login limits per address (module docstring)."""
+    """Connection, login and request limits per address (module docstring)."""
 
     def __init__(self, arena: Arena) -> None:
         self.arena = arena
@@ -149,7 +182,10 @@ class Gate:
         self.open: Counter[str] = Counter()
         self.total = 0
         self.refused = 0
+        self.limited = 0  # requests answered 429
         self._logins: dict[str, deque[float]] = {}
+        rate = arena.requests_per_minute
+        self.requests = Buckets(rate / 60.0, rate / 4.0)
 
     def enter(self, address: str) -> bool:
         """Count a new connection from `address`; False when over a limit. A trusted
@@ -206,16 +242,16 @@ class Server:
         arena: Arena,
         hall: Hall,
         routes: dict[str, Route],
-        registered: dict[str, str],
-        register: Callable[[str, str], None],
+        registry: Registry,
     ) -> None:
         self.arena = arena
         self.hall = hall
         self.routes = routes
         self.gate = Gate(arena)
-        self.registered = registered  # open registration: name -> token hash
-        self.register = register
+        self.registry = registry  # open registration's names
         self.links: dict[str, list[Link]] = {}  # each name's live sessions
+        rate = arena.messages_per_second
+        self.messages = Buckets(rate, 2.0 * rate)  # per session: control messages
         self.open_files = 0  # the open-file limit, once listening
 
     async def serve(
@@ -278,7 +314,7 @@ class Server:
             if not self.gate.forwarded(client):
                 return
             try:
-                request = Request(event.method.decode("latin-1"), target, headers, client)
+                request = Request(event.method.decode("latin-1"), target, headers, client, True)
                 await self._route(stream, conn, raw, request)
             finally:
                 self.gate.forwarded_left(client)
@@ -291,12 +327,28 @@ class Server:
     ) -> None:
         headers, target = request.headers, request.target
         if headers.get("upgrade", "").lower() == "websocket":
-            await self._websocket(_Replay(bytes(raw), stream), request)
+            # Behind a proxy the kernel measures the way to the proxy, not to the client.
+            rtt = no_measure if request.proxied else kernel_rtt(stream.socket)
+            await self._websocket(_Replay(bytes(raw), stream), request, rtt)
             return
         respond = Respond(stream, conn)
         path = target.split("?", 1)[0]
         route = self.routes.get(path)
-        if request.method not in ("GET", "HEAD"):
+        prefix = path[: path.rfind("/") + 1]
+        if route is None and prefix != "/":  # a route for a family of paths: "/game/"
+            route = self.routes.get(prefix)
+        wait = self.gate.requests.take(request.address)
+        if wait:
+            # Pages, the API and events alike: whatever an address asks for, it cannot
+            # ask so often that answering takes the games' time.
+            self.gate.limited += 1
+            await respond.whole(
+                429,
+                b"too many requests from this address; wait as Retry-After says\n",
+                "text/plain; charset=utf-8",
+                (("retry-after", str(math.ceil(wait))),),
+            )
+        elif request.method not in ("GET", "HEAD"):
             await respond.whole(405, b"only GET\n", "text/plain; charset=utf-8")
         elif route is None:
             await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
@@ -316,7 +368,9 @@ class Server:
 
     # ------------------------------------------------------------------ engines
 
-    async def _websocket(self, stream: _Replay, request: Request) -> None:
+    async def _websocket(
+        self, stream: _Replay, request: Request, rtt: Callable[[], float | None]
+    ) -> None:
         async with trio.open_nursery() as nursery:
             # The library's reader runs in `nursery` until the connection ends: every
             # way out cancels it, or a refused upgrade would hold its connection open.
@@ -336,7 +390,7 @@ class Server:
             protocol = PROTOCOL if PROTOCOL in ws_request.proposed_subprotocols else None
             ws = await ws_request.accept(subprotocol=protocol)
             try:
-                await self._engine(ws, request.address)
+                await self._engine(ws, request.address, rtt)
             finally:
                 with trio.move_on_after(2):
                     await ws.aclose()
@@ -347,7 +401,9 @@ class Server:
             await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])
 
-    async def _engine(self, ws: WebSocketConnection, address: str) -> None:
+    async def _engine(
+        self, ws: WebSocketConnection, address: str, rtt: Callable[[], float | None]
+    ) -> None:
         a = self.arena
         if not self.gate.login_allowed(address):
             await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
@@ -379,7 +435,7 @@ class Server:
             welcome = control(
                 "welcome", session=link.session_id, resume=True, received=link.received
             )
-            if await link.attach(ws, address, received, welcome):
+            if await link.attach(ws, address, received, welcome, rtt):
                 await self._pump(ws, link)
                 return
         if link is not None:  # its own session, which cannot go on: it starts afresh
@@ -399,7 +455,7 @@ class Server:
                 return
             waiting[0].kill("its client logged in again without resuming", disconnect=True)
             links.remove(waiting[0])
-        await self._new_session(ws, address, name, entry, login)
+        await self._new_session(ws, address, name, entry, login, rtt)
 
     def _authenticate(self, name: str, token: str) -> str | None:
         """Why this login is refused, or None. One message for a wrong name or token
@@ -410,7 +466,9 @@ class Server:
             return None if entry.accepts(token) else f"wrong token for {name}"
         if name in a.engines:
             return f"{name} is one of the arena's own engines; choose another name"
-        stored = self.registered.get(name)
+        if a.open_registration:
+            self.registry.expire(self._keeps)
+        stored = self.registry.get(name)
         if stored is not None:
             return None if PlayerEntry(name, stored).accepts(token) else f"wrong token for {name}"
         if not a.open_registration:
@@ -422,12 +480,17 @@ class Server:
             check_name(name, "name")
         except ConfigError as exc:
             return f"{name!r} cannot be a name: {exc.message}"
+        problem = lookalike(name, [*a.players, *a.engines, *self.registry.hashes])
+        if problem is not None:
+            return problem
         if len(token) < 16:
             return "choose a token of at least 16 characters (it registers the name)"
-        hashed = hash_token(token)
-        self.registered[name] = hashed
-        self.register(name, hashed)
+        self.registry.add(name, hash_token(token))
         return None
+
+    def _keeps(self, name: str) -> bool:
+        """Whether a registered name is in use: it has played, or is connected."""
+        return self.hall.has_played(name) or any(k.dead is None for k in self.links.get(name, []))
 
     async def _new_session(
         self,
@@ -436,6 +499,7 @@ class Server:
         name: str,
         entry: PlayerEntry,
         login: dict[str, Any],
+        rtt: Callable[[], float | None],
     ) -> None:
         a = self.arena
         try:
@@ -460,7 +524,11 @@ class Server:
         )
         self.links.setdefault(name, []).append(link)
         await link.attach(
-            ws, address, 0, control("welcome", session=link.session_id, resume=False, received=0)
+            ws,
+            address,
+            0,
+            control("welcome", session=link.session_id, resume=False, received=0),
+            rtt,
         )
         session = EngineSession(link, link, name)
         async with trio.open_nursery() as nursery:
@@ -500,7 +568,10 @@ class Server:
                     if link.ws is not ws:
                         break
                     if isinstance(message, bytes):
-                        link.engine_wrote(message)
+                        link.engine_wrote(message)  # bytes: capped by MAX_UNREAD
+                        continue
+                    if self.messages.take(link.session_id):
+                        link.dropped += 1  # over the limit: not even parsed
                         continue
                     try:
                         data = parse_control(message)
@@ -557,6 +628,32 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
+
+
+_TCP_INFO_RTT = 68  # offset of tcpi_rtt (microseconds) in Linux's struct tcp_info
+
+
+def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:
+    """A reader of the smoothed round trip that the kernel's TCP stack measures on
+    `sock`, in seconds (None where the system does not say: not Linux). The client's
+    network stack sends the ACKs it is measured by, so no program the client runs can
+    make it longer, as it can delay a pong."""
+    import socket as std
+
+    option = getattr(std, "TCP_INFO", None)
+    if option is None:
+        return no_measure
+
+    def read() -> float | None:
+        try:
+            info = sock.getsockopt(std.IPPROTO_TCP, option, 104)
+        except OSError:
+            return None
+        if len(info) < _TCP_INFO_RTT + 4:
+            return None
+        return int.from_bytes(info[_TCP_INFO_RTT : _TCP_INFO_RTT + 4], sys.byteorder) / 1e6
+
+    return read
 
 
 def open_file_limit(wanted: int) -> int:

@@ -7,15 +7,16 @@ are never stored; the next start numbers its games on from the store.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import trio
 
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall
+from arbiter.arena.history import History
+from arbiter.arena.names import Registry
 from arbiter.arena.net import Server
-from arbiter.arena.web import Broadcast, Site, registered_players
+from arbiter.arena.web import Broadcast, Site
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.jobs import ExecutorSettings
 from arbiter.executors.preflight import preflight
@@ -58,16 +59,11 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                 "give the store another output name, or restore the old value",
             )
         broadcast = Broadcast()
-        registered = registered_players(store)
-
-        def register(name: str, token_hash: str) -> None:
-            registered[name] = token_hash
-            store.remember("arena_registered", json.dumps(registered, sort_keys=True))
-
+        registry = Registry(store, arena.registration_hours)
         async with trio.open_nursery() as nursery:
             hall = Hall(arena, store, nursery, broadcast.publish)
-            site = Site(arena, hall, broadcast)
-            server = Server(arena, hall, site.routes(), registered, register)
+            site = Site(arena, hall, broadcast, History(store))
+            server = Server(arena, hall, site.routes(), registry)
             try:
                 port = await nursery.start(server.serve, nursery)
                 host = f"[{arena.host}]" if ":" in arena.host else arena.host
@@ -88,3 +84,4 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                 with trio.CancelScope(shield=True):
                     await server.stop()
                     await hall.aclose()
+                    site.history.write()

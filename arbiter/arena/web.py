@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import trio
 
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
-from arbiter.arena.net import Request, Respond, Route
-from arbiter.results.store import Store
+from arbiter.arena.history import History
+from arbiter.arena.net import Buckets, Request, Respond, Route
+from arbiter.views.arena_pages import engine_page, game_page, games_page
+from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
     from arbiter.results.standings import Games, Standings
@@ -39,6 +41,10 @@ MAX_SUBSCRIBERS = 1000
 HEARTBEAT = 15.0
 PACE = 0.25  # seconds between writes to one page: its events are gathered meanwhile
 PAGE_LIMIT = 200  # games per page of /api/games
+LIST_PAGE = 100  # games per page of /games
+CACHE_SECONDS = 0.25  # an API answer is made at most this often, whoever asks
+CACHED_MOST = 1024  # answers kept (one per query)
+STORE_READS = 8.0  # uncached reads of the store a second, from all pages together
 
 
 class Broadcast:
@@ -116,7 +122,9 @@ def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> s
 class Site:
     """The routes, with the standings and the report cached between games."""
 
-    def __init__(self, arena: Arena, hall: Hall, broadcast: Broadcast) -> None:
+    def __init__(
+        self, arena: Arena, hall: Hall, broadcast: Broadcast, history: History | None = None
+    ) -> None:
         self.arena = arena
         self.hall = hall
         self.broadcast = broadcast
@@ -126,6 +134,25 @@ class Site:
         self._report_at = -1
         self._report_time = -REPORT_EVERY
         self._lock = trio.Lock()
+        self._cache: dict[str, tuple[float, bytes]] = {}
+        self._store_reads = Buckets(STORE_READS, STORE_READS)
+        self._page: bytes | None = None
+        self.history = history or History(None)  # the server's keeps it in the store
+
+    def cached(self, key: str) -> bytes | None:
+        """The answer to `key` made in the last `CACHE_SECONDS`, if any: however many
+        pages ask, the loop that plays the games makes each answer a few times a second
+        at most."""
+        hit = self._cache.get(key)
+        if hit is not None and trio.current_time() - hit[0] < CACHE_SECONDS:
+            return hit[1]
+        return None
+
+    def keep(self, key: str, body: bytes) -> bytes:
+        if len(self._cache) >= CACHED_MOST:
+            self._cache.clear()
+        self._cache[key] = (trio.current_time(), body)
+        return body
 
     def routes(self) -> dict[str, Route]:
         return {
@@ -135,6 +162,10 @@ class Site:
             "/api/live": self.live,
             "/events": self.events,
             "/report": self.report,
+            "/games": self.games_list,
+            "/game/": self.game,
+            "/engine/": self.engine,
+            "/api/history": self.history_json,
         }
 
     async def refresh_standings(self) -> None:
@@ -159,6 +190,7 @@ class Site:
                         if e.get("elo") is not None
                     }
                     self.hall.seed_ratings(ratings)
+                    self.history.add(int(data.get("games", 0)), ratings)
                     self.broadcast.publish("standings", {"games": data.get("games", 0)})
                 took = trio.current_time() - started
             # The fit grows with the store and the field: it may take a fifth of the time
@@ -168,7 +200,9 @@ class Site:
     async def page(self, request: Request, respond: Respond) -> None:
         from arbiter.views.html import arena_page
 
-        body = arena_page(self.arena.name).encode()
+        if self._page is None:
+            self._page = arena_page(self.arena.name).encode()
+        body = self._page
         await respond.whole(
             200,
             body,
@@ -197,10 +231,115 @@ class Site:
             problem = b'{"error":"limit is a whole number from 1; before, a game number"}'
             await respond.whole(400, problem, "application/json")
             return
-        rows = self.hall.store.recent_games(limit, before)
-        out = [game_summary(record, number) for number, record in rows]
-        data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
-        await respond.whole(200, json.dumps(data).encode(), "application/json")
+
+        def make() -> bytes:
+            rows = self.hall.store.recent_games(limit, before)
+            out = [game_summary(record, number) for number, record in rows]
+            data = {"games": out, "next": rows[-1][0] if len(rows) == limit else None}
+            return json.dumps(data).encode()
+
+        body = await self._stored(respond, f"games {limit} {before}", make)
+        if body is not None:
+            await respond.whole(200, body, "application/json")
+
+    async def _stored(self, respond: Respond, key: str, make: Callable[[], bytes]) -> bytes | None:
+        """The answer `key` from the cache, or made by `make` (which reads the store) if
+        the store may be read now; None when it was answered 503 (busy)."""
+        body = self.cached(key)
+        if body is not None:
+            return body
+        wait = self._store_reads.take("")
+        if wait:  # pages that all ask for other games: the store is read as it can
+            retry = (("retry-after", str(max(1, round(wait)))),)
+            await respond.whole(503, b"busy; try again\n", "text/plain; charset=utf-8", retry)
+            return None
+        return self.keep(key, make())
+
+    async def games_list(self, request: Request, respond: Respond) -> None:
+        """`/games?before=N`: a page of every stored game, newest first."""
+        query = parse_qs(request.target.partition("?")[2])
+        try:
+            text = query.get("before", [None])[0]
+            before = int(text) if text is not None else None
+            if before is not None and not 0 <= before < 2**63:
+                raise ValueError
+        except ValueError:
+            await respond.whole(400, b"before is a game number\n", "text/plain; charset=utf-8")
+            return
+
+        def make() -> bytes:
+            rows = self.hall.store.recent_games(LIST_PAGE, before)
+            out = [game_summary(record, number) for number, record in rows]
+            older = rows[-1][0] if len(rows) == LIST_PAGE else None
+            return games_page(out, older, self.arena.name).encode()
+
+        body = await self._stored(respond, f"list {before}", make)
+        if body is not None:
+            await respond.whole(200, body, "text/html; charset=utf-8")
+
+    async def game(self, request: Request, respond: Respond) -> None:
+        """`/game/N`: game N's page; `/game/N.jsonl` its record, `/game/N.sgf` its SGF
+        (Hex only: Atoll has no standard format)."""
+        name = request.target.split("?", 1)[0].rsplit("/", 1)[1]
+        number_text, _, kind = name.partition(".")
+        if not number_text.isdigit() or len(number_text) > 18 or kind not in ("", "jsonl", "sgf"):
+            await respond.whole(404, b"not found\n", "text/plain; charset=utf-8")
+            return
+        number = int(number_text)
+
+        def make() -> bytes:
+            rows = self.hall.store.recent_games(1, number + 1)
+            if not rows or rows[0][0] != number:
+                return b""
+            record = rows[0][1]
+            if kind == "jsonl":
+                return (record.dumps() + "\n").encode()
+            if kind == "sgf":
+                return game_tree(record).encode() if is_hex(record) else b""
+            return game_page(number, record, self.arena.name).encode()
+
+        body = await self._stored(respond, f"game {name}", make)
+        if body is None:
+            return
+        if not body:
+            why = (
+                f"no game {number} in this arena's store"
+                if kind != "sgf"
+                else (f"no Hex game {number} in this arena's store (Atoll has no SGF)")
+            )
+            await respond.whole(404, why.encode() + b"\n", "text/plain; charset=utf-8")
+            return
+        types = {
+            "": "text/html; charset=utf-8",
+            "jsonl": "application/x-ndjson",
+            "sgf": "application/x-go-sgf",
+        }
+        extra: tuple[tuple[str, str], ...] = ()
+        if kind:
+            disposition = f'attachment; filename="{self.arena.name}-game-{number}.{kind}"'
+            extra = (("content-disposition", disposition),)
+        await respond.whole(200, body, types[kind], extra)
+
+    async def history_json(self, request: Request, respond: Respond) -> None:
+        """`/api/history`: every engine's rating after each fit, [games stored, Elo]."""
+        body = self.cached("history") or self.keep(
+            "history", json.dumps(self.history.as_json()).encode()
+        )
+        await respond.whole(200, body, "application/json")
+
+    async def engine(self, request: Request, respond: Respond) -> None:
+        """`/engine/NAME`: an engine's page, its rating over time as a plot."""
+        name = unquote(request.target.split("?", 1)[0].split("/", 2)[2])
+        points = self.history.of(name)
+        if not points and name not in self.hall.participants:
+            why = f"no engine {name!r} in this arena\n"
+            await respond.whole(404, why.encode(), "text/plain; charset=utf-8")
+            return
+        key = f"engine {name}"
+        body = self.cached(key) or self.keep(
+            key, engine_page(name, points, self.arena.name).encode()
+        )
+        await respond.whole(200, body, "text/html; charset=utf-8")
 
     def live_state(self) -> dict[str, Any]:
         return {
@@ -222,7 +361,8 @@ class Site:
         }
 
     async def live(self, request: Request, respond: Respond) -> None:
-        await respond.whole(200, json.dumps(self.live_state()).encode(), "application/json")
+        body = self.cached("live") or self.keep("live", json.dumps(self.live_state()).encode())
+        await respond.whole(200, body, "application/json")
 
     async def events(self, request: Request, respond: Respond) -> None:
         channel = self.broadcast.subscribe()
@@ -233,8 +373,8 @@ class Site:
             return
         async with channel:
             await respond.begin_stream("text/event-stream")
-            first = json.dumps(self.live_state(), separators=(",", ":"))
-            await respond.chunk(f"retry: 2000\nevent: state\ndata: {first}\n\n".encode())
+            first = self.cached("live") or self.keep("live", json.dumps(self.live_state()).encode())
+            await respond.chunk(b"retry: 2000\nevent: state\ndata: " + first + b"\n\n")
             while True:
                 with trio.move_on_after(HEARTBEAT) as quiet:
                     try:
@@ -272,13 +412,3 @@ class Site:
                 )
                 self._report, self._report_at, self._report_time = page.encode(), played, now
         await respond.whole(200, self._report, "text/html; charset=utf-8")
-
-
-def registered_players(store: Store) -> dict[str, str]:
-    """Names that registered themselves (open registration): name -> token hash."""
-    text = store.meta("arena_registered")
-    try:
-        data = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}

@@ -13,9 +13,9 @@ link whose connection does not come back in time is dead, and the game it was in
 lost by `disconnect`.
 
 The server's clock is the truth: per move, network time up to the arena's
-`latency_allowance` is not charged, measured as the round trip of the WebSocket pings
-the server sends (the client answers them in its network stack, not through its
-engine); what the client reports about its engine's time is recorded, never trusted.
+`latency_allowance` is not charged, measured so that the client cannot make it longer
+(`LinkStats`: the kernel's TCP round trip and the quickest recent ping); what the
+client reports about its engine's time is recorded, never trusted.
 """
 
 from __future__ import annotations
@@ -98,16 +98,29 @@ def parse_control(text: str) -> dict[str, Any]:
     return data
 
 
+def no_measure() -> float | None:
+    return None
+
+
 @dataclass
 class LinkStats:
-    """What the server measured of a link's network: ping round trips (seconds)."""
+    """What the server measured of a link's network, in seconds: the round trips of its
+    pings, and `kernel`, the round trip the server's own TCP stack measures on the
+    connection (None where it cannot be read: not Linux, or a proxy's connection)."""
 
     rtts: deque[float] = field(default_factory=lambda: deque(maxlen=5))
+    kernel: Callable[[], float | None] = no_measure
 
     def network_time(self) -> float:
-        """The round trip a move's wait is taken to include: the largest of the last
-        few pings, so that a move made while the network is slow is not overcharged."""
-        return max(self.rtts) if self.rtts else 0.0
+        """The round trip a move's wait is taken to include, as the client cannot make it
+        longer: a pong is the client's to delay, so a ping counts for no more than the
+        quickest of the last few, nor for more than the kernel's own estimate (its ACKs
+        come from the client's network stack, not from a program the client runs)."""
+        measured = [min(self.rtts)] if self.rtts else []
+        kernel = self.kernel()
+        if kernel is not None:
+            measured.append(kernel)
+        return min(measured, default=0.0)
 
 
 class Link:
@@ -136,6 +149,7 @@ class Link:
         self.dead: str | None = None  # why the session is over
         self.disconnected_at: float | None = None  # trio time the connection dropped
         self.drops = 0
+        self.dropped = 0  # control messages over the client's rate limit, ignored
         self._unread = bytearray()
         self._lot = trio.lowlevel.ParkingLot()
         self._send_lock = trio.Lock()
@@ -189,10 +203,16 @@ class Link:
         self.kill(f"the engine exited on the client's machine: {exit_status(code)}")
 
     async def attach(
-        self, ws: WebSocketConnection, address: str, peer_received: int, greeting: str
+        self,
+        ws: WebSocketConnection,
+        address: str,
+        peer_received: int,
+        greeting: str,
+        rtt: Callable[[], float | None] = no_measure,
     ) -> bool:
         """Take a (re)connection: send `greeting` (the welcome), then what the client has
-        not received. False if that is no longer kept: the session cannot go on."""
+        not received. False if that is no longer kept: the session cannot go on. `rtt`
+        reads the kernel's round-trip estimate of the connection (`LinkStats`)."""
         if self.dead is not None:
             return False
         async with self._send_lock:
@@ -200,6 +220,8 @@ class Link:
             if missing is None:
                 return False
             self.ws, self.address = ws, address
+            self.stats.rtts.clear()  # the pings measured the connection before
+            self.stats.kernel = rtt
             self.replaced.set()  # the connection before, if any, speaks for it no more
             self.replaced = trio.Event()
             self.disconnected_at = None
@@ -238,12 +260,23 @@ class Link:
         if self.dead is not None:
             return
         self.dead = why
-        self.disconnect = disconnect
+        # A connection that was down when the session ended (the referee kills the engine
+        # of a turn whose deadline passed, the client's own close may come first) is the
+        # cause of whatever fault the turn ends with: its verdict is `disconnect`.
+        down = self.disconnected_at
+        self.disconnect = disconnect or down is not None
+        if disconnect:
+            self.disconnect_reason = why
+        elif down is not None:
+            self.disconnect_reason = (
+                f"its connection dropped {trio.current_time() - down:.1f} s before and was not back"
+            )
         self.died.set()
         self._lot.unpark_all()
         self._on_dead(self)
 
-    disconnect = False  # the session ended because its connection did not come back
+    disconnect = False  # the session ended while its connection was down
+    disconnect_reason = ""
 
     async def close(self, code: int, reason: str) -> None:
         ws, self.ws = self.ws, None
@@ -318,11 +351,8 @@ class RemotePlayer(Player):
         link = self.link
         if link.disconnect or (link.dead is None and not link.connected):
             fault.kind = Termination.DISCONNECT
-            fault.detail = (
-                f"{fault.detail}; {link.dead}"
-                if link.dead
-                else f"{fault.detail}; its connection was down"
-            )
+            why = link.disconnect_reason if link.disconnect else "its connection was down"
+            fault.detail = f"{fault.detail}; {why}"
         return fault
 
     async def turn(self, *args: Any, **kwargs: Any) -> Any:

@@ -56,12 +56,18 @@ def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path:
 
 
 def test_network_time_up_to_the_allowance_is_not_charged(tmp_path: Path) -> None:
-    """Behind a proxy that adds 60 ms each way, alice's moves are charged the wait less
-    the measured round trip (about 120 ms, at most the allowance); bob's nothing."""
+    """Behind a reverse proxy that adds 60 ms each way, alice's moves are charged the
+    wait less the pings' round trip (about 120 ms, at most the allowance); bob's, who
+    connects directly on this machine, nothing to speak of (the kernel's round trip)."""
     server = Server(
-        arena_file(tmp_path, players=("alice", "bob"), engines="", extra="latency_allowance = 0.25")
+        arena_file(
+            tmp_path,
+            players=("alice", "bob"),
+            engines="",
+            extra='latency_allowance = 0.25\ntrusted_proxies = ["127.0.0.1"]',
+        )
     )
-    proxy = Proxy(server.port, delay=0.06)
+    proxy = Proxy(server.port, delay=0.06, forwarded_for="127.0.0.2")
     alice = client(proxy.port, "alice", "heuristic", tmp_path)
     bob = client(server.port, "bob", "random", tmp_path)
     try:
@@ -187,6 +193,9 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
 
 
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
+    """The live page follows the games without a reload; a game's number opens its own
+    page (board, moves, downloads), which links to the list of all games; an engine's
+    name on the leaderboard opens its page, with its rating plotted over time."""
     driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -212,6 +221,26 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         wait.until(lambda d: "alice" in d.find_element("id", "board").text)
         errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
+        # The game's own page, from its number: the board, its moves, its downloads.
+        # (links are read by script: the tables are redrawn as events come, and an
+        # element found a moment ago may be gone when it is clicked)
+        game = driver.execute_script("return document.querySelector('#recent tbody a').href")
+        driver.get(game)
+        wait.until(lambda d: d.find_elements("css selector", "#moves li"))
+        assert driver.find_elements("css selector", ".board svg")
+        assert driver.find_element("id", "record").get_attribute("href").endswith(".jsonl")
+        facts = driver.find_element("id", "facts").text
+        assert "alice" in facts and "bob" in facts
+        driver.find_element("link text", "all games").click()
+        wait.until(lambda d: d.find_elements("css selector", "#games tbody tr"))
+        # An engine's page from the leaderboard: its rating over time, plotted.
+        driver.get(f"http://127.0.0.1:{server.port}/")
+        find = (
+            "return [...document.querySelectorAll('#board a')]"
+            ".find(a => a.textContent === 'alice')?.href"
+        )
+        driver.get(wait.until(lambda d: d.execute_script(find)))
+        wait.until(lambda d: d.find_elements("css selector", "#rating polyline"))
     finally:
         driver.quit()
         alice.stop()

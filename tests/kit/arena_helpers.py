@@ -30,13 +30,14 @@ def arena_file(
     extra: str = "",
     engines: str = 'engines = ["random"]\nanchors = { random = 0 }',
     port: int = 0,
+    tc: str = "10+0.1",
 ) -> Path:
     entries = "".join(
         f'\n[[player]]\nname = "{n}"\ntoken_hash = "{hash_token(TOKENS[n])}"\n' for n in players
     )
     path = folder / "arena.toml"
     path.write_text(
-        f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "10+0.1"\n'
+        f'[arena]\nname = "test-arena"\nlisten = "127.0.0.1:{port}"\ntc = "{tc}"\n'
         f"size = 7\n{engines}\n{extra}\n{entries}"
     )
     return path
@@ -192,13 +193,17 @@ def readable_within(sock: Any, timeout: float) -> bool:
 class Proxy:
     """A TCP proxy in front of the server, in threads: `delay` seconds added to every
     chunk each way (a slow network), and `cut()` drops every connection it carries (a
-    network that fails), while it keeps accepting new ones."""
+    network that fails), while it keeps accepting new ones. With `forwarded_for` it is a
+    reverse proxy: it names that address in an `X-Forwarded-For` header of each request."""
 
-    def __init__(self, target_port: int, delay: float = 0.0) -> None:
+    def __init__(
+        self, target_port: int, delay: float = 0.0, forwarded_for: str | None = None
+    ) -> None:
         import socket
 
         self.target = target_port
         self.delay = delay
+        self.forwarded_for = forwarded_for
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self._open: list[Any] = []
@@ -221,12 +226,16 @@ class Proxy:
                 continue
             with self._lock:
                 self._open += [down, up]
-            for a, b in ((down, up), (up, down)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, head in ((down, up, self.forwarded_for), (up, down, None)):
+                threading.Thread(target=self._pipe, args=(a, b, head), daemon=True).start()
 
-    def _pipe(self, source: Any, sink: Any) -> None:
+    def _pipe(self, source: Any, sink: Any, forwarded_for: str | None = None) -> None:
         try:
             while data := source.recv(65536):
+                if forwarded_for is not None and b"\r\n" in data:  # the request's first line
+                    line, rest = data.split(b"\r\n", 1)
+                    data = line + f"\r\nx-forwarded-for: {forwarded_for}\r\n".encode() + rest
+                    forwarded_for = None
                 if self.delay:
                     time.sleep(self.delay)  # the network's latency, not a synchronisation
                 sink.sendall(data)
