@@ -1,0 +1,80 @@
+"""An SPSA tune end to end: real engines started per game with their values, a kill -9
+mid-run, the resume, and what the store and status then say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from commands import invoke
+from paths import ENGINES, ROOT
+from stores import read_store
+
+from arbiter.results.store import Store
+from arbiter.runs.tournament import load_tournament
+from arbiter.runs.tune import TuneSchedule
+
+TUNEBOT = ENGINES / "tunebot.py"
+
+
+def tune_file(folder: Path, games: int) -> Path:
+    path = folder / "t.toml"
+    command = json.dumps([sys.executable, str(TUNEBOT), "{X}", "{Y}"])
+    path.write_text(
+        f'[tournament]\nname = "t"\nformat = "spsa"\ngames = {games}\nislands = 4\nsize = 5\n'
+        'seed = 3\ntc = "30+1"\nconcurrency = 2\n\n[tune]\nengine = "tb"\nbatch = 2\n\n'
+        "[tune.params.X]\nmin = 0\nmax = 100\nstart = 20\n\n"
+        "[tune.params.Y]\nmin = 0\nmax = 100\nstart = 80\n\n"
+        f'[[engine]]\nname = "tb"\ncommand = {command}\n'
+    )
+    return path
+
+
+def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) -> None:
+    t = tune_file(tmp_path, 16)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    finished = 0
+    for line in proc.stderr:
+        if line.startswith("Finished game"):
+            finished += 1
+            if finished >= 5:  # mid-batch: a batch is 2 iterations, 4 games
+                break
+    proc.kill()  # SIGKILL: no clean-up at all
+    proc.wait()
+    proc.stderr.close()
+    resumed = invoke("tournament", "run", str(t))
+    assert resumed.returncode == 0, resumed.stderr
+    stored = read_store(tmp_path / "t.sqlite")
+    ids = Counter(str(row.game_id) for row in stored.games)
+    assert len(ids) == 16 and set(ids.values()) == {1}  # every game, none twice
+    assert not stored.voids
+    rounds = Counter(str(row.game_id).split("-")[0] for row in stored.games)
+    assert set(rounds.values()) == {2}  # whole pairs only
+    for r in stored.records:
+        # The template and the values are kept; the two seats played different values.
+        assert r["commands"]["seat1"][-2:] == ["{X}", "{Y}"]
+        assert set(r["params"]) == {"seat1", "seat2"}
+        assert r["params"]["seat1"] != r["params"]["seat2"]
+    # The values are those the stored results give, from the start.
+    tournament = load_tournament(t)
+    with Store.open_read(tmp_path / "t.sqlite") as store:
+        again = TuneSchedule(
+            "t", tournament.tune, 16, tournament.variant, tournament.openings, 3, store.results()
+        )
+    status = invoke("tournament", "status", str(t), "--json")
+    tune = json.loads(status.stdout)["tune"]
+    assert tune["iteration"] == 8 and tune["games"] == 16
+    assert tune["params"] == again.current()
+    text = invoke("tournament", "status", str(t)).stdout
+    assert "SPSA tune of tb: iteration 8 of 8" in text and "Tuned values: X = " in text
