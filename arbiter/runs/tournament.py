@@ -51,6 +51,7 @@ from arbiter.runs.tournament_run import (
 from arbiter.text import toml_value
 
 if TYPE_CHECKING:  # the adaptive format, with numpy, loads when used
+    from arbiter.results.sprt import Sprt
     from arbiter.runs.adaptive import StopRule
     from arbiter.runs.tune import Param, TuneSettings
 
@@ -367,7 +368,7 @@ def load_tournament(
 
         check_address(file_dask, f"{where}.dask")
     local = engines_here and file_dask is None
-    tuned: tuple[str, tuple[Param, ...], int, dict[str, float]] | None = None
+    tuned: tuple[str, tuple[Param, ...], int, Sprt | None] | None = None
     if fmt is Format.SPSA:
         from arbiter.runs.tune import read_tune
 
@@ -488,7 +489,7 @@ def load_tournament(
 
 def _tune_field(
     file: Path,
-    tuned: tuple[str, tuple[Param, ...], int, dict[str, float]],
+    tuned: tuple[str, tuple[Param, ...], int, Sprt | None],
     engines: dict[str, EngineSpec],
     conditions: dict[str, dict[str, Any]],
 ) -> tuple[
@@ -497,7 +498,7 @@ def _tune_field(
     """The tune's settings and the field it plays: the tuned engine, started with the
     start values where no game gives it its own (the engine check), against the file's
     other engines, or as two seats of its own (theta+ and theta-) when there are none."""
-    from arbiter.runs.tune import TuneSettings, minus_name, plus_name
+    from arbiter.runs.tune import TuneSettings, minus_name, plus_name, start_name, tuned_name
 
     name, params, batch, confirm = tuned
     where = f"{file}: tune"
@@ -529,15 +530,11 @@ def _tune_field(
         field = {plus: replace(started, name=plus), minus: replace(started, name=minus)}
         field_conditions = {plus: conditions[name], minus: conditions[name]}
         templates = {plus: template, minus: template}
-    if confirm:
-        from arbiter.results.sprt import test_from
-
-        try:
-            test_from(confirm)
-        except ValueError as exc:
-            raise ConfigError(
-                str(exc), where=f"{where}.confirm", hint="e.g. confirm = { elo0 = 0, elo1 = 10 }"
-            ) from exc
+    if confirm is not None:  # the tuned values against the start values
+        for seat in (tuned_name(name), start_name(name)):
+            field[seat] = replace(started, name=seat)
+            field_conditions = {**field_conditions, seat: conditions[name]}
+            templates[seat] = template
     settings = TuneSettings(name, params, batch, others, confirm)
     return settings, field, field_conditions, templates
 

@@ -266,8 +266,9 @@ class Tournament:
     def total(self) -> int:
         if self.format is Format.ADAPTIVE:
             return self.budget
-        if self.tune is not None:
-            return self.budget - self.budget % self.tune.per_iteration
+        if self.tune is not None:  # the tune's games, and its confirming test's at most
+            confirm = 2 * (self.budget // 2) if self.tune.confirm is not None else 0
+            return self.budget - self.budget % self.tune.per_iteration + confirm
         return tournament_size(len(self.engines), self.format, self.rounds)
 
     def plan(self, store: Store, transcripts: TranscriptFolder | None = None) -> Plan:

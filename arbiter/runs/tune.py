@@ -29,13 +29,14 @@ import json
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from arbiter.definitions import Key, Keys
 from arbiter.engines.params import as_pairs, shown
 from arbiter.errors import ConfigError
 from arbiter.results.records import GameRecord
+from arbiter.results.sprt import Sprt, Verdict, judge, test_from
 from arbiter.results.store import ResultRow
 from arbiter.rules import Variant
 from arbiter.runs.schedule import (
@@ -85,7 +86,7 @@ class TuneSettings:
     params: tuple[Param, ...]
     batch: int = 1
     opponents: tuple[str, ...] = ()  # the other engines of the file, if any
-    confirm: Mapping[str, float] = field(default_factory=dict)  # elo0, elo1 (optional)
+    confirm: Sprt | None = None  # the pair SPRT of the tuned values against the start
 
     @property
     def per_iteration(self) -> int:
@@ -103,6 +104,7 @@ class TuneSettings:
         return {
             "engine": self.engine,
             "batch": self.batch,
+            "confirm": None if self.confirm is None else self.confirm.conditions(),
             "params": {
                 p.name: [p.low, p.high, p.start, p.step, p.rate, p.integer] for p in self.params
             },
@@ -115,6 +117,16 @@ def plus_name(engine: str) -> str:
 
 def minus_name(engine: str) -> str:
     return f"{engine}-"
+
+
+def tuned_name(engine: str) -> str:
+    """The seat of the tuned values in the confirming test."""
+    return f"{engine}:tuned"
+
+
+def start_name(engine: str) -> str:
+    """The seat of the start values in the confirming test."""
+    return f"{engine}:start"
 
 
 @dataclass(frozen=True)
@@ -177,6 +189,12 @@ class TuneSchedule:
         self.theta = {p.name: p.start for p in settings.params}
         self.trajectory: list[dict[str, float]] = [dict(self.theta)]  # after each batch
         self.iteration = 0  # iterations whose updates are applied
+        # The confirming test: at most as many games as the tune's budget, in batches of
+        # `batch` pairs, judged once each batch is stored.
+        self.cap = budget // 2 if settings.confirm is not None else 0
+        self.confirmed = 0  # confirming pairs counted
+        self.counts = [0, 0, 0]  # the tuned values: pairs lost twice, split, won twice
+        self.verdict: Verdict | None = None
         self._pending: deque[ScheduledGame] = deque()
         self._batch: list[Iteration] = []
         self._advance()
@@ -204,24 +222,26 @@ class TuneSchedule:
 
     @property
     def total(self) -> int:
-        return self.iterations * self.settings.per_iteration
+        """The tune's games, and the confirming test's at most."""
+        return self.iterations * self.settings.per_iteration + 2 * self.cap
 
     @property
     def over(self) -> bool:
-        return self.iteration >= self.iterations
+        return self.iteration >= self.iterations and not self._confirming()
 
     def done(self) -> int:
-        return sum(1 for gid in self._ids_so_far() if gid in self.results)
+        last = self.iterations + self.cap
+        return sum(1 for row in self.results.values() if row.round <= last)
+
+    def _confirming(self) -> bool:
+        """Whether the confirming test still has pairs to play."""
+        if self.settings.confirm is None or self.confirmed >= self.cap:
+            return False
+        return self.verdict is None or self.verdict.result not in ("H0", "H1")
 
     def current(self) -> dict[str, float]:
         """The tuned values after the iterations applied so far."""
         return {p.name: p.played(self.theta[p.name]) for p in self.settings.params}
-
-    def _ids_so_far(self) -> list[str]:
-        ids: list[str] = []
-        for k in range(1, min(self.iterations, self.iteration + self.settings.batch) + 1):
-            ids += [g.game_id for g in self._games(k, self.theta, ids_only=True)]
-        return ids
 
     def _complete(self) -> bool:
         return all(g.game_id in self.results for it in self._batch for g in it.games)
@@ -233,14 +253,25 @@ class TuneSchedule:
             if self._batch:
                 if not self._complete():
                     break
-                for it in self._batch:
-                    self._update(it)
-                self.trajectory.append(dict(self.theta))
+                if self._batch[0].k > self.iterations:
+                    for it in self._batch:
+                        self._count(it)
+                    test = self.settings.confirm
+                    assert test is not None
+                    self.verdict = judge(test, self.counts, 0, 0)
+                else:
+                    for it in self._batch:
+                        self._update(it)
+                    self.trajectory.append(dict(self.theta))
                 self._batch = []
-            if self.iteration >= self.iterations:
+            if self.iteration < self.iterations:
+                last = min(self.iterations, self.iteration + self.settings.batch)
+                self._batch = [self._make(k) for k in range(self.iteration + 1, last + 1)]
+            elif self._confirming():
+                last = min(self.cap, self.confirmed + self.settings.batch)
+                self._batch = [self._confirm(j) for j in range(self.confirmed + 1, last + 1)]
+            else:
                 return
-            last = min(self.iterations, self.iteration + self.settings.batch)
-            self._batch = [self._make(k) for k in range(self.iteration + 1, last + 1)]
         self._pending = deque(
             g for it in self._batch for g in it.games if g.game_id not in self.results
         )
@@ -251,6 +282,42 @@ class TuneSchedule:
             c, a = self.gains.c(p, it.k), self.gains.a(p, it.k)
             self.theta[p.name] = p.clip(self.theta[p.name] + a / c * result * f)
         self.iteration = it.k
+
+    def _count(self, it: Iteration) -> None:
+        """A confirming pair: how many of its two games the tuned values won."""
+        tuned = tuned_name(self.settings.engine)
+        won = 0
+        for g in it.games:
+            row = self.results[g.game_id]
+            won += (row.seat1 if row.winner_seat == 1 else row.seat2) == tuned
+        self.counts[won] += 1
+        self.confirmed = it.k - self.iterations
+
+    def _confirm(self, j: int) -> Iteration:
+        """The confirming test's pair j: the tuned values against the start values, on
+        one opening (an Iteration whose k follows the tune's)."""
+        k = self.iterations + j
+        key = json.dumps(["spsa-confirm", j], ensure_ascii=False)
+        opening = self.openings.for_pair(self.variant, 0, k, key)
+        tuned = as_pairs(self.current())
+        start = as_pairs({p.name: p.played(p.start) for p in self.settings.params})
+        a, b = tuned_name(self.settings.engine), start_name(self.settings.engine)
+        games = []
+        for n, (seats, params) in enumerate((((a, b), (tuned, start)), ((b, a), (start, tuned)))):
+            gid = game_id(self.name, k, *seats)
+            games.append(
+                ScheduledGame(
+                    number=self.total - 2 * self.cap + 2 * j - 1 + n,
+                    game_id=gid,
+                    engines=seats,
+                    round=k,
+                    pair_key=key,
+                    opening=opening,
+                    seed=game_seed(self.seed, gid),
+                    params=params,
+                )
+            )
+        return Iteration(k, {}, {}, [], tuple(games), frozenset())
 
     def _result(self, it: Iteration) -> float:
         """theta+'s wins less its losses over the iteration's games (less theta-'s
@@ -338,7 +405,18 @@ class TuneSchedule:
 
 
 def tune_json(schedule: TuneSchedule) -> dict[str, object]:
-    """`tune` in `tournament status --json`: the current values, iterations and games."""
+    """`tune` in `tournament status --json`: the current values, iterations and games,
+    and the confirming test (null without one; its verdict once a batch is judged)."""
+    test = schedule.settings.confirm
+    confirm = None
+    if test is not None:
+        verdict = schedule.verdict
+        confirm = {
+            **test.conditions(),
+            "pairs": schedule.confirmed,
+            "verdict": None if verdict is None else verdict.as_json(),
+            "state": "not started" if verdict is None else verdict.state(schedule.cap),
+        }
     return {
         "engine": schedule.settings.engine,
         "params": schedule.current(),
@@ -346,8 +424,9 @@ def tune_json(schedule: TuneSchedule) -> dict[str, object]:
         "iteration": schedule.iteration,
         "iterations": schedule.iterations,
         "games": schedule.done(),
-        "budget": schedule.total,
+        "budget": schedule.iterations * schedule.settings.per_iteration,
         "over": schedule.over,
+        "confirm": confirm,
     }
 
 
@@ -359,12 +438,29 @@ def tune_lines(schedule: TuneSchedule) -> list[str]:
         f" range {shown(p.low)}-{shown(p.high)})"
         for p in schedule.settings.params
     )
-    state = "done" if schedule.over else "in progress"
-    return [
+    tuning = schedule.iteration < schedule.iterations
+    games = min(schedule.done(), schedule.iterations * schedule.settings.per_iteration)
+    lines = [
         f"SPSA tune of {schedule.settings.engine}: iteration {schedule.iteration} of"
-        f" {schedule.iterations}, {schedule.done()} of {schedule.total} games ({state})",
+        f" {schedule.iterations}, {games} games ({'in progress' if tuning else 'done'})",
         f"Tuned values: {shown_values}",
     ]
+    test = schedule.settings.confirm
+    if test is not None:
+        head = (
+            f"Confirming SPRT of the tuned values against the start (elo0 = {test.elo0:g},"
+            f" elo1 = {test.elo1:g}, at most {schedule.cap} pairs): "
+        )
+        verdict = schedule.verdict
+        lines.append(
+            head
+            + (
+                ("waiting for the tune" if tuning else "not started")
+                if verdict is None
+                else verdict.line(schedule.cap)
+            )
+        )
+    return lines
 
 
 # The [tune] table's keys, and each [tune.params.NAME] table's, in the reference's order.
@@ -417,7 +513,7 @@ PARAM = Keys(
 _PARAM_HINT = "e.g. [tune.params.C] with min = 0.1, max = 2.0, start = 1.0"
 
 
-def read_tune(table: Any, where: str) -> tuple[str, tuple[Param, ...], int, dict[str, float]]:
+def read_tune(table: Any, where: str) -> tuple[str, tuple[Param, ...], int, Sprt | None]:
     """`[tune]`'s engine, parameters, batch and confirming test (not yet checked against
     the engines); ConfigError names the key."""
     if not isinstance(table, dict):
@@ -464,5 +560,13 @@ def read_tune(table: Any, where: str) -> tuple[str, tuple[Param, ...], int, dict
                 )
         integer = all(type(raw[k]) is int for k in ("min", "max", "start"))
         params.append(Param(name, low, high, start, float(step), float(rate), integer))
-    confirm = TUNE.get(table, "confirm", where) or {}
-    return engine, tuple(params), TUNE.get(table, "batch", where), confirm
+    confirm = TUNE.get(table, "confirm", where)
+    test = None
+    if confirm is not None:
+        try:
+            test = test_from(confirm)
+        except ValueError as exc:
+            raise ConfigError(
+                str(exc), where=f"{where}.confirm", hint="e.g. confirm = { elo0 = 0, elo1 = 10 }"
+            ) from exc
+    return engine, tuple(params), TUNE.get(table, "batch", where), test

@@ -14,11 +14,12 @@ from files import write_tournament
 from arbiter.engines.params import fill, placeholders
 from arbiter.errors import ConfigError
 from arbiter.results.records import GameRecord, Termination
+from arbiter.results.sprt import Sprt
 from arbiter.results.store import ResultRow
 from arbiter.rules import Variant
 from arbiter.runs.schedule import WAIT, Openings, ScheduledGame
 from arbiter.runs.tournament import load_tournament
-from arbiter.runs.tune import Param, TuneSchedule, TuneSettings
+from arbiter.runs.tune import Param, TuneSchedule, TuneSettings, tune_json, tune_lines
 
 HEX5 = Variant(4, 5, True)
 BEST = {"X": 70.0, "Y": 30.0}
@@ -97,15 +98,23 @@ def test_spsa_reaches_the_best_point_within_a_tenth_of_each_range_in_300_games()
     assert all(sum(r.round == k for r in rows) == 2 for k in range(1, 151))
 
 
-@pytest.mark.parametrize("cut", [1, 7, 8, 13])
+def confirming(batch: int) -> TuneSettings:
+    base = settings(batch)
+    return TuneSettings(base.engine, base.params, batch, (), Sprt(0, 10))
+
+
+@pytest.mark.parametrize("cut", [1, 7, 8, 13, 45])
 def test_a_schedule_rebuilt_from_stored_results_goes_on_the_same_trajectory(cut: int) -> None:
-    """Killed after `cut` games (mid-batch or not) and rebuilt from the store: the games
-    still to play and the values reached are those of the run never interrupted."""
-    whole = TuneSchedule("t", settings(batch=3), 40, HEX5, Openings(random_plies=1), 9, [])
+    """Killed after `cut` games (mid-batch or not, in the tune or its confirming test) and
+    rebuilt from the store: the games still to play and the values reached are those of
+    the run never interrupted."""
+    openings = Openings(random_plies=1)
+    whole = TuneSchedule("t", confirming(3), 40, HEX5, openings, 9, [])
     rows = play(whole, random.Random(2))
-    first = TuneSchedule("t", settings(batch=3), 40, HEX5, Openings(random_plies=1), 9, [])
+    assert len(rows) > 45
+    first = TuneSchedule("t", confirming(3), 40, HEX5, openings, 9, [])
     kept = play(first, random.Random(2), stop=cut)
-    resumed = TuneSchedule("t", settings(batch=3), 40, HEX5, Openings(random_plies=1), 9, kept)
+    resumed = TuneSchedule("t", confirming(3), 40, HEX5, openings, 9, kept)
     by_id = {r.game_id: r for r in rows}
     handed: list[str] = []
     while True:
@@ -120,6 +129,7 @@ def test_a_schedule_rebuilt_from_stored_results_goes_on_the_same_trajectory(cut:
     assert sorted(handed + [r.game_id for r in kept]) == sorted(by_id)
     assert resumed.trajectory == whole.trajectory
     assert resumed.current() == whole.current()
+    assert resumed.verdict == whole.verdict and resumed.counts == whole.counts
 
 
 def test_against_other_engines_both_values_play_the_same_opponent_on_one_opening() -> None:
@@ -188,3 +198,31 @@ def test_a_tune_against_itself_plays_two_seats_started_at_the_start_values(tmp_p
     assert list(t.engines) == ["x+", "x-"]
     assert t.engines["x+"].argv[-1] == "1" and t.templates["x+"][-1] == "{C}"
     assert t.conditions()["tune"]["engine"] == "x"
+
+
+def test_the_confirming_sprt_plays_tuned_against_start_once_the_budget_is_spent() -> None:
+    base = settings(batch=2)
+    test = Sprt(0, 10)
+    confirmed = TuneSettings(base.engine, base.params, base.batch, (), test)
+    schedule = TuneSchedule("t", confirmed, 300, HEX5, Openings(), 5, [])
+    rows = play(schedule, random.Random(1))
+    assert schedule.over and schedule.verdict is not None
+    assert schedule.verdict.result == "H1"  # the tuned values are much the stronger
+    confirming = [r for r in rows if r.round > 150]
+    assert confirming and len(confirming) == 2 * schedule.confirmed <= 300
+    assert {frozenset((r.seat1, r.seat2)) for r in confirming} == {
+        frozenset(("tb:tuned", "tb:start"))
+    }
+    status = tune_json(schedule)
+    assert status["confirm"]["state"] == "H1 accepted"  # type: ignore[index]
+    assert "H1 accepted" in tune_lines(schedule)[-1]
+
+
+def test_a_confirming_test_adds_the_tuned_and_start_seats(tmp_path: Path) -> None:
+    header = TUNE.replace('engine = "x"', 'engine = "x"\nconfirm = { elo0 = 0, elo1 = 10 }')
+    t = load_tournament(write_tournament(tmp_path, header, [engine("x", "-c", "{C}")]))
+    assert list(t.engines) == ["x+", "x-", "x:tuned", "x:start"]
+    assert t.templates["x:tuned"][-1] == "{C}" and t.total == 8 + 8
+    bad = header.replace("elo1 = 10", "elo1 = -10")
+    with pytest.raises(ConfigError, match="tune.confirm"):
+        load_tournament(write_tournament(tmp_path, bad, [engine("x", "-c", "{C}")]))
