@@ -224,5 +224,5 @@ def test_a_confirming_test_adds_the_tuned_and_start_seats(tmp_path: Path) -> Non
     assert list(t.engines) == ["x+", "x-", "x:tuned", "x:start"]
     assert t.templates["x:tuned"][-1] == "{C}" and t.total == 8 + 8
     bad = header.replace("elo1 = 10", "elo1 = -10")
-    with pytest.raises(ConfigError, match="tune.confirm"):
+    with pytest.raises(ConfigError, match=r"tune\.confirm"):
         load_tournament(write_tournament(tmp_path, bad, [engine("x", "-c", "{C}")]))
