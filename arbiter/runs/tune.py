@@ -427,6 +427,12 @@ def tune_json(schedule: TuneSchedule) -> dict[str, object]:
         "budget": schedule.iterations * schedule.settings.per_iteration,
         "over": schedule.over,
         "confirm": confirm,
+        # Each parameter's value at the start and after each batch (the report plots it).
+        "trajectory": {
+            p.name: [point[p.name] for point in schedule.trajectory]
+            for p in schedule.settings.params
+        },
+        "ranges": {p.name: [p.low, p.high] for p in schedule.settings.params},
     }
 
 

@@ -78,3 +78,9 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
     assert tune["params"] == again.current()
     text = invoke("tournament", "status", str(t)).stdout
     assert "SPSA tune of tb: iteration 8 of 8" in text and "Tuned values: X = " in text
+    # The report plots each parameter's trajectory.
+    page = tmp_path / "report.html"
+    assert invoke("report", str(t), "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert html.count('<polyline class="trajectory"') == 2
+    assert "X after each batch, from 20 to " in html
