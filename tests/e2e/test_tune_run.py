@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from commands import invoke
 from paths import ENGINES, ROOT
 from stores import read_store
@@ -20,12 +21,13 @@ from arbiter.runs.tune import TuneSchedule
 TUNEBOT = ENGINES / "tunebot.py"
 
 
-def tune_file(folder: Path, games: int) -> Path:
-    path = folder / "t.toml"
+def tune_file(folder: Path, games: int, output: str = "t.sqlite", file: str = "t.toml") -> Path:
+    path = folder / file
     command = json.dumps([sys.executable, str(TUNEBOT), "{X}", "{Y}"])
     path.write_text(
         f'[tournament]\nname = "t"\nformat = "spsa"\ngames = {games}\nislands = 4\nsize = 5\n'
-        'seed = 3\ntc = "30+1"\nconcurrency = 2\n\n[tune]\nengine = "tb"\nbatch = 2\n\n'
+        f'seed = 3\ntc = "30+1"\nconcurrency = 2\noutput = "{output}"\n\n'
+        '[tune]\nengine = "tb"\nbatch = 2\n\n'
         "[tune.params.X]\nmin = 0\nmax = 100\nstart = 20\n\n"
         "[tune.params.Y]\nmin = 0\nmax = 100\nstart = 80\n\n"
         f'[[engine]]\nname = "tb"\ncommand = {command}\n'
@@ -84,3 +86,25 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
     html = page.read_text()
     assert html.count('<polyline class="trajectory"') == 2
     assert "X after each batch, from 20 to " in html
+
+
+def test_a_tune_on_two_dask_workers_stores_the_games_a_local_run_stores(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    local = tune_file(tmp_path, 12, "local.sqlite")
+    on_dask = tune_file(tmp_path, 12, "dask.sqlite", "d.toml")
+    assert invoke("tournament", "run", str(local)).returncode == 0
+    with distributed.LocalCluster(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+    ) as cluster:
+        ran = invoke("tournament", "run", str(on_dask), "--dask", str(cluster.scheduler_address))
+    assert ran.returncode == 0, ran.stderr
+
+    def games(store: str) -> list[tuple[object, ...]]:
+        kept = read_store(tmp_path / store)
+        assert not kept.voids
+        return sorted(
+            (r["game_id"], r["seat1"], r["seat2"], r["winner"], r["moves"], str(r["params"]))
+            for r in kept.records
+        )
+
+    assert games("local.sqlite") == games("dask.sqlite") and len(games("local.sqlite")) == 12
