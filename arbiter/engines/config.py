@@ -105,6 +105,16 @@ ENGINE = Keys(
         default="swap",
     ),
     Key(
+        "set_param",
+        str,
+        "the command that sets a tuned parameter without a `{NAME}` placeholder in"
+        " `command`, sent during each game's set-up as `WORD NAME VALUE`:"
+        ' `"kata-set-param"` for KataGo-style engines, `"param_mohex"` for MoHex\'s'
+        " GoGui parameters; one word of printable ASCII without `#` (see [Tuning]"
+        f"({_GUIDE}/tuning.md#parameters-by-protocol))",
+        shown="`atoll-set-param` if it lists it",
+    ),
+    Key(
         "time",
         str,
         "which clock commands it is told: `atoll`, `gtp` or `none` (by default `atoll` if"
@@ -546,11 +556,21 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
                 where=f"{where}.sizes",
                 hint="Atoll sizes are 7, 11, 15, 19 and 23; Hex 2 to 26",
             )
+    set_param = table.get("set_param")
+    if set_param is not None and not (
+        isinstance(set_param, str) and set_param and is_token(set_param)
+    ):
+        raise ConfigError(
+            f"set_param must be one plain ASCII word (no space, no #), not {toml_value(set_param)}",
+            where=f"{where}.set_param",
+            hint='e.g. set_param = "kata-set-param"',
+        )
     return Dialect(
         islands=islands,
         sizes=sizes,
         swap=swap.lower(),
         time=None if time is None else TimeFamily(time),
+        set_param=set_param,
     )
 
 

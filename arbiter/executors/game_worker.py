@@ -18,7 +18,7 @@ from dataclasses import replace
 import trio
 
 from arbiter.engines import reaper
-from arbiter.engines.params import fill
+from arbiter.engines.params import fill, placeholders, shown
 from arbiter.engines.player import Player
 from arbiter.engines.process import Engine, EngineSpec, start_engine
 from arbiter.errors import EngineError
@@ -96,25 +96,34 @@ class GameWorker:
         return self._filled.get(key) or self.settings.engines[key]
 
     def _keys(self, job: GameJob) -> tuple[str, str]:
-        """The keys a game's engines are kept under: a seat with parameter values is its
-        engine started with them (another process than the engine's other values)."""
+        """The keys a game's engines are kept under: a seat with values for placeholders
+        of its command is its engine started with them (another process than the
+        engine's other values); values told by protocol keep the engine's process."""
         keys = list(job.engines)
         for seat, values in enumerate(job.spec.params):
             key = job.engines[seat]
-            template = self.settings.templates.get(key)
-            if not values or template is None:
+            template = self.settings.templates.get(key, ())
+            named = set(placeholders(template))
+            filled_values = tuple((n, v) for n, v in values if n in named)
+            if not filled_values:
                 continue
-            filled = f"{key}\0{json.dumps(values)}"
+            filled = f"{key}\0{json.dumps(filled_values)}"
             if filled not in self._filled:
-                argv = fill(template, dict(values))
+                argv = fill(template, dict(filled_values))
                 self._filled[filled] = replace(self.settings.engines[key], argv=argv)
                 self._base[filled] = key
             keys[seat] = filled
         return keys[0], keys[1]
 
+    def _told(self, job: GameJob, seat: int) -> tuple[tuple[str, str], ...]:
+        """A seat's values told by protocol: those its command has no placeholder for."""
+        named = set(placeholders(self.settings.templates.get(job.engines[seat], ())))
+        return tuple((n, shown(v)) for n, v in job.spec.params[seat] if n not in named)
+
     async def play(self, job: GameJob, demand: Demand = _NONE) -> None:
         """Play one game. `demand` says how many pending games use an engine: when the
         budget forces one out to make room, the least wanted goes first."""
+        told = (self._told(job, 0), self._told(job, 1))
         keys = self._keys(job)
         if keys != job.engines:
             job = replace(job, engines=keys)
@@ -149,10 +158,11 @@ class GameWorker:
         base = (self._base.get(keys[0], keys[0]), self._base.get(keys[1], keys[1]))
         names = self.settings.seat_names(base, [a.info.name, b.info.name])
         players = [Player.of(a), Player.of(b)]
-        for player, name in zip(players, names, strict=True):
+        for player, name, values in zip(players, names, told, strict=True):
             player.name = name
+            player.params = values
         for player in players:
-            problem = player.unsupported(job.spec.variant)
+            problem = player.unsupported(job.spec.variant) or player.params_problem()
             if problem is not None:
                 self.emit(Unplayable(job.number, problem))
                 return
