@@ -72,13 +72,15 @@ def main() -> None:
         path = Path(scratch) / "tune.toml"
         path.write_text(tune_file(args), encoding="utf-8")
         began = time.monotonic()
-        subprocess.run(
+        ran = subprocess.run(
             [sys.executable, "-m", "arbiter", "tournament", "run", str(path)],
             cwd=ROOT,
-            check=True,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        if ran.returncode:
+            sys.exit(f"the tune stopped (exit {ran.returncode}): {ran.stderr[-2000:]}")
         wall = time.monotonic() - began
         status = subprocess.run(
             [sys.executable, "-m", "arbiter", "tournament", "status", str(path), "--json"],
