@@ -508,18 +508,11 @@ def _tune_field(
             where=f"{where}.engine",
             hint=f"engines: {', '.join(engines)}",
         )
+    # A parameter without a placeholder in the command is told by protocol, during each
+    # game's set-up (`set_param`, PROTOCOL.md 5.4).
     template = engines[name].argv
-    used = set(placeholders(template))
-    for p in params:
-        if p.name not in used:
-            raise ConfigError(
-                f"{toml_value(name)}'s command has no {{{p.name}}} placeholder",
-                where=f"{where}.params.{p.name}",
-                hint=f"put {{{p.name}}} in the engine's command where the value goes",
-            )
-    started = replace(
-        engines[name], argv=fill(template, {p.name: p.played(p.start) for p in params})
-    )
+    start = {p.name: p.played(p.start) for p in params}
+    started = replace(engines[name], argv=fill(template, start))
     others = tuple(e for e in engines if e != name)
     if others:
         field = {**engines, name: started}

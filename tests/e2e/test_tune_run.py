@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from commands import invoke
 from paths import ENGINES, ROOT
-from stores import read_store
+from stores import meta, read_store
 
 from arbiter.results.store import Store
 from arbiter.runs.tournament import load_tournament
@@ -108,3 +108,34 @@ def test_a_tune_on_two_dask_workers_stores_the_games_a_local_run_stores(tmp_path
         )
 
     assert games("local.sqlite") == games("dask.sqlite") and len(games("local.sqlite")) == 12
+
+
+def test_the_bundled_mcts_is_tuned_by_protocol_in_warm_processes(tmp_path: Path) -> None:
+    """Its `explore` has no placeholder: each game's value is told with atoll-set-param,
+    and each seat's process plays all its games. An engine that cannot be told stops
+    the run before its first game, saying why."""
+    path = tmp_path / "m.toml"
+    path.write_text(
+        '[tournament]\nname = "m"\nformat = "spsa"\ngames = 4\nislands = 4\nsize = 4\n'
+        'tc = "inf"\n\n[tune]\nengine = "mcts"\n\n'
+        "[tune.params.explore]\nmin = 0.0\nmax = 2.0\nstart = 1.0\n\n"
+        '[[engine]]\nname = "mcts"\ncommand = ["{python}", "-m", "arbiter.bots.mcts_bot",'
+        ' "--playouts", "5"]\n'
+    )
+    ran = invoke("tournament", "run", str(path))
+    assert ran.returncode == 0, ran.stderr
+    records = read_store(tmp_path / "m.sqlite").records
+    assert len(records) == 4
+    told = {r["params"]["seat1"]["explore"] for r in records}
+    assert len(told) > 1  # the values changed from game to game ...
+    assert all(r["commands"]["seat1"][-2:] == ["--playouts", "5"] for r in records)
+    hosts = read_store(tmp_path / "m.sqlite").engines
+    assert {e["name"] for e in hosts} == {"mcts+", "mcts-"}
+    starts = json.loads(meta(tmp_path / "m.sqlite", "engine_starts") or "{}")
+    assert starts["count"] == 2  # one process a seat, for the check and every game
+    # ... and an engine that lists no atoll-set-param cannot be tuned this way.
+    stop = tune_file(tmp_path, 4, "stop.sqlite", "stop.toml")
+    stop.write_text(stop.read_text().replace('"{Y}"', '"30"'))
+    stopped = invoke("tournament", "run", str(stop))
+    assert stopped.returncode == 2 and "lists no atoll-set-param to be given Y" in stopped.stderr
+    assert not read_store(tmp_path / "stop.sqlite").records

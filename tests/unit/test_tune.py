@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from files import write_tournament
 
+from arbiter.engines.dialect import Dialect, param_commands, setup_commands
 from arbiter.engines.params import fill, placeholders
 from arbiter.errors import ConfigError
 from arbiter.results.records import GameRecord, Termination
 from arbiter.results.sprt import Sprt
 from arbiter.results.store import ResultRow
 from arbiter.rules import Variant
+from arbiter.rules.clock import TimeControl
 from arbiter.runs.schedule import WAIT, Openings, ScheduledGame
 from arbiter.runs.tournament import load_tournament
 from arbiter.runs.tune import Param, TuneSchedule, TuneSettings, tune_json, tune_lines
@@ -178,7 +180,12 @@ def engine(name: str, *words: str) -> str:
         ("", [engine("x", "-c", "{C}"), engine("y", "-c", "")], "engine 'x'.command", "{C}"),
         (TUNE, [engine("x", "-c", "{C}"), engine("y", "{D}")], "engine 'y'.command", "{D}"),
         (TUNE, [engine("x", "-c", "{C} {E}")], "engine 'x'.command", "{E}"),
-        (TUNE, [engine("x", "-c", "pass")], "tune.params.C", "no {C} placeholder"),
+        (
+            "",
+            ['[[engine]]\nname = "x"\ncommand = ["sh"]\nset_param = "two words"\n', engine("y")],
+            "engine 'x'.set_param",
+            "one plain ASCII word",
+        ),
         (TUNE.replace("start = 1", "start = 3"), [engine("x", "{C}")], "params.C.start", "outside"),
     ],
 )
@@ -226,3 +233,23 @@ def test_a_confirming_test_adds_the_tuned_and_start_seats(tmp_path: Path) -> Non
     bad = header.replace("elo1 = 10", "elo1 = -10")
     with pytest.raises(ConfigError, match=r"tune\.confirm"):
         load_tournament(write_tournament(tmp_path, bad, [engine("x", "-c", "{C}")]))
+
+
+def test_values_without_a_placeholder_are_told_by_the_command_the_dialect_names() -> None:
+    values = [("C", "0.5")]
+    assert param_commands(Dialect(), lambda c: c == "atoll-set-param", values) == [
+        ("atoll-set-param", "C", "0.5")
+    ]
+    kata = Dialect(set_param="kata-set-param")
+    assert param_commands(kata, lambda c: False, values) == [("kata-set-param", "C", "0.5")]
+    problem = param_commands(Dialect(), lambda c: False, values)
+    assert isinstance(problem, str) and "lists no atoll-set-param" in problem
+    assert param_commands(Dialect(), lambda c: False, []) == []
+    # Told after clear_board, before the pie and the clock.
+    told = setup_commands(Dialect(), lambda c: True, HEX5, TimeControl(infinite=True), [("s",)])
+    assert told.index(("s",)) == told.index(("clear_board",)) + 1
+
+
+def test_a_parameter_without_a_placeholder_is_left_to_the_protocol(tmp_path: Path) -> None:
+    t = load_tournament(write_tournament(tmp_path, TUNE, [engine("x", "-c", "pass")]))
+    assert t.engines["x+"].argv == t.templates["x+"]
