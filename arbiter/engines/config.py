@@ -29,6 +29,7 @@ from typing import Any
 from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
+from arbiter.engines.params import placeholders
 from arbiter.engines.process import BOTS_FOLDER, Deadlines, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
@@ -634,7 +635,17 @@ def resolve_engine(text: str, engines: KnownEngines, *, local: bool = True) -> E
     Its program is looked for here only when it runs here (`local`): on a cluster the
     workers' preflight checks it."""
     if text in engines:
-        return engines.spec(text, local=local)
+        spec = engines.spec(text, local=local)
+        unfilled = placeholders(spec.argv)
+        if unfilled:
+            book = engines.book(text)
+            raise ConfigError(
+                f"the command's placeholder {{{unfilled[0]}}} is not filled by anything",
+                where=f"{book.where(text) if book else text}.command",
+                hint='only a tune (a tournament file with format = "spsa") fills'
+                " placeholders; write the value in the command, or tune it",
+            )
+        return spec
     name = None
     head, sep, rest = text.partition("=")
     if sep and head and rest.strip() and all(c.isalnum() or c in "-_.#+" for c in head):

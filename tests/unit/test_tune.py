@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from files import write_tournament
 
+from arbiter.engines.config import EnginesFile, KnownEngines, resolve_engine
 from arbiter.engines.dialect import Dialect, param_commands, setup_commands
 from arbiter.engines.params import fill, placeholders
 from arbiter.errors import ConfigError
@@ -253,3 +254,11 @@ def test_values_without_a_placeholder_are_told_by_the_command_the_dialect_names(
 def test_a_parameter_without_a_placeholder_is_left_to_the_protocol(tmp_path: Path) -> None:
     t = load_tournament(write_tournament(tmp_path, TUNE, [engine("x", "-c", "pass")]))
     assert t.engines["x+"].argv == t.templates["x+"]
+
+
+def test_a_named_engine_with_a_placeholder_is_refused_outside_a_tune(tmp_path: Path) -> None:
+    book = tmp_path / "engines.toml"
+    book.write_text(f'[engines.tb]\ncommand = [{json.dumps(sys.executable)}, "{{C}}"]\n')
+    with pytest.raises(ConfigError) as caught:
+        resolve_engine("tb", KnownEngines(EnginesFile(book)))
+    assert "engines.tb.command" in str(caught.value) and "{C}" in str(caught.value)
