@@ -267,7 +267,9 @@ class Tournament:
         if self.format is Format.ADAPTIVE:
             return self.budget
         if self.tune is not None:  # the tune's games, and its confirming test's at most
-            confirm = 2 * (self.budget // 2) if self.tune.confirm is not None else 0
+            from arbiter.runs.tune import confirm_pairs
+
+            confirm = 2 * confirm_pairs(self.budget, self.tune.confirm)
             return self.budget - self.budget % self.tune.per_iteration + confirm
         return tournament_size(len(self.engines), self.format, self.rounds)
 

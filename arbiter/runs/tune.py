@@ -36,7 +36,7 @@ from arbiter.definitions import Key, Keys
 from arbiter.engines.params import as_pairs, shown
 from arbiter.errors import ConfigError
 from arbiter.results.records import GameRecord
-from arbiter.results.sprt import Sprt, Verdict, judge, test_from
+from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge, test_from
 from arbiter.results.store import ResultRow
 from arbiter.rules import Variant
 from arbiter.runs.schedule import (
@@ -109,6 +109,13 @@ class TuneSettings:
                 p.name: [p.low, p.high, p.start, p.step, p.rate, p.integer] for p in self.params
             },
         }
+
+
+def confirm_pairs(budget: int, test: Sprt | None) -> int:
+    """The confirming test's cap: the pairs it is expected to need (Wald's average
+    sample number), or as many games as the tune, whichever is more. A clear verdict
+    comes long before it; a test of values about as strong as the start runs to it."""
+    return 0 if test is None else max(budget // 2, expected_pairs(test))
 
 
 def plus_name(engine: str) -> str:
@@ -189,9 +196,8 @@ class TuneSchedule:
         self.theta = {p.name: p.start for p in settings.params}
         self.trajectory: list[dict[str, float]] = [dict(self.theta)]  # after each batch
         self.iteration = 0  # iterations whose updates are applied
-        # The confirming test: at most as many games as the tune's budget, in batches of
-        # `batch` pairs, judged once each batch is stored.
-        self.cap = budget // 2 if settings.confirm is not None else 0
+        # The confirming test, in batches of `batch` pairs, judged once each is stored.
+        self.cap = confirm_pairs(budget, settings.confirm)
         self.confirmed = 0  # confirming pairs counted
         self.counts = [0, 0, 0]  # the tuned values: pairs lost twice, split, won twice
         self.verdict: Verdict | None = None
