@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,8 @@ GAMMA = 0.101
 A_SHARE = 0.1  # A, as a share of the iterations
 DEFAULT_RATE = 0.1  # r_end: the learning rate at the last iteration
 DEFAULT_STEP_SHARE = 0.1  # c_end: the perturbation at the last iteration, of the range
+
+Values = tuple[tuple[str, float], ...]  # parameter values as a scheduled game carries them
 
 
 @dataclass(frozen=True)
@@ -353,25 +355,15 @@ class TuneSchedule:
             p.name: p.played(self.theta[p.name] - c[p.name] * f)
             for p, f in zip(params, flip, strict=True)
         }
-        games = self._games(k, self.theta, plus=plus, minus=minus)
+        games = self._games(k, as_pairs(plus), as_pairs(minus))
         plus_ids = frozenset(g.game_id for g in games[: len(games) // 2])
         return Iteration(k, plus, minus, flip, tuple(games), plus_ids)
 
-    def _games(
-        self,
-        k: int,
-        theta: Mapping[str, float],
-        *,
-        plus: Mapping[str, float] | None = None,
-        minus: Mapping[str, float] | None = None,
-        ids_only: bool = False,
-    ) -> list[ScheduledGame]:
+    def _games(self, k: int, values_plus: Values, values_minus: Values) -> list[ScheduledGame]:
         """Iteration k's games: its pair (or pairs) on one opening; theta+'s first."""
         key = json.dumps(["spsa", k], ensure_ascii=False)
-        opening = () if ids_only else self.openings.for_pair(self.variant, 0, k, key)
+        opening = self.openings.for_pair(self.variant, 0, k, key)
         first = (k - 1) * self.settings.per_iteration + 1
-        values_plus = as_pairs(plus or {})
-        values_minus = as_pairs(minus or {})
         a, b = self.settings.seats()
         if self.settings.opponents:
             other = self.settings.opponents[(k - 1) % len(self.settings.opponents)]
@@ -382,7 +374,6 @@ class TuneSchedule:
         else:
             pairs = [((a, b), values_plus, 0)]
         games: list[ScheduledGame] = []
-        Values = tuple[tuple[str, float], ...]
         params: tuple[Values, Values]
         for (me, them), mine, again in pairs:
             for seats in ((me, them), (them, me)):
