@@ -206,7 +206,7 @@ class GameWorker:
     async def _close(self, key: str) -> None:
         self._pairing.pop(key, None)
         engine = self.engines.pop(key, None)
-        if key in self._filled:  # a game's values: not started again
+        if key in self._filled:  # a later game at these values makes its spec again
             del self._filled[key], self._base[key]
         if engine is not None:
             self.on_engine(key, engine, False)
