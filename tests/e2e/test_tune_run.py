@@ -36,7 +36,7 @@ def tune_file(folder: Path, games: int, output: str = "t.sqlite", file: str = "t
 
 
 def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) -> None:
-    t = tune_file(tmp_path, 16)
+    t = tune_file(tmp_path, 12)
     proc = subprocess.Popen(
         [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
         cwd=ROOT,
@@ -59,7 +59,7 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
     assert resumed.returncode == 0, resumed.stderr
     stored = read_store(tmp_path / "t.sqlite")
     ids = Counter(str(row.game_id) for row in stored.games)
-    assert len(ids) == 16 and set(ids.values()) == {1}  # every game, none twice
+    assert len(ids) == 12 and set(ids.values()) == {1}  # every game, none twice
     assert not stored.voids
     rounds = Counter(str(row.game_id).split("-")[0] for row in stored.games)
     assert set(rounds.values()) == {2}  # whole pairs only
@@ -72,14 +72,14 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
     tournament = load_tournament(t)
     with Store.open_read(tmp_path / "t.sqlite") as store:
         again = TuneSchedule(
-            "t", tournament.tune, 16, tournament.variant, tournament.openings, 3, store.results()
+            "t", tournament.tune, 12, tournament.variant, tournament.openings, 3, store.results()
         )
     status = invoke("tournament", "status", str(t), "--json")
     tune = json.loads(status.stdout)["tune"]
-    assert tune["iteration"] == 8 and tune["games"] == 16
+    assert tune["iteration"] == 6 and tune["games"] == 12
     assert tune["params"] == again.current()
     text = invoke("tournament", "status", str(t)).stdout
-    assert "SPSA tune of tb: iteration 8 of 8" in text and "Tuned values: X = " in text
+    assert "SPSA tune of tb: iteration 6 of 6" in text and "Tuned values: X = " in text
     # The report plots each parameter's trajectory.
     page = tmp_path / "report.html"
     assert invoke("report", str(t), "-o", str(page)).returncode == 0
@@ -90,8 +90,8 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
 
 def test_a_tune_on_two_dask_workers_stores_the_games_a_local_run_stores(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    local = tune_file(tmp_path, 12, "local.sqlite")
-    on_dask = tune_file(tmp_path, 12, "dask.sqlite", "d.toml")
+    local = tune_file(tmp_path, 8, "local.sqlite")
+    on_dask = tune_file(tmp_path, 8, "dask.sqlite", "d.toml")
     assert invoke("tournament", "run", str(local)).returncode == 0
     with distributed.LocalCluster(
         processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"
@@ -107,7 +107,7 @@ def test_a_tune_on_two_dask_workers_stores_the_games_a_local_run_stores(tmp_path
             for r in kept.records
         )
 
-    assert games("local.sqlite") == games("dask.sqlite") and len(games("local.sqlite")) == 12
+    assert games("local.sqlite") == games("dask.sqlite") and len(games("local.sqlite")) == 8
 
 
 def test_the_bundled_mcts_is_tuned_by_protocol_in_warm_processes(tmp_path: Path) -> None:
