@@ -99,7 +99,13 @@ class Tournament:
             # comparable with games played the other.
             "confine_per": self.confine_per,
             "sprt": None if self.sprt is None else self.sprt.conditions(),
-            **({} if self.tune is None else {"tune": self.tune.conditions()}),
+            # The budget sets the gains of every iteration: a tune's games are
+            # comparable only with the same one.
+            **(
+                {}
+                if self.tune is None
+                else {"tune": {**self.tune.conditions(), "games": self.budget}}
+            ),
         }
 
     def sprt_warning(self) -> str | None:

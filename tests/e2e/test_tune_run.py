@@ -80,6 +80,11 @@ def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) ->
     assert tune["params"] == again.current()
     text = invoke("tournament", "status", str(t)).stdout
     assert "SPSA tune of tb: iteration 6 of 6" in text and "Tuned values: X = " in text
+    # A bigger budget would change every iteration's gains: refused on this store.
+    t.write_text(t.read_text().replace("games = 12", "games = 16"))
+    refused = invoke("tournament", "run", str(t))
+    assert refused.returncode == 2 and "tune" in refused.stderr, refused.stderr
+    t.write_text(t.read_text().replace("games = 16", "games = 12"))
     # The report plots each parameter's trajectory.
     page = tmp_path / "report.html"
     assert invoke("report", str(t), "-o", str(page)).returncode == 0
