@@ -97,8 +97,16 @@ def key_tables() -> dict[str, Any]:
     from arbiter.arena.config import ARENA, PLAYER
     from arbiter.engines.config import ENGINE
     from arbiter.runs.tournament import TOURNAMENT
+    from arbiter.runs.tune import PARAM, TUNE
 
-    return {"tournament": TOURNAMENT, "engine": ENGINE, "arena": ARENA, "player": PLAYER}
+    return {
+        "tournament": TOURNAMENT,
+        "engine": ENGINE,
+        "arena": ARENA,
+        "player": PLAYER,
+        "tune": TUNE,
+        "tune-param": PARAM,
+    }
 
 
 def fill_key_tables(markdown: str) -> str:

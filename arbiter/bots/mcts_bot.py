@@ -26,7 +26,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from arbiter.bot import Bot, moves_left  # noqa: E402
+from arbiter.bot import BASE_COMMANDS, Bot, CommandError, moves_left  # noqa: E402
 from arbiter.bots.connection import Tables, modest_openings, wants_swap  # noqa: E402
 from arbiter.rules import SWAP, Color, Game  # noqa: E402
 from arbiter.rules.playout import PlayoutEngine  # noqa: E402
@@ -196,18 +196,51 @@ def _count(root: Node) -> int:
     return count
 
 
+# The parameters the bot lists with `atoll-params` and takes with `atoll-set-param`
+# (PROTOCOL.md 5.4): name, type and range; the default is the command line's value.
+PARAMS = {"explore": (0.0, 10.0), "rave": (0.0, 1e6)}
+
+
 class MctsBot(Bot):
     name = "mcts"
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__()
         self.args = args
+        self._defaults = {name: float(getattr(args, name)) for name in PARAMS}
+        self._handlers["atoll-params"] = self._params
+        self._handlers["atoll-set-param"] = self._set_param
+        self._handlers["list_commands"] = lambda a: "\n".join(
+            (*BASE_COMMANDS, "atoll-params", "atoll-set-param")
+        )
         self.rng = np.random.default_rng(args.seed)
         self.search: Search | None = None
         self._tables: dict[str, Tables] = {}
 
     def new_game(self) -> None:
         self.search = None
+
+    def _params(self, args: tuple[str, ...]) -> str:
+        """One line per parameter: NAME TYPE DEFAULT MIN MAX."""
+        return "\n".join(
+            f"{name} float {self._defaults[name]:g} {low:g} {high:g}"
+            for name, (low, high) in PARAMS.items()
+        )
+
+    def _set_param(self, args: tuple[str, ...]) -> str:
+        """NAME VALUE: the value for this game on (a search starts with each game)."""
+        if len(args) != 2 or args[0] not in PARAMS:
+            raise CommandError(f"usage: atoll-set-param {'|'.join(PARAMS)} VALUE")
+        try:
+            value = float(args[1])
+        except ValueError:
+            raise CommandError(f"not a number: {args[1]}") from None
+        low, high = PARAMS[args[0]]
+        if not low <= value <= high:  # nan is never in range
+            raise CommandError(f"{args[0]} must be between {low:g} and {high:g}")
+        setattr(self.args, args[0], value)
+        self.search = None
+        return ""
 
     def tables(self, game: Game) -> Tables:
         key = game.geometry.key

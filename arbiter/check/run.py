@@ -106,6 +106,40 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
             raise CheckFailed("; ".join(problems), "answer '?' with a message to bad commands")
         return "bad commands answered with '?'"
 
+    async def params(engine: Engine) -> str | None:
+        """`atoll-params` and `atoll-set-param` (PROTOCOL.md 5.4), when listed: every
+        parameter listed takes its default and refuses a value past its maximum."""
+        if "atoll-params" not in engine.info.commands:
+            return None
+        listed = (await c.ok(engine, "atoll-params")).splitlines()
+        names = []
+        for line in listed:
+            words = line.split()
+            try:
+                name, kind, default, low, high = words
+                numbers = [float(default), float(low), float(high)]
+            except ValueError:
+                raise CheckFailed(
+                    f"atoll-params answered {text.shorten(line, 60)!r}",
+                    "answer one line per parameter: NAME TYPE DEFAULT MIN MAX",
+                ) from None
+            if kind not in ("int", "float") or not numbers[1] <= numbers[0] <= numbers[2]:
+                raise CheckFailed(
+                    f"atoll-params: {text.shorten(line, 60)!r} is not TYPE (int or float)"
+                    " and DEFAULT within MIN and MAX",
+                    "answer one line per parameter: NAME TYPE DEFAULT MIN MAX",
+                )
+            await c.ok(engine, "atoll-set-param", name, default)
+            past = str(int(numbers[2]) + 1) if kind == "int" else repr(numbers[2] * 2 + 1)
+            ok, _ = await c.ask(engine, "atoll-set-param", name, past)
+            if ok:
+                raise CheckFailed(
+                    f"atoll-set-param {name} {past} (above its maximum) was accepted",
+                    "answer '?' to a value outside the parameter's range",
+                )
+            names.append(name)
+        return f"{len(names)} listed ({', '.join(names)}); out-of-range values refused"
+
     def variant_check(variant: Variant) -> Callable[[Engine], Awaitable[str]]:
         async def body(engine: Engine) -> str:
             answers = []
@@ -261,6 +295,7 @@ async def _run_checks(c: Checker, seed: int) -> list[CheckResult]:
         await c.run("required commands listed", required_listed)
         await c.run("known_command", known_command)
         await c.run("errors for bad commands", errors)
+        await c.run("parameters", params, required=False)
         for variant in variants:
             await c.run(f"positions: {variant}", variant_check(variant))
         for islands in (8, 4):

@@ -29,6 +29,7 @@ from typing import Any
 from arbiter.definitions import Key, Keys, read_toml
 from arbiter.engines import sandbox
 from arbiter.engines.dialect import Dialect, TimeFamily
+from arbiter.engines.params import placeholders
 from arbiter.engines.process import BOTS_FOLDER, Deadlines, EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
@@ -103,6 +104,16 @@ ENGINE = Keys(
         " `swap-pieces`); one word of printable ASCII without `#`, checked when the file"
         " is read",
         default="swap",
+    ),
+    Key(
+        "set_param",
+        str,
+        "the command that sets a tuned parameter without a `{NAME}` placeholder in"
+        " `command`, sent during each game's set-up as `WORD NAME VALUE`:"
+        ' `"kata-set-param"` for KataGo-style engines, `"param_mohex"` for MoHex\'s'
+        " GoGui parameters; one word of printable ASCII without `#` (see [Tuning]"
+        f"({_GUIDE}/tuning.md#parameters-by-protocol))",
+        shown="`atoll-set-param` if it lists it",
     ),
     Key(
         "time",
@@ -546,11 +557,21 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
                 where=f"{where}.sizes",
                 hint="Atoll sizes are 7, 11, 15, 19 and 23; Hex 2 to 26",
             )
+    set_param = table.get("set_param")
+    if set_param is not None and not (
+        isinstance(set_param, str) and set_param and is_token(set_param)
+    ):
+        raise ConfigError(
+            f"set_param must be one plain ASCII word (no space, no #), not {toml_value(set_param)}",
+            where=f"{where}.set_param",
+            hint='e.g. set_param = "kata-set-param"',
+        )
     return Dialect(
         islands=islands,
         sizes=sizes,
         swap=swap.lower(),
         time=None if time is None else TimeFamily(time),
+        set_param=set_param,
     )
 
 
@@ -614,7 +635,17 @@ def resolve_engine(text: str, engines: KnownEngines, *, local: bool = True) -> E
     Its program is looked for here only when it runs here (`local`): on a cluster the
     workers' preflight checks it."""
     if text in engines:
-        return engines.spec(text, local=local)
+        spec = engines.spec(text, local=local)
+        unfilled = placeholders(spec.argv)
+        if unfilled:
+            book = engines.book(text)
+            raise ConfigError(
+                f"the command's placeholder {{{unfilled[0]}}} is not filled by anything",
+                where=f"{book.where(text) if book else text}.command",
+                hint='only a tune (a tournament file with format = "spsa") fills'
+                " placeholders; write the value in the command, or tune it",
+            )
+        return spec
     name = None
     head, sep, rest = text.partition("=")
     if sep and head and rest.strip() and all(c.isalnum() or c in "-_.#+" for c in head):

@@ -34,6 +34,31 @@ class Dialect:
     sizes: tuple[int, ...] | None = None  # board sizes it plays; None: any the rules allow
     swap: str = "swap"  # the pie move on the wire, both ways
     time: TimeFamily | None = None  # None: by the commands it lists (PROTOCOL.md 5.2)
+    # The command that sets a parameter (`WORD NAME VALUE`); None: `atoll-set-param`,
+    # if the engine lists it (PROTOCOL.md 5.4).
+    set_param: str | None = None
+
+
+SET_PARAM = "atoll-set-param"
+LIST_PARAMS = "atoll-params"
+
+
+def param_commands(
+    dialect: Dialect, supports: Callable[[str], bool], values: Sequence[tuple[str, str]]
+) -> list[Command] | str:
+    """The commands that set a game's parameter values (name, value as written), or why
+    the engine cannot be told them (it lists no `atoll-set-param` and its definition
+    names no `set_param`)."""
+    if not values:
+        return []
+    word = dialect.set_param or SET_PARAM
+    if dialect.set_param is None and not supports(SET_PARAM):
+        return (
+            f"it lists no {SET_PARAM} to be given {', '.join(n for n, _ in values)}: put"
+            " {NAME} placeholders in its command, or set its set_param to the command"
+            " that sets a parameter"
+        )
+    return [(word, name, value) for name, value in values]
 
 
 def time_family(dialect: Dialect, supports: Callable[[str], bool]) -> TimeFamily:
@@ -80,13 +105,18 @@ def unsupported(
 
 
 def setup_commands(
-    dialect: Dialect, supports: Callable[[str], bool], variant: Variant, tc: TimeControl
+    dialect: Dialect,
+    supports: Callable[[str], bool],
+    variant: Variant,
+    tc: TimeControl,
+    params: Sequence[Command] = (),
 ) -> list[Command]:
-    """The set-up before every game, in PROTOCOL.md's order."""
+    """The set-up before every game, in PROTOCOL.md's order (`params`: the commands
+    that set the game's parameter values, after `clear_board`)."""
     commands: list[Command] = []
     if supports("atoll-islands"):
         commands.append(("atoll-islands", str(variant.islands)))
-    commands += [("boardsize", str(variant.size)), ("clear_board",)]
+    commands += [("boardsize", str(variant.size)), ("clear_board",), *params]
     if supports("atoll-pie"):
         commands.append(("atoll-pie", "on" if variant.pie else "off"))
     return commands + time_settings(time_family(dialect, supports), tc)

@@ -150,6 +150,9 @@ class Player:
         self.dialect = dialect
         self.command_timeout = command_timeout  # every exchange that is not a move
         self.family = TimeFamily.NONE  # the clock commands it is told, fixed at set-up
+        # This game's parameter values told by protocol, not in its command (name, value
+        # as written): sent during set-up (PROTOCOL.md 5.4).
+        self.params: tuple[tuple[str, str], ...] = ()
         self._wait = _Wait()
 
     @classmethod
@@ -177,7 +180,14 @@ class Player:
         return dialect.unsupported(self.dialect, self.supports, self.name, variant)
 
     def setup_commands(self, variant: Variant, tc: TimeControl) -> list[Command]:
-        return dialect.setup_commands(self.dialect, self.supports, variant, tc)
+        told = dialect.param_commands(self.dialect, self.supports, self.params)
+        params = told if isinstance(told, list) else []
+        return dialect.setup_commands(self.dialect, self.supports, variant, tc, params)
+
+    def params_problem(self) -> str | None:
+        """Why this engine cannot be told its parameter values (a configuration error)."""
+        told = dialect.param_commands(self.dialect, self.supports, self.params)
+        return f"{self.name}: {told}" if isinstance(told, str) else None
 
     async def new_game(self, variant: Variant, tc: TimeControl) -> None:
         """Set up a game: the variant, an empty board and this engine's clock."""

@@ -8,16 +8,19 @@ in this process, a worker process, a Dask task) runs one through `hosted`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import trio
 
 from arbiter.engines import reaper
+from arbiter.engines.params import fill, placeholders, shown
 from arbiter.engines.player import Player
-from arbiter.engines.process import Engine, start_engine
+from arbiter.engines.process import Engine, EngineSpec, start_engine
 from arbiter.errors import EngineError
 from arbiter.executors.jobs import (
     Emit,
@@ -79,15 +82,51 @@ class GameWorker:
         self.engines: OrderedDict[str, Engine] = OrderedDict()  # least recently used first
         self._seen: set[str] = set()
         self._pairing: dict[str, frozenset[str]] = {}  # kept confined engines: their pairing
+        # Engines started with a game's parameter values: their specs, by the key they
+        # are kept under (the engine's key and the values), and that engine's key.
+        self._filled: dict[str, EngineSpec] = {}
+        self._base: dict[str, str] = {}
 
     @property
     def warm(self) -> frozenset[str]:
         """The engines this worker holds running: what the next game should use."""
         return frozenset(self.engines)
 
+    def _spec(self, key: str) -> EngineSpec:
+        return self._filled.get(key) or self.settings.engines[key]
+
+    def _keys(self, job: GameJob) -> tuple[str, str]:
+        """The keys a game's engines are kept under: a seat with values for placeholders
+        of its command is its engine started with them (another process than the
+        engine's other values); values told by protocol keep the engine's process."""
+        keys = list(job.engines)
+        for seat, values in enumerate(job.spec.params):
+            key = job.engines[seat]
+            template = self.settings.templates.get(key, ())
+            named = set(placeholders(template))
+            filled_values = tuple((n, v) for n, v in values if n in named)
+            if not filled_values:
+                continue
+            filled = f"{key}\0{json.dumps(filled_values)}"
+            if filled not in self._filled:
+                argv = fill(template, dict(filled_values))
+                self._filled[filled] = replace(self.settings.engines[key], argv=argv)
+                self._base[filled] = key
+            keys[seat] = filled
+        return keys[0], keys[1]
+
+    def _told(self, job: GameJob, seat: int) -> tuple[tuple[str, str], ...]:
+        """A seat's values told by protocol: those its command has no placeholder for."""
+        named = set(placeholders(self.settings.templates.get(job.engines[seat], ())))
+        return tuple((n, shown(v)) for n, v in job.spec.params[seat] if n not in named)
+
     async def play(self, job: GameJob, demand: Demand = _NONE) -> None:
         """Play one game. `demand` says how many pending games use an engine: when the
         budget forces one out to make room, the least wanted goes first."""
+        told = (self._told(job, 0), self._told(job, 1))
+        keys = self._keys(job)
+        if keys != job.engines:
+            job = replace(job, engines=keys)
         pairing = frozenset(job.engines)
         for key, played in list(self._pairing.items()):
             if played != pairing:  # a confined engine lasts one pairing's games at most
@@ -116,12 +155,14 @@ class GameWorker:
             return
         a, b = engines
         assert a is not None and b is not None
-        names = self.settings.seat_names(job.engines, [a.info.name, b.info.name])
+        base = (self._base.get(keys[0], keys[0]), self._base.get(keys[1], keys[1]))
+        names = self.settings.seat_names(base, [a.info.name, b.info.name])
         players = [Player.of(a), Player.of(b)]
-        for player, name in zip(players, names, strict=True):
+        for player, name, values in zip(players, names, told, strict=True):
             player.name = name
+            player.params = values
         for player in players:
-            problem = player.unsupported(job.spec.variant)
+            problem = player.unsupported(job.spec.variant) or player.params_problem()
             if problem is not None:
                 self.emit(Unplayable(job.number, problem))
                 return
@@ -136,7 +177,7 @@ class GameWorker:
             # running or wrote in its scratch folder reaches the next; an engine with
             # limits too, so that they and the kernel's counters are per game. Kept
             # confined engines last the games of one pairing instead.
-            spec = self.settings.engines[key]
+            spec = self._spec(key)
             confined = bool(spec.sandbox or spec.limits)
             if seat in outcome.faulty or (confined and not self.settings.keep_confined):
                 await self._close(key)
@@ -144,7 +185,7 @@ class GameWorker:
                 self._pairing[key] = pairing
 
     async def _start(self, key: str) -> Engine:
-        spec = self.settings.engines[key]
+        spec = self._spec(key)
         launched = trio.current_time()
         try:
             engine = await start_engine(spec, self.nursery, self.settings.deadlines)
@@ -153,17 +194,20 @@ class GameWorker:
         except Exception as exc:
             raise EngineError(spec.label, f"{type(exc).__name__}: {exc}") from exc
         self.engines[key] = engine
-        self.emit(EngineStarted(key, trio.current_time() - launched))
-        log.debug("started engine %s (pid %d)", key, engine.process.pid)
+        base = self._base.get(key, key)
+        self.emit(EngineStarted(base, trio.current_time() - launched))
+        log.debug("started engine %s (pid %d)", base, engine.process.pid)
         self.on_engine(key, engine, True)
-        if key not in self._seen:
-            self._seen.add(key)
-            self.emit(EngineSeen(key, engine.info))
+        if base not in self._seen:
+            self._seen.add(base)
+            self.emit(EngineSeen(base, engine.info))
         return engine
 
     async def _close(self, key: str) -> None:
         self._pairing.pop(key, None)
         engine = self.engines.pop(key, None)
+        if key in self._filled:  # a later game at these values makes its spec again
+            del self._filled[key], self._base[key]
         if engine is not None:
             self.on_engine(key, engine, False)
             await engine.aclose()
@@ -203,7 +247,7 @@ class GameWorker:
         return checked
 
     def _memory_mb(self, key: str) -> int:
-        limits = self.settings.engines[key].limits
+        limits = self._spec(key).limits
         return (limits.memory_mb or 0) if limits is not None else 0
 
     async def _make_room(self, keys: list[str], keep: Collection[str], demand: Demand) -> None:
@@ -231,7 +275,8 @@ class GameWorker:
             await self._close(key)
 
     def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
-        names = self.settings.seat_names(job.engines)
+        a, b = (self._base.get(key, key) for key in job.engines)
+        names = self.settings.seat_names((a, b))
         label = names[seat]
         evidence = Evidence(
             engine=label,

@@ -175,6 +175,10 @@ class ExecutorSettings:
     # A confined engine (sandbox or limits) is a fresh process every game; True keeps
     # it for the games of one pairing in a row, its limits then counting per pairing.
     keep_confined: bool = False
+    # A tuned engine's command with its `{NAME}` placeholders, by key: a game that
+    # carries values for the seat (`GameSpec.params`) starts it from this, filled in;
+    # its entry in `engines` is the command filled with the start values.
+    templates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

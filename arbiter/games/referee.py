@@ -56,6 +56,9 @@ class GameSpec:
     seed: int | None = None
     pair: str = ""  # the seat-swapped pair this game belongs to
     commands: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # seat 1's and seat 2's argv
+    # Seat 1's and seat 2's parameter values, filled into their commands' `{NAME}`
+    # placeholders for this game (arbiter.engines.params); empty for untuned engines.
+    params: tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]] = ((), ())
 
     def record(
         self, seat1: str, seat2: str, termination: Termination, **outcome: Any
@@ -73,6 +76,11 @@ class GameSpec:
             seed=self.seed,
             pair=self.pair,
             commands={"seat1": list(self.commands[0]), "seat2": list(self.commands[1])},
+            params={
+                seat: dict(values)
+                for seat, values in zip(("seat1", "seat2"), self.params, strict=True)
+                if values
+            },
             **outcome,
         )
 

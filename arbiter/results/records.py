@@ -153,6 +153,9 @@ class GameRecord:
     seed: int | None = None
     pair: str = ""  # the same for both games of a seat-swapped pair (empty if unknown)
     commands: dict[str, list[str]] = field(default_factory=dict)  # seat1/seat2: argv
+    # seat1/seat2: the values of the command's `{NAME}` placeholders this game was played
+    # at (a tuned engine's; written only when some seat has them).
+    params: dict[str, dict[str, float]] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # seat1/seat2: its `name` answer
     host: str = ""  # the machine that played the game (empty if unknown)
     cpu: str = ""  # that machine's CPU model: a slow node shows up in the standings by host
@@ -201,6 +204,8 @@ class GameRecord:
         data["plies"] = self.plies
         if not self.stalled_ms:
             del data["stalled_ms"]
+        if not self.params:
+            del data["params"]
         if not self.opening:
             del data["opening"]
         if not self.allowance_ms:
@@ -242,6 +247,7 @@ class GameRecord:
             "seed",
             "pair",
             "commands",
+            "params",
             "answers",
             "host",
             "cpu",
@@ -395,6 +401,13 @@ _RECORD_FIELDS: dict[str, Any] = {
     "commands": lambda v: (
         isinstance(v, dict)
         and all(isinstance(a, list) and all(isinstance(w, str) for w in a) for a in v.values())
+    ),
+    "params": lambda v: (
+        isinstance(v, dict)
+        and all(
+            isinstance(p, dict) and all(isinstance(k, str) and _is_number(x) for k, x in p.items())
+            for p in v.values()
+        )
     ),
     "evidence": (dict, type(None)),
     "stalled_ms": lambda v: _is_number(v) and v >= 0,

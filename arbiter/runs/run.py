@@ -95,6 +95,11 @@ class Plan:
         """What a scheduled game is, for whichever host plays it."""
         tcs = self.tcs
         seat1, seat2 = (self.settings.engines[key] for key in game.engines)
+        # A tuned engine's record keeps its template; the values are `params`.
+        command1, command2 = (
+            self.settings.templates.get(key, spec.argv)
+            for key, spec in zip(game.engines, (seat1, seat2), strict=True)
+        )
         return GameSpec(
             game_id=game.game_id,
             variant=self.variant,
@@ -102,7 +107,8 @@ class Plan:
             opening=game.opening,
             seed=game.seed,
             pair=game.pair_key,
-            commands=(seat1.argv, seat2.argv),
+            commands=(command1, command2),
+            params=game.params,
         )
 
 

@@ -45,6 +45,7 @@ class Format(StrEnum):
     GAUNTLET = "gauntlet"
     SWISS = "swiss"
     ADAPTIVE = "adaptive"
+    SPSA = "spsa"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class ScheduledGame:
     pair_key: str  # the same for both games of a seat-swapped pair
     opening: tuple[str, ...] = ()
     seed: int | None = None
+    # Seat 1's and seat 2's parameter values (a tuned engine's), `()` for none.
+    params: tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]] = ((), ())
 
 
 class Wait(enum.Enum):

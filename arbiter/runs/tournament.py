@@ -11,7 +11,7 @@ importable from here too.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from arbiter.engines.config import (
     engine_definition,
     unread_engines_file,
 )
+from arbiter.engines.params import fill, placeholders
 from arbiter.engines.process import EngineSpec
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
@@ -50,7 +51,9 @@ from arbiter.runs.tournament_run import (
 from arbiter.text import toml_value
 
 if TYPE_CHECKING:  # the adaptive format, with numpy, loads when used
+    from arbiter.results.sprt import Sprt
     from arbiter.runs.adaptive import StopRule
+    from arbiter.runs.tune import Param, TuneSettings
 
 MAX_WARM = 1024  # engines one slot may keep running
 MAX_CONCURRENCY = 256  # games at once; each is a worker process with two engines
@@ -99,11 +102,13 @@ TOURNAMENT = Keys(
         '`"round-robin"` (every pairing), `"gauntlet"` (the challenger against every other'
         ' engine) `"swiss"` (rounds of pairings by score, see [Swiss tournaments]'
         f'({_GUIDE}/tournaments.md#swiss-tournaments)) or `"adaptive"` (a budget of games'
-        f" spent where the ranking is unsure, see [Adaptive pairing]({_GUIDE}/adaptive.md))",
+        f" spent where the ranking is unsure, see [Adaptive pairing]({_GUIDE}/adaptive.md))"
+        ' or `"spsa"` (a budget of games that tunes an engine\'s parameters, with a `[tune]`'
+        f" table, see [Tuning]({_GUIDE}/tuning.md))",
         default=Format.ROUND_ROBIN.value,
         choices=tuple(f.value for f in Format),
         noun="format",
-        hint='use "round-robin", "gauntlet", "swiss" or "adaptive"',
+        hint='use "round-robin", "gauntlet", "swiss", "adaptive" or "spsa"',
     ),
     Key(
         "challenger",
@@ -123,8 +128,9 @@ TOURNAMENT = Keys(
     Key(
         "games",
         int,
-        "an adaptive run's budget: an even number of games (they come in seat-swapped"
-        ' pairs); required with `format = "adaptive"`, which has no `rounds`',
+        "an adaptive or SPSA run's budget: an even number of games (they come in"
+        ' seat-swapped pairs); required with `format = "adaptive"` or `"spsa"`, which have'
+        " no `rounds`",
     ),
     Key(
         "until",
@@ -250,7 +256,7 @@ TOURNAMENT = Keys(
 )
 _SOURCES = Keys(*ENGINE_SOURCES)
 _ADAPTIVE_KEYS = ("games", "until", "confidence", "min_games")
-_TOP_KEYS = {"tournament", "engine"}
+_TOP_KEYS = {"tournament", "engine", "tune"}
 
 
 def _no_nul(value: Any, where: str) -> None:
@@ -297,7 +303,8 @@ def load_tournament(
         raise ConfigError(
             f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
             where=str(file),
-            hint="a tournament file has [tournament] and [[engine]] tables",
+            hint="a tournament file has [tournament] and [[engine]] tables (and [tune] with"
+            ' format = "spsa")',
         )
     table = data.get("tournament")
     if not isinstance(table, dict):
@@ -361,7 +368,25 @@ def load_tournament(
 
         check_address(file_dask, f"{where}.dask")
     local = engines_here and file_dask is None
-    engines, conditions = parse_engines(file, here, table, data.get("engine", []), where, local)
+    tuned: tuple[str, tuple[Param, ...], int, Sprt | None] | None = None
+    if fmt is Format.SPSA:
+        from arbiter.runs.tune import read_tune
+
+        tuned = read_tune(data.get("tune"), f"{file}: tune")
+    elif "tune" in data:
+        raise ConfigError(
+            '[tune] is for format = "spsa" only',
+            where=f"{file}: tune",
+            hint='set format = "spsa", or remove the [tune] table',
+        )
+    filled = {} if tuned is None else {tuned[0]: [p.name for p in tuned[1]]}
+    engines, conditions = parse_engines(
+        file, here, table, data.get("engine", []), where, local, filled
+    )
+    tune: TuneSettings | None = None
+    templates: dict[str, tuple[str, ...]] = {}
+    if tuned is not None:
+        tune, engines, conditions, templates = _tune_field(file, tuned, engines, conditions)
     if len(engines) < 2:
         raise ConfigError(
             f"needs at least two engines, has {len(engines)}", where=str(file), hint=_EXAMPLE
@@ -413,7 +438,18 @@ def load_tournament(
             hint='give a new file name, e.g. output = "results.sqlite"',
         )
     budget, rule, min_games = _adaptive(table, where, fmt, len(engines))
-    total = budget if fmt is Format.ADAPTIVE else tournament_size(len(engines), fmt, rounds)
+    if tune is not None and budget % tune.per_iteration:
+        raise ConfigError(
+            f"an SPSA iteration plays {tune.per_iteration} games, and {budget} is not a"
+            " multiple of it",
+            where=f"{where}.games",
+            hint=f"set games to a multiple of {tune.per_iteration}",
+        )
+    total = (
+        budget
+        if fmt in (Format.ADAPTIVE, Format.SPSA)
+        else tournament_size(len(engines), fmt, rounds)
+    )
     if total > MAX_GAMES:
         raise ConfigError(
             f"{total} games is more than {MAX_GAMES}",
@@ -446,14 +482,71 @@ def load_tournament(
         budget=budget,
         rule=rule,
         min_games=min_games,
+        tune=tune,
+        templates=templates,
     )
+
+
+def _tune_field(
+    file: Path,
+    tuned: tuple[str, tuple[Param, ...], int, Sprt | None],
+    engines: dict[str, EngineSpec],
+    conditions: dict[str, dict[str, Any]],
+) -> tuple[
+    TuneSettings, dict[str, EngineSpec], dict[str, dict[str, Any]], dict[str, tuple[str, ...]]
+]:
+    """The tune's settings and the field it plays: the tuned engine, started with the
+    start values where no game gives it its own (the engine check), against the file's
+    other engines, or as two seats of its own (theta+ and theta-) when there are none."""
+    from arbiter.runs.tune import TuneSettings, minus_name, plus_name, start_name, tuned_name
+
+    name, params, batch, confirm = tuned
+    where = f"{file}: tune"
+    if name not in engines:
+        raise ConfigError(
+            f"no engine named {toml_value(name)}",
+            where=f"{where}.engine",
+            hint=f"engines: {', '.join(engines)}",
+        )
+    # A parameter without a placeholder in the command is told by protocol, during each
+    # game's set-up (`set_param`, PROTOCOL.md 5.4).
+    template = engines[name].argv
+    start = {p.name: p.played(p.start) for p in params}
+    started = replace(engines[name], argv=fill(template, start))
+    others = tuple(e for e in engines if e != name)
+    if others:
+        field = {**engines, name: started}
+        field_conditions = conditions
+        templates = {name: template}
+    else:
+        plus, minus = plus_name(name), minus_name(name)
+        field = {plus: replace(started, name=plus), minus: replace(started, name=minus)}
+        field_conditions = {plus: conditions[name], minus: conditions[name]}
+        templates = {plus: template, minus: template}
+    if confirm is not None:  # the tuned values against the start values
+        for seat in (tuned_name(name), start_name(name)):
+            field[seat] = replace(started, name=seat)
+            field_conditions = {**field_conditions, seat: conditions[name]}
+            templates[seat] = template
+    settings = TuneSettings(name, params, batch, others, confirm)
+    return settings, field, field_conditions, templates
 
 
 def _adaptive(
     table: Mapping[str, Any], where: str, fmt: Format, engines: int
 ) -> tuple[int, StopRule | None, int]:
-    """An adaptive run's budget, stop rule and warm-up; its keys only with its format."""
-    if fmt is not Format.ADAPTIVE:
+    """An adaptive run's budget, stop rule and warm-up; its keys only with its format
+    (an SPSA run's budget too: `games`)."""
+    if fmt is Format.SPSA:
+        extra = [key for key in _ADAPTIVE_KEYS if key in table and key != "games"]
+        if extra:
+            raise ConfigError(
+                f"{extra[0]} is a key of adaptive runs only",
+                where=f"{where}.{extra[0]}",
+                hint="an SPSA run plays its budget of games; remove the key",
+            )
+        table = {k: v for k, v in table.items() if k not in _ADAPTIVE_KEYS or k == "games"}
+    elif fmt is not Format.ADAPTIVE:
         extra = [key for key in _ADAPTIVE_KEYS if key in table]
         if extra:
             raise ConfigError(
@@ -491,6 +584,8 @@ def _adaptive(
                 where=f"{where}.confidence",
                 hint='set until = "top:3" (or "order"), or remove the key',
             )
+        return budget, None, min_games
+    if fmt is Format.SPSA:
         return budget, None, min_games
     from arbiter.runs.adaptive import StopRule, parse_until
 
@@ -568,11 +663,19 @@ def read_openings(path: Path, variant: Variant, where: str, hint: str) -> Openin
 
 
 def parse_engines(
-    file: Path, here: Path, table: Mapping[str, Any], listed: Any, where: str, local: bool = True
+    file: Path,
+    here: Path,
+    table: Mapping[str, Any],
+    listed: Any,
+    where: str,
+    local: bool = True,
+    filled: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[dict[str, EngineSpec], dict[str, dict[str, Any]]]:
     """The engines a file defines: by key (`engines`, from its `engines_file` or the
     bundled bots) and in `[[engine]]` tables, with the table's `sandbox` and `limits` as
-    defaults; and each one's conditions of play, as the store keeps them."""
+    defaults; and each one's conditions of play, as the store keeps them. A `{NAME}`
+    placeholder in a command must be one of the names `filled` gives that engine (the
+    parameters a tune fills in per game): any other would reach the engine as it is."""
     engines: dict[str, EngineSpec] = {}
     conditions: dict[str, dict[str, Any]] = {}
     sources: dict[str, str] = {}
@@ -587,6 +690,15 @@ def parse_engines(
                 hint="engine names are identities: make them unique",
             )
         sources[name] = source
+        given = set((filled or {}).get(name, ()))
+        for placeholder in placeholders(spec.argv):
+            if placeholder not in given:
+                raise ConfigError(
+                    f"the command's placeholder {{{placeholder}}} is not filled by anything",
+                    where=f"{source}.command",
+                    hint=f"tune it with [tune] engine = {toml_value(name)} and"
+                    f" [tune.params.{placeholder}], or write its value in the command",
+                )
         # The tournament's sandbox and limits are defaults: an engine's own win.
         spec = replace(
             spec, sandbox=raw.get("sandbox", confined), limits=spec.limits.merged(limits)

@@ -46,6 +46,7 @@ from arbiter.runs.schedule import (
 
 if TYPE_CHECKING:  # the Swiss and adaptive formats, with networkx and numpy, load when used
     from arbiter.runs.adaptive import StopRule
+    from arbiter.runs.tune import TuneSettings
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,10 @@ class Tournament:
     # per pair) applies, unless a store started before that default says otherwise.
     openings_default: bool = False
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
+    tune: TuneSettings | None = None  # an SPSA run's [tune]
+    # A tuned engine's command with its placeholders, by engine key (`engines` holds it
+    # filled with the start values).
+    templates: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -94,6 +99,13 @@ class Tournament:
             # comparable with games played the other.
             "confine_per": self.confine_per,
             "sprt": None if self.sprt is None else self.sprt.conditions(),
+            # The budget sets the gains of every iteration: a tune's games are
+            # comparable only with the same one.
+            **(
+                {}
+                if self.tune is None
+                else {"tune": {**self.tune.conditions(), "games": self.budget}}
+            ),
         }
 
     def sprt_warning(self) -> str | None:
@@ -129,6 +141,8 @@ class Tournament:
                     "min_games": self.min_games,
                 }
                 if self.format is Format.ADAPTIVE
+                else {"games": self.budget}
+                if self.format is Format.SPSA
                 else {}
             ),
         }
@@ -189,6 +203,18 @@ class Tournament:
                 self.rule,
                 self.min_games,
             )
+        if self.tune is not None:
+            from arbiter.runs.tune import TuneSchedule
+
+            return TuneSchedule(
+                self.name,
+                self.tune,
+                self.budget,
+                self.variant,
+                self.openings,
+                self.seed,
+                store.results(),
+            )
         return Fixed(self._rest(store))
 
     def _rest(self, store: Store) -> Iterator[ScheduledGame]:
@@ -200,13 +226,13 @@ class Tournament:
         """How many games of this schedule are stored (`schedule`: as `schedule(store)`
         made it before any game of this run)."""
         schedule = self.schedule(store) if schedule is None else schedule
-        if self.format in (Format.SWISS, Format.ADAPTIVE):
+        if self.format in (Format.SWISS, Format.ADAPTIVE, Format.SPSA):
             return int(schedule.done())  # type: ignore[attr-defined]
         return sum(there for _, there in store.stored_of(self.ids(), str))
 
     def left(self, schedule: object, done: int) -> int:
         """Games still to play: none once an adaptive run's stop rule has settled."""
-        if self.format is Format.ADAPTIVE and schedule.over:  # type: ignore[attr-defined]
+        if self.format in (Format.ADAPTIVE, Format.SPSA) and schedule.over:  # type: ignore[attr-defined]
             return 0
         return max(0, self.total - done)
 
@@ -221,6 +247,10 @@ class Tournament:
             from arbiter.runs.adaptive import adaptive_lines
 
             return adaptive_lines(schedule)  # type: ignore[arg-type]
+        if self.format is Format.SPSA:
+            from arbiter.runs.tune import tune_lines
+
+            return tune_lines(schedule)  # type: ignore[arg-type]
         return []
 
     def summary_json(self, schedule: object) -> dict[str, Any]:
@@ -232,12 +262,21 @@ class Tournament:
             from arbiter.runs.adaptive import adaptive_json
 
             return {"adaptive": adaptive_json(schedule)}  # type: ignore[arg-type]
+        if self.format is Format.SPSA:
+            from arbiter.runs.tune import tune_json
+
+            return {"tune": tune_json(schedule)}  # type: ignore[arg-type]
         return {}
 
     @property
     def total(self) -> int:
         if self.format is Format.ADAPTIVE:
             return self.budget
+        if self.tune is not None:  # the tune's games, and its confirming test's at most
+            from arbiter.runs.tune import confirm_pairs
+
+            confirm = 2 * confirm_pairs(self.budget, self.tune.confirm)
+            return self.budget - self.budget % self.tune.per_iteration + confirm
         return tournament_size(len(self.engines), self.format, self.rounds)
 
     def plan(self, store: Store, transcripts: TranscriptFolder | None = None) -> Plan:
@@ -261,6 +300,7 @@ class Tournament:
                 referee=RefereeConfig(margin=self.margin, adjudicate=self.adjudicate),
                 warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
+                templates=self.templates,
             ),
             games=schedule,
             total=self.total,

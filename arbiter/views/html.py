@@ -592,7 +592,43 @@ def _format_view(f: FormatResult) -> dict[str, Any]:
         "kind": "swiss" if rows else "adaptive",
         "rows": rows,
         "note": note,
+        "plot": trajectory_plot(f.data.get("tune")),
     }
+
+
+PLOT_WIDTH = 480.0  # an SPSA trajectory's strip, in SVG units
+PLOT_HEIGHT = 60.0
+PLOT_POINTS = 240  # at most this many points a strip: the batches are thinned evenly
+
+
+def trajectory_plot(tune: Any) -> list[dict[str, Any]]:
+    """An SPSA run's trajectories (its `tune` status object) as one strip per parameter:
+    the value after each batch, from its range's bottom (the strip's foot) to its top."""
+    if not isinstance(tune, dict) or not isinstance(tune.get("trajectory"), dict):
+        return []
+    strips = []
+    for key, values in tune["trajectory"].items():
+        low, high = tune["ranges"][key]
+        step = max(1, math.ceil(len(values) / PLOT_POINTS))
+        kept = (
+            values[::step] if values[-1:] == values[::step][-1:] else [*values[::step], values[-1]]
+        )
+        span = max(len(kept) - 1, 1)
+        points = " ".join(
+            f"{PLOT_WIDTH * i / span:.1f},{PLOT_HEIGHT * (1 - (v - low) / (high - low)):.1f}"
+            for i, v in enumerate(kept)
+        )
+        strips.append(
+            {
+                "name": _text(key, 40),
+                "low": f"{low:g}",
+                "high": f"{high:g}",
+                "start": f"{values[0]:.4g}",
+                "now": f"{values[-1]:.4g}",
+                "points": points,
+            }
+        )
+    return strips
 
 
 def _test_row(

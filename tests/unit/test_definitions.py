@@ -79,6 +79,7 @@ def test_the_engine_keys_are_the_declared_ones() -> None:
         "islands",
         "sizes",
         "swap",
+        "set_param",
         "time",
         "sandbox",
         "limits",
