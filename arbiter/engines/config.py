@@ -34,7 +34,7 @@ from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.protocol.codec import is_token
 from arbiter.rules import Variant
-from arbiter.rules.clock import TC_HELP, TimeControl
+from arbiter.rules.clock import TC_HELP, ClockMode, TimeControl
 from arbiter.text import toml_value
 
 MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
@@ -159,6 +159,15 @@ ENGINE = Keys(
         high=MAX_TIMEOUT,
         unit=" seconds",
         hint="e.g. command_timeout = 60 for an engine slow to set up a game",
+    ),
+    Key(
+        "clock",
+        str,
+        "what its clock charges, whatever the competition's `clock`: `wall` for an engine"
+        " that computes elsewhere (a GPU, a server), `cpu` for the CPU time of its own"
+        f" processes (see [Clocks]({_GUIDE}/clocks.md))",
+        choices=("wall", "cpu"),
+        shown="the competition's",
     ),
     sort=False,
 )
@@ -365,6 +374,7 @@ def engine_definition(
         cwd_given="cwd" in table,
         start_timeout=ENGINE.get(table, "start_timeout", where),
         command_timeout=ENGINE.get(table, "command_timeout", where),
+        clock=None if "clock" not in table else ClockMode(ENGINE.get(table, "clock", where)),
     )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)

@@ -26,7 +26,7 @@ from arbiter.results.store import EngineEntry, Store, store_files
 from arbiter.results.transcripts import CAP as TRANSCRIPT_CAP
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import DEFAULT_TC, TimeControl
+from arbiter.rules.clock import DEFAULT_TC, ClockMode, TimeControl
 from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.schedule import Schedule, ScheduledGame
 
@@ -103,6 +103,7 @@ class Plan:
             seed=game.seed,
             pair=game.pair_key,
             commands=(seat1.argv, seat2.argv),
+            clocks=(seat1.clock or ClockMode.WALL, seat2.clock or ClockMode.WALL),
         )
 
 
@@ -228,19 +229,27 @@ def hidden_files(store: Path) -> list[str]:
     return [str(p) for p in [*store_files(store), *kept]]
 
 
+# Conditions older stores do not name, as they were: a store from before CPU clocks
+# charged wall time, and a CPU-clock run must not add its games to it.
+IMPLIED: Mapping[str, object] = {"clock": "wall"}
+
+
 def refuse_changes(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
     where: Callable[[str], str],
     store: str,
     fix: str,
+    implied: Mapping[str, object] = IMPLIED,
 ) -> None:
     """Refuse conditions that differ from those a store was started with (ConfigError
-    naming the first change, `where(key)` saying where it was given)."""
+    naming the first change, `where(key)` saying where it was given). A key older stores
+    lack is no change, unless `implied` says what it was then."""
     for key, value in new.items():
-        if key in old and old[key] != value:  # a key older stores lack is not a change
+        before = old.get(key, implied.get(key, value))
+        if before != value:
             raise ConfigError(
-                f"changed from {old.get(key)!r} to {value!r} since the store {store} was started",
+                f"changed from {before!r} to {value!r} since the store {store} was started",
                 where=where(key),
                 hint=fix,
             )

@@ -30,7 +30,7 @@ from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge
 from arbiter.results.store import EngineEntry, Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
+from arbiter.rules.clock import ClockMode, TimeControl
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     DEFAULT_RANDOM_OPENINGS,
@@ -77,6 +77,7 @@ class Tournament:
     # per pair) applies, unless a store started before that default says otherwise.
     openings_default: bool = False
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
+    clock: ClockMode = ClockMode.WALL  # what clocks charge, unless an engine says
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -84,6 +85,7 @@ class Tournament:
             "format": self.format.value,
             "challenger": self.challenger,
             "tc": str(self.tc),
+            "clock": self.clock.value,
             "size": self.variant.size,
             "islands": self.variant.islands,
             "pie": self.variant.pie,

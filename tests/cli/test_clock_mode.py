@@ -1,0 +1,78 @@
+"""`clock = "cpu"` and `match --clock cpu` through the command line: records keep what
+each seat's clock charged and the wall time per move, and a store never mixes CPU-clock
+games with wall-clock ones (nor with a store started before clocks were named)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+from commands import invoke
+from files import write_tournament
+
+from arbiter.results.records import GameRecord
+
+
+def records(path: Path) -> list[GameRecord]:
+    return [GameRecord.from_json(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+def match(tmp_path: Path, *extra: str) -> tuple[int, str]:
+    done = invoke(
+        "match",
+        "random",
+        "skeleton",
+        "--size",
+        "5",
+        "--islands",
+        "4",
+        "--games",
+        "2",
+        "--tc",
+        "5+0.05",
+        "--store",
+        "m.sqlite",
+        *extra,
+        cwd=tmp_path,
+    )
+    return done.returncode, done.stderr
+
+
+def test_match_on_cpu_clocks_records_both_times_and_refuses_a_wall_rerun(tmp_path: Path) -> None:
+    rc, err = match(tmp_path, "--clock", "cpu", "--records", "r.jsonl", "-q")
+    assert rc == 0, err
+    games = records(tmp_path / "r.jsonl")
+    assert len(games) == 2
+    for game in games:
+        assert game.clock == {"seat1": "cpu", "seat2": "cpu"}
+        assert len(game.wall_ms) == len(game.move_ms) == game.plies
+    rc, err = match(tmp_path, "--games", "4")
+    assert rc == 2
+    assert "--clock: changed from 'cpu' to 'wall'" in err and "--fresh" in err, err
+
+
+def test_a_tournament_store_never_mixes_clocks(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nrounds = 1\nsize = 5\nislands = 4\ntc = "5+0"\n'
+    path = write_tournament(tmp_path, header, [])
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # As a store started before clocks were named keeps its conditions: without the key.
+    store = tmp_path / f"{path.stem}.sqlite"
+    with contextlib.closing(sqlite3.connect(store)) as db, db:
+        (text,) = db.execute("SELECT value FROM meta WHERE key = 'conditions'").fetchone()
+        conditions = json.loads(text)
+        assert conditions.pop("clock") == "wall"
+        db.execute("UPDATE meta SET value = ? WHERE key = 'conditions'", (json.dumps(conditions),))
+    write_tournament(tmp_path, header + 'clock = "cpu"\n', [])
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tournament.clock: changed from 'wall' to 'cpu'" in done.stderr, done.stderr
+
+
+def test_an_unknown_clock_is_refused_with_the_choices(tmp_path: Path) -> None:
+    path = write_tournament(tmp_path, 'engines = ["random", "skeleton"]\nclock = "cpu-time"\n', [])
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tournament.clock" in done.stderr and '"wall", "cpu"' in done.stderr, done.stderr
