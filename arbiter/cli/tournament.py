@@ -78,6 +78,7 @@ def tournament_run(
     Running the same file again resumes it; adding an engine or raising `rounds` plays
     only the new games. Changing a condition of play needs --fresh.
     """
+    from arbiter.executors.local import LocalExecutor
     from arbiter.results.store import Store
     from arbiter.runs.match_plan import oversubscribed
     from arbiter.runs.run import open_executor, run
@@ -115,6 +116,11 @@ def tournament_run(
             dask=dask or t.dask,
             where="--dask" if dask else f"{t.path}: tournament.dask",
         )
+        if isinstance(executor, LocalExecutor) and executor.cores is not None:
+            lines = executor.cores.lines()
+            for line in lines:
+                say(line, err=True)
+            store.remember("affinity", "\n".join(lines))
         if not (dask or t.dask):
             option = "--concurrency" if concurrency else f"{t.path}: tournament.concurrency ="
             if warning := oversubscribed(concurrency or t.concurrency, plan.left, option):

@@ -169,6 +169,15 @@ ENGINE = Keys(
         choices=("wall", "cpu"),
         shown="the competition's",
     ),
+    Key(
+        "threads",
+        int,
+        "how many cores it uses (its search threads): its cores under a tournament's"
+        " `affinity`, and the warning when slots would share cores",
+        default=1,
+        low=1,
+        high=1024,
+    ),
     sort=False,
 )
 ENGINE_KEYS = ENGINE.names()
@@ -374,6 +383,7 @@ def engine_definition(
         cwd_given="cwd" in table,
         start_timeout=ENGINE.get(table, "start_timeout", where),
         command_timeout=ENGINE.get(table, "command_timeout", where),
+        threads=ENGINE.get(table, "threads", where),
         clock=None if "clock" not in table else ClockMode(ENGINE.get(table, "clock", where)),
     )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there

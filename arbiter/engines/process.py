@@ -76,6 +76,8 @@ class EngineSpec:
     # What its clock charges: its definition's `clock`, else the competition's (None:
     # not said, wall time).
     clock: ClockMode | None = None
+    threads: int = 1  # cores it may use: its share under affinity (definition's `threads`)
+    cores: tuple[int, ...] = ()  # the cores it is pinned to (affinity); (): not pinned
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -406,11 +408,15 @@ async def _spawn(
 ) -> trio.Process:
     """Start the process in its own session; start failures become EngineStartError."""
     preexec = confinement.preexec()
-    if meter is not None:
+    cores = spec.cores
+    if meter is not None or cores:
         confined = preexec
 
         def preexec() -> None:
-            meter.enter()  # first: whatever the set-up costs is the engine's
+            if meter is not None:
+                meter.enter()  # first: whatever the set-up costs is the engine's
+            if cores:
+                os.sched_setaffinity(0, cores)  # its children and threads inherit it
             if confined is not None:
                 confined()
 

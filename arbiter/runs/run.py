@@ -18,6 +18,7 @@ from typing import Any
 from arbiter.engines.config import program_hashes
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
+from arbiter.executors.affinity import assign_cores, usable_cpus
 from arbiter.executors.jobs import Executor, ExecutorSettings, Preflight, display_names
 from arbiter.executors.local import LocalExecutor
 from arbiter.games.referee import GameSpec
@@ -72,6 +73,7 @@ class Plan:
     # takes it back, unplayed and unrecorded (a pairing whose test has decided).
     keep: Callable[[ScheduledGame], bool] | None = None
     transcripts: TranscriptFolder | None = None  # each game's full transcript goes there
+    affinity: bool = False  # each slot's engines pinned to cores of their own
 
     def __post_init__(self) -> None:
         """With a transcripts folder, every host makes each game's transcript (the
@@ -219,7 +221,11 @@ def open_executor(
 
         return DaskExecutor(plan.settings, dask, window=concurrency, where=where)
     slots = min(concurrency or plan.concurrency, max(1, plan.left))
-    return LocalExecutor(plan.settings, slots, processes=processes)
+    cores = None
+    if plan.affinity:
+        threads = max((spec.threads for spec in plan.settings.engines.values()), default=1)
+        cores = assign_cores(slots, threads, usable_cpus())
+    return LocalExecutor(plan.settings, slots, processes=processes, cores=cores)
 
 
 def hidden_files(store: Path) -> list[str]:

@@ -172,6 +172,14 @@ TOURNAMENT = Keys(
         default="wall",
         choices=("wall", "cpu"),
     ),
+    Key(
+        "affinity",
+        bool,
+        "pin each slot's engines to cores of their own (as many as the engines' largest"
+        " `threads`) and the harness to a core of its own where one is left; the run's"
+        f" first lines and `status` say how (see [Clocks]({_GUIDE}/clocks.md#affinity))",
+        default=False,
+    ),
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
@@ -445,6 +453,7 @@ def load_tournament(
         variant=variant,
         adjudicate=Adjudication(get("adjudicate")),
         clock=clock,
+        affinity=get("affinity"),
         openings=openings,
         openings_file=openings_file,
         openings_default=openings_default,

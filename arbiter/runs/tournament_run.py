@@ -78,6 +78,7 @@ class Tournament:
     openings_default: bool = False
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
     clock: ClockMode = ClockMode.WALL  # what clocks charge, unless an engine says
+    affinity: bool = False  # each slot's engines on cores of their own
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
@@ -269,6 +270,7 @@ class Tournament:
             left=left,
             variant=self.variant,
             tc=self.tc,
+            affinity=self.affinity,
             sinks=sinks,
             concurrency=self.concurrency,
             leave_out=self.playable_without if self.leave_out else None,

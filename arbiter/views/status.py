@@ -39,6 +39,9 @@ def tournament_notes(store: Store, outside: int = 0) -> list[str]:
     """What a run's table leaves unsaid: games outside the schedule, pairings that
     replayed one game, void games not yet replayed."""
     lines = []
+    affinity = store.meta("affinity")
+    if affinity:  # how the last run on this machine pinned its engines
+        lines += [f"Last run's {line}" for line in affinity.splitlines()[:1]]
     if outside:
         lines.append(
             f"Note: {outside} stored games are outside this schedule (played with more"

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
+import pytest
 from commands import invoke
 from files import write_tournament
+from paths import BOTS
 
 from arbiter.results.records import GameRecord
 
@@ -76,3 +80,39 @@ def test_an_unknown_clock_is_refused_with_the_choices(tmp_path: Path) -> None:
     done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert done.returncode == 2
     assert "tournament.clock" in done.stderr and '"wall", "cpu"' in done.stderr, done.stderr
+
+
+# A bot whose `version` answer is the cores it may run on, as its own /proc says.
+PINNED = f"""
+import re, sys
+sys.path.insert(0, {str(BOTS)!r})
+import skeleton as sk
+class Bot(sk.Bot):
+    def cmd_version(self, args):
+        status = open("/proc/self/status").read()
+        return "cpus " + re.search(r"Cpus_allowed_list:\\s*(\\S+)", status).group(1)
+sys.exit(Bot().run())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_affinity_gives_each_slot_its_own_cores(tmp_path: Path) -> None:
+    (tmp_path / "pinned.py").write_text(PINNED)
+    engines = [
+        f'[[engine]]\nname = "{name}"\ncommand = ["{sys.executable}", "pinned.py"]\n'
+        for name in ("a", "b")
+    ]
+    header = "rounds = 4\nconcurrency = 2\naffinity = true\nsize = 5\nislands = 4\n"
+    path = write_tournament(tmp_path, header + 'tc = "5+0"\nrandom_openings = 1\n', engines)
+    done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "affinity: slot 1 on core" in done.stderr and "warning" not in done.stderr
+    exported = invoke("tournament", "export", str(path), "-o", "r.jsonl", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    seen = {v for game in records(tmp_path / "r.jsonl") for v in game.versions.values()}
+    cores = [set(v.removeprefix("cpus ").split(",")) for v in seen]
+    assert len(cores) == 2, seen  # each slot's engines on one core, the slots on two
+    assert not cores[0] & cores[1], seen
+    status = invoke("tournament", "status", str(path), cwd=tmp_path)
+    assert "Last run's affinity: slot 1 on core" in status.stdout, status.stdout
