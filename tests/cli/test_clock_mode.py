@@ -16,6 +16,7 @@ from commands import invoke
 from files import write_tournament
 from paths import BOTS
 
+from arbiter.engines.calibration import MOVES, REFERENCE_WORK_S
 from arbiter.results.records import GameRecord
 
 
@@ -116,3 +117,15 @@ def test_affinity_gives_each_slot_its_own_cores(tmp_path: Path) -> None:
     assert not cores[0] & cores[1], seen
     status = invoke("tournament", "status", str(path), cwd=tmp_path)
     assert "Last run's affinity: slot 1 on core" in status.stdout, status.stdout
+
+
+@pytest.mark.slow
+def test_calibrate_measures_the_reference_workload() -> None:
+    done = invoke("calibrate", "--json", "--moves", "1")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["moves"] == 1 and result["work_s"] > 0 and result["round_trip_us"] > 0
+    # The bot's own CPU was measured, and is no more than the wall time it took.
+    assert 0 < result["cpu_s"] <= result["work_s"] * 1.05 + 0.02
+    expected = REFERENCE_WORK_S / MOVES / result["work_s"]  # one move of MOVES
+    assert abs(result["factor"] - expected) <= 0.01 * expected + 0.001, (result, expected)
