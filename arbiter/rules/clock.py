@@ -98,6 +98,18 @@ class TimeControl:
     def clocked(self) -> bool:
         return not self.infinite
 
+    def scaled(self, factor: float) -> TimeControl:
+        """This time control for a host `factor` times as fast as the reference: its
+        times divided by the factor (a host half as fast gets twice the time)."""
+        if self.infinite or factor <= 0:
+            return self
+        return TimeControl(
+            base=self.base / factor,
+            increment=self.increment / factor,
+            moves=self.moves,
+            per_move=self.per_move / factor,
+        )
+
 
 class ClockMode(Enum):
     """What a clock charges: the wall time from the question to the answer, or the CPU

@@ -180,6 +180,22 @@ TOURNAMENT = Keys(
         f" first lines and `status` say how (see [Clocks]({_GUIDE}/clocks.md#affinity))",
         default=False,
     ),
+    Key(
+        "scale_tc",
+        bool,
+        "measure this host's speed factor before the run (`arbiter calibrate`; from CPU"
+        ' time under `clock = "cpu"`) and divide every time control by it, so that a'
+        f" slow host gives the engines more time (see [Clocks]({_GUIDE}/clocks.md#calibration))",
+        default=False,
+    ),
+    Key(
+        "min_speed",
+        float,
+        "refuse to run on a host whose speed factor is below this (measured as for `scale_tc`)",
+        low=0,
+        above=True,
+        high=1000,
+    ),
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
@@ -454,6 +470,8 @@ def load_tournament(
         adjudicate=Adjudication(get("adjudicate")),
         clock=clock,
         affinity=get("affinity"),
+        scale_tc=get("scale_tc"),
+        min_speed=get("min_speed"),
         openings=openings,
         openings_file=openings_file,
         openings_default=openings_default,

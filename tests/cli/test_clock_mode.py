@@ -18,6 +18,8 @@ from paths import BOTS
 
 from arbiter.engines.calibration import MOVES, REFERENCE_WORK_S
 from arbiter.results.records import GameRecord
+from arbiter.rules.clock import TimeControl
+from arbiter.runs.tournament import load_tournament
 
 
 def records(path: Path) -> list[GameRecord]:
@@ -120,7 +122,18 @@ def test_affinity_gives_each_slot_its_own_cores(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_calibrate_measures_the_reference_workload() -> None:
+def test_calibrate_measures_the_reference_workload_and_min_speed_refuses(
+    tmp_path: Path,
+) -> None:
+    header = 'engines = ["random", "skeleton"]\nrounds = 1\nsize = 5\nislands = 4\n'
+    path = write_tournament(tmp_path, header + "min_speed = 1000\n", [])
+    refused = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "tournament.min_speed: this host's speed factor is" in refused.stderr, refused.stderr
+    assert "below min_speed = 1000" in refused.stderr
+    status = invoke("tournament", "status", str(path), cwd=tmp_path)
+    assert "Speed factor by host: " in status.stdout, status.stdout
+
     done = invoke("calibrate", "--json", "--moves", "1")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -129,3 +142,15 @@ def test_calibrate_measures_the_reference_workload() -> None:
     assert 0 < result["cpu_s"] <= result["work_s"] * 1.05 + 0.02
     expected = REFERENCE_WORK_S / MOVES / result["work_s"]  # one move of MOVES
     assert abs(result["factor"] - expected) <= 0.01 * expected + 0.001, (result, expected)
+
+
+def test_scale_tc_divides_the_time_controls_and_keeps_the_conditions(tmp_path: Path) -> None:
+    engine = '[[engine]]\nname = "own"\ncommand = ["python3", "x.py"]\ntc = "4+0.2"\n'
+    header = 'engines = ["random"]\nscale_tc = true\ntc = "10+0.1"\n'
+    t = load_tournament(write_tournament(tmp_path, header, [engine]), engines_here=False)
+    slow = t.on_host(0.5)
+    assert str(slow.tc) == "20+0.2" and str(slow.engines["own"].tc) == "8+0.4"
+    assert slow.conditions() == t.conditions() and t.conditions()["scale_tc"] is True
+    assert str(t.on_host(2.0).tc) == "5+0.05"
+    assert TimeControl.parse("st=1").scaled(4) == TimeControl.parse("st=0.25")
+    assert TimeControl.parse("40/60+0").scaled(2) == TimeControl.parse("40/30+0")
