@@ -534,7 +534,10 @@ async def start_engine(
             group.release()
         raise
     meter: cputime.CpuMeter | None = group
-    if spec.clock is ClockMode.CPU and group is None:
+    if group is not None and not group.holds(process.pid):
+        group.release()  # the host would not let it in: its CPU is read from /proc
+        meter = None
+    if spec.clock is ClockMode.CPU and meter is None:
         meter = cputime.TreeMeter(process.pid)
     engine = Engine(spec, process, deadlines, confinement, meter)
     await nursery.start(engine._own)
