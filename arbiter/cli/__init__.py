@@ -15,6 +15,7 @@ from __future__ import annotations
 import click
 
 from .arena import arena
+from .calibrate import calibrate
 from .check import check
 from .engines import engines_command
 from .match import match
@@ -45,6 +46,7 @@ def main() -> None:
 for command in (match, show, check, engines_command, new, tournament, ratings, report, arena):
     main.add_command(command)
 main.add_command(openings)
+main.add_command(calibrate)
 
 
 def run() -> None:

@@ -105,6 +105,15 @@ if TYPE_CHECKING:
     help="Seconds an engine may overrun its clock before losing on time.",
 )
 @click.option(
+    "--clock",
+    type=click.Choice(["wall", "cpu"]),
+    default="wall",
+    show_default=True,
+    help="What clocks charge: wall time, or the CPU time of each engine's own processes"
+    " while on move (a move still ends at 3 times the time left in wall time); an"
+    " engine's own `clock` key wins.",
+)
+@click.option(
     "--sprt",
     default=None,
     metavar="elo0=A,elo1=B[,alpha=0.05,beta=0.05,model=pairs]",
@@ -139,6 +148,7 @@ def match(
     openings_file: str | None,
     random_openings: int | None,
     margin: float,
+    clock: str,
     sprt: str | None,
     sandbox: bool,
     transcripts_dir: str | None,
@@ -157,6 +167,7 @@ def match(
     -o PAGE.html` read it. With --dask the games are played on a Dask cluster.
     """
     from arbiter.games.adjudication import Adjudication
+    from arbiter.rules.clock import ClockMode
     from arbiter.runs.match_plan import MatchRequest, match_setup
 
     for given, name in ((fresh, "--fresh"), (rebuilt, "--rebuilt")):
@@ -183,6 +194,7 @@ def match(
         openings_file=openings_file,
         random_openings=random_openings,
         margin=margin,
+        clock=ClockMode(clock),
         sprt=sprt,
         sandbox=sandbox,
         here=dask is None,

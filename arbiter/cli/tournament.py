@@ -78,6 +78,7 @@ def tournament_run(
     Running the same file again resumes it; adding an engine or raising `rounds` plays
     only the new games. Changing a condition of play needs --fresh.
     """
+    from arbiter.executors.local import LocalExecutor
     from arbiter.results.store import Store
     from arbiter.runs.match_plan import oversubscribed
     from arbiter.runs.run import open_executor, run
@@ -107,6 +108,8 @@ def tournament_run(
         t, note = stored_openings(t, store)
         if note is not None and not quiet:
             say(note, err=True)
+        if t.calibrated() and not (dask or t.dask):
+            t = on_this_host(t, store)
         check_conditions(t, store, rebuilt)
         plan = t.plan(store, options.transcript_folder(transcripts_dir))
         executor = open_executor(
@@ -115,6 +118,11 @@ def tournament_run(
             dask=dask or t.dask,
             where="--dask" if dask else f"{t.path}: tournament.dask",
         )
+        if isinstance(executor, LocalExecutor) and executor.cores is not None:
+            lines = executor.cores.lines()
+            for line in lines:
+                say(line, err=True)
+            store.remember("affinity", "\n".join(lines))
         if not (dask or t.dask):
             option = "--concurrency" if concurrency else f"{t.path}: tournament.concurrency ="
             if warning := oversubscribed(concurrency or t.concurrency, plan.left, option):
@@ -340,3 +348,24 @@ def _export_sgf(store: Any, out: str, force: bool) -> None:
     say(f"Wrote {sgf_format.games(selection.written)} as SGF to {output_name(out)}.", err=True)
     for note in selection.notes():
         say(note, err=True)
+
+
+def on_this_host(t: Any, store: Any) -> Any:
+    """The tournament as this host plays it (`scale_tc`, `min_speed`): its speed factor
+    measured, said, and kept in the store by host."""
+    import trio
+
+    from arbiter.engines.calibration import calibrate
+    from arbiter.executors.jobs import machine
+    from arbiter.rules.clock import ClockMode
+
+    measured = trio.run(calibrate)
+    factor = measured.cpu_factor if t.clock is ClockMode.CPU else measured.factor
+    host = machine()[0]
+    speeds = json.loads(store.meta("speed") or "{}")
+    speeds[host] = round(factor, 3)
+    store.remember("speed", json.dumps(speeds, sort_keys=True))
+    t = t.on_host(factor)  # ConfigError below min_speed
+    scaled = f"; time control {t.tc} (scaled)" if t.scale_tc else ""
+    say(f"This host ({host}): {measured.line()}{scaled}", err=True)
+    return t

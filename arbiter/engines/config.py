@@ -35,7 +35,7 @@ from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.protocol.codec import is_token
 from arbiter.rules import Variant
-from arbiter.rules.clock import TC_HELP, TimeControl
+from arbiter.rules.clock import TC_HELP, ClockMode, TimeControl
 from arbiter.text import toml_value
 
 MAX_TIMEOUT = 3600.0  # seconds: an hour is long for any start-up, and a typo for more
@@ -170,6 +170,24 @@ ENGINE = Keys(
         high=MAX_TIMEOUT,
         unit=" seconds",
         hint="e.g. command_timeout = 60 for an engine slow to set up a game",
+    ),
+    Key(
+        "clock",
+        str,
+        "what its clock charges, whatever the competition's `clock`: `wall` for an engine"
+        " that computes elsewhere (a GPU, a server), `cpu` for the CPU time of its own"
+        f" processes (see [Clocks]({_GUIDE}/clocks.md))",
+        choices=("wall", "cpu"),
+        shown="the competition's",
+    ),
+    Key(
+        "threads",
+        int,
+        "how many cores it uses (its search threads): its cores under a tournament's"
+        " `affinity`, and the warning when slots would share cores",
+        default=1,
+        low=1,
+        high=1024,
     ),
     sort=False,
 )
@@ -376,6 +394,8 @@ def engine_definition(
         cwd_given="cwd" in table,
         start_timeout=ENGINE.get(table, "start_timeout", where),
         command_timeout=ENGINE.get(table, "command_timeout", where),
+        threads=ENGINE.get(table, "threads", where),
+        clock=None if "clock" not in table else ClockMode(ENGINE.get(table, "clock", where)),
     )
     if local:  # else the engine runs elsewhere (Dask workers), which checks it there
         check_executable(spec, where)

@@ -11,7 +11,7 @@ it, its exit status, its stderr) is its `Host`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -142,6 +142,10 @@ class Player:
         """What the engine's own side said its last move took (-1: nothing said)."""
         return -1.0
 
+    # The CPU seconds its processes have used, where they are measured (a local engine on
+    # a CPU clock: `Player.of`); None: its clock charges wall time whatever it is told.
+    cpu_seconds: Callable[[], float] | None = None
+
     def __init__(
         self, session: EngineSession, host: Host, dialect: Dialect, command_timeout: float
     ) -> None:
@@ -158,7 +162,10 @@ class Player:
     @classmethod
     def of(cls, engine: Engine) -> Player:
         """The player over a local engine process."""
-        return cls(engine.session, engine, engine.dialect, engine.deadlines.command)
+        player = cls(engine.session, engine, engine.dialect, engine.deadlines.command)
+        if engine.meter is not None:
+            player.cpu_seconds = engine.cpu_seconds
+        return player
 
     @property
     def name(self) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import trio
 
 from arbiter import text
-from arbiter.engines import reaper, sandbox
+from arbiter.engines import cputime, reaper, sandbox
 from arbiter.engines.dialect import Dialect
 from arbiter.engines.sandbox import Limits
 from arbiter.errors import (
@@ -34,7 +34,7 @@ from arbiter.errors import (
     ProtocolError,
 )
 from arbiter.protocol.session import EngineSession, PipeStream
-from arbiter.rules.clock import TimeControl
+from arbiter.rules.clock import ClockMode, TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,11 @@ class EngineSpec:
     # large weights): the start-up handshake, and every other non-move command.
     start_timeout: float | None = None
     command_timeout: float | None = None
+    # What its clock charges: its definition's `clock`, else the competition's (None:
+    # not said, wall time).
+    clock: ClockMode | None = None
+    threads: int = 1  # cores it may use: its share under affinity (definition's `threads`)
+    cores: tuple[int, ...] = ()  # the cores it is pinned to (affinity); (): not pinned
 
     @classmethod
     def from_command(cls, command: str | Sequence[str], **kwargs: object) -> EngineSpec:
@@ -134,10 +139,12 @@ class Engine:
         process: trio.Process,
         deadlines: Deadlines,
         confinement: sandbox.Confinement,
+        meter: cputime.CpuMeter | None = None,
     ) -> None:
         self.spec = spec
         self.process = process
         self.confinement = confinement
+        self.meter = meter
         self.deadlines = deadlines
         self.stderr = StderrLog()
         self.info = EngineInfo()
@@ -167,6 +174,11 @@ class Engine:
 
     def supports(self, command: str) -> bool:
         return command in self.info.commands
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the engine's processes have used (0.0 where not measured: only an
+        engine on a CPU clock has a meter)."""
+        return 0.0 if self.meter is None else self.meter.seconds()
 
     def exit_words(self, code: int) -> str:
         """How the engine ended, in words, seen through the sandbox if there is one."""
@@ -236,7 +248,7 @@ class Engine:
                 # Kill whatever is left in its cgroups; the folders can go only once the
                 # kernel has finished those processes, which it does not announce on v1.
                 for _ in range(int(self.deadlines.term * 100)):
-                    if self.confinement.release():
+                    if self.confinement.release() and (self.meter is None or self.meter.release()):
                         break
                     await trio.sleep(0.01)
                 reaper.reap_orphans()  # whatever the engine started and left behind
@@ -389,9 +401,25 @@ def _kill_group(pgid: int, sig: signal.Signals) -> None:
 
 
 async def _spawn(
-    spec: EngineSpec, confinement: sandbox.Confinement, env: dict[str, str] | None
+    spec: EngineSpec,
+    confinement: sandbox.Confinement,
+    env: dict[str, str] | None,
+    meter: cputime.CgroupMeter | None = None,
 ) -> trio.Process:
     """Start the process in its own session; start failures become EngineStartError."""
+    preexec = confinement.preexec()
+    cores = spec.cores
+    if meter is not None or cores:
+        confined = preexec
+
+        def preexec() -> None:
+            if meter is not None:
+                meter.enter()  # first: whatever the set-up costs is the engine's
+            if cores:
+                os.sched_setaffinity(0, cores)  # its children and threads inherit it
+            if confined is not None:
+                confined()
+
     try:
         with reaper.spawning():
             process = await trio.lowlevel.open_process(
@@ -402,7 +430,7 @@ async def _spawn(
                 start_new_session=True,
                 cwd=spec.cwd,
                 env=env,
-                preexec_fn=confinement.preexec(),
+                preexec_fn=preexec,
                 pass_fds=confinement.pass_fds,
             )
             reaper.started(process.pid)
@@ -449,6 +477,12 @@ def localized(spec: EngineSpec) -> EngineSpec:
     return replace(spec, argv=(sys.executable, *spec.argv[1:]), cwd=str(BOTS_FOLDER))
 
 
+def with_clock(spec: EngineSpec, clock: ClockMode) -> EngineSpec:
+    """The engine with its clock decided: its definition's own, else the competition's
+    `clock` (the one place that fallback is made)."""
+    return spec if spec.clock is not None else replace(spec, clock=clock)
+
+
 def spec_deadlines(spec: EngineSpec, deadlines: Deadlines) -> Deadlines:
     """The run's deadlines, with the ones the engine's definition sets instead."""
     if spec.start_timeout is not None:
@@ -491,12 +525,21 @@ async def start_engine(
         env = sandbox.environment(os.environ) if spec.sandbox else dict(os.environ)
         env.update(spec.env or {})
         env.update(reaper.engine_env())
+    group = cputime.make_cgroup_meter() if spec.clock is ClockMode.CPU else None
     try:
-        process = await _spawn(spec, confinement, env)
+        process = await _spawn(spec, confinement, env, group)
     except BaseException:
         confinement.release()
+        if group is not None:
+            group.release()
         raise
-    engine = Engine(spec, process, deadlines, confinement)
+    meter: cputime.CpuMeter | None = group
+    if group is not None and not group.holds(process.pid):
+        group.release()  # the host would not let it in: its CPU is read from /proc
+        meter = None
+    if spec.clock is ClockMode.CPU and meter is None:
+        meter = cputime.TreeMeter(process.pid)
+    engine = Engine(spec, process, deadlines, confinement, meter)
     await nursery.start(engine._own)
     if handshake:
         try:

@@ -13,11 +13,13 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
 
 import trio
 
 from arbiter.engines import reaper
 from arbiter.engines.process import harness_limit
+from arbiter.executors.affinity import CoreAssignment
 from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.game_worker import GameWorker, hosted
 from arbiter.executors.jobs import (
@@ -44,11 +46,17 @@ class LocalExecutor:
     """K slots on this machine: trio tasks in this process, or one worker process each."""
 
     def __init__(
-        self, settings: ExecutorSettings, concurrency: int, *, processes: bool = True
+        self,
+        settings: ExecutorSettings,
+        concurrency: int,
+        *,
+        processes: bool = True,
+        cores: CoreAssignment | None = None,
     ) -> None:
         self.settings = settings
         self.concurrency = max(1, concurrency)
         self.processes = processes and self.concurrency > 1
+        self.cores = cores  # each slot's engines pinned to its cores (affinity)
         self.notes: list[str] = []
         self._ready: list[_Worker] = []  # worker processes started by the preflight
         self._early: list[Event] = []  # what they reported before the run
@@ -59,16 +67,29 @@ class LocalExecutor:
         """A run's life: a slot in this process is hosted from the engine check on, so the
         engines it checks are warm for its games; worker processes outlive the check by
         themselves (`preflight`). Everything is shut down on the way out."""
+        before = os.sched_getaffinity(0) if self.cores and self.cores.harness else None
         try:
+            if before is not None and self.cores is not None:
+                os.sched_setaffinity(0, self.cores.harness)
             if self.processes:
                 yield
             else:
-                async with hosted(self.settings, self._early.append) as worker:
+                async with hosted(self.slot_settings(0), self._early.append) as worker:
                     self._hosted = worker
                     yield
         finally:
             self._hosted = None
             await self.aclose()
+            if before is not None:
+                os.sched_setaffinity(0, before)
+
+    def slot_settings(self, slot: int) -> ExecutorSettings:
+        """The settings as slot `slot` (from 0) plays: its engines on its own cores."""
+        if self.cores is None:
+            return self.settings
+        cores = self.cores.slots[slot % len(self.cores.slots)]
+        engines = {k: replace(s, cores=cores) for k, s in self.settings.engines.items()}
+        return replace(self.settings, engines=engines)
 
     async def preflight(
         self, keys: Sequence[str], variant: Variant, tcs: Mapping[str, TimeControl]
@@ -83,9 +104,9 @@ class LocalExecutor:
         checks: list[Preflight] = []
         died: list[BaseException] = []
 
-        async def check(share: list[str]) -> None:
+        async def check(slot: int, share: list[str]) -> None:
             try:
-                worker = _Worker(await WorkerProcess.start(self.settings))
+                worker = _Worker(await WorkerProcess.start(self.slot_settings(slot)), slot)
             except OSError as exc:  # a limit of the harness's own, such as open files
                 died.append(exc)
                 return
@@ -96,7 +117,7 @@ class LocalExecutor:
         try:
             async with trio.open_nursery() as nursery:
                 for i in range(self.concurrency):
-                    nursery.start_soon(check, unique[i :: self.concurrency])
+                    nursery.start_soon(check, i, unique[i :: self.concurrency])
         except* (EOFError, trio.BrokenResourceError) as group:
             died.extend(group.exceptions)
         if died:
@@ -136,17 +157,18 @@ class LocalExecutor:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(dispatcher.fill)
             async with trio.open_nursery() as slots:
-                for _ in range(self.concurrency):
-                    slots.start_soon(slot, dispatcher, emit)
+                for number in range(self.concurrency):
+                    slots.start_soon(slot, dispatcher, emit, number)
             nursery.cancel_scope.cancel()  # every slot is done: nothing more will be taken
 
-    async def _local_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
+    async def _local_slot(self, dispatcher: Dispatcher, emit: Emit, number: int) -> None:
         worker, self._hosted = self._hosted, None
         if worker is not None:  # the session's, with the checked engines warm
-            worker.settings, worker.emit = self.settings, emit  # named since the check
+            # Named since the check.
+            worker.settings, worker.emit = self.slot_settings(number), emit
             await self._take(worker, dispatcher)
             return
-        async with hosted(self.settings, emit) as worker:
+        async with hosted(self.slot_settings(number), emit) as worker:
             await self._take(worker, dispatcher)
 
     @staticmethod
@@ -154,11 +176,13 @@ class LocalExecutor:
         while (job := await dispatcher.take(worker.warm)) is not None:
             await worker.play(job, dispatcher.demand)
 
-    async def _process_slot(self, dispatcher: Dispatcher, emit: Emit) -> None:
+    async def _process_slot(self, dispatcher: Dispatcher, emit: Emit, number: int) -> None:
         while True:
             worker = await self._ready_worker()
             if worker is None:
-                worker = _Worker(await WorkerProcess.start(self.settings))
+                # A worker the check started keeps its own slot's cores: slots are alike.
+                worker = _Worker(await WorkerProcess.start(self.slot_settings(number)), number)
+            number = worker.slot
             try:
                 while (job := await dispatcher.take(worker.groups.values())) is not None:
                     try:
@@ -199,7 +223,7 @@ class LocalExecutor:
         worker = self._ready.pop()
         if worker.process.process.poll() is None:
             try:
-                await worker.process.channel.send(self.settings)
+                await worker.process.channel.send(self.slot_settings(worker.slot))
                 return worker
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
@@ -230,8 +254,9 @@ class LocalExecutor:
 class _Worker:
     """A worker process and the engine groups it reported (killed here if it dies)."""
 
-    def __init__(self, process: WorkerProcess) -> None:
+    def __init__(self, process: WorkerProcess, slot: int) -> None:
         self.process = process
+        self.slot = slot  # whose cores its engines run on (affinity)
         self.groups: dict[int, str] = {}  # its engines' process groups, by engine key
 
     async def check(

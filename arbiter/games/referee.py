@@ -25,7 +25,7 @@ from arbiter.games import pauses
 from arbiter.games.adjudication import Adjudication, Adjudicator, proof_json
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
-from arbiter.rules.clock import GameClock, TimeControl
+from arbiter.rules.clock import WALL_CEILING, ClockMode, GameClock, TimeControl
 from arbiter.rules.proof import Proof
 from arbiter.text import escape, shorten
 
@@ -43,6 +43,9 @@ class RefereeConfig:
     # Whether a proven connection ends the game (a condition of play, see
     # arbiter.games.adjudication).
     adjudicate: Adjudication = Adjudication.OFF
+    # Under a CPU clock, the wall time a move may take, in multiples of the time left
+    # (see arbiter.rules.clock.WALL_CEILING).
+    ceiling: float = WALL_CEILING
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class GameSpec:
     # Seat 1's and seat 2's parameter values, filled into their commands' `{NAME}`
     # placeholders for this game (arbiter.engines.params); empty for untuned engines.
     params: tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]] = ((), ())
+    clocks: tuple[ClockMode, ClockMode] = (ClockMode.WALL, ClockMode.WALL)  # what each charges
 
     def record(
         self, seat1: str, seat2: str, termination: Termination, **outcome: Any
@@ -81,8 +85,16 @@ class GameSpec:
                 for seat, values in zip(("seat1", "seat2"), self.params, strict=True)
                 if values
             },
+            clock=self.clock_names(),
             **outcome,
         )
+
+    def clock_names(self) -> dict[str, str]:
+        """What each seat's clock charges, as the record keeps it: nothing when both
+        charge wall time, as every record before CPU clocks did."""
+        if ClockMode.CPU not in self.clocks:
+            return {}
+        return {"seat1": self.clocks[0].value, "seat2": self.clocks[1].value}
 
 
 @dataclass
@@ -104,6 +116,7 @@ class _Progress:
     # the engine's own time as its client reported it (-1: not reported).
     allowance_ms: list[float] = field(default_factory=list)
     reported_ms: list[float] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)  # kept only under a CPU clock
     proof: Proof | None = None  # the proof that ended the game, when one did
 
 
@@ -273,6 +286,7 @@ class Referee:
             move_ms=progress.move_ms,
             allowance_ms=progress.allowance_ms,
             reported_ms=progress.reported_ms,
+            wall_ms=progress.wall_ms,
             opening=min(len(spec.opening), len(progress.moves)),
             winner=None if seat is None else names[seat],
             winner_color=None
@@ -326,6 +340,14 @@ class Referee:
         owner = {Color.BLACK: 0, Color.WHITE: 1}
         pending: list[list[tuple[str, str]]] = [[], []]  # moves each engine has not seen
         network = players[0].remote or players[1].remote
+        # Seats charged CPU time: those whose clock says so and whose CPU is measured.
+        on_cpu = [
+            spec.clocks[s] is ClockMode.CPU and players[s].cpu_seconds is not None for s in (0, 1)
+        ]
+        cpu_kept = on_cpu[0] or on_cpu[1]
+        # Each CPU-clocked engine's reading at the end of its last move: what it uses
+        # between its moves (pondering, work on the opponent's time) is charged to its next.
+        cpu_mark: list[float | None] = [None, None]
         for text in spec.opening:
             # Openings are validated when the schedule is built; a bad one is a harness bug.
             color = game.to_move
@@ -334,6 +356,8 @@ class Referee:
             name = game.move_name(move)
             progress.moves.append(name)
             progress.move_ms.append(0.0)
+            if cpu_kept:
+                progress.wall_ms.append(0.0)
             if on_move is not None:
                 on_move(name)
             if network:
@@ -358,6 +382,12 @@ class Referee:
                     player = players[seat]
                     clock = clocks[seat]
                     budget = clock.deadline(cfg.grace, cfg.infinite_move_limit)
+                    cpu = player.cpu_seconds if on_cpu[seat] else None
+                    if cpu is not None:
+                        if clock.tc.clocked:
+                            budget = self._ceiling(clock.budget(cfg.infinite_move_limit))
+                        if cpu_mark[seat] is None:
+                            cpu_mark[seat] = cpu()
                     if network:
                         budget += player.latency_allowance
                     try:
@@ -372,6 +402,11 @@ class Referee:
                         elapsed = max(0.0, elapsed - stalled)
                         progress.stalled += stalled
                     pending[seat].clear()
+                    wall = elapsed
+                    if cpu is not None:
+                        now = cpu()
+                        elapsed = max(0.0, now - (cpu_mark[seat] or 0.0))
+                        cpu_mark[seat] = now
                     if network:
                         free = min(elapsed, player.allowance(elapsed))
                         elapsed -= free
@@ -400,6 +435,8 @@ class Referee:
                     name = game.move_name(move)
                     progress.moves.append(name)
                     progress.move_ms.append(round(elapsed * 1000, 1))
+                    if cpu_kept:
+                        progress.wall_ms.append(round(wall * 1000, 1))
                     if on_move is not None:
                         on_move(name)
                     pending[1 - seat].append((color.letter, name))
@@ -421,13 +458,30 @@ class Referee:
                 player.kill()
                 late = player.timed_out()
                 if late.kind is Termination.TIME:
-                    late.detail += f" ({self._deadline_parts(budget)}); the engine was killed"
+                    parts = (
+                        self._ceiling_parts(clocks[seat])
+                        if on_cpu[seat] and clocks[seat].tc.clocked
+                        else self._deadline_parts(budget)
+                    )
+                    late.detail += f" ({parts}); the engine was killed"
                 progress.started = progress.started or late.started
                 stalled = beat.stalled(player.waited_since, trio.current_time())
                 if stalled:
                     progress.stalled += stalled
                     raise _HarnessStalled(seat, stalled, late.detail)
                 raise _Fault(seat, late)
+
+    def _ceiling(self, left: float) -> float:
+        """The wall deadline of a move on a CPU clock with `left` seconds left."""
+        cfg = self.config
+        return left * cfg.ceiling + cfg.margin + cfg.grace
+
+    def _ceiling_parts(self, clock: GameClock) -> str:
+        cfg = self.config
+        return (
+            f"the wall-time ceiling of a CPU clock: {cfg.ceiling:g} x {clock.remaining:.2f} s"
+            f" left + margin {cfg.margin:g} s + grace {cfg.grace:g} s"
+        )
 
     def _deadline_parts(self, budget: float) -> str:
         cfg = self.config

@@ -167,6 +167,11 @@ class GameRecord:
     # said, or not a remote engine). Recorded, never trusted; written only when kept.
     allowance_ms: list[float] = field(default_factory=list)
     reported_ms: list[float] = field(default_factory=list)
+    # Seats whose clock charged CPU time (`clock = "cpu"`): seat1/seat2 to "cpu" or
+    # "wall", and per ply the wall time the move took besides the charged `move_ms`.
+    # Written only when some seat's clock charged CPU time.
+    clock: dict[str, str] = field(default_factory=dict)
+    wall_ms: list[float] = field(default_factory=list)
     schema: int = SCHEMA
 
     @property
@@ -212,6 +217,10 @@ class GameRecord:
             del data["allowance_ms"]
         if not self.reported_ms:
             del data["reported_ms"]
+        if not self.clock:
+            del data["clock"]
+        if not self.wall_ms:
+            del data["wall_ms"]
         if self.evidence is None:
             del data["evidence"]
         else:
@@ -254,6 +263,8 @@ class GameRecord:
             "stalled_ms",
             "allowance_ms",
             "reported_ms",
+            "clock",
+            "wall_ms",
             "evidence",
         ]
         return {k: data[k] for k in order if k in data}
@@ -413,6 +424,8 @@ _RECORD_FIELDS: dict[str, Any] = {
     "stalled_ms": lambda v: _is_number(v) and v >= 0,
     "allowance_ms": _are_numbers,
     "reported_ms": _are_numbers,
+    "clock": lambda v: _is_text_map(v) and set(v.values()) <= {"cpu", "wall"},
+    "wall_ms": _are_numbers,
 }
 _EVIDENCE_FIELDS: dict[str, Any] = {
     "engine": str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from arbiter.errors import ConfigError
 
@@ -96,6 +97,32 @@ class TimeControl:
     @property
     def clocked(self) -> bool:
         return not self.infinite
+
+    def scaled(self, factor: float) -> TimeControl:
+        """This time control for a host `factor` times as fast as the reference: its
+        times divided by the factor (a host half as fast gets twice the time)."""
+        if self.infinite or factor <= 0:
+            return self
+        return TimeControl(
+            base=self.base / factor,
+            increment=self.increment / factor,
+            moves=self.moves,
+            per_move=self.per_move / factor,
+        )
+
+
+class ClockMode(Enum):
+    """What a clock charges: the wall time from the question to the answer, or the CPU
+    time the engine's own processes used meanwhile (see arbiter.engines.cputime)."""
+
+    WALL = "wall"
+    CPU = "cpu"
+
+
+# Under `clock = "cpu"`, a move still ends after this many times the time it had left
+# (plus margin and grace) of wall time: an engine that waits without computing (sleep,
+# a GPU, the network) would otherwise never run out of CPU time.
+WALL_CEILING = 3.0
 
 
 DEFAULT_TC = TimeControl(10, 0.1)  # a match's or tournament's when none is given

@@ -28,7 +28,7 @@ from arbiter.results.sprt import Sprt
 from arbiter.results.store import EngineEntry, Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import DEFAULT_TC, TimeControl
+from arbiter.rules.clock import DEFAULT_TC, ClockMode, TimeControl
 from arbiter.runs.driver import Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.run import (
     Plan,
@@ -68,7 +68,7 @@ MATCH_OPENINGS = Openings(random_plies=DEFAULT_RANDOM_OPENINGS)
 
 
 def _engine_option(number: int, given: str, key: str) -> str:
-    return f"ENGINE{number} {given!r}: {'--tc' if key == 'tc' else key}"
+    return f"ENGINE{number} {given!r}: {f'--{key}' if key in ('tc', 'clock') else key}"
 
 
 FRESH_HINT = (
@@ -162,6 +162,7 @@ class Match:
             "cwd": spec.cwd,
             "env": dict(spec.env or {}),
             "tc": str(self.tcs[key]),
+            "clock": (spec.clock or ClockMode.WALL).value,
             "options": list(spec.options),
             "sandbox": spec.sandbox,
             "limits": spec.limits.as_dict(),

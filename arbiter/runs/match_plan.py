@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arbiter.engines.config import KnownEngines, resolve_engine, shared_folder_warnings
-from arbiter.engines.process import EngineSpec
+from arbiter.engines.process import EngineSpec, with_clock
 from arbiter.errors import ConfigError
 from arbiter.games.adjudication import Adjudication
 from arbiter.games.referee import RefereeConfig
@@ -23,7 +23,7 @@ from arbiter.results.sprt import Sprt
 from arbiter.results.store import Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
+from arbiter.rules.clock import ClockMode, TimeControl
 from arbiter.runs.match import MATCH_OPENINGS, Match, MatchConfig
 from arbiter.runs.schedule import Openings
 from arbiter.runs.tournament import read_openings
@@ -47,6 +47,7 @@ class MatchRequest:
     openings_file: str | None = None
     random_openings: int | None = None
     margin: float = 0.1
+    clock: ClockMode = ClockMode.WALL  # what clocks charge, unless an engine's definition says
     sprt: str | None = None
     sandbox: bool = False
     here: bool = True  # the engines run on this machine (not on a cluster's workers)
@@ -124,9 +125,10 @@ def match_setup(request: MatchRequest, *, sprt_games: int) -> MatchSetup:
         referee=RefereeConfig(margin=request.margin, adjudicate=request.adjudicate),
     )
     engine1, engine2 = request.engine1, request.engine2
+    clock = request.clock
     specs = (
-        confined(specs[0], request.sandbox, (), f"engine {engine1!r}", here),
-        confined(specs[1], request.sandbox, (), f"engine {engine2!r}", here),
+        with_clock(confined(specs[0], request.sandbox, (), f"engine {engine1!r}", here), clock),
+        with_clock(confined(specs[1], request.sandbox, (), f"engine {engine2!r}", here), clock),
     )
     return MatchSetup(
         specs=specs,

@@ -18,6 +18,7 @@ from typing import Any
 from arbiter.engines.config import program_hashes
 from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
+from arbiter.executors.affinity import assign_cores, usable_cpus
 from arbiter.executors.jobs import Executor, ExecutorSettings, Preflight, display_names
 from arbiter.executors.local import LocalExecutor
 from arbiter.games.referee import GameSpec
@@ -26,7 +27,7 @@ from arbiter.results.store import EngineEntry, Store, store_files
 from arbiter.results.transcripts import CAP as TRANSCRIPT_CAP
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import DEFAULT_TC, TimeControl
+from arbiter.rules.clock import DEFAULT_TC, ClockMode, TimeControl
 from arbiter.runs.driver import Driver, Reporter, RunOutcome, Sink, VoidPolicy
 from arbiter.runs.schedule import Schedule, ScheduledGame
 
@@ -72,6 +73,7 @@ class Plan:
     # takes it back, unplayed and unrecorded (a pairing whose test has decided).
     keep: Callable[[ScheduledGame], bool] | None = None
     transcripts: TranscriptFolder | None = None  # each game's full transcript goes there
+    affinity: bool = False  # each slot's engines pinned to cores of their own
 
     def __post_init__(self) -> None:
         """With a transcripts folder, every host makes each game's transcript (the
@@ -109,6 +111,7 @@ class Plan:
             pair=game.pair_key,
             commands=(command1, command2),
             params=game.params,
+            clocks=(seat1.clock or ClockMode.WALL, seat2.clock or ClockMode.WALL),
         )
 
 
@@ -224,7 +227,11 @@ def open_executor(
 
         return DaskExecutor(plan.settings, dask, window=concurrency, where=where)
     slots = min(concurrency or plan.concurrency, max(1, plan.left))
-    return LocalExecutor(plan.settings, slots, processes=processes)
+    cores = None
+    if plan.affinity:
+        threads = max((spec.threads for spec in plan.settings.engines.values()), default=1)
+        cores = assign_cores(slots, threads, usable_cpus())
+    return LocalExecutor(plan.settings, slots, processes=processes, cores=cores)
 
 
 def hidden_files(store: Path) -> list[str]:
@@ -234,19 +241,28 @@ def hidden_files(store: Path) -> list[str]:
     return [str(p) for p in [*store_files(store), *kept]]
 
 
+# Conditions older stores do not name, as they were: a store from before CPU clocks
+# charged wall time and scaled no time control, and a run that does either must not add
+# its games to it.
+IMPLIED: Mapping[str, object] = {"clock": "wall", "scale_tc": False}
+
+
 def refuse_changes(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
     where: Callable[[str], str],
     store: str,
     fix: str,
+    implied: Mapping[str, object] = IMPLIED,
 ) -> None:
     """Refuse conditions that differ from those a store was started with (ConfigError
-    naming the first change, `where(key)` saying where it was given)."""
+    naming the first change, `where(key)` saying where it was given). A key older stores
+    lack is no change, unless `implied` says what it was then."""
     for key, value in new.items():
-        if key in old and old[key] != value:  # a key older stores lack is not a change
+        before = old.get(key, implied.get(key, value))
+        if before != value:
             raise ConfigError(
-                f"changed from {old.get(key)!r} to {value!r} since the store {store} was started",
+                f"changed from {before!r} to {value!r} since the store {store} was started",
                 where=where(key),
                 hint=fix,
             )

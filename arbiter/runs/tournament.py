@@ -26,7 +26,7 @@ from arbiter.engines.config import (
     unread_engines_file,
 )
 from arbiter.engines.params import fill, placeholders
-from arbiter.engines.process import EngineSpec
+from arbiter.engines.process import EngineSpec, with_clock
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, WarmBudget
@@ -34,7 +34,7 @@ from arbiter.games.adjudication import Adjudication, adjudicate_key
 from arbiter.results.sprt import test_from
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
-from arbiter.rules.clock import DEFAULT_TC, TC_HELP, TimeControl
+from arbiter.rules.clock import DEFAULT_TC, TC_HELP, ClockMode, TimeControl
 from arbiter.runs.schedule import (
     DEFAULT_RANDOM_OPENINGS,
     Format,
@@ -168,6 +168,39 @@ TOURNAMENT = Keys(
         "the time control, as `arbiter match --tc`; an engine's own `tc` wins",
         default=str(DEFAULT_TC),
         type_hint=TC_HELP,
+    ),
+    Key(
+        "clock",
+        str,
+        "what clocks charge: `wall` time, or `cpu`, the CPU time of each engine's own"
+        " processes while on move, with a wall-time ceiling; an engine's own `clock` wins"
+        f" (see [Clocks]({_GUIDE}/clocks.md))",
+        default="wall",
+        choices=("wall", "cpu"),
+    ),
+    Key(
+        "affinity",
+        bool,
+        "pin each slot's engines to cores of their own (as many as the engines' largest"
+        " `threads`) and the harness to a core of its own where one is left; the run's"
+        f" first lines and `status` say how (see [Clocks]({_GUIDE}/clocks.md#affinity))",
+        default=False,
+    ),
+    Key(
+        "scale_tc",
+        bool,
+        "measure this host's speed factor before the run (`arbiter calibrate`; from CPU"
+        ' time under `clock = "cpu"`) and divide every time control by it, so that a'
+        f" slow host gives the engines more time (see [Clocks]({_GUIDE}/clocks.md#calibration))",
+        default=False,
+    ),
+    Key(
+        "min_speed",
+        float,
+        "refuse to run on a host whose speed factor is below this (measured as for `scale_tc`)",
+        low=0,
+        above=True,
+        high=1000,
     ),
     Key("size", int, _SIZES.replace("islands = 4", "`islands = 4`"), default=11),
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
@@ -324,6 +357,7 @@ def load_tournament(
     rounds = get("rounds")
     concurrency = get("concurrency")
     margin = get("margin")
+    clock = ClockMode(get("clock"))
     warm = WarmBudget(get("warm_engines"), get("warm_memory_mb"))
     confine_per = get("confine_per")
     on_start_failure = get("on_start_failure")
@@ -456,6 +490,10 @@ def load_tournament(
             where=f"{where}.rounds",
             hint="split it into several tournaments",
         )
+    engines = {name: with_clock(spec, clock) for name, spec in engines.items()}
+    for name, spec in engines.items():
+        assert spec.clock is not None
+        conditions[name]["clock"] = spec.clock.value
     return Tournament(
         path=file,
         name=name,
@@ -466,6 +504,10 @@ def load_tournament(
         tc=tc,
         variant=variant,
         adjudicate=Adjudication(get("adjudicate")),
+        clock=clock,
+        affinity=get("affinity"),
+        scale_tc=get("scale_tc"),
+        min_speed=get("min_speed"),
         openings=openings,
         openings_file=openings_file,
         openings_default=openings_default,
@@ -715,6 +757,8 @@ def parse_engines(
             "sandbox": spec.sandbox,
             "limits": spec.limits.as_dict(),
             "read": list(spec.read),
+            # What its clock charges: set below, once the tournament's is known.
+            "clock": None,
             # What it plays and how it is spoken to (stores before this key lack it).
             "dialect": {key: raw.get(key) for key in ("islands", "sizes", "swap", "time")},
         }

@@ -30,7 +30,7 @@ from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge
 from arbiter.results.store import EngineEntry, Store
 from arbiter.results.transcripts import TranscriptFolder
 from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
+from arbiter.rules.clock import ClockMode, TimeControl
 from arbiter.runs.run import Plan, Sink, Stored, hidden_files, refuse_changes, refuse_rebuilds
 from arbiter.runs.schedule import (
     DEFAULT_RANDOM_OPENINGS,
@@ -82,13 +82,47 @@ class Tournament:
     # A tuned engine's command with its placeholders, by engine key (`engines` holds it
     # filled with the start values).
     templates: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    clock: ClockMode = ClockMode.WALL  # what clocks charge, unless an engine says
+    affinity: bool = False  # each slot's engines on cores of their own
+    scale_tc: bool = False  # time controls divided by this host's speed factor
+    min_speed: float | None = None  # no run on a host slower than this
+    scaled_by: float | None = None  # the host's factor the time controls were divided by
+    file_tc: TimeControl | None = None  # the file's time control, before scaling
+
+    def calibrated(self) -> bool:
+        """Whether a run measures this host's speed first (`scale_tc`, `min_speed`)."""
+        return self.scale_tc or self.min_speed is not None
+
+    def on_host(self, factor: float) -> Tournament:
+        """The tournament as a host of speed `factor` plays it: refused below
+        `min_speed`; with `scale_tc`, every time control divided by the factor (the
+        conditions keep the file's: games on every host are played under one control,
+        scaled to each host)."""
+        if self.min_speed is not None and factor < self.min_speed:
+            raise ConfigError(
+                f"this host's speed factor is {factor:.2f}, below min_speed = {self.min_speed:g}",
+                where=f"{self.path}: tournament.min_speed",
+                hint="run it on a faster or less loaded host (`arbiter calibrate` measures"
+                " one), or lower min_speed",
+            )
+        if not self.scale_tc:
+            return self
+        engines = {
+            name: spec if spec.tc is None else replace(spec, tc=spec.tc.scaled(factor))
+            for name, spec in self.engines.items()
+        }
+        return replace(
+            self, tc=self.tc.scaled(factor), engines=engines, scaled_by=factor, file_tc=self.tc
+        )
 
     def conditions(self) -> dict[str, Any]:
         """What makes games comparable; a started store refuses changes to any of it."""
         return {
             "format": self.format.value,
             "challenger": self.challenger,
-            "tc": str(self.tc),
+            "tc": str(self.file_tc or self.tc),
+            "clock": self.clock.value,
+            "scale_tc": self.scale_tc,
             "size": self.variant.size,
             "islands": self.variant.islands,
             "pie": self.variant.pie,
@@ -307,6 +341,7 @@ class Tournament:
             left=left,
             variant=self.variant,
             tc=self.tc,
+            affinity=self.affinity,
             sinks=sinks,
             concurrency=self.concurrency,
             leave_out=self.playable_without if self.leave_out else None,

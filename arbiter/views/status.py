@@ -9,6 +9,7 @@ prints are here too, so that a run and its status say the same thing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,13 @@ def tournament_notes(store: Store, outside: int = 0) -> list[str]:
     """What a run's table leaves unsaid: games outside the schedule, pairings that
     replayed one game, void games not yet replayed."""
     lines = []
+    speeds = store.meta("speed")
+    if speeds:  # measured by runs with scale_tc or min_speed (`arbiter calibrate`)
+        listed = ", ".join(f"{host} {factor:g}" for host, factor in json.loads(speeds).items())
+        lines.append(f"Speed factor by host: {listed}")
+    affinity = store.meta("affinity")
+    if affinity:  # how the last run on this machine pinned its engines
+        lines += [f"Last run's {line}" for line in affinity.splitlines()[:1]]
     if outside:
         lines.append(
             f"Note: {outside} stored games are outside this schedule (played with more"

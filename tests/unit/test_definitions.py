@@ -86,6 +86,8 @@ def test_the_engine_keys_are_the_declared_ones() -> None:
         "read",
         "start_timeout",
         "command_timeout",
+        "clock",
+        "threads",
     )
 
 
@@ -137,7 +139,10 @@ def test_an_unknown_key_suggests_the_nearest_declared_one(tmp_path: Path) -> Non
         load_tournament(tmp_path / "t.toml")
     said = str(caught.value)
     assert "t.toml: tournament: unknown key(s) round" in said
-    assert "did you mean rounds? allowed keys: adjudicate, challenger, concurrency" in said
+    assert (
+        "did you mean rounds? allowed keys: adjudicate, affinity, challenger, clock, concurrency"
+        in said
+    )
     (tmp_path / "a.toml").write_text('[arena]\nlisten = "127.0.0.1:0"\nmax_connection = 9\n')
     with pytest.raises(ConfigError, match="did you mean max_connections"):
         load_arena(tmp_path / "a.toml")

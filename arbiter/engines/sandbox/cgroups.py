@@ -243,3 +243,27 @@ def remove_cgroups_of(owner: int) -> int:
                     _clear(folder)
                     left += folder.exists()
     return left
+
+
+PREFIX = _PREFIX
+sweep = _sweep
+
+
+@cache
+def cpu_cgroup_base() -> tuple[int, Path] | None:
+    """Where a cgroup that counts one engine's CPU can be made: (version, parent), or
+    None. On v2 every cgroup has cpu.stat, so our own cgroup, if writable, will do; on v1
+    our place in the cpuacct hierarchy."""
+    try:
+        own = _own_cgroups(Path("/proc/self/cgroup").read_text())
+    except OSError:
+        return None
+    if (_CGROUP_ROOT / "cgroup.controllers").exists() and "" in own:
+        base = _CGROUP_ROOT / own[""].lstrip("/")
+        return (2, base) if _writable(base) else None
+    if "cpuacct" in own:
+        for mount in ("cpuacct", "cpu,cpuacct"):
+            base = _CGROUP_ROOT / mount / own["cpuacct"].lstrip("/")
+            if _writable(base) and (base / "cpuacct.usage").exists():
+                return 1, base
+    return None

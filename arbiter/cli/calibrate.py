@@ -1,0 +1,31 @@
+"""`arbiter calibrate`: this host's speed factor from a fixed reference workload."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from . import options
+from .output import handle_errors, say
+
+
+@click.command()
+@click.option(
+    "--moves",
+    type=click.IntRange(1, 100),
+    default=8,
+    show_default=True,
+    help="Moves of the reference workload (more: steadier, slower).",
+)
+@options.as_json(help="Print the measurement as one JSON object.")
+@handle_errors
+def calibrate(moves: int, as_json: bool) -> None:
+    """Measure this host's speed: the bundled Monte Carlo bot at fixed playouts, and pipe
+    round trips. A factor of 1.0 is the reference core; 0.5 is half as fast."""
+    import trio
+
+    from arbiter.engines.calibration import calibrate as measure
+
+    result = trio.run(measure, moves)
+    say(json.dumps(result.as_dict()) if as_json else result.line())
