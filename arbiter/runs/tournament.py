@@ -490,10 +490,10 @@ def load_tournament(
             where=f"{where}.rounds",
             hint="split it into several tournaments",
         )
-    engines = {name: with_clock(spec, clock) for name, spec in engines.items()}
-    for name, spec in engines.items():
+    engines = {key: with_clock(spec, clock) for key, spec in engines.items()}
+    for key, spec in engines.items():
         assert spec.clock is not None
-        conditions[name]["clock"] = spec.clock.value
+        conditions[key]["clock"] = spec.clock.value
     return Tournament(
         path=file,
         name=name,

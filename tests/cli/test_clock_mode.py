@@ -148,6 +148,7 @@ def test_scale_tc_divides_the_time_controls_and_keeps_the_conditions(tmp_path: P
     engine = '[[engine]]\nname = "own"\ncommand = ["python3", "x.py"]\ntc = "4+0.2"\n'
     header = 'engines = ["random"]\nscale_tc = true\ntc = "10+0.1"\n'
     t = load_tournament(write_tournament(tmp_path, header, [engine]), engines_here=False)
+    assert t.name == "t"  # not an engine's: the clocks' loop over engines keeps its own names
     slow = t.on_host(0.5)
     assert str(slow.tc) == "20+0.2" and str(slow.engines["own"].tc) == "8+0.4"
     assert slow.conditions() == t.conditions() and t.conditions()["scale_tc"] is True
