@@ -135,8 +135,11 @@ async def test_no_cheating_by_forking_workers_or_sleeping(monkeypatch: pytest.Mo
         assert len(charged) == 2
         for cpu_ms in charged:
             # Both workers' 300 ms, and nothing counted twice when the one that escaped
-            # its session is reaped at the next move.
-            assert 290 <= cpu_ms <= 420, (which, charged)
+            # its session is reaped at the next move. /proc counts whole 10 ms ticks per
+            # process, so its readings may fall a few ticks short; the leader alone
+            # would be charged about 150 ms.
+            low = 290 if which == "cgroup" else 250
+            assert low <= cpu_ms <= 420, (which, charged)
     # A sleeping engine is charged little, and a long sleep meets the wall ceiling.
     record = (await play(SLEEPER, "st=0.2")).record
     charged, wall = seat1_moves(record)
