@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from commands import invoke
 from files import write_tournament
 from proofs import check_evidence, play_out
@@ -43,14 +44,23 @@ def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> N
     assert adjudicated, "random bots on Atoll 7 leave proven positions in every game"
     assert summary["terminations"]["adjudicated"] == len(adjudicated)
     empty = sum(r.rules.geometry.n_cells - r.replay().n_stones for r in adjudicated)
-    assert summary["adjudicated"] == {"games": len(adjudicated), "cells_left": empty}
+    saved = summary["adjudicated"]
+    assert (saved["games"], saved["cells_left"]) == (len(adjudicated), empty)
+    expected = engine_seconds_saved(records)
+    assert saved["engine_seconds_by_engine"] == pytest.approx(expected, abs=0.011)
+    assert saved["engine_seconds"] == pytest.approx(sum(expected.values()), abs=0.03)
+    assert saved["engine_seconds"] > 0
     for record in adjudicated:
         assert record.replay().winner is None  # ended before the board connected
         check_evidence(record)
         for seed in range(10):  # the proof's owner wins against random replies
             play_out(record, seed)
     status = invoke("tournament", "status", "m.sqlite", "--json", cwd=tmp_path)
-    assert json.loads(status.stdout)["adjudicated"] == summary["adjudicated"]
+    stored = json.loads(status.stdout)["adjudicated"]
+    assert stored["engine_seconds_by_engine"] == pytest.approx(expected, abs=0.011)
+    assert (stored["games"], stored["cells_left"]) == (saved["games"], saved["cells_left"])
+    text = invoke("tournament", "status", "m.sqlite", cwd=tmp_path).stdout
+    assert f"about {saved['engine_seconds']:.1f} s of engine time saved at most" in text
     shown = invoke("show", "r.jsonl", "--game", adjudicated[0].game_id, cwd=tmp_path)
     assert "wins by a proven connection" in shown.stdout
     assert "link " in shown.stdout and "carrier " in shown.stdout
@@ -59,6 +69,26 @@ def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> N
     rc, out, err = match(tmp_path, "--games", "6")
     assert rc == 2
     assert "--adjudicate: changed from 'proven' to 'off'" in err and "--fresh" in err
+
+
+def engine_seconds_saved(records: list[GameRecord]) -> dict[str, float]:
+    """The engine time saved as the docs define it, computed here from the records: each
+    engine's share of the adjudicated games' empty cells (the engine on move first) times
+    its mean time per move, opening moves left out."""
+    total: dict[str, list[float]] = {}
+    left: dict[str, int] = {}
+    for r in records:
+        seats = (r.seat1, r.seat2)
+        for ply in range(r.opening, r.plies):
+            mover = total.setdefault(seats[ply % 2], [0.0, 0])
+            mover[0] += r.move_ms[ply]
+            mover[1] += 1
+        if r.termination is Termination.ADJUDICATED:
+            empty = r.rules.geometry.n_cells - r.replay().n_stones
+            first, second = seats[r.plies % 2], seats[(r.plies + 1) % 2]
+            left[first] = left.get(first, 0) + (empty + 1) // 2
+            left[second] = left.get(second, 0) + empty // 2
+    return {e: n * total[e][0] / total[e][1] / 1000 for e, n in left.items() if n}
 
 
 def test_a_store_started_before_adjudication_refuses_it(tmp_path: Path) -> None:
@@ -87,6 +117,7 @@ def test_a_tournament_records_adjudication_and_refuses_a_change(tmp_path: Path) 
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "r.html").read_text()
     assert "proven: a game ends when one side has a proven connection" in page
+    assert "s of engine time saved at most" in page
 
     write_tournament(tmp_path, header, [])  # adjudicate left out: "off"
     done = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
