@@ -33,7 +33,14 @@ from arbiter.text import escape, name, shorten
 from arbiter.views.conditions import conditions as conditions_table
 from arbiter.views.report import describe_result
 from arbiter.views.standings_text import UNBOUNDED
-from arbiter.views.svg import LABEL_FONT, BoardPicture, picture, position, stone_class
+from arbiter.views.svg import (
+    LABEL_FONT,
+    BoardPicture,
+    picture,
+    position,
+    proof_drawing,
+    stone_class,
+)
 
 TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
 STDERR_LINES = 30
@@ -634,6 +641,12 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
     desc = "Moves: " + " ".join(f"{n}.{_text(m, 8)}" for n, m in enumerate(shown, 1))
     if pos.chain:
         desc += ". Winning chain: " + " ".join(p.cells[i].name for i in sorted(pos.chain))
+    proof = None
+    evidence = record.evidence
+    if pos.ply == pos.plies and evidence is not None and evidence.proof is not None:
+        # The proof is of the final position: drawn there, not on an earlier one.
+        proof = proof_drawing(p, evidence.proof)
+        desc += f". Proven connection for {proof.owner}, drawn with its legend"
     return (
         _environment()
         .get_template("position.svg")
@@ -645,6 +658,7 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
             swapped=swapped,
             title=title,
             desc=desc if shown else "No moves.",
+            proof=proof,
         )
     )
 

@@ -161,3 +161,63 @@ def test_an_arena_states_adjudication_and_refuses_a_change(tmp_path: Path) -> No
         trio.run(start)
     said = str(refused.value)
     assert "arena.adjudicate: changed from 'proven' to 'off'" in said, said
+
+
+def test_show_draws_an_adjudicated_games_proof_on_its_final_board(tmp_path: Path) -> None:
+    from xml.etree import ElementTree
+
+    from arbiter.games.adjudication import proof_json
+    from arbiter.results.records import Evidence, StoneColor
+    from arbiter.rules import Color, Game, Variant
+    from arbiter.rules.proof import Level, find_proof
+
+    # The guide's Hex 5 example: b2, c3 and d4 joined by two bridges and to both of
+    # Black's edges by second-row templates.
+    game = Game(Variant(islands=4, size=5, pie=False))
+    for move in ["b2", "a1", "c3", "e1", "d4"]:
+        game.play(move)
+    proof = find_proof(game.geometry, game.colors, Color.BLACK, level=Level.BRIDGES)
+    assert proof is not None
+    data = proof_json(game, proof)
+    record = GameRecord(
+        game_id="g1",
+        variant={"islands": 4, "size": 5, "pie": False},
+        seat1="one",
+        seat2="two",
+        tc={"seat1": "5+0.05", "seat2": "5+0.05"},
+        started="2026-01-01T00:00:00+00:00",
+        termination=Termination.ADJUDICATED,
+        black="one",
+        white="two",
+        moves=["b2", "a1", "c3", "e1", "d4"],
+        move_ms=[1.0] * 5,
+        winner="one",
+        winner_color=StoneColor.BLACK,
+        evidence=Evidence(engine="referee", detail="proven connection", proof=data),
+    )
+    (tmp_path / "r.jsonl").write_text(json.dumps(record.to_json()) + "\n")
+    done = invoke("show", "r.jsonl", "--game", "g1", "--svg", "p.svg", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    svg = ElementTree.parse(tmp_path / "p.svg").getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    drawn = svg.find(f"{ns}g[@class='proof']")
+    assert drawn is not None and drawn.get("data-owner") == "black"
+    ringed = {
+        c.get("data-name") for c in drawn.iter(f"{ns}circle") if c.get("class") == "proof-stone"
+    }
+    assert ringed == {"b2", "c3", "d4"}
+    shaded: dict[str, set[str]] = {}
+    for cell in drawn.iter(f"{ns}polygon"):
+        kind = (cell.get("class") or "").removeprefix("carrier ")
+        shaded.setdefault(kind, set()).add(str(cell.get("data-name")))
+    expected: dict[str, set[str]] = {}
+    for link in data["links"]:
+        kind = {"bridge": "bridge", "edge template II": "edge2"}[link["kind"]]
+        expected.setdefault(kind, set()).update(link["carrier"])
+    assert shaded == expected and set(expected) == {"bridge", "edge2"}
+    legend = [t.text for t in drawn.iter(f"{ns}text")]
+    assert legend == ["black's proven chain", "bridge carrier", "edge template II carrier"]
+    # An earlier position is not the one proven: no proof is drawn on it.
+    done = invoke("show", "r.jsonl", "--game", "g1", "--ply", "3", "--svg", "q.svg", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert 'class="proof"' not in (tmp_path / "q.svg").read_text()
