@@ -23,7 +23,7 @@ from typing import Any
 
 from arbiter.definitions import Key
 from arbiter.rules import Color, Game
-from arbiter.rules.proof import Level, Proof, find_proof
+from arbiter.rules.proof import DEFAULT_BUDGET, Level, Proof, find_proof
 
 __all__ = [
     "HSEARCH_EVERY",
@@ -72,7 +72,15 @@ def stored_adjudication(conditions: Mapping[str, Any]) -> dict[str, Any]:
 class Adjudicator:
     """Asks the proof search after each ply, on the schedule the module describes."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        hsearch_from: float = HSEARCH_FROM,
+        hsearch_every: int = HSEARCH_EVERY,
+        budget: int = DEFAULT_BUDGET,
+    ) -> None:
+        self.hsearch_from = hsearch_from
+        self.hsearch_every = hsearch_every
+        self.budget = budget
         self.last_hsearch: int | None = None  # the ply of the last H-search
 
     def judge(self, game: Game) -> Proof | None:
@@ -82,14 +90,14 @@ class Adjudicator:
         geometry = game.geometry
         filled = sum(1 for c in colors if c) / len(colors)
         level = Level.ZIGGURAT
-        if filled >= HSEARCH_FROM and (
-            self.last_hsearch is None or plies - self.last_hsearch >= HSEARCH_EVERY
+        if filled >= self.hsearch_from and (
+            self.last_hsearch is None or plies - self.last_hsearch >= self.hsearch_every
         ):
             level = Level.HSEARCH
             self.last_hsearch = plies
         first = game.to_move
         for color in (first, first.other):
-            proof = find_proof(geometry, colors, color, level=level)
+            proof = find_proof(geometry, colors, color, level=level, budget=self.budget)
             if proof is not None:
                 return proof
         return None

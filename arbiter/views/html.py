@@ -317,6 +317,21 @@ def _replay(record: GameRecord) -> tuple[list[int], list[int], str]:
     return moves, sorted(game.winning_chain()), ""
 
 
+def _proof_view(record: GameRecord, moves: list[int], problem: str) -> dict[str, Any] | None:
+    """An adjudicated game's proof as the viewer draws it on the final board, as
+    `show --svg` does: the owner, its chain's stones and, per kind of link, the kind's
+    style (`LINK_STYLES`) and the carrier cells; None for any other game."""
+    evidence = record.evidence
+    if problem or evidence is None or evidence.proof is None:
+        return None
+    drawing = proof_drawing(picture(record.rules.geometry), evidence.proof)
+    return {
+        "o": drawing.owner,
+        "st": encode_cells(c.index for c in drawing.stones),
+        "k": [[k.css, k.label, encode_cells(c.index for c in k.cells)] for k in drawing.carriers],
+    }
+
+
 # Where a records line leaves its moves and move times for the page's script to put back
 # (json.dumps escapes every control character, so neither can be in its output).
 MOVES_HERE, MOVE_MS_HERE = "\x01", "\x02"
@@ -419,6 +434,7 @@ def game_views(
             "ch": encode_cells(chain),
             "bad": problem,
             "ev": _evidence(record),
+            "pf": _proof_view(record, moves, problem),
             "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}",
             "when": _text(record.started, 40),
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],

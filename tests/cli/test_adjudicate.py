@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -217,7 +218,35 @@ def test_show_draws_an_adjudicated_games_proof_on_its_final_board(tmp_path: Path
     assert shaded == expected and set(expected) == {"bridge", "edge2"}
     legend = [t.text for t in drawn.iter(f"{ns}text")]
     assert legend == ["black's proven chain", "bridge carrier", "edge template II carrier"]
+    # The report's viewer gets the same drawing for its final board (report.js marks the
+    # cells with the classes board.css colours).
+    done = invoke("report", "r.jsonl", "-o", "r.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "r.html").read_text()
+    found = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S
+    )
+    assert found is not None
+    (view,) = json.loads(found.group(1))["games"]
+    names = Variant(islands=4, size=5, pie=False).geometry.names
+    assert view["pf"]["o"] == "black"
+    assert {names[i] for i in decode_cells(view["pf"]["st"])} == {"b2", "c3", "d4"}
+    drawn_kinds = {
+        css: {names[i] for i in decode_cells(cells)} for css, _, cells in view["pf"]["k"]
+    }
+    assert drawn_kinds == expected
+    assert 'id="proof-legend"' in page and ".board .cell.carrier.edge2 polygon" in page
     # An earlier position is not the one proven: no proof is drawn on it.
     done = invoke("show", "r.jsonl", "--game", "g1", "--ply", "3", "--svg", "q.svg", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert 'class="proof"' not in (tmp_path / "q.svg").read_text()
+
+
+def decode_cells(text: str) -> list[int]:
+    """The report's cell encoding (two digits a cell), as report.js decodes it."""
+    from arbiter.views.html import CELL_DIGITS
+
+    return [
+        CELL_DIGITS.index(text[i]) * 64 + CELL_DIGITS.index(text[i + 1])
+        for i in range(0, len(text), 2)
+    ]
