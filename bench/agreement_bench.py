@@ -3,8 +3,8 @@
 against each bundled bot, when the owner follows the proof's strategy.
 
 Positions: games of the bundled `random` and `heuristic` bots are played in process
-(their move functions, as `proof_bench.py` does) on Atoll 7, Hex 7 and Hex 9 (small
-boards keep a thousand games cheap); after every ply the referee's own `Adjudicator`
+(their move functions, as `proof_bench.py` does) on Atoll 7 and Hex 7 (small boards
+keep a thousand games cheap); after every ply the referee's own `Adjudicator`
 (the schedule of `adjudicate = "proven"`: bridges and ziggurats every ply, H-search from
 half full) is asked, and the first position it proves is the one adjudication would have
 ended the game on. That position is collected with its proof; the game is not played on.
@@ -19,21 +19,24 @@ the board. Bots that think by the clock (mc, mc-fast, mcts) get a short fixed mo
 (`--movetime`), so the bench measures the proof, not the bots' strength; `mcts` plays
 with `--no-resign`, so that it plays every position out instead of resigning it.
 
-Printed: the positions per board and per link kind, and per bot the play-outs won,
-lost and resigned. Any loss is printed with its position and the bench exits 1.
+Printed every `--every` positions (positions are played out as they are found, so a
+run stopped early has counted what it printed): the positions per board and per link
+kind, and per bot the play-outs won and lost. Any loss is printed with its position and
+the bench exits 1.
 
-Run: python bench/agreement_bench.py [--positions 1000] [--movetime 30]. A smoke
+Run: python bench/agreement_bench.py [--positions 1000] [--movetime 5]. A smoke
 variant: --positions 24 --bots random skeleton heuristic.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -48,7 +51,7 @@ from arbiter.rules import SWAP, Color, Game, Variant
 from arbiter.rules.proof import Proof
 
 BOTS = ("random", "skeleton", "heuristic", "mc-fast", "mc", "mcts")
-BOARDS = (Variant(8, 7), Variant(4, 7), Variant(4, 9))
+BOARDS = (Variant(8, 7), Variant(4, 7))
 
 
 @dataclass(frozen=True)
@@ -105,22 +108,21 @@ def opponent(name: str, seed: int, movetime_ms: int) -> Bot | SkeletonMover:
     return bot
 
 
-def collect(
-    count: int,
+def positions(
     seed: int,
     boards: tuple[Variant, ...] = BOARDS,
     kinds: tuple[str, ...] = ("random", "heuristic"),
-) -> list[Position]:
-    """`count` positions from games of `random` and `heuristic` (depth 1), one a game,
-    boards and pairings in turn; games no proof ended before they connected give none."""
-    positions: list[Position] = []
+) -> Iterator[Position]:
+    """Positions from games of `random` and `heuristic` (depth 1), one a game, boards and
+    pairings in turn; a game that connected before any proof gives none."""
     g = 0
-    while len(positions) < count:
+    while True:
         variant = boards[g % len(boards)]
         k = len(kinds)
         pairing = (kinds[g // len(boards) % k], kinds[g // (k * len(boards)) % k])
         bots = [
-            RandomBot(seed + g) if k == "random" else HeuristicBot(1, 10, seed + g) for k in pairing
+            RandomBot(seed + g) if name == "random" else HeuristicBot(1, 10, seed + g)
+            for name in pairing
         ]
         g += 1
         game = Game(variant)
@@ -133,9 +135,18 @@ def collect(
             proof = judge.judge(game)
             if proof is not None:
                 names = tuple(game.move_name(m) for m in game.moves)
-                positions.append(Position(variant, names, proof))
+                yield Position(variant, names, proof)
                 break
-    return positions
+
+
+def collect(
+    count: int,
+    seed: int,
+    boards: tuple[Variant, ...] = BOARDS,
+    kinds: tuple[str, ...] = ("random", "heuristic"),
+) -> list[Position]:
+    """The first `count` of `positions`."""
+    return list(itertools.islice(positions(seed, boards, kinds), count))
 
 
 def play_out(position: Position, bot: Bot | SkeletonMover, rng: random.Random) -> str:
@@ -207,32 +218,47 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=1000, help="positions (default 1000)")
     parser.add_argument("--bots", nargs="+", choices=BOTS, default=list(BOTS))
     parser.add_argument(
-        "--movetime", type=int, default=30, help="ms a move for mc, mc-fast, mcts (default 30)"
+        "--movetime", type=int, default=5, help="ms a move for mc, mc-fast, mcts (default 5)"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--every", type=int, default=100, help="print the counts so far every N positions"
+    )
     args = parser.parse_args()
-    start = time.perf_counter()
-    positions = collect(args.positions, args.seed)
-    took = time.perf_counter() - start
-    boards = Counter(str(p.variant) for p in positions)
-    kinds = Counter(link.kind.value for p in positions for link in p.proof.links)
-    per_board = ", ".join(f"{b} {n}" for b, n in sorted(boards.items()))
-    print(f"{len(positions)} positions in {took:.1f} s: {per_board}")
-    print("links in their proofs: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    names = tuple(args.bots)
+    tallies = {name: Tally() for name in names}
+    boards: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
     lost = 0
+    start = time.perf_counter()
 
     def said(name: str, position: Position) -> None:
         nonlocal lost
         lost += 1
-        print(f"LOST against {name}: {position.variant} {' '.join(position.moves)}")
+        print(f"LOST against {name}: {position.variant} {' '.join(position.moves)}", flush=True)
 
-    for name, tally in run(positions, tuple(args.bots), args.movetime, args.seed, said).items():
-        o = tally.outcomes
-        print(
-            f"{name:10} won {o['won']}, opponent resigned {o['resigned']}, lost {o['lost']}"
-            f" of {len(positions)} play-outs ({tally.seconds:.1f} s)"
-        )
-        sys.stdout.flush()
+    for done, position in enumerate(positions(args.seed), 1):
+        boards[str(position.variant)] += 1
+        kinds.update(link.kind.value for link in position.proof.links)
+        for name, tally in run([position], names, args.movetime, args.seed + done, said).items():
+            tallies[name].outcomes.update(tally.outcomes)
+            tallies[name].seconds += tally.seconds
+        if done % args.every == 0 or done == args.positions:
+            per_board = ", ".join(f"{b} {n}" for b, n in sorted(boards.items()))
+            print(f"{done} positions ({per_board}), {time.perf_counter() - start:.0f} s")
+            print(
+                "  links in their proofs: "
+                + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+            )
+            for name, tally in tallies.items():
+                o = tally.outcomes
+                print(
+                    f"  {name:10} won {o['won']}, lost {o['lost']} of {done} play-outs"
+                    f" ({tally.seconds:.1f} s)"
+                )
+            sys.stdout.flush()
+        if done == args.positions:
+            break
     sys.exit(1 if lost else 0)
 
 
