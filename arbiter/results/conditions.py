@@ -92,8 +92,8 @@ class SourceConditions:
         variant = data.get("variant") or {}
         self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
         self.swaps += bool(data.get("swapped"))
-        self.adjudicated += not void and data.get("termination") == "adjudicated"
-        if not void:
+        if not void and data.get("termination") == "adjudicated":
+            self.adjudicated += 1
             self._saving(data, variant)
         if data.get("opening"):
             self.openings[int(data["opening"])] += 1
@@ -120,13 +120,11 @@ class SourceConditions:
             self.last_finished = finished
 
     def _saving(self, data: dict[str, Any], variant: dict[str, Any]) -> None:
-        """Take a rated record into what adjudication saved (`Saving`): every game's move
-        times, and an adjudicated game's empty cells."""
-        moves = [str(m) for m in data.get("moves") or []]
-        left = None
-        if data.get("termination") == "adjudicated":
-            cells = Variant(int(variant["islands"]), int(variant["size"])).geometry.n_cells
-            left = empty_cells(cells, moves)
-        times = [t if isinstance(t, int | float) else 0.0 for t in data.get("move_ms") or []]
+        """Take a rated adjudicated record into what adjudication saved (`Saving`)."""
+        # The records reader checked the fields' types: moves are texts, times numbers.
+        moves = data.get("moves") or []
+        cells = Variant(int(variant["islands"]), int(variant["size"])).geometry.n_cells
+        left = empty_cells(cells, moves)
         seats = (str(data.get("seat1")), str(data.get("seat2")))
-        self.saving.take(seats, moves, times, int(data.get("opening") or 0), left=left)
+        opening = int(data.get("opening") or 0)
+        self.saving.take(seats, moves, data.get("move_ms") or [], opening, left=left)

@@ -30,11 +30,12 @@ class Saving:
 
     The empty cells are an upper bound of the plies saved: the game would have ended on
     a connection, often before the board was full. The engine time is estimated from the
-    same games: each engine's share of an adjudicated game's empty cells (the engine on
+    adjudicated games themselves: each engine's share of their empty cells (the engine on
     move would have played every other one, starting with the next ply) times that
-    engine's mean time per move over every rated game taken in (opening moves, which no
-    engine played, left out). So it is an upper bound too, and it assumes an engine
-    spends as long on a late move as on its mean one."""
+    engine's mean time per move in those games (opening moves, which no engine played,
+    left out). So it is an upper bound too, and it assumes an engine spends as long on a
+    late move as on its mean one. Only adjudicated games are read for it, so that a
+    reader of a large store without adjudication pays nothing."""
 
     games: int = 0
     cells_left: int = 0
@@ -43,17 +44,16 @@ class Saving:
     moves: Counter[str] = field(default_factory=Counter)  # per engine: its timed moves
 
     def add(self, record: GameRecord) -> None:
-        """Take in one finished game (void ones are left out)."""
-        if record.void:
+        """Take in one finished game: only a rated adjudicated one counts."""
+        if record.void or record.termination is not Termination.ADJUDICATED:
             return
-        adjudicated = record.termination is Termination.ADJUDICATED
-        cells = record.rules.geometry.n_cells if adjudicated else 0
+        cells = record.rules.geometry.n_cells
         self.take(
             (record.seat1, record.seat2),
             record.moves,
             record.move_ms,
             record.opening,
-            left=empty_cells(cells, record.moves) if adjudicated else None,
+            left=empty_cells(cells, record.moves),
         )
 
     def take(
@@ -63,24 +63,21 @@ class Saving:
         move_ms: Sequence[float],
         opening: int,
         *,
-        left: int | None,
+        left: int,
     ) -> None:
-        """One rated game as its record's fields give them: `left` is the cells it left
-        empty when a proof ended it, else None. The seats alternate ply by ply from seat
-        1 (a swap changes colours, not turns)."""
-        for ply in range(opening, min(len(moves), len(move_ms))):
-            engine = seats[ply % 2]
-            self.move_ms[engine] = self.move_ms.get(engine, 0.0) + float(move_ms[ply])
-            self.moves[engine] += 1
-        self.add_left(seats, len(moves), left)
-
-    def add_left(self, seats: tuple[str, str], plies: int, left: int | None) -> None:
-        """An adjudicated game of `plies` plies that left `left` cells empty (None: not
-        adjudicated): the engine on move would have played the first of them."""
-        if left is None:
-            return
+        """One rated adjudicated game as its record's fields give them, `left` the cells
+        it left empty. The seats alternate ply by ply from seat 1 (a swap changes
+        colours, not turns)."""
+        end = min(len(moves), len(move_ms))
+        for seat, engine in enumerate(seats):
+            # Slices, not a loop over plies: the report takes in every adjudicated record.
+            times = move_ms[opening + (seat - opening) % 2 : end : 2]
+            if times:
+                self.move_ms[engine] = self.move_ms.get(engine, 0.0) + float(sum(times))
+                self.moves[engine] += len(times)
         self.games += 1
         self.cells_left += left
+        plies = len(moves)  # the engine on move would have played the first empty cell
         self.moves_left[seats[plies % 2]] += (left + 1) // 2
         self.moves_left[seats[(plies + 1) % 2]] += left // 2
 

@@ -192,12 +192,8 @@ def saving(store: Store) -> Saving:
     if "size" not in conditions:
         return found
     cells = Variant(conditions["islands"], conditions["size"]).geometry.n_cells
-    for seat1, seat2, moves in store.adjudicated_games():
-        found.add_left((seat1, seat2), len(moves), empty_cells(cells, moves))
-    if found.games:  # the mean times only matter, and are only read, when some game was
-        for engine, (ms, n) in store.move_times().items():
-            found.move_ms[engine] = found.move_ms.get(engine, 0.0) + ms
-            found.moves[engine] += n
+    for seat1, seat2, moves, move_ms, opening in store.adjudicated_games():
+        found.take((seat1, seat2), moves, move_ms, opening, left=empty_cells(cells, moves))
     return found
 
 

@@ -292,27 +292,19 @@ class StoreQueries(CheckedStore):
             if all(distinct == 1 for _, distinct in parts)
         ]
 
-    def adjudicated_games(self) -> list[tuple[str, str, list[str]]]:
-        """Seat 1, seat 2 and the moves of every rated game a proof ended (adjudicated),
-        in play order: what adjudication saved is counted from them
-        (`arbiter.results.score.Saving`)."""
+    def adjudicated_games(self) -> list[tuple[str, str, list[str], list[float], int]]:
+        """Seat 1, seat 2, the moves, the move times and the opening's plies of every
+        rated game a proof ended (adjudicated), in play order: what adjudication saved is
+        counted from them (`arbiter.results.score.Saving`)."""
         rows = self._games(
-            "SELECT seat1, seat2, json_extract(record, '$.moves') FROM {games}"
-            " WHERE termination = 'adjudicated' ORDER BY number"
+            "SELECT seat1, seat2, json_extract(record, '$.moves'),"
+            " json_extract(record, '$.move_ms'), json_extract(record, '$.opening')"
+            " FROM {games} WHERE termination = 'adjudicated' ORDER BY number"
         )
-        return [(str(a), str(b), list(json.loads(moves))) for a, b, moves in rows]
-
-    def move_times(self) -> dict[str, tuple[float, int]]:
-        """Per engine, the total milliseconds and the number of its moves over every rated
-        game, opening moves left out: the seats alternate ply by ply from seat 1 (a swap
-        changes colours, not turns). Summed in SQL, so no record is read into Python."""
-        rows = self._games(
-            "SELECT CASE j.key % 2 WHEN 0 THEN g.seat1 ELSE g.seat2 END, SUM(j.value),"
-            " COUNT(*) FROM {games} AS g, json_each(g.record, '$.move_ms') AS j"
-            " WHERE j.key >= COALESCE(json_extract(g.record, '$.opening'), 0)"
-            " AND j.type IN ('integer', 'real') GROUP BY 1"
-        )
-        return {str(name): (float(ms), int(n)) for name, ms, n in rows}
+        return [
+            (str(a), str(b), list(json.loads(moves)), list(json.loads(ms or "[]")), int(op or 0))
+            for a, b, moves, ms, op in rows
+        ]
 
     def void_summary(self) -> list[tuple[str, str, int]]:
         """(termination, reason, count) of void attempts whose game was never rated."""
