@@ -14,7 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbiter.results.score import Saving, empty_cells
 from arbiter.results.store import Store
+from arbiter.rules import Variant
 
 
 @dataclass
@@ -56,6 +58,7 @@ class SourceConditions:
     hosts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (host, cpu)
     swaps: int = 0
     adjudicated: int = 0  # rated games a proof ended
+    saving: Saving = field(default_factory=Saving)  # and what they saved (estimated)
     openings: Counter[int] = field(default_factory=Counter)  # plies from an opening: games
     first_started: str = ""
     last_finished: str = ""
@@ -89,7 +92,9 @@ class SourceConditions:
         variant = data.get("variant") or {}
         self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
         self.swaps += bool(data.get("swapped"))
-        self.adjudicated += not void and data.get("termination") == "adjudicated"
+        if not void and data.get("termination") == "adjudicated":
+            self.adjudicated += 1
+            self._saving(data, variant)
         if data.get("opening"):
             self.openings[int(data["opening"])] += 1
         tc, commands = data.get("tc") or {}, data.get("commands") or {}
@@ -113,3 +118,13 @@ class SourceConditions:
             self.first_started = started
         if finished > self.last_finished:
             self.last_finished = finished
+
+    def _saving(self, data: dict[str, Any], variant: dict[str, Any]) -> None:
+        """Take a rated adjudicated record into what adjudication saved (`Saving`)."""
+        # The records reader checked the fields' types: moves are texts, times numbers.
+        moves = data.get("moves") or []
+        cells = Variant(int(variant["islands"]), int(variant["size"])).geometry.n_cells
+        left = empty_cells(cells, moves)
+        seats = (str(data.get("seat1")), str(data.get("seat2")))
+        opening = int(data.get("opening") or 0)
+        self.saving.take(seats, moves, data.get("move_ms") or [], opening, left=left)

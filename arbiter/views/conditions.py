@@ -283,6 +283,17 @@ class _Column:
             return text, text, True
         return "on in some games, off in others", "mixed", True
 
+    def _saved(self) -> str:
+        """What the adjudicated games saved, as `Saving` estimates it."""
+        saving = self.s.saving
+        if not saving.games:
+            return ""
+        seconds = sum(saving.engine_seconds().values())
+        return (
+            f", {saving.cells_left} cells left empty, about {seconds:.1f} s of engine time"
+            " saved at most"
+        )
+
     def _adjudication(self) -> tuple[str, str, bool]:
         ended = self.s.adjudicated
         if self.s.kind in ("tournament", "match"):
@@ -290,12 +301,12 @@ class _Column:
             if self.stored.get("adjudicate", "off") == "proven":
                 text = (
                     "proven: a game ends when one side has a proven connection"
-                    f" ({ended} games ended so)"
+                    f" ({ended} games ended so{self._saved()})"
                 )
                 return text, "proven", True
             return "off: every game played to a connection or a fault", "off", True
         if ended:
-            text = f"{ended} games ended by a proven connection (from the records)"
+            text = f"{ended} games ended by a proven connection{self._saved()} (from the records)"
             return text, "proven", True
         return "no game ended by a proven connection (from the records)", "", False
 

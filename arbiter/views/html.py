@@ -33,7 +33,14 @@ from arbiter.text import escape, name, shorten
 from arbiter.views.conditions import conditions as conditions_table
 from arbiter.views.report import describe_result
 from arbiter.views.standings_text import UNBOUNDED
-from arbiter.views.svg import LABEL_FONT, BoardPicture, picture, position, stone_class
+from arbiter.views.svg import (
+    LABEL_FONT,
+    BoardPicture,
+    picture,
+    position,
+    proof_drawing,
+    stone_class,
+)
 
 TRANSCRIPT_LINES = 12  # exchanges of evidence shown per faulty game
 STDERR_LINES = 30
@@ -310,6 +317,21 @@ def _replay(record: GameRecord) -> tuple[list[int], list[int], str]:
     return moves, sorted(game.winning_chain()), ""
 
 
+def _proof_view(record: GameRecord, moves: list[int], problem: str) -> dict[str, Any] | None:
+    """An adjudicated game's proof as the viewer draws it on the final board, as
+    `show --svg` does: the owner, its chain's stones and, per kind of link, the kind's
+    style (`LINK_STYLES`) and the carrier cells; None for any other game."""
+    evidence = record.evidence
+    if problem or evidence is None or evidence.proof is None:
+        return None
+    drawing = proof_drawing(picture(record.rules.geometry), evidence.proof)
+    return {
+        "o": drawing.owner,
+        "st": encode_cells(c.index for c in drawing.stones),
+        "k": [[k.css, k.label, encode_cells(c.index for c in k.cells)] for k in drawing.carriers],
+    }
+
+
 # Where a records line leaves its moves and move times for the page's script to put back
 # (json.dumps escapes every control character, so neither can be in its output).
 MOVES_HERE, MOVE_MS_HERE = "\x01", "\x02"
@@ -412,6 +434,7 @@ def game_views(
             "ch": encode_cells(chain),
             "bad": problem,
             "ev": _evidence(record),
+            "pf": _proof_view(record, moves, problem),
             "tc": tc1 if tc1 == tc2 else f"{tc1} / {tc2}",
             "when": _text(record.started, 40),
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
@@ -670,6 +693,12 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
     desc = "Moves: " + " ".join(f"{n}.{_text(m, 8)}" for n, m in enumerate(shown, 1))
     if pos.chain:
         desc += ". Winning chain: " + " ".join(p.cells[i].name for i in sorted(pos.chain))
+    proof = None
+    evidence = record.evidence
+    if pos.ply == pos.plies and evidence is not None and evidence.proof is not None:
+        # The proof is of the final position: drawn there, not on an earlier one.
+        proof = proof_drawing(p, evidence.proof)
+        desc += f". Proven connection for {proof.owner}, drawn with its legend"
     return (
         _environment()
         .get_template("position.svg")
@@ -681,6 +710,7 @@ def position_svg(record: GameRecord, ply: int | None = None) -> str:
             swapped=swapped,
             title=title,
             desc=desc if shown else "No moves.",
+            proof=proof,
         )
     )
 

@@ -200,9 +200,8 @@ def saving(store: Store) -> Saving:
     if "size" not in conditions:
         return found
     cells = Variant(conditions["islands"], conditions["size"]).geometry.n_cells
-    for moves in store.adjudicated_games():
-        found.games += 1
-        found.cells_left += empty_cells(cells, moves)
+    for seat1, seat2, moves, move_ms, opening in store.adjudicated_games():
+        found.take((seat1, seat2), moves, move_ms, opening, left=empty_cells(cells, moves))
     return found
 
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from arbiter.rules import SWAP, Color, Game, Geometry
 
@@ -197,3 +198,70 @@ def position(game: Game, plies: int) -> Position:
 
 def stone_class(color: int) -> str:
     return {int(Color.BLACK): "b", int(Color.WHITE): "w"}.get(color, "")
+
+
+# How each kind of proof link is drawn: (class, legend text, colour). The kinds are those
+# of arbiter.rules.proof.LinkKind, as a record keeps them; a kind this table does not know
+# (a record from a later version, or a damaged one) is drawn as "other", never as its text.
+LINK_STYLES = {
+    "bridge": ("bridge", "bridge", "#2e7d32"),
+    "edge template II": ("edge2", "edge template II", "#1565c0"),
+    "ziggurat": ("ziggurat", "ziggurat", "#8e24aa"),
+    "h-search": ("hsearch", "H-search", "#ef6c00"),
+}
+OTHER_LINK = ("other", "other link", "#757575")
+LEGEND_ROW = 1.3 * RADIUS  # the height of one line of a proof's legend
+
+
+@dataclass(frozen=True)
+class ProofCarrier:
+    """The carrier cells of one kind of link, drawn in that kind's colour."""
+
+    css: str
+    label: str
+    colour: str
+    cells: tuple[DrawnCell, ...]
+
+
+@dataclass(frozen=True)
+class ProofDrawing:
+    """An adjudicated game's proof over its final board: the owner's chain of stones
+    ringed, each link's carrier (the empty cells it needs) shaded by the link's kind,
+    and a legend below the board."""
+
+    owner: str  # "black" or "white"
+    stones: tuple[DrawnCell, ...]
+    carriers: tuple[ProofCarrier, ...]  # one per kind present, in LINK_STYLES order
+    legend_top: float  # where the legend starts (the board's height)
+    height: float  # the picture's height with the legend
+
+    @property
+    def rows(self) -> int:
+        return 1 + len(self.carriers)
+
+
+def proof_drawing(p: BoardPicture, proof: dict[str, Any]) -> ProofDrawing:
+    """What to draw of `proof` (a record's evidence, as `proof_json` writes it and the
+    records reader checked its shape) on the board `p`. A cell name the board does not
+    have is left out: the picture only shows what the board can hold."""
+    index = {c.name: c for c in p.cells}
+    stones = tuple(
+        index[s] for group in proof["chain"] for s in sorted(group["stones"]) if s in index
+    )
+    by_kind: dict[tuple[str, str, str], list[DrawnCell]] = {}
+    for link in proof["links"]:
+        style = LINK_STYLES.get(link["kind"], OTHER_LINK)
+        cells = by_kind.setdefault(style, [])
+        cells += [index[c] for c in link["carrier"] if c in index]
+    order = [*LINK_STYLES.values(), OTHER_LINK]
+    carriers = tuple(
+        ProofCarrier(*style, tuple(by_kind[style])) for style in order if style in by_kind
+    )
+    rows = 1 + len(carriers)
+    return ProofDrawing(
+        owner="black" if proof["owner"] == "black" else "white",
+        stones=stones,
+        carriers=carriers,
+        legend_top=p.height,
+        height=round(p.height + rows * LEGEND_ROW + RADIUS / 2, 1),
+    )

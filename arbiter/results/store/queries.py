@@ -292,14 +292,19 @@ class StoreQueries(CheckedStore):
             if all(distinct == 1 for _, distinct in parts)
         ]
 
-    def adjudicated_games(self) -> list[list[str]]:
-        """The moves of every rated game a proof ended (adjudicated), in play order: what
-        adjudication saved is counted from them (`arbiter.results.score.Saving`)."""
+    def adjudicated_games(self) -> list[tuple[str, str, list[str], list[float], int]]:
+        """Seat 1, seat 2, the moves, the move times and the opening's plies of every
+        rated game a proof ended (adjudicated), in play order: what adjudication saved is
+        counted from them (`arbiter.results.score.Saving`)."""
         rows = self._games(
-            "SELECT json_extract(record, '$.moves') FROM {games}"
-            " WHERE termination = 'adjudicated' ORDER BY number"
+            "SELECT seat1, seat2, json_extract(record, '$.moves'),"
+            " json_extract(record, '$.move_ms'), json_extract(record, '$.opening')"
+            " FROM {games} WHERE termination = 'adjudicated' ORDER BY number"
         )
-        return [list(json.loads(moves)) for (moves,) in rows]
+        return [
+            (str(a), str(b), list(json.loads(moves)), list(json.loads(ms or "[]")), int(op or 0))
+            for a, b, moves, ms, op in rows
+        ]
 
     def void_summary(self) -> list[tuple[str, str, int]]:
         """(termination, reason, count) of void attempts whose game was never rated."""

@@ -147,10 +147,31 @@
     }
     const final = ply === g.m.length;
     const chain = new Set(final ? g.ch : []);
+    // An adjudicated game's proof, on its final board only: the chain's stones ringed and
+    // each link's carrier shaded by its kind (board.css), with a legend below the status.
+    const proof = final && g.pf ? g.pf : null;
+    const marks = new Map();
+    if (proof) {
+      cells(proof.st).forEach(function (i) { marks.set(i, " proof-stone"); });
+      proof.k.forEach(function (k) { cells(k[2]).forEach(function (i) { marks.set(i, " carrier " + k[0]); }); });
+    }
     board.cells.forEach(function (el, i) {
-      el.setAttribute("class", "cell" + (colors[i] ? " " + colors[i] : "") + (chain.has(i) ? " chain" : ""));
+      el.setAttribute("class", "cell" + (colors[i] ? " " + colors[i] : "") + (chain.has(i) ? " chain" : "") + (marks.get(i) || ""));
       el.dataset.stone = colors[i];
     });
+    const legend = $("proof-legend");
+    legend.hidden = !proof;
+    legend.textContent = "";
+    if (proof) {
+      const ring = document.createElement("span");
+      ring.className = "swatch proof-stone";
+      legend.append(ring, (proof.o === "black" ? "Black" : "White") + "'s proven chain");
+      proof.k.forEach(function (k) {
+        const swatch = document.createElement("span");
+        swatch.className = "swatch carrier " + k[0];
+        legend.append(swatch, k[1] + " carrier");
+      });
+    }
     board.svg.dataset.ply = String(ply);
     placeMark(board.last, last >= 0 ? board.cells[last] : null);
     const swapMove = ply > 0 && g.m[ply - 1] < 0;
@@ -164,7 +185,7 @@
       status = "Move " + ply + ": " + (colors[last] === "b" ? "Black" : "White") + " " + moveName(g, board, last) + ".";
     }
     if (final) {
-      status += " " + (g.ch.length ? "Final position; the winning chain is highlighted." : "Final position.");
+      status += " " + (g.ch.length ? "Final position; the winning chain is highlighted." : proof ? "Final position; the proof that ended the game is drawn." : "Final position.");
     }
     setText("status", status);
     const names = { b: [], w: [] };
