@@ -80,36 +80,68 @@ class SourceConditions:
             created=store.meta("created") or "",
         )
 
-    def observe(self, data: dict[str, Any], *, void: bool) -> None:
-        """Take in one record (a JSON object that the records reader accepted)."""
+    def observe(self, data: dict[str, Any], *, void: bool, games: int = 1) -> None:
+        """Take in one record (a JSON object that the records reader accepted), or
+        `games` records that show the same."""
         if void:
-            self.voids += 1
+            self.voids += games
         else:
-            self.games += 1
+            self.games += games
         variant = data.get("variant") or {}
-        self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
-        self.swaps += bool(data.get("swapped"))
-        self.adjudicated += not void and data.get("termination") == "adjudicated"
+        self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += games
+        self.swaps += bool(data.get("swapped")) * games
+        self.adjudicated += (not void and data.get("termination") == "adjudicated") * games
         if data.get("opening"):
-            self.openings[int(data["opening"])] += 1
+            self.openings[int(data["opening"])] += games
         tc, commands = data.get("tc") or {}, data.get("commands") or {}
         versions, answers = data.get("versions") or {}, data.get("answers") or {}
         for seat in ("seat1", "seat2"):
             name = str(data.get(seat))
             engine = self.seen.setdefault(name, SourceEngine())
-            engine.games += 1
+            engine.games += games
             if seat in tc:
-                engine.tcs[str(tc[seat])] += 1
+                engine.tcs[str(tc[seat])] += games
             if seat in commands:
-                engine.commands[tuple(map(str, commands[seat]))] += 1
+                engine.commands[tuple(map(str, commands[seat]))] += games
             if name in versions:
-                engine.versions[str(versions[name])] += 1
+                engine.versions[str(versions[name])] += games
             if seat in answers:
-                engine.answers[str(answers[seat])] += 1
+                engine.answers[str(answers[seat])] += games
         host, cpu = str(data.get("host") or ""), str(data.get("cpu") or "")
-        self.hosts[(host, cpu)] += 1
+        self.hosts[(host, cpu)] += games
         started, finished = str(data.get("started") or ""), str(data.get("finished") or "")
         if started and (not self.first_started or started < self.first_started):
             self.first_started = started
         if finished > self.last_finished:
             self.last_finished = finished
+
+    def observe_store(self, store: Store) -> bool:
+        """Take in a store's rated games from the groups it keeps of what their records
+        show (`Store.seen_records`), in the order the records would be met, without
+        reading a record; False (nothing taken in) where it keeps none."""
+        groups = store.seen_records()
+        if groups is None:
+            return False
+        adjudicated = store.adjudicated_count()
+        for seat1, seat2, facts, _, games, started, finished in groups:
+            fields = dict(zip(SEEN_FIELDS, facts, strict=False))
+            fields.update(seat1=seat1, seat2=seat2, started=started, finished=finished)
+            self.observe(
+                {k: v for k, v in fields.items() if v is not None}, void=False, games=games
+            )
+        self.adjudicated += adjudicated
+        return True
+
+
+# The fields of a record that `records_seen` keeps, in its order (the store's schema).
+SEEN_FIELDS = (
+    "variant",
+    "swapped",
+    "opening",
+    "tc",
+    "commands",
+    "versions",
+    "answers",
+    "host",
+    "cpu",
+)

@@ -9,6 +9,7 @@ one over a hundred. The tables, CSV and JSON made of these numbers are written b
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import os
@@ -105,7 +106,9 @@ class Tally:
         of the void attempts) are kept there. `identities` notes what the games were
         played under, as met in `source`."""
         keys = {play_key(game_id, started) for game_id, started in store.game_keys()}
-        if keep is not None:
+        if keep is not None and not self.seen and keep.add_store(store):
+            pass  # the first source, taken in from the store's groups and a few records
+        elif keep is not None:
             fresh = keys - self.seen if self.seen else keys  # (no copy for the first source)
             conditions = keep.current
             for number, data, void in store.numbered_records():
@@ -259,6 +262,54 @@ class Games:
             if mine is None:
                 mine = self._pairings[seats] = deque(maxlen=self.selection.per_pairing)
             mine.append(kept)
+
+    def add_store(self, store: Store) -> bool:
+        """Offer every game of a store whose games are the first counted, as `add` would
+        one by one in the order `Store.numbered_records` gives them, but reading only the
+        records the selection keeps: the conditions from the groups the store keeps
+        (`SourceConditions.observe_store`), the selection by game number in SQL. False
+        (nothing offered) where the store keeps no groups or every game is kept."""
+        conditions = self.current
+        if self.selection.everything or conditions is None or not conditions.observe_store(store):
+            return False
+        numbers = store.game_numbers()
+        before = self.read
+        self.read += len(numbers)
+        chosen = self.selection
+        recent = numbers[-chosen.recent :] if chosen.recent else []
+        faults = store.fault_numbers(FAULTS, chosen.faults) if chosen.faults else []
+        pairings = store.pairing_numbers(chosen.per_pairing) if chosen.per_pairing else []
+        records = dict(store.numbered({*recent, *faults, *pairings}))
+
+        def kept(number: int) -> _Kept:
+            data = records[number]
+            read = before + bisect.bisect_left(numbers, number) + 1
+            schedule = self.schedules.get(self._index, {})
+            game_id = str(data.get("game_id"))
+            group, position = (0, schedule[game_id]) if game_id in schedule else (1, number)
+            return ((self._index, group, position, 1, read), data)
+
+        self._recent.extend(kept(n) for n in recent)
+        self._faults.extend(kept(n) for n in faults)
+        for number in pairings:
+            entry = kept(number)
+            a, b = str(entry[1].get("seat1")), str(entry[1].get("seat2"))
+            seats = (a, b) if a <= b else (b, a)
+            mine = self._pairings.get(seats)
+            if mine is None:
+                mine = self._pairings[seats] = deque(maxlen=chosen.per_pairing)
+            mine.append(entry)
+        for void_number, data in store.numbered_voids():
+            conditions.observe(data, void=True)
+            game_id = str(data.get("game_id"))
+            self.add(
+                game_id,
+                play_key(game_id, str(data.get("started"))),
+                data,
+                void=True,
+                number=void_number,
+            )
+        return True
 
     @property
     def records(self) -> list[dict[str, Any]]:
