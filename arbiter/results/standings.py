@@ -99,13 +99,20 @@ class Tally:
         keep: Games | None = None,
         identities: Identities | None = None,
         source: str = "",
+        *,
+        alone: bool = False,
     ) -> None:
         """Add a store's games, aggregated in SQL unless some were already counted
         (the same games through a copy of the store or an export of it) or `identities`
         split engines by conditions; with `keep`, the records of the games counted (and
         of the void attempts) are kept there. `identities` notes what the games were
-        played under, as met in `source`."""
-        keys = {play_key(game_id, started) for game_id, started in store.game_keys()}
+        played under, as met in `source`. A store read `alone` (no other source) is
+        not told apart from others: its games' keys are not made."""
+        keys = (
+            set()
+            if alone
+            else {play_key(game_id, started) for game_id, started in store.game_keys()}
+        )
         if keep is not None and not self.seen and keep.add_store(store):
             pass  # the first source, taken in from the store's groups and a few records
         elif keep is not None:
@@ -116,7 +123,7 @@ class Tally:
                     conditions.observe(data, void=void)
                 game_id = str(data.get("game_id"))
                 key = play_key(game_id, str(data.get("started")))
-                if void or key in fresh:
+                if void or alone or key in fresh:
                     keep.add(game_id, key, data, void=void, number=number)
             del fresh
         if not keys.isdisjoint(self.seen) or (identities is not None and identities.split):
@@ -418,6 +425,7 @@ def gather(
     Stores are read read-only, one snapshot each; their damaged rows are left out and
     returned with the bad lines, as the records files' are."""
     tally = Tally()
+    sources = list(sources)
     files: list[tuple[int, str]] = []
     stores: dict[Path, str] = {}
     damaged: list[Damage] = []
@@ -441,7 +449,7 @@ def gather(
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
-            tally.add_store(store, keep, identities, label)
+            tally.add_store(store, keep, identities, label, alone=len(sources) == 1)
             damaged.extend(store.damage)  # those found opening it, and reading its records
     bad: list[BadLine] = []
     for index, source in files:  # after the stores, so that a store's copy is the one kept
