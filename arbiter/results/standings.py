@@ -296,9 +296,10 @@ class Games:
             group, position = (0, schedule[game_id]) if game_id in schedule else (1, number)
             return ((self._index, group, position, 1, read), data)
 
-        self._recent.extend(kept(n) for n in recent)
-        self._faults.extend(kept(n) for n in faults)
-        for number in pairings:
+        # (a record found damaged as it is read is left out, and said so by the store)
+        self._recent.extend(kept(n) for n in recent if n in records)
+        self._faults.extend(kept(n) for n in faults if n in records)
+        for number in [n for n in pairings if n in records]:
             entry = kept(number)
             a, b = str(entry[1].get("seat1")), str(entry[1].get("seat2"))
             seats = (a, b) if a <= b else (b, a)

@@ -229,13 +229,9 @@ class StoreQueries(CheckedStore):
         """(number, record) of the stored games of these numbers, by number: a few games
         of a large store, read by the number index."""
         wanted = json.dumps(sorted(set(numbers)))
-        rows = self._games(
-            "SELECT number, record FROM {games} WHERE number IN"
-            " (SELECT value FROM json_each(?)) ORDER BY number",
-            (wanted,),
-        )
-        for number, text in rows:
-            yield int(number), json.loads(text)
+        for number, text, _, _ in self.record_texts(voids=False, numbers=wanted):
+            assert number is not None  # (a games row's)
+            yield number, json.loads(text)
 
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""
@@ -426,11 +422,14 @@ class StoreQueries(CheckedStore):
                 text if as_written else json.dumps(json.loads(text), separators=(",", ":"))
             ) + "\n"
 
-    def record_texts(self, *, voids: bool = True) -> Iterator[tuple[int | None, str, bool, bool]]:
+    def record_texts(
+        self, *, voids: bool = True, numbers: str | None = None
+    ) -> Iterator[tuple[int | None, str, bool, bool]]:
         """(number, record text, as a run wrote it, void) of every sound stored record, as
         `numbered_records` orders them. A games row is as a run wrote it when its digest
         says so; a row whose digest does not, and that opening did not read (a reader
-        trusts the digests the triggers keep), is checked now, and left out if damaged."""
+        trusts the digests the triggers keep), is checked now, and left out if damaged.
+        `numbers` (a JSON array) reads only the games of those numbers."""
         columns = ", ".join(f"g.{c}" for c in _SCANNED)
         cursor = self._cursor(
             f"SELECT g.rowid, g.number, CAST(g.record AS BLOB), {columns}, "
@@ -439,8 +438,10 @@ class StoreQueries(CheckedStore):
                 if self._digests
                 else "NULL FROM games AS g"
             )
-            + " WHERE g.rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY g.number",
-            (self._skip_games,),
+            + " WHERE g.rowid NOT IN (SELECT value FROM json_each(?))"
+            + (" AND g.number IN (SELECT value FROM json_each(?))" if numbers is not None else "")
+            + " ORDER BY g.number",
+            (self._skip_games,) if numbers is None else (self._skip_games, numbers),
         )
         for rowid, number, record, *values, digest in self._rows(cursor):
             as_written = (

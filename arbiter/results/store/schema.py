@@ -159,9 +159,9 @@ _SUMMED_FACTS = {
 # The facts kept of each: for the pie rule, the second move only as "swap" or "other"
 # (null where there is none), so that its groups follow the first stones, not the games.
 _SUMMED_KEPT = {
-    "records_seen": "f",
-    "pies_seen": "json_replace(f, '$[2]', CASE WHEN json_extract(f, '$[2]') IS NULL THEN NULL"
-    " WHEN lower(trim(json_extract(f, '$[2]'))) = 'swap' THEN 'swap' ELSE 'other' END)",
+    "records_seen": "{f}",
+    "pies_seen": "json_replace({f}, '$[2]', CASE WHEN json_extract({f}, '$[2]') IS NULL THEN NULL"
+    " WHEN lower(trim(json_extract({f}, '$[2]'))) = 'swap' THEN 'swap' ELSE 'other' END)",
 }
 
 
@@ -192,11 +192,39 @@ def _sum_facts(table: str, row: str, step: str) -> str:
     return (
         f"INSERT INTO {table} (key, {seats}, facts, first, games{kept})"
         f" SELECT {key} AS key, {seats}, facts, {first}, {step}{values} FROM (SELECT {seats}"
-        f"{kept}, {_SUMMED_KEPT[table]} AS facts, number FROM (SELECT {picked},"
+        f"{kept}, {_SUMMED_KEPT[table].format(f='f')} AS facts, number FROM (SELECT {picked},"
         f" CASE WHEN json_valid({row}.record) THEN json_extract({row}.record, {paths}) END"
         f" AS f, {row}.number AS number {source})) WHERE true{grouped}"
         " ON CONFLICT (key) DO UPDATE SET games = games + excluded.games,"
         f" first = MIN(first, excluded.first){update};"
+    )
+
+
+def _facts(table: str, record: str) -> str:
+    """SQL of the facts `table` keeps of `record` (a column)."""
+    f = f"CASE WHEN json_valid({record}) THEN json_extract({record}, {_SUMMED_FACTS[table][1]}) END"
+    return _SUMMED_KEPT[table].format(f=f)
+
+
+def _recount(table: str) -> str:
+    """SQL that sets the first game, start and finish of OLD's group in `table` anew
+    from the games still in it, after OLD left it (a games row changed or deleted by
+    hand: runs only add games). A group that OLD was not the first game of keeps its
+    first; `records_seen` reads the games of one seating, `pies_seen` those of seat 2."""
+    seats = [c.strip() for c in _SUMMED_FACTS[table][0].split(",")]
+    same = " AND ".join(f"g.{c} = {table}.{c}" for c in seats)
+    mine = " AND ".join(f"{c} = OLD.{c}" for c in seats)
+    facts = f"{_facts(table, 'g.record')} IS {table}.facts"
+    first = f"IFNULL((SELECT MIN(g.number) FROM games AS g WHERE {same} AND {facts}), first)"
+    if table != "records_seen":
+        return f"UPDATE {table} SET first = {first} WHERE {mine} AND first = OLD.number;"
+    started = (
+        f"IFNULL((SELECT MIN(NULLIF(g.started, '')) FROM games AS g WHERE {same} AND {facts}), '')"
+    )
+    finished = f"IFNULL((SELECT MAX(g.finished) FROM games AS g WHERE {same} AND {facts}), '')"
+    return (
+        f"UPDATE {table} SET first = {first}, started = {started}, finished = {finished}"
+        f" WHERE {mine} AND facts IS {_facts(table, 'OLD.record')};"
     )
 
 
@@ -227,10 +255,14 @@ CREATE TRIGGER IF NOT EXISTS games_summed_updated AFTER UPDATE ON games BEGIN
     {_sum_facts("pies_seen", "OLD", "-1")}
     {_sum_facts("records_seen", "NEW", "1")}
     {_sum_facts("pies_seen", "NEW", "1")}
+    {_recount("records_seen")}
+    {_recount("pies_seen")}
 END;
 CREATE TRIGGER IF NOT EXISTS games_summed_deleted AFTER DELETE ON games BEGIN
     {_sum_facts("records_seen", "OLD", "-1")}
     {_sum_facts("pies_seen", "OLD", "-1")}
+    {_recount("records_seen")}
+    {_recount("pies_seen")}
 END;
 """
 # An older store's games counted into the tables above (a run's first write does it).
