@@ -324,7 +324,7 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
     the regret recomputed under `draws` maps drawn from each cell's Beta posterior (a
     uniform prior and its games), with a fixed seed so that a command prints the same
     interval each time."""
-    losses: dict[str, list[float]] = defaultdict(list)  # one a game
+    losses: dict[str, dict[float, int]] = defaultdict(dict)  # each regret: its decisions
     stakes: dict[str, float] = defaultdict(float)
     # per engine, per (board, cell of the map): decisions that swapped, and that kept
     choices: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(
@@ -336,7 +336,9 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
         cell = maps[d.variant].of(d.cell)
         assert cell is not None  # every decision is in the map made from it
         took = cell.score if d.swapped else 1 - cell.score
-        losses[d.decider].extend([max(cell.score, 1 - cell.score) - took] * d.games)
+        lost = losses[d.decider]
+        value = max(cell.score, 1 - cell.score) - took
+        lost[value] = lost.get(value, 0) + d.games
         stakes[d.decider] += abs(2 * cell.score - 1) * d.games
         choices[d.decider][d.variant, cell.cells[0]][0 if d.swapped else 1] += d.games
     from arbiter._numpy import np
@@ -349,10 +351,10 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
     cost_swap, cost_keep = best - p, best - (1 - p)  # per draw and cell
     out = []
     for engine, values in losses.items():
-        n = len(values)
-        mean = sum(values) / n
-        wrong = sum(v > 0 for v in values)
-        var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+        n = sum(values.values())
+        mean = sum(v * k for v, k in values.items()) / n
+        wrong = sum(k for v, k in values.items() if v > 0)
+        var = sum(k * (v - mean) ** 2 for v, k in values.items()) / (n - 1) if n > 1 else 0.0
         stake = stakes[engine] / n
         shrunk = (wrong + 2) / (n + 4)  # Agresti-Coull: two pseudo-wrong, two pseudo-right
         var = max(var, stake * stake * shrunk * (1 - shrunk)) / n

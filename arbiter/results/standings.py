@@ -9,7 +9,6 @@ one over a hundred. The tables, CSV and JSON made of these numbers are written b
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import math
 import os
@@ -279,18 +278,21 @@ class Games:
         conditions = self.current
         if self.selection.everything or conditions is None or not conditions.observe_store(store):
             return False
-        numbers = store.game_numbers()
+        stored = store.games_stored()
         before = self.read
-        self.read += len(numbers)
+        self.read += stored
         chosen = self.selection
-        recent = numbers[-chosen.recent :] if chosen.recent else []
+        recent = store.last_numbers(chosen.recent) if chosen.recent else []
         faults = store.fault_numbers(FAULTS, chosen.faults) if chosen.faults else []
         pairings = store.pairing_numbers(chosen.per_pairing) if chosen.per_pairing else []
         records = dict(store.numbered({*recent, *faults, *pairings}))
+        # The order they were offered in, as `add` counts it: the games kept are the
+        # last of the `stored` (their counts among all are not needed, only their order).
+        order = {n: before + stored - len(records) + i for i, n in enumerate(records, 1)}
 
         def kept(number: int) -> _Kept:
             data = records[number]
-            read = before + bisect.bisect_left(numbers, number) + 1
+            read = order[number]
             schedule = self.schedules.get(self._index, {})
             game_id = str(data.get("game_id"))
             group, position = (0, schedule[game_id]) if game_id in schedule else (1, number)

@@ -185,9 +185,11 @@ class StoreQueries(CheckedStore):
         rows = self._games("SELECT COUNT(*) FROM {games} WHERE termination = 'adjudicated'")
         return int(rows[0][0])
 
-    def game_numbers(self) -> list[int]:
-        """Every sound stored game's number, ascending (read from the number index)."""
-        return [int(n) for (n,) in self._games("SELECT number FROM {games} ORDER BY number")]
+    def last_numbers(self, limit: int) -> list[int]:
+        """The numbers of the last `limit` sound stored games, ascending (by the number
+        index)."""
+        rows = self._games("SELECT number FROM {games} ORDER BY number DESC LIMIT ?", (limit,))
+        return sorted(int(n) for (n,) in rows)
 
     def fault_numbers(self, faults: Iterable[str], limit: int) -> list[int]:
         """The numbers of the last `limit` games lost by one of `faults`, ascending (the
@@ -215,7 +217,8 @@ class StoreQueries(CheckedStore):
             )
             return sorted(int(n) for (n,) in rows)
         last: dict[tuple[str, str], list[int]] = {}
-        for seat1, seat2 in self._q("SELECT DISTINCT seat1, seat2 FROM games"):
+        seatings = "records_seen" if self._summed else "games"  # (its groups: a few rows)
+        for seat1, seat2 in self._q(f"SELECT DISTINCT seat1, seat2 FROM {seatings}"):
             numbers = self._q(
                 "SELECT number FROM games WHERE seat1 = ? AND seat2 = ? AND rowid NOT IN"
                 " (SELECT value FROM json_each(?)) ORDER BY number DESC LIMIT ?",
