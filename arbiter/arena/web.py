@@ -30,6 +30,7 @@ from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
     from arbiter.results.standings import Games, Standings
+    from arbiter.views.html import ViewCache
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,13 @@ def standings_json(store_path: Path, anchors: Mapping[str, float]) -> dict[str, 
     return {"engines": [], "games": 0} if board is None else to_json(board)
 
 
-def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> str:
-    """The tournaments' report of the arena's store (in a thread)."""
+def report_page(
+    store_path: Path, title: str, anchors: Mapping[str, float], cache: ViewCache | None = None
+) -> str:
+    """The tournaments' report of the arena's store (in a thread). Made again as games
+    end: the counts, the conditions and the selection of games come from what the store
+    keeps counted (a few thousand rows, not a record a game), and the games the last
+    page embedded come from `cache` instead of being replayed."""
     from arbiter.results.standings import Games, Selection
     from arbiter.views.html import render_gathered
 
@@ -116,6 +122,7 @@ def report_page(store_path: Path, title: str, anchors: Mapping[str, float]) -> s
         sources=[store_path.name],
         download="arena-games.jsonl",
         selection=selection,
+        cache=cache,
     )
 
 
@@ -133,6 +140,9 @@ class Site:
         self._report: bytes = b""
         self._report_at = -1
         self._report_time = -REPORT_EVERY
+        from arbiter.views.html import ViewCache
+
+        self._report_cache = ViewCache()  # the games the last report embedded
         self._lock = trio.Lock()
         self._cache: dict[str, tuple[float, bytes]] = {}
         self._store_reads = Buckets(STORE_READS, STORE_READS)
@@ -408,7 +418,11 @@ class Site:
                 played != self._report_at and now - self._report_time >= REPORT_EVERY
             ):
                 page = await trio.to_thread.run_sync(
-                    report_page, self.arena.output, self.arena.name, self.arena.anchors
+                    report_page,
+                    self.arena.output,
+                    self.arena.name,
+                    self.arena.anchors,
+                    self._report_cache,
                 )
                 self._report, self._report_at, self._report_time = page.encode(), played, now
         await respond.whole(200, self._report, "text/html; charset=utf-8")

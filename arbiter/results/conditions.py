@@ -83,36 +83,37 @@ class SourceConditions:
             created=store.meta("created") or "",
         )
 
-    def observe(self, data: dict[str, Any], *, void: bool) -> None:
-        """Take in one record (a JSON object that the records reader accepted)."""
+    def observe(self, data: dict[str, Any], *, void: bool, games: int = 1) -> None:
+        """Take in one record (a JSON object that the records reader accepted), or
+        `games` records that show the same."""
         if void:
-            self.voids += 1
+            self.voids += games
         else:
-            self.games += 1
+            self.games += games
         variant = data.get("variant") or {}
-        self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += 1
-        self.swaps += bool(data.get("swapped"))
+        self.variants[(variant.get("islands"), variant.get("size"), variant.get("pie"))] += games
+        self.swaps += bool(data.get("swapped")) * games
         if not void and data.get("termination") == "adjudicated":
-            self.adjudicated += 1
+            self.adjudicated += games
             self._saving(data, variant)
         if data.get("opening"):
-            self.openings[int(data["opening"])] += 1
+            self.openings[int(data["opening"])] += games
         tc, commands = data.get("tc") or {}, data.get("commands") or {}
         versions, answers = data.get("versions") or {}, data.get("answers") or {}
         for seat in ("seat1", "seat2"):
             name = str(data.get(seat))
             engine = self.seen.setdefault(name, SourceEngine())
-            engine.games += 1
+            engine.games += games
             if seat in tc:
-                engine.tcs[str(tc[seat])] += 1
+                engine.tcs[str(tc[seat])] += games
             if seat in commands:
-                engine.commands[tuple(map(str, commands[seat]))] += 1
+                engine.commands[tuple(map(str, commands[seat]))] += games
             if name in versions:
-                engine.versions[str(versions[name])] += 1
+                engine.versions[str(versions[name])] += games
             if seat in answers:
-                engine.answers[str(answers[seat])] += 1
+                engine.answers[str(answers[seat])] += games
         host, cpu = str(data.get("host") or ""), str(data.get("cpu") or "")
-        self.hosts[(host, cpu)] += 1
+        self.hosts[(host, cpu)] += games
         started, finished = str(data.get("started") or ""), str(data.get("finished") or "")
         if started and (not self.first_started or started < self.first_started):
             self.first_started = started
@@ -128,3 +129,49 @@ class SourceConditions:
         seats = (str(data.get("seat1")), str(data.get("seat2")))
         opening = int(data.get("opening") or 0)
         self.saving.take(seats, moves, data.get("move_ms") or [], opening, left=left)
+
+    def observe_store(self, store: Store) -> bool:
+        """Take in a store's rated games from the groups it keeps of what their records
+        show (`Store.seen_records`), in the order the records would be met, without
+        reading a record; False (nothing taken in) where it keeps none."""
+        groups = store.seen_records()
+        if groups is None:
+            return False
+        for seat1, seat2, facts, _, games, started, finished in groups:
+            fields = dict(zip(SEEN_FIELDS, facts, strict=False))
+            fields.update(seat1=seat1, seat2=seat2, started=started, finished=finished)
+            self.observe(
+                {k: v for k, v in fields.items() if v is not None}, void=False, games=games
+            )
+        self._adjudicated_of(store)
+        return True
+
+    def _adjudicated_of(self, store: Store) -> None:
+        """Take in a store's adjudicated games (the groups leave out how games ended):
+        their count, and what they saved where the store holds one board."""
+        boards = {(islands, size) for islands, size, _ in self.variants}
+        if len(boards) != 1 or not all(isinstance(n, int) for n in next(iter(boards))):
+            # No game, or boards mixed: count them, save nothing.
+            self.adjudicated += store.adjudicated_count()
+            return
+        islands, size = next(iter(boards))
+        assert isinstance(islands, int) and isinstance(size, int)
+        cells = Variant(islands, size).geometry.n_cells
+        for seat1, seat2, moves, move_ms, opening in store.adjudicated_games():
+            self.adjudicated += 1
+            left = empty_cells(cells, moves)
+            self.saving.take((seat1, seat2), moves, move_ms, opening, left=left)
+
+
+# The fields of a record that `records_seen` keeps, in its order (the store's schema).
+SEEN_FIELDS = (
+    "variant",
+    "swapped",
+    "opening",
+    "tc",
+    "commands",
+    "versions",
+    "answers",
+    "host",
+    "cpu",
+)

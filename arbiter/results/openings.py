@@ -57,6 +57,7 @@ class Decision:
     decider: str | None
     swapped: bool
     owner_won: bool
+    games: int = 1  # games that decided alike (a store's groups, `decisions_seen`)
 
 
 @dataclass
@@ -95,6 +96,38 @@ def decisions(records: Iterable[GameRecord]) -> Reading:
     return Reading(out, dict(left))
 
 
+def decisions_seen(groups: Iterable[tuple[str, list[object], int, int]]) -> Reading:
+    """The decisions of a store's groups of games alike (`Store.seen_pies`: seat 2, then
+    the board, first stone, second move as "swap" or "other", opening and winner's
+    colour), one `Decision` a group, as `decisions` reads their records one by one."""
+    out: list[Decision] = []
+    left: dict[str, int] = defaultdict(int)
+    for seat2, facts, _, games in groups:
+        variant, first, second, opening, color = (list(facts) + [None] * 5)[:5]
+        opening = opening or 0
+        if not isinstance(variant, dict) or not variant.get("pie"):
+            left["played without the pie rule"] += games
+        elif second is None or not isinstance(first, str):
+            left["ended before move 2"] += games
+        elif isinstance(opening, int) and opening > 2:
+            left["opening went past move 2"] += games
+        elif color not in ("black", "white"):
+            left["no winner recorded"] += games
+        else:
+            rules = Variant(variant["islands"], variant["size"], variant["pie"])
+            out.append(
+                Decision(
+                    variant=str(rules),
+                    cell=first.strip().lower(),
+                    decider=seat2 if isinstance(opening, int) and opening <= 1 else None,
+                    swapped=second == "swap",
+                    owner_won=color == "black",
+                    games=games,
+                )
+            )
+    return Reading(out, dict(left))
+
+
 def read_sources(
     paths: Sequence[str],
     *,
@@ -127,6 +160,12 @@ def read_sources(
         if source_kind(path) == "store":
             with Store.open_read(path) as store:
                 watch_damage(store, strict, warn)
+                groups = store.seen_pies()
+                if groups is not None and not seen:  # each play once: the first source
+                    if len(paths) > 1:  # what the next sources are told apart from
+                        seen.update(play_key(i, s) for i, s in store.game_keys())
+                    _add(found, decisions_seen(groups))
+                    continue
                 stored = (GameRecord.from_json(data) for data, void in store.records() if not void)
                 _add(found, decisions(fresh(stored)))
             continue
@@ -248,8 +287,8 @@ def swap_maps(found: Iterable[Decision]) -> dict[str, SwapMap]:
     for d in found:
         geom = geometry_of(d.variant)
         tally = counts[d.variant][canonical(geom, d.cell)]
-        tally[0] += 1
-        tally[1] += d.owner_won
+        tally[0] += d.games
+        tally[1] += d.owner_won * d.games
     maps = {}
     for variant, cells in sorted(counts.items()):
         geom = geometry_of(variant)
@@ -285,7 +324,7 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
     the regret recomputed under `draws` maps drawn from each cell's Beta posterior (a
     uniform prior and its games), with a fixed seed so that a command prints the same
     interval each time."""
-    losses: dict[str, list[float]] = defaultdict(list)
+    losses: dict[str, dict[float, int]] = defaultdict(dict)  # each regret: its decisions
     stakes: dict[str, float] = defaultdict(float)
     # per engine, per (board, cell of the map): decisions that swapped, and that kept
     choices: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(
@@ -297,9 +336,11 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
         cell = maps[d.variant].of(d.cell)
         assert cell is not None  # every decision is in the map made from it
         took = cell.score if d.swapped else 1 - cell.score
-        losses[d.decider].append(max(cell.score, 1 - cell.score) - took)
-        stakes[d.decider] += abs(2 * cell.score - 1)
-        choices[d.decider][d.variant, cell.cells[0]][0 if d.swapped else 1] += 1
+        lost = losses[d.decider]
+        value = max(cell.score, 1 - cell.score) - took
+        lost[value] = lost.get(value, 0) + d.games
+        stakes[d.decider] += abs(2 * cell.score - 1) * d.games
+        choices[d.decider][d.variant, cell.cells[0]][0 if d.swapped else 1] += d.games
     from arbiter._numpy import np
 
     keys = [(variant, c.cells[0]) for variant, m in maps.items() for c in m.cells.values()]
@@ -310,10 +351,10 @@ def regrets(found: Iterable[Decision], maps: dict[str, SwapMap], draws: int = 20
     cost_swap, cost_keep = best - p, best - (1 - p)  # per draw and cell
     out = []
     for engine, values in losses.items():
-        n = len(values)
-        mean = sum(values) / n
-        wrong = sum(v > 0 for v in values)
-        var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+        n = sum(values.values())
+        mean = sum(v * k for v, k in values.items()) / n
+        wrong = sum(k for v, k in values.items() if v > 0)
+        var = sum(k * (v - mean) ** 2 for v, k in values.items()) / (n - 1) if n > 1 else 0.0
         stake = stakes[engine] / n
         shrunk = (wrong + 2) / (n + 4)  # Agresti-Coull: two pseudo-wrong, two pseudo-right
         var = max(var, stake * stake * shrunk * (1 - shrunk)) / n

@@ -98,14 +98,23 @@ class Tally:
         keep: Games | None = None,
         identities: Identities | None = None,
         source: str = "",
+        *,
+        alone: bool = False,
     ) -> None:
         """Add a store's games, aggregated in SQL unless some were already counted
         (the same games through a copy of the store or an export of it) or `identities`
         split engines by conditions; with `keep`, the records of the games counted (and
         of the void attempts) are kept there. `identities` notes what the games were
-        played under, as met in `source`."""
-        keys = {play_key(game_id, started) for game_id, started in store.game_keys()}
-        if keep is not None:
+        played under, as met in `source`. A store read `alone` (no other source) is
+        not told apart from others: its games' keys are not made."""
+        keys = (
+            set()
+            if alone
+            else {play_key(game_id, started) for game_id, started in store.game_keys()}
+        )
+        if keep is not None and not self.seen and keep.add_store(store):
+            pass  # the first source, taken in from the store's groups and a few records
+        elif keep is not None:
             fresh = keys - self.seen if self.seen else keys  # (no copy for the first source)
             conditions = keep.current
             for number, data, void in store.numbered_records():
@@ -113,7 +122,7 @@ class Tally:
                     conditions.observe(data, void=void)
                 game_id = str(data.get("game_id"))
                 key = play_key(game_id, str(data.get("started")))
-                if void or key in fresh:
+                if void or alone or key in fresh:
                     keep.add(game_id, key, data, void=void, number=number)
             del fresh
         if not keys.isdisjoint(self.seen) or (identities is not None and identities.split):
@@ -260,6 +269,58 @@ class Games:
                 mine = self._pairings[seats] = deque(maxlen=self.selection.per_pairing)
             mine.append(kept)
 
+    def add_store(self, store: Store) -> bool:
+        """Offer every game of a store whose games are the first counted, as `add` would
+        one by one in the order `Store.numbered_records` gives them, but reading only the
+        records the selection keeps: the conditions from the groups the store keeps
+        (`SourceConditions.observe_store`), the selection by game number in SQL. False
+        (nothing offered) where the store keeps no groups or every game is kept."""
+        conditions = self.current
+        if self.selection.everything or conditions is None or not conditions.observe_store(store):
+            return False
+        stored = store.games_stored()
+        before = self.read
+        self.read += stored
+        chosen = self.selection
+        recent = store.last_numbers(chosen.recent) if chosen.recent else []
+        faults = store.fault_numbers(FAULTS, chosen.faults) if chosen.faults else []
+        pairings = store.pairing_numbers(chosen.per_pairing) if chosen.per_pairing else []
+        records = dict(store.numbered({*recent, *faults, *pairings}))
+        # The order they were offered in, as `add` counts it: the games kept are the
+        # last of the `stored` (their counts among all are not needed, only their order).
+        order = {n: before + stored - len(records) + i for i, n in enumerate(records, 1)}
+
+        def kept(number: int) -> _Kept:
+            data = records[number]
+            read = order[number]
+            schedule = self.schedules.get(self._index, {})
+            game_id = str(data.get("game_id"))
+            group, position = (0, schedule[game_id]) if game_id in schedule else (1, number)
+            return ((self._index, group, position, 1, read), data)
+
+        # (a record found damaged as it is read is left out, and said so by the store)
+        self._recent.extend(kept(n) for n in recent if n in records)
+        self._faults.extend(kept(n) for n in faults if n in records)
+        for number in [n for n in pairings if n in records]:
+            entry = kept(number)
+            a, b = str(entry[1].get("seat1")), str(entry[1].get("seat2"))
+            seats = (a, b) if a <= b else (b, a)
+            mine = self._pairings.get(seats)
+            if mine is None:
+                mine = self._pairings[seats] = deque(maxlen=chosen.per_pairing)
+            mine.append(entry)
+        for void_number, data in store.numbered_voids():
+            conditions.observe(data, void=True)
+            game_id = str(data.get("game_id"))
+            self.add(
+                game_id,
+                play_key(game_id, str(data.get("started"))),
+                data,
+                void=True,
+                number=void_number,
+            )
+        return True
+
     @property
     def records(self) -> list[dict[str, Any]]:
         """The records kept, in schedule order."""
@@ -367,6 +428,7 @@ def gather(
     Stores are read read-only, one snapshot each; their damaged rows are left out and
     returned with the bad lines, as the records files' are."""
     tally = Tally()
+    sources = list(sources)
     files: list[tuple[int, str]] = []
     stores: dict[Path, str] = {}
     damaged: list[Damage] = []
@@ -390,7 +452,7 @@ def gather(
             name = store.meta("tournament")
             if name and name not in names:
                 names.append(name)
-            tally.add_store(store, keep, identities, label)
+            tally.add_store(store, keep, identities, label, alone=len(sources) == 1)
             damaged.extend(store.damage)  # those found opening it, and reading its records
     bad: list[BadLine] = []
     for index, source in files:  # after the stores, so that a store's copy is the one kept

@@ -386,17 +386,56 @@ def _tenths(ms: list[float]) -> list[int]:
     return [min(max(round(t * 10), 0), MAX_TENTHS) for t in ms]
 
 
+class ViewCache:
+    """The viewer's data and the download's line of each game a page embedded, by the
+    game's record, so that a page made again (the arena's, every few seconds) replays
+    only the games it did not embed last time. Holds the games of the last page only."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, tuple[dict[str, Any], str, tuple[str, str], str, Variant]] = {}
+        self._used: dict[str, tuple[dict[str, Any], str, tuple[str, str], str, Variant]] = {}
+        self.replayed = 0  # games replayed since made (the others came from the cache)
+
+    def get(self, key: str) -> tuple[dict[str, Any], str, tuple[str, str], str, Variant] | None:
+        found = self._views.get(key)
+        if found is not None:
+            self._used[key] = found
+        return found
+
+    def put(
+        self, key: str, value: tuple[dict[str, Any], str, tuple[str, str], str, Variant]
+    ) -> None:
+        self.replayed += 1
+        self._used[key] = value
+
+    def page_done(self) -> None:
+        """Forget the games the page just made did not embed."""
+        self._views, self._used = self._used, {}
+
+
 def game_views(
     records: Iterable[dict[str, Any]],
     engines: dict[str, int],
     variants: dict[str, Variant],
     lines: list[str] | None = None,
+    cache: ViewCache | None = None,
 ) -> list[dict[str, Any]]:
     """Each game as the viewer's data, replayed with the rules; `engines` and `variants`
     are filled in as they are met, and `lines` (if given) gets each game's records line
-    for the download ("" for a record that does not load)."""
+    for the download ("" for a record that does not load). A game found in `cache` (by
+    its whole record) is not replayed again."""
     views = []
     for number, raw in enumerate(records, 1):
+        whole = json.dumps(raw, sort_keys=True) if cache is not None else ""
+        hit = cache.get(whole) if cache is not None else None
+        if hit is not None:
+            data, line, seat_names, board, variant = hit
+            variants.setdefault(board, variant)
+            placed = [engines.setdefault(name, len(engines)) for name in seat_names]
+            views.append({**data, "n": number, "s": placed})
+            if lines is not None:
+                lines.append(line)
+            continue
         try:
             record = GameRecord.from_json(raw)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -440,6 +479,9 @@ def game_views(
             "ans": [_text(record.answers.get(k, ""), 80) for k in ("seat1", "seat2")],
         }
         views.append(data)
+        if cache is not None:
+            line = lines[-1] if lines is not None else ""
+            cache.put(whole, (data, line, (record.seat1, record.seat2), key, variant))
     return views
 
 
@@ -505,6 +547,7 @@ def render_report(
     boards: Sequence[str] = (),
     formats: Sequence[FormatResult] = (),
     pie_rule: Any = None,
+    cache: ViewCache | None = None,
 ) -> str:
     """The whole page as one string; `conditions` are those of each source, `download`
     the name the page offers its games' records under, `tests` each tested pairing's
@@ -520,7 +563,9 @@ def render_report(
     engines = {r.name: i for i, r in enumerate(board.rows)}
     variants: dict[str, Variant] = {}
     lines: list[str] = []
-    views = game_views(records, engines, variants, lines)
+    views = game_views(records, engines, variants, lines, cache)
+    if cache is not None:
+        cache.page_done()
     verdicts, rows = leaderboard(board)
     cross_names, grid = cross_table(board)
     pictures = {key: picture(v.geometry) for key, v in variants.items()}
@@ -726,9 +771,11 @@ def render_gathered(
     selection: Selection | None = None,
     formats: Sequence[FormatResult] = (),
     pie_rule: Any = None,
+    cache: ViewCache | None = None,
 ) -> str:
     """The report of what `standings.gather` read into `keep`: the boards its games were
-    played on, the conditions of each source, the selection it embeds."""
+    played on, the conditions of each source, the selection it embeds (the games that
+    `cache` holds from the last page are not replayed)."""
     variants = set()
     for source in keep.sources:
         for islands, size, pie in source.variants:
@@ -750,6 +797,7 @@ def render_gathered(
         boards=sorted(variants),
         formats=formats,
         pie_rule=pie_rule,
+        cache=cache,
     )
 
 

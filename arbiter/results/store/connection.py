@@ -35,6 +35,7 @@ class StoreConnection:
         self._wal_pending = False  # switch to WAL mode before the first write
         self._digests = False  # the store keeps the digests of the games rows written
         self._kept = False  # the triggers keep the digests and `seats_played` up to date
+        self._summed = False  # the triggers keep `records_seen` and `pies_seen` too
         self._all_digested = False  # every games row has a digest (as far as counts tell)
         self._trusted = False  # read: rows with a digest were not read at opening
         self.on_damage: Callable[[Damage], None] | None = None  # told of damage found later

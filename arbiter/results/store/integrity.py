@@ -13,7 +13,14 @@ from arbiter.results.records import RATED, GameRecord
 from arbiter.results.store.connection import StoreConnection
 from arbiter.results.store.failures import RUN_HINT, _foreign_hint
 from arbiter.results.store.rows import Damage
-from arbiter.results.store.schema import _SCANNED, _TABLES, _TRIGGERS, SCHEMA_VERSION, _columns
+from arbiter.results.store.schema import (
+    _SCANNED,
+    _SUMMED_TRIGGERS,
+    _TABLES,
+    _TRIGGERS,
+    SCHEMA_VERSION,
+    _columns,
+)
 
 
 def _row_digest(values: tuple[object, ...], record: bytes) -> bytes:
@@ -116,6 +123,16 @@ class CheckedStore(StoreConnection):
             )[0]
             self._kept = seats == 2 * rows
             self._all_digested = self._kept and digested == rows
+            self._summed = (
+                self._kept
+                and {"records_seen", "pies_seen"} <= tables
+                and set(_SUMMED_TRIGGERS) <= triggers
+                and self._q(
+                    "SELECT (SELECT TOTAL(games) FROM records_seen),"
+                    " (SELECT TOTAL(games) FROM pies_seen)"
+                )[0]
+                == (rows, rows)
+            )
         where = str(self.path)
         hint = RUN_HINT if run else "restore it from a copy"
         if "meta" not in tables:

@@ -18,7 +18,7 @@ from arbiter.results.store.failures import (
     _text,
 )
 from arbiter.results.store.files import _lock, _read_mode, _remove_unused, set_aside
-from arbiter.results.store.schema import _KEPT, _READ_AIDS, _SCHEMA, SCHEMA_VERSION
+from arbiter.results.store.schema import _KEPT, _READ_AIDS, _SCHEMA, _SUMMED, SCHEMA_VERSION
 from arbiter.results.store.writes import StoreWrites
 
 
@@ -100,7 +100,7 @@ class Store(StoreWrites):
             db.execute("PRAGMA synchronous=NORMAL")
             if new:
                 store._use_wal(indexes=False)
-                db.executescript(_SCHEMA + _READ_AIDS + _KEPT)
+                db.executescript(_SCHEMA + _READ_AIDS + _KEPT + _SUMMED)
                 store._set_meta("schema", str(SCHEMA_VERSION))
             else:
                 # An existing store is switched to WAL by the first write, not before: a

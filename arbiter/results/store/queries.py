@@ -148,6 +148,94 @@ class StoreQueries(CheckedStore):
         )
         return [(str(name), SeatPlayed(*played), int(n)) for name, *played, n in rows]
 
+    def seen_records(self) -> list[tuple[str, str, list[Any], int, int, str, str]] | None:
+        """(seat 1, seat 2, facts, first game number, games) of each group of stored
+        games whose records show the same conditions (`records_seen`: board, swap,
+        opening, time controls, commands, versions, answers, host, CPU), in the order
+        their first games were stored, with the earliest start ('' if none) and the
+        latest finish; None where the store does not keep the groups or has damaged rows
+        (a reader then reads the records themselves)."""
+        return self._seen(
+            "SELECT seat1, seat2, facts, first, games, started, finished FROM records_seen", 2
+        )
+
+    def seen_pies(self) -> list[tuple[str, list[Any], int, int]] | None:
+        """(seat 2, facts, first game number, games) of each group of stored games with
+        the same board, first stone, second move ("swap", "other" or null), opening and
+        winner's colour (`pies_seen`), as `seen_records` orders them, or None."""
+        return self._seen("SELECT seat2, facts, first, games FROM pies_seen", 1)
+
+    def _seen(self, sql: str, seats: int) -> list[Any] | None:
+        if not self._summed or self._skip_games != "[]":
+            return None
+        out = []
+        for row in self._q(sql + " WHERE games > 0 ORDER BY first, key"):
+            facts = row[seats]
+            decoded = _json(facts, "")[0] if facts is not None else None
+            if not isinstance(decoded, list):
+                return None  # a record that was not JSON: read the records instead
+            named = tuple(str(v) for v in row[:seats])
+            out.append(
+                (*named, decoded, int(row[seats + 1]), int(row[seats + 2]), *row[seats + 3 :])
+            )
+        return out
+
+    def adjudicated_count(self) -> int:
+        """Stored games a proof ended (read from the seats index)."""
+        rows = self._games("SELECT COUNT(*) FROM {games} WHERE termination = 'adjudicated'")
+        return int(rows[0][0])
+
+    def last_numbers(self, limit: int) -> list[int]:
+        """The numbers of the last `limit` sound stored games, ascending (by the number
+        index)."""
+        rows = self._games("SELECT number FROM {games} ORDER BY number DESC LIMIT ?", (limit,))
+        return sorted(int(n) for (n,) in rows)
+
+    def fault_numbers(self, faults: Iterable[str], limit: int) -> list[int]:
+        """The numbers of the last `limit` games lost by one of `faults`, ascending (the
+        terminations read from the seats index, the numbers of those games only)."""
+        marks = ", ".join("?" for _ in faults)
+        rows = self._q(
+            "SELECT number FROM games WHERE rowid IN (SELECT rowid FROM games"
+            f" WHERE termination IN ({marks})) AND rowid NOT IN (SELECT value FROM json_each(?))"
+            " ORDER BY number DESC LIMIT ?",
+            (*faults, self._skip_games, limit),
+        )
+        return sorted(int(n) for (n,) in rows)
+
+    def pairing_numbers(self, per: int) -> list[int]:
+        """The numbers of the last `per` games of each pairing (whichever seats), ascending:
+        through the pairing index, a few rows a pairing, where the store has it."""
+        if "games_by_pairing" not in {
+            str(n) for (n,) in self._q("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }:
+            rows = self._games(
+                "SELECT number FROM (SELECT number, ROW_NUMBER() OVER (PARTITION BY"
+                " MIN(seat1, seat2), MAX(seat1, seat2) ORDER BY number DESC) AS r FROM {games})"
+                " WHERE r <= ?",
+                (per,),
+            )
+            return sorted(int(n) for (n,) in rows)
+        last: dict[tuple[str, str], list[int]] = {}
+        seatings = "records_seen" if self._summed else "games"  # (its groups: a few rows)
+        for seat1, seat2 in self._q(f"SELECT DISTINCT seat1, seat2 FROM {seatings}"):
+            numbers = self._q(
+                "SELECT number FROM games WHERE seat1 = ? AND seat2 = ? AND rowid NOT IN"
+                " (SELECT value FROM json_each(?)) ORDER BY number DESC LIMIT ?",
+                (seat1, seat2, self._skip_games, per),
+            )
+            pairing = (seat1, seat2) if seat1 <= seat2 else (seat2, seat1)
+            last.setdefault(pairing, []).extend(int(n) for (n,) in numbers)
+        return sorted(n for numbers in last.values() for n in sorted(numbers)[-per:])
+
+    def numbered(self, numbers: Iterable[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(number, record) of the stored games of these numbers, by number: a few games
+        of a large store, read by the number index."""
+        wanted = json.dumps(sorted(set(numbers)))
+        for number, text, _, _ in self.record_texts(voids=False, numbers=wanted):
+            assert number is not None  # (a games row's)
+            yield number, json.loads(text)
+
     def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
         """Every stored game with the host and CPU that played it and its move times."""
         rows = self._games_iter(
@@ -342,11 +430,14 @@ class StoreQueries(CheckedStore):
                 text if as_written else json.dumps(json.loads(text), separators=(",", ":"))
             ) + "\n"
 
-    def record_texts(self, *, voids: bool = True) -> Iterator[tuple[int | None, str, bool, bool]]:
+    def record_texts(
+        self, *, voids: bool = True, numbers: str | None = None
+    ) -> Iterator[tuple[int | None, str, bool, bool]]:
         """(number, record text, as a run wrote it, void) of every sound stored record, as
         `numbered_records` orders them. A games row is as a run wrote it when its digest
         says so; a row whose digest does not, and that opening did not read (a reader
-        trusts the digests the triggers keep), is checked now, and left out if damaged."""
+        trusts the digests the triggers keep), is checked now, and left out if damaged.
+        `numbers` (a JSON array) reads only the games of those numbers."""
         columns = ", ".join(f"g.{c}" for c in _SCANNED)
         cursor = self._cursor(
             f"SELECT g.rowid, g.number, CAST(g.record AS BLOB), {columns}, "
@@ -355,8 +446,10 @@ class StoreQueries(CheckedStore):
                 if self._digests
                 else "NULL FROM games AS g"
             )
-            + " WHERE g.rowid NOT IN (SELECT value FROM json_each(?)) ORDER BY g.number",
-            (self._skip_games,),
+            + " WHERE g.rowid NOT IN (SELECT value FROM json_each(?))"
+            + (" AND g.number IN (SELECT value FROM json_each(?))" if numbers is not None else "")
+            + " ORDER BY g.number",
+            (self._skip_games,) if numbers is None else (self._skip_games, numbers),
         )
         for rowid, number, record, *values, digest in self._rows(cursor):
             as_written = (
@@ -376,13 +469,23 @@ class StoreQueries(CheckedStore):
                 False,
             )
         if voids:
-            cursor = self._cursor(
-                f"SELECT (SELECT number FROM {self._GAMES} AS g WHERE g.game_id = v.game_id),"
-                f" v.record FROM {self._VOIDS} AS v ORDER BY v.id",
-                (self._skip_games, self._skip_voids),
-            )
-            for number, data in self._rows(cursor):
-                yield None if number is None else int(number), str(data), False, True
+            yield from self._void_texts()
+
+    def _void_texts(self) -> Iterator[tuple[int | None, str, bool, bool]]:
+        """`record_texts` of the sound void attempts."""
+        cursor = self._cursor(
+            f"SELECT (SELECT number FROM {self._GAMES} AS g WHERE g.game_id = v.game_id),"
+            f" v.record FROM {self._VOIDS} AS v ORDER BY v.id",
+            (self._skip_games, self._skip_voids),
+        )
+        for number, data in self._rows(cursor):
+            yield None if number is None else int(number), str(data), False, True
+
+    def numbered_voids(self) -> Iterator[tuple[int | None, dict[str, Any]]]:
+        """The void attempts of `numbered_records`, in the same order, with the same
+        numbers."""
+        for number, text, _, _ in self._void_texts():
+            yield number, json.loads(text)
 
     def engine_starts(self) -> tuple[int, float]:
         """Engine starts so far and the seconds they took (0, 0.0 if none were counted)."""

@@ -63,6 +63,7 @@ CREATE INDEX IF NOT EXISTS games_by_seats ON games (seat1, seat2, winner_seat, t
                                                  plies);
 CREATE INDEX IF NOT EXISTS games_by_pair ON games (pair_key, number, seat1, seat2, winner);
 CREATE INDEX IF NOT EXISTS games_by_start ON games (game_id, started);
+CREATE INDEX IF NOT EXISTS games_by_pairing ON games (seat1, seat2, number);
 CREATE INDEX IF NOT EXISTS voids_by_game ON voids (game_id);
 CREATE TABLE IF NOT EXISTS games_checked (
     game_rowid INTEGER PRIMARY KEY, -- a games row written by a run
@@ -137,6 +138,141 @@ CREATE TRIGGER IF NOT EXISTS games_deleted AFTER DELETE ON games BEGIN
     {_count_seats("OLD", "-1")}
 END;
 """
+# What the report reads of each game's record beyond its columns, counted by the
+# database as games are stored (as `seats_played` is): the conditions a record shows
+# (board, swap, opening, time controls, commands, versions, answers, host) by pair of
+# seats, and the first two moves and the winner's colour (the "Pie rule" section) by
+# seat 2, each group with its games and the lowest game number in it (the order the
+# records are met in). So a report over a million games reads some thousands of rows.
+_SUMMED_TRIGGERS = ("games_summed_inserted", "games_summed_updated", "games_summed_deleted")
+_SUMMED_FACTS = {
+    "records_seen": (
+        "seat1, seat2",
+        "'$.variant', '$.swapped', '$.opening', '$.tc', '$.commands', '$.versions',"
+        " '$.answers', '$.host', '$.cpu'",
+    ),
+    "pies_seen": (
+        "seat2",
+        "'$.variant', '$.moves[0]', '$.moves[1]', '$.opening', '$.winner_color'",
+    ),
+}
+# The facts kept of each: for the pie rule, the second move only as "swap" or "other"
+# (null where there is none), so that its groups follow the first stones, not the games.
+_SUMMED_KEPT = {
+    "records_seen": "{f}",
+    "pies_seen": "json_replace({f}, '$[2]', CASE WHEN json_extract({f}, '$[2]') IS NULL THEN NULL"
+    " WHEN lower(trim(json_extract({f}, '$[2]'))) = 'swap' THEN 'swap' ELSE 'other' END)",
+}
+
+
+def _sum_facts(table: str, row: str, step: str) -> str:
+    """SQL that adds `step` games of `row` (a games row: NEW, OLD, or the table itself
+    with `row` "games") to its group in `table`."""
+    seats, paths = _SUMMED_FACTS[table]
+    columns = [c.strip() for c in seats.split(",")]
+    times = table == "records_seen"  # it keeps the first start and the last finish too
+    picked = ", ".join(f"{row}.{c} AS {c}" for c in [*columns, *(["started", "finished"] * times)])
+    key = " || ',' || ".join(f"quote({c})" for c in [*columns, "facts"])
+    source = f"FROM {row}" if row == "games" else ""
+    grouped = " GROUP BY key" if row == "games" else ""
+    whole = row == "games"
+    first = "MIN(number)" if whole else "number"
+    # The earliest start that is not empty ('' where none is), and the latest finish.
+    started = "IFNULL(MIN(NULLIF(started, '')), '')" if whole else "started"
+    finished = "MAX(finished)" if whole else "finished"
+    kept = ", started, finished" if times else ""
+    values = f", {started}, {finished}" if times else ""
+    update = (
+        ", started = CASE WHEN started = '' OR (excluded.started != ''"
+        " AND excluded.started < started) THEN excluded.started ELSE started END,"
+        " finished = MAX(finished, excluded.finished)"
+        if times
+        else ""
+    )
+    return (
+        f"INSERT INTO {table} (key, {seats}, facts, first, games{kept})"
+        f" SELECT {key} AS key, {seats}, facts, {first}, {step}{values} FROM (SELECT {seats}"
+        f"{kept}, {_SUMMED_KEPT[table].format(f='f')} AS facts, number FROM (SELECT {picked},"
+        f" CASE WHEN json_valid({row}.record) THEN json_extract({row}.record, {paths}) END"
+        f" AS f, {row}.number AS number {source})) WHERE true{grouped}"
+        " ON CONFLICT (key) DO UPDATE SET games = games + excluded.games,"
+        f" first = MIN(first, excluded.first){update};"
+    )
+
+
+def _facts(table: str, record: str) -> str:
+    """SQL of the facts `table` keeps of `record` (a column)."""
+    f = f"CASE WHEN json_valid({record}) THEN json_extract({record}, {_SUMMED_FACTS[table][1]}) END"
+    return _SUMMED_KEPT[table].format(f=f)
+
+
+def _recount(table: str) -> str:
+    """SQL that sets the first game, start and finish of OLD's group in `table` anew
+    from the games still in it, after OLD left it (a games row changed or deleted by
+    hand: runs only add games). A group that OLD was not the first game of keeps its
+    first; `records_seen` reads the games of one seating, `pies_seen` those of seat 2."""
+    seats = [c.strip() for c in _SUMMED_FACTS[table][0].split(",")]
+    same = " AND ".join(f"g.{c} = {table}.{c}" for c in seats)
+    mine = " AND ".join(f"{c} = OLD.{c}" for c in seats)
+    facts = f"{_facts(table, 'g.record')} IS {table}.facts"
+    first = f"IFNULL((SELECT MIN(g.number) FROM games AS g WHERE {same} AND {facts}), first)"
+    if table != "records_seen":
+        return f"UPDATE {table} SET first = {first} WHERE {mine} AND first = OLD.number;"
+    started = (
+        f"IFNULL((SELECT MIN(NULLIF(g.started, '')) FROM games AS g WHERE {same} AND {facts}), '')"
+    )
+    finished = f"IFNULL((SELECT MAX(g.finished) FROM games AS g WHERE {same} AND {facts}), '')"
+    return (
+        f"UPDATE {table} SET first = {first}, started = {started}, finished = {finished}"
+        f" WHERE {mine} AND facts IS {_facts(table, 'OLD.record')};"
+    )
+
+
+_SUMMED = f"""
+CREATE TABLE IF NOT EXISTS records_seen (
+    key TEXT PRIMARY KEY,           -- seat1, seat2 and facts, quoted, comma-separated
+    seat1 TEXT NOT NULL,
+    seat2 TEXT NOT NULL,
+    facts TEXT,                     -- the record's values at _SUMMED_FACTS' paths, as JSON
+    first INTEGER NOT NULL,         -- the lowest game number counted here
+    games INTEGER NOT NULL,
+    started TEXT NOT NULL,          -- the earliest start that is not empty ('' if none)
+    finished TEXT NOT NULL          -- the latest finish
+);
+CREATE TABLE IF NOT EXISTS pies_seen (
+    key TEXT PRIMARY KEY,
+    seat2 TEXT NOT NULL,
+    facts TEXT,
+    first INTEGER NOT NULL,
+    games INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS games_summed_inserted AFTER INSERT ON games BEGIN
+    {_sum_facts("records_seen", "NEW", "1")}
+    {_sum_facts("pies_seen", "NEW", "1")}
+END;
+CREATE TRIGGER IF NOT EXISTS games_summed_updated AFTER UPDATE ON games BEGIN
+    {_sum_facts("records_seen", "OLD", "-1")}
+    {_sum_facts("pies_seen", "OLD", "-1")}
+    {_sum_facts("records_seen", "NEW", "1")}
+    {_sum_facts("pies_seen", "NEW", "1")}
+    {_recount("records_seen")}
+    {_recount("pies_seen")}
+END;
+CREATE TRIGGER IF NOT EXISTS games_summed_deleted AFTER DELETE ON games BEGIN
+    {_sum_facts("records_seen", "OLD", "-1")}
+    {_sum_facts("pies_seen", "OLD", "-1")}
+    {_recount("records_seen")}
+    {_recount("pies_seen")}
+END;
+"""
+# An older store's games counted into the tables above (a run's first write does it).
+_SUMMED_FILL = (
+    "DELETE FROM records_seen; DELETE FROM pies_seen;"
+    + _sum_facts("records_seen", "games", "COUNT(*)")
+    + _sum_facts("pies_seen", "games", "COUNT(*)")
+)
+
+
 _SCANNED = (
     "game_id",
     "seat1",

@@ -22,6 +22,9 @@ from arbiter.results.store.schema import (
     _KEPT,
     _PLAYED_KEY,
     _READ_AIDS,
+    _SUMMED,
+    _SUMMED_FILL,
+    _SUMMED_TRIGGERS,
     _TRIGGERS,
     TEXT_CAP,
     _played,
@@ -95,6 +98,7 @@ class StoreWrites(StoreQueries):
                 "SELECT name FROM sqlite_master WHERE type IN ('trigger', 'table')"
             )
         }
+        self._keep_summed(names)
         if {*_TRIGGERS, "seats_played"} <= names and self.db.execute(
             "SELECT (SELECT TOTAL(games) FROM seats_played) = 2 * (SELECT COUNT(*) FROM games)"
         ).fetchone()[0]:
@@ -112,6 +116,29 @@ class StoreWrites(StoreQueries):
                 f" games) SELECT {_PLAYED_KEY}, engine, tc, variant, versions, command,"
                 f" COUNT(*) FROM ({seats}) GROUP BY 1;"
                 "COMMIT;"
+            )
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _keep_summed(self, names: set[str]) -> None:
+        """Give an older store `records_seen`, `pies_seen` and their triggers, its games
+        counted into them, in one transaction (once: a store's first write by a run of
+        this version reads every record once, so that no report has to)."""
+        if {*_SUMMED_TRIGGERS, "records_seen", "pies_seen"} <= names and self.db.execute(
+            "SELECT (SELECT TOTAL(games) FROM records_seen) = (SELECT COUNT(*) FROM games)"
+            " AND (SELECT TOTAL(games) FROM pies_seen) = (SELECT COUNT(*) FROM games)"
+        ).fetchone()[0]:
+            return
+        try:
+            self.db.executescript(
+                "BEGIN IMMEDIATE;"
+                + "".join(f"DROP TRIGGER IF EXISTS {name};" for name in _SUMMED_TRIGGERS)
+                + "DROP TABLE IF EXISTS records_seen; DROP TABLE IF EXISTS pies_seen;"
+                + _SUMMED
+                + _SUMMED_FILL
+                + "COMMIT;"
             )
         except BaseException:
             if self.db.in_transaction:
