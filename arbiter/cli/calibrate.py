@@ -7,10 +7,11 @@ import json
 import click
 
 from . import options
+from .options import examples
 from .output import handle_errors, say
 
 
-@click.command()
+@click.command(epilog=examples("arbiter calibrate", "arbiter calibrate --moves 16 --json"))
 @click.option(
     "--moves",
     type=click.IntRange(1, 100),
