@@ -16,6 +16,7 @@ import pytest
 from commands import arbiter, invoke
 from files import bot, write_tournament
 from paths import BADBOT, ROOT
+from processes import killed_after_games
 from stores import games_stored, read_store
 
 from arbiter.results.records import read_records
@@ -895,23 +896,7 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
 
 def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    seen = 0
-    for line in proc.stderr:  # the middle of round 2: weak's and strong's tests go on
-        seen += line.startswith("Finished game")
-        if seen == 9:
-            break
-    proc.kill()
-    proc.wait()
-    proc.stderr.close()
+    killed_after_games(t, 9)  # the middle of round 2: weak's and strong's tests go on
     assert 9 <= games_stored(tmp_path / "t.sqlite") < 28
     done = arbiter("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr

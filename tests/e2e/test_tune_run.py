@@ -4,14 +4,14 @@ mid-run, the resume, and what the store and status then say."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from commands import invoke
-from paths import ENGINES, ROOT
+from paths import ENGINES
+from processes import killed_after_games
 from stores import meta, read_store
 
 from arbiter.results.store import Store
@@ -37,24 +37,7 @@ def tune_file(folder: Path, games: int, output: str = "t.sqlite", file: str = "t
 
 def test_a_tune_killed_with_sigkill_resumes_on_its_trajectory(tmp_path: Path) -> None:
     t = tune_file(tmp_path, 12)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    finished = 0
-    for line in proc.stderr:
-        if line.startswith("Finished game"):
-            finished += 1
-            if finished >= 5:  # mid-batch: a batch is 2 iterations, 4 games
-                break
-    proc.kill()  # SIGKILL: no clean-up at all
-    proc.wait()
-    proc.stderr.close()
+    killed_after_games(t, 5)  # mid-batch: a batch is 2 iterations, 4 games
     resumed = invoke("tournament", "run", str(t))
     assert resumed.returncode == 0, resumed.stderr
     stored = read_store(tmp_path / "t.sqlite")

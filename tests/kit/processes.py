@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from paths import ROOT
 
 
 def running(pid: int) -> bool:
@@ -42,3 +45,25 @@ def pids_matching(pattern: str) -> list[int]:
     """Live processes whose command line contains `pattern`."""
     found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
     return [int(p) for p in found.stdout.split() if running(int(p))]
+
+
+def killed_after_games(tournament: Path, games: int) -> None:
+    """Run `arbiter tournament run FILE` and kill it with SIGKILL (no clean-up at all) as
+    soon as its progress says `games` games finished: a harness lost mid-run."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "tournament", "run", str(tournament)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    finished = 0
+    for line in proc.stderr:
+        finished += line.startswith("Finished game")
+        if finished >= games:
+            break
+    proc.kill()
+    proc.wait()
+    proc.stderr.close()
