@@ -289,9 +289,9 @@ class Hall:
     def pairs(self) -> list[tuple[Participant, Participant]]:
         """Idle engines in pairs, as CGOS pairs them: in a random order, each takes the
         free engine nearest in rating (with some noise), never one that it has just
-        played (whichever of the two played another since) while an engine in play may
-        be free for it soon: it waits for that one, or two engines that finish together
-        would meet again and again while the rest of the field meet only each other.
+        played (whichever of the two played another since) while another engine is here:
+        it sits out and waits, or two engines that finish together would meet again and
+        again while the rest of the field meet only each other.
         Two of the server's own engines never meet."""
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
@@ -309,12 +309,16 @@ class Hall:
                 continue
             fresh = [b for b in choices if a.name != b.last_opponent and b.name != a.last_opponent]
             if not fresh:
-                if any(
-                    q.busy and q is not a and not (a.local and q.local)
+                others = [
+                    q
                     for q in self.participants.values()
-                ):
-                    continue  # an engine in play will be free, with another last opponent
-                fresh = [b for b in choices if b.name != a.last_opponent] or choices
+                    if q.present and q is not a and not (a.local and q.local)
+                ]
+                if len(others) > 1:
+                    # Another engine is here, free for someone now or once its game
+                    # ends: `a` sits out rather than meet one of its last opponents.
+                    continue
+                fresh = choices  # two alone play each other again
             b = min(fresh, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
             idle.remove(b)
             out.append((a, b))

@@ -69,3 +69,26 @@ async def test_two_engines_alone_play_each_other_again(tmp_path: Path) -> None:
                 ((a, b),) = hall.pairs()
                 assert {a.name, b.name} == {"alice", "random"}
                 hall.end_pair(hall.begin_pair(a, b))
+
+
+async def test_in_rounds_nobody_meets_its_last_opponent_while_a_third_is_free(
+    tmp_path: Path,
+) -> None:
+    """Three engines free at once (as at a round's start), alice and carol last played
+    each other and bob last played alice: whatever the order, bob plays carol and alice
+    sits out; it once took bob as a fallback, his last opponent."""
+    names = ("alice", "bob", "carol")
+    arena = load_arena(arena_file(tmp_path, players=names, engines=""))
+    store, _ = Store.open_for_run(arena.output, origin="test")
+    with store:
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery)
+            for name in names:
+                hall.participants[name] = Participant(name, False, sessions=[connected(name)])
+            last = {"alice": "carol", "carol": "alice", "bob": "alice"}
+            for seed in range(40):
+                hall.rng.seed(seed)
+                for name, opponent in last.items():
+                    hall.participants[name].last_opponent = opponent
+                ((a, b),) = hall.pairs()
+                assert {a.name, b.name} == {"bob", "carol"}, seed
