@@ -95,7 +95,8 @@ async def get(port: int, target: str) -> tuple[str, dict[str, str], bytes]:
     return status, headers, body
 
 
-@pytest.mark.smoke
+# Slow (the e2e default): the fast run keeps the arena's break tests; this one plays
+# games for its pages and takes about 4 s.
 async def test_game_pages_downloads_the_paged_list_and_rating_history(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
