@@ -621,25 +621,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
     rng = random.Random(7)
     finished_before: set[str] = set()
     for _ in range(kills):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "tournament", "run", str(t)],
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert proc.stderr is not None
-        target = rng.randint(1, 4)
-        seen = 0
-        for line in proc.stderr:
-            if line.startswith("Finished game"):
-                seen += 1
-                if seen >= target:
-                    break
-        proc.kill()  # SIGKILL: no clean-up at all
-        proc.wait()
-        proc.stderr.close()
+        killed_after_games(t, rng.randint(1, 4))  # SIGKILL: no clean-up at all
         with Store.open_read(db) as store:
             stored = store.done_ids()
             assert store.integrity() == []  # SQLite finds the file sound
