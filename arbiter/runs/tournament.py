@@ -25,7 +25,7 @@ from arbiter.engines.config import (
     engine_definition,
     unread_engines_file,
 )
-from arbiter.engines.params import fill, placeholders
+from arbiter.engines.params import placeholders
 from arbiter.engines.process import EngineSpec, with_clock
 from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
@@ -420,7 +420,9 @@ def load_tournament(
     tune: TuneSettings | None = None
     templates: dict[str, tuple[str, ...]] = {}
     if tuned is not None:
-        tune, engines, conditions, templates = _tune_field(file, tuned, engines, conditions)
+        from arbiter.runs.tune import tune_field
+
+        tune, engines, conditions, templates = tune_field(file, tuned, engines, conditions)
     if len(engines) < 2:
         raise ConfigError(
             f"needs at least two engines, has {len(engines)}", where=str(file), hint=_EXAMPLE
@@ -527,51 +529,6 @@ def load_tournament(
         tune=tune,
         templates=templates,
     )
-
-
-def _tune_field(
-    file: Path,
-    tuned: tuple[str, tuple[Param, ...], int, Sprt | None],
-    engines: dict[str, EngineSpec],
-    conditions: dict[str, dict[str, Any]],
-) -> tuple[
-    TuneSettings, dict[str, EngineSpec], dict[str, dict[str, Any]], dict[str, tuple[str, ...]]
-]:
-    """The tune's settings and the field it plays: the tuned engine, started with the
-    start values where no game gives it its own (the engine check), against the file's
-    other engines, or as two seats of its own (theta+ and theta-) when there are none."""
-    from arbiter.runs.tune import TuneSettings, minus_name, plus_name, start_name, tuned_name
-
-    name, params, batch, confirm = tuned
-    where = f"{file}: tune"
-    if name not in engines:
-        raise ConfigError(
-            f"no engine named {toml_value(name)}",
-            where=f"{where}.engine",
-            hint=f"engines: {', '.join(engines)}",
-        )
-    # A parameter without a placeholder in the command is told by protocol, during each
-    # game's set-up (`set_param`, PROTOCOL.md 5.4).
-    template = engines[name].argv
-    start = {p.name: p.played(p.start) for p in params}
-    started = replace(engines[name], argv=fill(template, start))
-    others = tuple(e for e in engines if e != name)
-    if others:
-        field = {**engines, name: started}
-        field_conditions = conditions
-        templates = {name: template}
-    else:
-        plus, minus = plus_name(name), minus_name(name)
-        field = {plus: replace(started, name=plus), minus: replace(started, name=minus)}
-        field_conditions = {plus: conditions[name], minus: conditions[name]}
-        templates = {plus: template, minus: template}
-    if confirm is not None:  # the tuned values against the start values
-        for seat in (tuned_name(name), start_name(name)):
-            field[seat] = replace(started, name=seat)
-            field_conditions = {**field_conditions, seat: conditions[name]}
-            templates[seat] = template
-    settings = TuneSettings(name, params, batch, others, confirm)
-    return settings, field, field_conditions, templates
 
 
 def _adaptive(

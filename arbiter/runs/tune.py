@@ -29,11 +29,13 @@ import json
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from arbiter.definitions import Key, Keys
-from arbiter.engines.params import as_pairs, shown
+from arbiter.engines.params import as_pairs, fill, shown
+from arbiter.engines.process import EngineSpec
 from arbiter.errors import ConfigError
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge, test_from
@@ -49,6 +51,7 @@ from arbiter.runs.schedule import (
     game_seed,
     winner_seat,
 )
+from arbiter.text import toml_value
 
 ALPHA = 0.602
 GAMMA = 0.101
@@ -573,3 +576,46 @@ def read_tune(table: Any, where: str) -> tuple[str, tuple[Param, ...], int, Sprt
                 str(exc), where=f"{where}.confirm", hint="e.g. confirm = { elo0 = 0, elo1 = 10 }"
             ) from exc
     return engine, tuple(params), TUNE.get(table, "batch", where), test
+
+
+def tune_field(
+    file: Path,
+    tuned: tuple[str, tuple[Param, ...], int, Sprt | None],
+    engines: dict[str, EngineSpec],
+    conditions: dict[str, dict[str, Any]],
+) -> tuple[
+    TuneSettings, dict[str, EngineSpec], dict[str, dict[str, Any]], dict[str, tuple[str, ...]]
+]:
+    """The tune's settings and the field it plays: the tuned engine, started with the
+    start values where no game gives it its own (the engine check), against the file's
+    other engines, or as two seats of its own (theta+ and theta-) when there are none."""
+    name, params, batch, confirm = tuned
+    where = f"{file}: tune"
+    if name not in engines:
+        raise ConfigError(
+            f"no engine named {toml_value(name)}",
+            where=f"{where}.engine",
+            hint=f"engines: {', '.join(engines)}",
+        )
+    # A parameter without a placeholder in the command is told by protocol, during each
+    # game's set-up (`set_param`, PROTOCOL.md 5.4).
+    template = engines[name].argv
+    start = {p.name: p.played(p.start) for p in params}
+    started = replace(engines[name], argv=fill(template, start))
+    others = tuple(e for e in engines if e != name)
+    if others:
+        field = {**engines, name: started}
+        field_conditions = conditions
+        templates = {name: template}
+    else:
+        plus, minus = plus_name(name), minus_name(name)
+        field = {plus: replace(started, name=plus), minus: replace(started, name=minus)}
+        field_conditions = {plus: conditions[name], minus: conditions[name]}
+        templates = {plus: template, minus: template}
+    if confirm is not None:  # the tuned values against the start values
+        for seat in (tuned_name(name), start_name(name)):
+            field[seat] = replace(started, name=seat)
+            field_conditions = {**field_conditions, seat: conditions[name]}
+            templates[seat] = template
+    settings = TuneSettings(name, params, batch, others, confirm)
+    return settings, field, field_conditions, templates
