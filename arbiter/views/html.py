@@ -31,6 +31,7 @@ from arbiter.results.standings import Games, Selection, Standings, head_to_head,
 from arbiter.rules import SWAP, IllegalMove, Variant
 from arbiter.text import escape, name, shorten
 from arbiter.views.conditions import conditions as conditions_table
+from arbiter.views.plots import elo_plot, error_text, signed, trajectory_plot
 from arbiter.views.report import describe_result
 from arbiter.views.standings_text import UNBOUNDED
 from arbiter.views.svg import (
@@ -54,8 +55,7 @@ PAGE_SIZE = 100  # rows of the game list in the page at a time: what keeps big r
 MIN_LABEL_PX = 10.0
 BOARD_COLUMN = 620  # CSS px: the viewer's board column (report.css) at full page width
 MAX_TENTHS = 2**53 - 1  # move times (tenths of a millisecond) the page's script counts exactly
-MINUS = "\u2212"  # typographic minus and en dash, for numbers and scores on the page
-DASH = "\u2013"
+DASH = "\u2013"  # typographic en dash, for ranges on the page
 
 
 CELL_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -113,118 +113,7 @@ def _text(value: Any, limit: int = LINE_CHARS) -> str:
     return shorten(escape(str(value)), limit)
 
 
-def _signed(x: float) -> str:
-    if math.isinf(x):
-        return "+∞" if x > 0 else f"{MINUS}∞"
-    text = f"{x:+.0f}"
-    return "0" if text in ("+0", "-0") else text.replace("-", MINUS)
-
-
-def _error(x: float) -> str:
-    return "∞" if math.isinf(x) or math.isnan(x) else f"{x:.0f}"
-
-
 # ---------------------------------------------------------------- leaderboard
-
-
-@dataclass(frozen=True)
-class PlotRow:
-    name: str
-    y: float
-    elo: float | None  # None: unbounded, no point to plot
-    lo: float
-    hi: float
-    open_lo: bool  # the interval runs off the plot (unbounded)
-    open_hi: bool
-    label: str
-
-
-@dataclass(frozen=True)
-class Plot:
-    width: float
-    height: float
-    left: float
-    right: float
-    rows: list[PlotRow]
-    ticks: list[tuple[float, str]]
-    zero: float | None
-
-
-def _nice_step(span: float) -> float:
-    raw = span / 6
-    magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
-    for k in (1, 2, 2.5, 5, 10):
-        if raw <= k * magnitude:
-            return k * magnitude
-    return 10 * magnitude
-
-
-def elo_plot(board: Standings) -> Plot:
-    """Each engine's Elo with its 95% interval on one scale; an unbounded rating is an
-    open bar across the whole scale, without a point."""
-    width, left, right, row_h = 640.0, 150.0, 620.0, 26.0
-    finite = [
-        (r.elo - r.error, r.elo + r.error)
-        for r in board.rows
-        if r.elo is not None and r.error is not None
-    ]
-    points = [r.elo for r in board.rows if r.elo is not None] or [0.0]
-    low = min([p[0] for p in finite] + points)
-    high = max([p[1] for p in finite] + points)
-    if high - low < 100:
-        middle = (high + low) / 2
-        low, high = middle - 50, middle + 50
-    step = _nice_step(high - low)
-    low = math.floor(low / step) * step
-    high = math.ceil(high / step) * step
-
-    def x(elo: float) -> float:
-        return round(left + (elo - low) / (high - low) * (right - left), 1)
-
-    rows = []
-    for i, r in enumerate(board.rows):
-        y = 30.0 + i * row_h
-        if r.elo is None or r.error is None:
-            rows.append(
-                PlotRow(
-                    name=name(r.name),
-                    y=y,
-                    elo=None,
-                    lo=x(low),
-                    hi=x(high),
-                    open_lo=True,
-                    open_hi=True,
-                    label=UNBOUNDED,
-                )
-            )
-            continue
-        lo, hi = r.elo - r.error, r.elo + r.error
-        rows.append(
-            PlotRow(
-                name=name(r.name),
-                y=y,
-                elo=x(min(max(r.elo, low), high)),
-                lo=x(max(lo, low)),
-                hi=x(min(hi, high)),
-                open_lo=lo < low,
-                open_hi=hi > high,
-                label=f"{_signed(r.elo)} ± {_error(r.error)}",
-            )
-        )
-    ticks = []
-    k = low
-    while k <= high + step / 2:
-        ticks.append((x(k), _signed(k)))
-        k += step
-    return Plot(
-        width,
-        40.0 + len(rows) * row_h,
-        left,
-        right,
-        rows,
-        ticks,
-        x(0.0) if low <= 0 <= high else None,
-    )
 
 
 def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
@@ -236,8 +125,8 @@ def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
             {
                 "rank": r.rank,
                 "name": name(r.name),
-                "elo": UNBOUNDED if r.elo is None else _signed(r.elo),
-                "error": "" if r.error is None else _error(r.error),
+                "elo": UNBOUNDED if r.elo is None else signed(r.elo),
+                "error": "" if r.error is None else error_text(r.error),
                 "games": r.games,
                 "score": f"{100 * r.score:.1f}",
                 "wl": f"{r.wins}{DASH}{r.losses}",
@@ -251,7 +140,7 @@ def leaderboard(board: Standings) -> tuple[list[str], list[dict[str, Any]]]:
 def _difference(d: Difference, unit: str = "") -> str:
     if d.elo is None or d.error is None:
         return UNBOUNDED
-    return f"{_signed(d.elo)} ± {_error(d.error)}{unit}"
+    return f"{signed(d.elo)} ± {error_text(d.error)}{unit}"
 
 
 def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] | None]]]:
@@ -597,7 +486,7 @@ def render_report(
             engines=payload["engines"],
             terminations=terminations,
             payload=payload,
-            anchors=[(name(a), _signed(v)) for a, v in f.anchors],
+            anchors=[(name(a), signed(v)) for a, v in f.anchors],
             floating=[[name(n) for n in g] for g in f.floating],
             games=len(views),
             voids=sum(g["r"] == "void" for g in views) if voids is None else voids,
@@ -662,41 +551,6 @@ def _format_view(f: FormatResult) -> dict[str, Any]:
         "note": note,
         "plot": trajectory_plot(f.data.get("tune")),
     }
-
-
-PLOT_WIDTH = 480.0  # an SPSA trajectory's strip, in SVG units
-PLOT_HEIGHT = 60.0
-PLOT_POINTS = 240  # at most this many points a strip: the batches are thinned evenly
-
-
-def trajectory_plot(tune: Any) -> list[dict[str, Any]]:
-    """An SPSA run's trajectories (its `tune` status object) as one strip per parameter:
-    the value after each batch, from its range's bottom (the strip's foot) to its top."""
-    if not isinstance(tune, dict) or not isinstance(tune.get("trajectory"), dict):
-        return []
-    strips = []
-    for key, values in tune["trajectory"].items():
-        low, high = tune["ranges"][key]
-        step = max(1, math.ceil(len(values) / PLOT_POINTS))
-        kept = (
-            values[::step] if values[-1:] == values[::step][-1:] else [*values[::step], values[-1]]
-        )
-        span = max(len(kept) - 1, 1)
-        points = " ".join(
-            f"{PLOT_WIDTH * i / span:.1f},{PLOT_HEIGHT * (1 - (v - low) / (high - low)):.1f}"
-            for i, v in enumerate(kept)
-        )
-        strips.append(
-            {
-                "name": _text(key, 40),
-                "low": f"{low:g}",
-                "high": f"{high:g}",
-                "start": f"{values[0]:.4g}",
-                "now": f"{values[-1]:.4g}",
-                "points": points,
-            }
-        )
-    return strips
 
 
 def _test_row(
