@@ -29,6 +29,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNEBOT = ROOT / "tests" / "engines" / "tunebot.py"
+sys.path.insert(0, str(ROOT / "tests" / "kit"))  # the tests' helpers: the same kill -9
+
+from processes import killed_after_games  # noqa: E402
+
 BEST = {"X": 70.0, "Y": 30.0}
 
 
@@ -46,26 +50,6 @@ def tune_file(folder: Path, games: int, seed: int) -> Path:
     return path
 
 
-def killed_after(path: Path, games: int) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "tournament", "run", str(path)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    finished = 0
-    for line in proc.stderr:
-        finished += line.startswith("Finished game")
-        if finished >= games:
-            break
-    proc.kill()
-    proc.wait()
-    proc.stderr.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=300, help="the tune's budget")
@@ -76,7 +60,7 @@ def main() -> None:
         folder = Path(scratch)
         path = tune_file(folder, args.games, args.seed)
         start = time.perf_counter()
-        killed_after(path, args.kill_after)
+        killed_after_games(path, args.kill_after)
         run = [sys.executable, "-m", "arbiter", "tournament", "run", str(path), "-q"]
         subprocess.run(run, cwd=ROOT, check=True, capture_output=True, timeout=3600)
         wall = time.perf_counter() - start
