@@ -157,10 +157,7 @@ class SourceConditions:
         islands, size = next(iter(boards))
         assert isinstance(islands, int) and isinstance(size, int)
         cells = Variant(islands, size).geometry.n_cells
-        for seat1, seat2, moves, move_ms, opening in store.adjudicated_games():
-            self.adjudicated += 1
-            left = empty_cells(cells, moves)
-            self.saving.take((seat1, seat2), moves, move_ms, opening, left=left)
+        self.adjudicated += self.saving.take_stored(store.adjudicated_games(), cells)
 
 
 # The fields of a record that `records_seen` keeps, in its order (the store's schema).

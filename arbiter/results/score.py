@@ -8,7 +8,7 @@ summary read it. A match resumed from its store starts from the games stored.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +80,17 @@ class Saving:
         plies = len(moves)  # the engine on move would have played the first empty cell
         self.moves_left[seats[plies % 2]] += (left + 1) // 2
         self.moves_left[seats[(plies + 1) % 2]] += left // 2
+
+    def take_stored(
+        self, games: Iterable[tuple[str, str, list[str], list[float], int]], cells: int
+    ) -> int:
+        """The rated adjudicated games of a store of one board of `cells` cells, as
+        `Store.adjudicated_games` lists them; how many there were."""
+        count = 0
+        for seat1, seat2, moves, move_ms, opening in games:
+            self.take((seat1, seat2), moves, move_ms, opening, left=empty_cells(cells, moves))
+            count += 1
+        return count
 
     def engine_seconds(self) -> dict[str, float]:
         """Per engine with moves left, the engine time saved at most (estimated)."""

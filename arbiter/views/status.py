@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arbiter.results.ratings import DEFAULT_PRIOR
-from arbiter.results.score import Saving, empty_cells
+from arbiter.results.score import Saving
 from arbiter.results.standings import Standings, Tally, by_host, standings
 from arbiter.results.store import Store
 from arbiter.rules import Variant
@@ -200,8 +200,7 @@ def saving(store: Store) -> Saving:
     if "size" not in conditions:
         return found
     cells = Variant(conditions["islands"], conditions["size"]).geometry.n_cells
-    for seat1, seat2, moves, move_ms, opening in store.adjudicated_games():
-        found.take((seat1, seat2), moves, move_ms, opening, left=empty_cells(cells, moves))
+    found.take_stored(store.adjudicated_games(), cells)
     return found
 
 
