@@ -50,7 +50,10 @@ def test_match_adjudicates_proven_games_and_keeps_the_proof(tmp_path: Path) -> N
     expected = engine_seconds_saved(records)
     assert saved["engine_seconds_by_engine"] == pytest.approx(expected, abs=0.011)
     assert saved["engine_seconds"] == pytest.approx(sum(expected.values()), abs=0.03)
-    assert saved["engine_seconds"] > 0
+    # Every engine with moves left has an estimate. Its size is not checked: random
+    # bots answer in well under a millisecond, so on a quick machine the JSON's two
+    # decimals round it to 0.0.
+    assert set(saved["engine_seconds_by_engine"]) == set(expected) and expected
     for record in adjudicated:
         assert record.replay().winner is None  # ended before the board connected
         check_evidence(record)
