@@ -288,10 +288,12 @@ class Hall:
 
     def pairs(self) -> list[tuple[Participant, Participant]]:
         """Idle engines in pairs, as CGOS pairs them: in a random order, each takes the
-        free engine nearest in rating (with some noise), never one that it has just
-        played (whichever of the two played another since) while another engine is here:
-        it sits out and waits, or two engines that finish together would meet again and
-        again while the rest of the field meet only each other.
+        free engine nearest in rating (with some noise) that it has not just played
+        (whichever of the two played another since). One with no such engine free waits
+        while one it has not just played is in a game (or two engines that finish
+        together would meet again and again while the rest of the field meet only each
+        other); when none is, it meets one it has just played, or the arena would stop
+        (two engines alone, or one guest among the server's own engines).
         Two of the server's own engines never meet."""
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
@@ -301,26 +303,48 @@ class Hall:
             return []
         self.rng.shuffle(idle)
         noisy = {id(p): p.rating + self.rng.gauss(0.0, PAIRING_NOISE) for p in idle}
+
+        def may_meet(a: Participant, b: Participant) -> bool:
+            return b is not a and not (a.local and b.local)
+
+        def fresh(a: Participant, b: Participant) -> bool:
+            return a.name != b.last_opponent and b.name != a.last_opponent
+
         out: list[tuple[Participant, Participant]] = []
+        waiting: list[Participant] = []
         while idle:
             a = idle.pop()
-            choices = [b for b in idle if b is not a and not (a.local and b.local)]
+            choices = [b for b in idle if may_meet(a, b) and fresh(a, b)]
             if not choices:
+                waiting.append(a)
                 continue
-            fresh = [b for b in choices if a.name != b.last_opponent and b.name != a.last_opponent]
-            if not fresh:
-                others = [
-                    q
-                    for q in self.participants.values()
-                    if q.present and q is not a and not (a.local and q.local)
-                ]
-                if len(others) > 1:
-                    # Another engine is here, free for someone now or once its game
-                    # ends: `a` sits out rather than meet one of its last opponents.
-                    continue
-                fresh = choices  # two alone play each other again
-            b = min(fresh, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
+            b = min(choices, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
             idle.remove(b)
+            out.append((a, b))
+
+        # Those that waited, where no fresh opponent's game will end to pair them again:
+        # they meet, the pairs that did not just play each other first.
+        def waits_on_game(a: Participant) -> bool:
+            return any(
+                q.present and may_meet(a, q) and fresh(a, q) and all(q is not w for w in waiting)
+                for q in self.participants.values()
+            )
+
+        waiting = [a for a in waiting if not waits_on_game(a)]
+        while True:
+            candidates = [
+                (a, b) for i, a in enumerate(waiting) for b in waiting[i + 1 :] if may_meet(a, b)
+            ]
+            if not candidates:
+                break
+            a, b = min(
+                candidates,
+                key=lambda ab: (
+                    (ab[0].last_opponent == ab[1].name) + (ab[1].last_opponent == ab[0].name),
+                    abs(noisy[id(ab[0])] - noisy[id(ab[1])]),
+                ),
+            )
+            waiting = [w for w in waiting if w is not a and w is not b]
             out.append((a, b))
         return out
 

@@ -92,3 +92,30 @@ async def test_in_rounds_nobody_meets_its_last_opponent_while_a_third_is_free(
                     hall.participants[name].last_opponent = opponent
                 ((a, b),) = hall.pairs()
                 assert {a.name, b.name} == {"bob", "carol"}, seed
+
+
+async def test_one_guest_among_the_servers_engines_plays_them_in_turn(tmp_path: Path) -> None:
+    """The server's own engines never meet, and each has just played the guest: the
+    guest must still meet one of them (it once waited for a fresh opponent that could
+    never come, and the arena stopped), and it takes them in turn."""
+    arena = load_arena(
+        arena_file(
+            tmp_path,
+            players=("alice",),
+            engines='engines = ["random", "mc-fast"]\nanchors = { random = 0, mc-fast = 400 }',
+        )
+    )
+    store, _ = Store.open_for_run(arena.output, origin="test")
+    with store:
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery)
+            hall.participants["alice"] = Participant("alice", False, sessions=[connected("alice")])
+            met = []
+            for seed in range(30):
+                hall.rng.seed(seed)
+                pairs = hall.pairs()
+                assert len(pairs) == 1, (seed, met)
+                ((a, b),) = pairs
+                met.append(b.name if a.name == "alice" else a.name)
+                hall.end_pair(hall.begin_pair(a, b))
+    assert not [x for x, y in itertools.pairwise(met) if x == y], met
