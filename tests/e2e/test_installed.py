@@ -20,9 +20,8 @@ def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.Complet
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.timeout(
-    300
-)  # building and installing take minutes on a busy machine; nothing here can hang
+# Building and installing take minutes on a busy machine; nothing here can hang.
+@pytest.mark.timeout(300)
 def test_a_wheel_from_a_clean_clone_plays_from_an_empty_folder(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and a git checkout to clone")
