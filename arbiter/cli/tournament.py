@@ -355,11 +355,12 @@ def on_this_host(t: Any, store: Any) -> Any:
     measured, said, and kept in the store by host."""
     import trio
 
-    from arbiter.engines.calibration import calibrate
+    from arbiter.engines.calibration import calibrate, remember
     from arbiter.executors.jobs import machine
     from arbiter.rules.clock import ClockMode
 
     measured = trio.run(calibrate)
+    remember(measured, machine())  # the factor this run's games record
     factor = measured.cpu_factor if t.clock is ClockMode.CPU else measured.factor
     host = machine()[0]
     speeds = json.loads(store.meta("speed") or "{}")

@@ -169,8 +169,11 @@ class GameWorker:
         self.emit(Started(job.number, names[0], names[1]))
         host, cpu = machine()
         outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu)
+        record, speed = outcome.record, self.settings.speed
+        if speed is not None:
+            record = replace(record, speed=speed.under("cpu" in record.clock.values()))
         # The record first, then clean up.
-        self.emit(Finished(job.number, outcome.record, outcome.transcript))
+        self.emit(Finished(job.number, record, outcome.transcript))
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
