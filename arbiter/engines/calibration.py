@@ -88,10 +88,13 @@ def reference_engine() -> EngineSpec:
     return EngineSpec(argv, name="calibration", cwd=str(BOTS_FOLDER), env=env, clock=ClockMode.CPU)
 
 
-async def calibrate(moves: int = MOVES, round_trips: int = ROUND_TRIPS) -> Calibration:
-    """Run the reference workload here (a few seconds at most on a usable host)."""
+async def calibrate(
+    moves: int = MOVES, round_trips: int = ROUND_TRIPS, spec: EngineSpec | None = None
+) -> Calibration:
+    """Run the reference workload here (a few seconds at most on a usable host); `spec`
+    starts the reference engine another way (inside a cgroup, say)."""
     deadlines = Deadlines(handshake=60, command=60)
-    async with open_engine(reference_engine(), deadlines) as engine:
+    async with open_engine(spec or reference_engine(), deadlines) as engine:
         player = Player.of(engine)
         session = engine.session
         await player.new_game(Variant(), TimeControl(infinite=True))
