@@ -9,9 +9,9 @@ x {idle, loaded}; loaded means N busy-looping processes for each N of --hogs (by
 default one and three per core), each started in a session of its own (setsid) as
 other users' programs are: the kernel shares the CPU between sessions first, so hogs in
 the harness's own session would barely slow the engines. Printed per condition: the
-engines' charged time (the sum of `move_ms`) and their wall time (the sum of the wall times per move), and per clock the
-ratio loaded / idle of the charged time. A CPU clock should charge within 10% of its
-idle figure when loaded, a wall clock more than twice.
+engines' charged time (the sum of `move_ms`) and their wall time (the sum of the wall
+times per move), and per clock the ratio loaded / idle of the charged time. A CPU clock
+should charge within 10% of its idle figure when loaded, a wall clock more than twice.
 
 Each condition is played --reps times, the conditions interleaved (forwards, then
 backwards) so that a drift of the machine's own load weighs on all alike; printed are
