@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -153,9 +154,11 @@ def cached(where: tuple[str, str]) -> HostSpeed | None:
     """This host's kept measurement, if any (an unreadable cache is no measurement)."""
     try:
         entry = json.loads((cache_folder() / CACHE_FILE).read_text("utf-8")).get(host_key(where))
-        return HostSpeed(float(entry["factor"]), float(entry["cpu_factor"]))
+        speed = HostSpeed(float(entry["factor"]), float(entry["cpu_factor"]))
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
+    usable = all(math.isfinite(f) and f > 0 for f in (speed.factor, speed.cpu_factor))
+    return speed if usable else None  # an edited cache: measured again
 
 
 def remember(measured: Calibration, where: tuple[str, str]) -> HostSpeed:
@@ -216,6 +219,7 @@ def this_host(where: tuple[str, str]) -> HostSpeed | None:
                 pass  # no shared folder: measure without waiting for the others
             found = cached(where)
             if found is None:
+                log.info("measuring this host's speed factor, once (kept in %s)", folder)
                 try:
                     found = remember(trio.run(calibrate), where)
                 except ArbiterError as exc:  # the bot did not start or answer: no factor
