@@ -97,6 +97,14 @@ def tournament_run(
         check_address(dask, "--dask")
     file, store_folder = tournament_file(file, example)
     t = load_tournament(file, engines_here=dask is None, store_folder=store_folder)
+    if t.min_speed is not None and (dask or t.dask):
+        raise ConfigError(
+            "min_speed refuses the host that runs a tournament; on a Dask cluster the"
+            " games are played on the workers",
+            where=f"{t.path}: tournament.min_speed",
+            hint="leave min_speed out for a cluster: each worker's speed factor is"
+            " recorded, and `arbiter tournament status --by-host` shows a slow host",
+        )
     for line in shared_folder_warnings(t.engines):
         say(line, err=True)
     if (warning := t.sprt_warning()) is not None:

@@ -191,16 +191,17 @@ _known: HostSpeed | None = None  # this process's answer, once found
 _finding = threading.Lock()
 
 
-def this_host(where: tuple[str, str]) -> HostSpeed | None:
+def this_host(where: tuple[str, str], *, needed: bool = False) -> HostSpeed | None:
     """This host's speed, measured once per host: this process's answer, else the
     cache's, else measured now (a few seconds) and kept. None where measurement is
-    skipped (ARBITER_CALIBRATE=0). Blocking: call it from a thread, not a trio task.
+    skipped (ARBITER_CALIBRATE=0, unless the factor is `needed`: `scale_tc`) or failed.
+    Blocking: call it from a thread, not a trio task.
 
     Processes of one host (Dask workers, a driver) that ask together measure once: the
     others wait on a lock file, then read the cache, so that no measurement runs beside
     another and halves it."""
     global _known
-    if os.environ.get(SKIP_VARIABLE, "").strip() == "0":
+    if os.environ.get(SKIP_VARIABLE, "").strip() == "0" and not needed:
         return None
     with _finding:
         if _known is not None:

@@ -58,7 +58,7 @@ import trio
 from arbiter import logs
 from arbiter.engines import reaper
 from arbiter.engines.calibration import this_host
-from arbiter.errors import ConfigError
+from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.jobs import (
     Abort,
@@ -166,10 +166,16 @@ def _where() -> tuple[str, str]:
 
 
 def _on_this_host(settings: ExecutorSettings) -> ExecutorSettings:
-    """The settings with this worker's speed factor, which its records keep: measured
-    by the first task on a host that has none kept, before it plays (the preflight on
-    workers present at the start, a game on one that joins later)."""
-    speed = this_host(machine())
+    """The settings with this worker's speed factor, which its records keep and
+    `scale_tc` divides the time controls by: measured by the first task on a host that
+    has none kept, before it plays (the preflight on workers present at the start, a
+    game on one that joins later)."""
+    speed = this_host(machine(), needed=settings.scale_tc)
+    if speed is None and settings.scale_tc:
+        raise ArbiterError(
+            f"scale_tc: the speed factor of host {machine()[0]} could not be measured"
+            " (its log says why); run `arbiter calibrate` there"
+        )
     return settings if speed is None else replace(settings, speed=speed)
 
 

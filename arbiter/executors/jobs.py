@@ -183,6 +183,9 @@ class ExecutorSettings:
     # The speed of the host that plays the games (`arbiter calibrate`), which each record
     # keeps: set by the executor on the host itself (None: not measured).
     speed: HostSpeed | None = None
+    # Each host divides every game's time controls by its own speed factor (`scale_tc`
+    # on a Dask cluster; a local run has scaled the tournament's before it starts).
+    scale_tc: bool = False
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

@@ -192,3 +192,14 @@ def test_scale_tc_divides_the_time_controls_and_keeps_the_conditions(tmp_path: P
     assert str(t.on_host(2.0).tc) == "5+0.05"
     assert TimeControl.parse("st=1").scaled(4) == TimeControl.parse("st=0.25")
     assert TimeControl.parse("40/60+0").scaled(2) == TimeControl.parse("40/30+0")
+
+
+def test_min_speed_is_refused_for_a_cluster_before_anything_is_written(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nmin_speed = 0.5\n'
+    path = write_tournament(tmp_path, header, [])
+    refused = invoke("tournament", "run", str(path), "--dask", "tcp://127.0.0.1:1", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "tournament.min_speed: min_speed refuses the host that runs a tournament" in (
+        refused.stderr
+    )
+    assert "status --by-host" in refused.stderr and not (tmp_path / "t.sqlite").exists()

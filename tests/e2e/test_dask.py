@@ -32,8 +32,8 @@ from processes import running, wait_until
 from stores import games_stored, read_store
 from transcripts import check_transcript
 
-from arbiter.engines import sandbox
-from arbiter.engines.calibration import host_key
+from arbiter.engines import calibration, sandbox
+from arbiter.engines.calibration import HostSpeed, host_key
 from arbiter.executors.jobs import GameJob, machine
 from arbiter.results.records import GameRecord
 from arbiter.results.store import Store
@@ -254,10 +254,13 @@ def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
 
 @needs_dask
 def test_each_games_transcript_comes_back_from_the_cluster(
-    tmp_path: Path, local_cluster: str
+    tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-
-    path = write_tournament(tmp_path, "tr", "rounds = 1", [bot("alpha"), bot("beta")])
+    # With scale_tc each worker divides the time controls by its host's factor: here the
+    # in-process workers' host is made twice as slow as the reference on wall clocks.
+    monkeypatch.setattr(calibration, "_known", HostSpeed(0.5, 4.0))
+    header = "rounds = 1\nscale_tc = true"
+    path = write_tournament(tmp_path, "tr", header, [bot("alpha"), bot("beta")])
     folder = tmp_path / "transcripts"
     done = invoke(
         "tournament",
@@ -277,6 +280,7 @@ def test_each_games_transcript_comes_back_from_the_cluster(
     for data in stored.records:
         record = GameRecord.from_json(data)
         check_transcript(folder / f"{record.game_id}.log", record)
+        assert record.speed == 0.5 and record.tc == {"seat1": "20+0.2", "seat2": "20+0.2"}
 
 
 @needs_dask
