@@ -97,6 +97,14 @@ def tournament_run(
         check_address(dask, "--dask")
     file, store_folder = tournament_file(file, example)
     t = load_tournament(file, engines_here=dask is None, store_folder=store_folder)
+    if t.min_speed is not None and (dask or t.dask):
+        raise ConfigError(
+            "min_speed refuses the host that runs a tournament; on a Dask cluster the"
+            " games are played on the workers",
+            where=f"{t.path}: tournament.min_speed",
+            hint="leave min_speed out for a cluster: each worker's speed factor is"
+            " recorded, and `arbiter tournament status --by-host` shows a slow host",
+        )
     for line in shared_folder_warnings(t.engines):
         say(line, err=True)
     if (warning := t.sprt_warning()) is not None:
@@ -355,11 +363,12 @@ def on_this_host(t: Any, store: Any) -> Any:
     measured, said, and kept in the store by host."""
     import trio
 
-    from arbiter.engines.calibration import calibrate
+    from arbiter.engines.calibration import calibrate, remember
     from arbiter.executors.jobs import machine
     from arbiter.rules.clock import ClockMode
 
     measured = trio.run(calibrate)
+    remember(measured, machine())  # the factor this run's games record
     factor = measured.cpu_factor if t.clock is ClockMode.CPU else measured.factor
     host = machine()[0]
     speeds = json.loads(store.meta("speed") or "{}")

@@ -26,6 +26,10 @@ start on any worker stops the run before the first game, naming each worker and 
 failure. A worker that joins later and cannot start an engine fails that game as a void
 setup fault naming the worker, and is then left out for that engine.
 
+Speed. A worker's first task measures its host's speed factor (`arbiter calibrate`),
+unless one is kept in the host's cache, and every game it plays records it: hosts of
+unequal speed show in `status --by-host`.
+
 The driver is fed with a bounded window of games in flight (twice the workers' threads
 by default), so a long schedule is never submitted at once; stopping the run cancels
 the tasks not yet finished (a game already being played finishes on its worker and its
@@ -53,7 +57,8 @@ import trio
 
 from arbiter import logs
 from arbiter.engines import reaper
-from arbiter.errors import ConfigError
+from arbiter.engines.calibration import this_host
+from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.dispatch import Dispatcher
 from arbiter.executors.jobs import (
     Abort,
@@ -160,6 +165,20 @@ def _where() -> tuple[str, str]:
     return get_worker().address, machine()[0]
 
 
+def _on_this_host(settings: ExecutorSettings) -> ExecutorSettings:
+    """The settings with this worker's speed factor, which its records keep and
+    `scale_tc` divides the time controls by: measured by the first task on a host that
+    has none kept, before it plays (the preflight on workers present at the start, a
+    game on one that joins later)."""
+    speed = this_host(machine(), needed=settings.scale_tc)
+    if speed is None and settings.scale_tc:
+        raise ArbiterError(
+            f"scale_tc: the speed factor of host {machine()[0]} could not be measured"
+            " (its log says why); run `arbiter calibrate` there"
+        )
+    return settings if speed is None else replace(settings, speed=speed)
+
+
 def play_game(
     settings: ExecutorSettings, job: GameJob, driver: str, run: str, demand: dict[str, int]
 ) -> TaskResult:
@@ -167,6 +186,7 @@ def play_game(
     warm for the next task on this thread (`arbiter.executors.resident`)."""
     _guard(driver)
     worker, host = _where()
+    settings = _on_this_host(settings)
     events, warm = resident().play(run, settings, job, demand)
     # A set-up failure may be this worker's alone: its record says where it happened.
     said = tuple(
@@ -200,6 +220,7 @@ def check_worker(
     resident of its thread, which keeps them warm for the games that follow."""
     _guard(driver)
     worker, host = _where()
+    settings = _on_this_host(settings)
     checked, events = resident().check(run, settings, keys, variant, tcs)
     warm = frozenset(k for k in checked.info if k not in checked.failures)
     return WorkerCheck(worker, host, checked, tuple(events), warm)

@@ -36,10 +36,10 @@ from arbiter.executors.jobs import (
     void_record,
 )
 from arbiter.executors.preflight import preflight
-from arbiter.games.referee import Referee
+from arbiter.games.referee import GameSpec, Referee
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.rules import Variant
-from arbiter.rules.clock import TimeControl
+from arbiter.rules.clock import ClockMode, TimeControl
 
 log = logging.getLogger(__name__)
 
@@ -168,9 +168,12 @@ class GameWorker:
                 return
         self.emit(Started(job.number, names[0], names[1]))
         host, cpu = machine()
-        outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu)
+        outcome = await self.referee.play(self._on_host(job.spec), players, host=host, cpu=cpu)
+        record, speed = outcome.record, self.settings.speed
+        if speed is not None:
+            record = replace(record, speed=speed.under("cpu" in record.clock.values()))
         # The record first, then clean up.
-        self.emit(Finished(job.number, outcome.record, outcome.transcript))
+        self.emit(Finished(job.number, record, outcome.transcript))
         reaper.check_watchdog()
         for seat, key in enumerate(job.engines):
             # A sandboxed engine, and all it started, lasts one game: nothing it left
@@ -183,6 +186,18 @@ class GameWorker:
                 await self._close(key)
             elif confined:
                 self._pairing[key] = pairing
+
+    def _on_host(self, spec: GameSpec) -> GameSpec:
+        """The game as this host plays it: with `scale_tc`, each seat's time control
+        divided by this host's factor (from CPU time where the seat's clock charges it)."""
+        speed = self.settings.speed
+        if not self.settings.scale_tc or speed is None:
+            return spec
+        tc = tuple(
+            tc.scaled(speed.under(clock is ClockMode.CPU))
+            for tc, clock in zip(spec.tc, spec.clocks, strict=True)
+        )
+        return replace(spec, tc=(tc[0], tc[1]))
 
     async def _start(self, key: str) -> Engine:
         spec = self._spec(key)

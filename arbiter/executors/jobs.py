@@ -18,6 +18,7 @@ from typing import Protocol
 import trio
 
 from arbiter import text
+from arbiter.engines.calibration import HostSpeed
 from arbiter.engines.process import Deadlines, EngineInfo, EngineSpec
 from arbiter.games.referee import GameSpec, RefereeConfig
 from arbiter.results.records import Evidence, GameRecord, Termination, timestamp
@@ -179,6 +180,12 @@ class ExecutorSettings:
     # carries values for the seat (`GameSpec.params`) starts it from this, filled in;
     # its entry in `engines` is the command filled with the start values.
     templates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The speed of the host that plays the games (`arbiter calibrate`), which each record
+    # keeps: set by the executor on the host itself (None: not measured).
+    speed: HostSpeed | None = None
+    # Each host divides every game's time controls by its own speed factor (`scale_tc`
+    # on a Dask cluster; a local run has scaled the tournament's before it starts).
+    scale_tc: bool = False
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

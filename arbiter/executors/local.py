@@ -18,6 +18,7 @@ from dataclasses import replace
 import trio
 
 from arbiter.engines import reaper
+from arbiter.engines.calibration import this_host
 from arbiter.engines.process import harness_limit
 from arbiter.executors.affinity import CoreAssignment
 from arbiter.executors.dispatch import Dispatcher
@@ -31,6 +32,7 @@ from arbiter.executors.jobs import (
     Keep,
     Preflight,
     Unplayable,
+    machine,
     void_record,
 )
 from arbiter.executors.pool import Assignment, Check, Checked, EngineGroup, WorkerProcess
@@ -67,6 +69,11 @@ class LocalExecutor:
         """A run's life: a slot in this process is hosted from the engine check on, so the
         engines it checks are warm for its games; worker processes outlive the check by
         themselves (`preflight`). Everything is shut down on the way out."""
+        # This host's speed, for the records: kept from an earlier run, else measured
+        # now, before any engine of the run competes with the measurement.
+        speed = await trio.to_thread.run_sync(this_host, machine())
+        if speed is not None:
+            self.settings = replace(self.settings, speed=speed)
         before = os.sched_getaffinity(0) if self.cores and self.cores.harness else None
         try:
             if before is not None and self.cores is not None:

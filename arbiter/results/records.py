@@ -159,6 +159,10 @@ class GameRecord:
     answers: dict[str, str] = field(default_factory=dict)  # seat1/seat2: its `name` answer
     host: str = ""  # the machine that played the game (empty if unknown)
     cpu: str = ""  # that machine's CPU model: a slow node shows up in the standings by host
+    # That machine's speed factor (`arbiter calibrate`): from the CPU time of the
+    # reference work where a seat's clock charged CPU time, else from its wall time.
+    # Written only when measured.
+    speed: float | None = None
     # Milliseconds of the engines' waits during which the harness itself was stalled
     # (paused, suspended, starved): never charged to an engine (written only when not 0).
     stalled_ms: float = 0.0
@@ -209,6 +213,8 @@ class GameRecord:
         data["plies"] = self.plies
         if not self.stalled_ms:
             del data["stalled_ms"]
+        if self.speed is None:
+            del data["speed"]
         if not self.params:
             del data["params"]
         if not self.opening:
@@ -260,6 +266,7 @@ class GameRecord:
             "answers",
             "host",
             "cpu",
+            "speed",
             "stalled_ms",
             "allowance_ms",
             "reported_ms",
@@ -422,6 +429,7 @@ _RECORD_FIELDS: dict[str, Any] = {
     ),
     "evidence": (dict, type(None)),
     "stalled_ms": lambda v: _is_number(v) and v >= 0,
+    "speed": lambda v: v is None or (_is_number(v) and v > 0),
     "allowance_ms": _are_numbers,
     "reported_ms": _are_numbers,
     "clock": lambda v: _is_text_map(v) and set(v.values()) <= {"cpu", "wall"},

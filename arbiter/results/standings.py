@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 from arbiter._numpy import np
 from arbiter.errors import ConfigError
 from arbiter.results.conditions import SourceConditions
+from arbiter.results.deviation import Deviation, deviations
 from arbiter.results.elo import Difference
 from arbiter.results.identities import GameConditions
 from arbiter.results.identities import Identities as Identities
@@ -616,18 +618,27 @@ class HostStandings:
     time_losses: int
     mean_move_ms: float | None
     board: Standings
+    speed: float | None  # the host's speed factor its games recorded (their median)
+    deviation: Deviation  # how far its results are from the other hosts'
 
 
 def by_host(store: Store, *, prior: float = DEFAULT_PRIOR) -> list[HostStandings]:
-    """The standings of each host's games alone (hosts in the order they first played)."""
+    """The standings of each host's games alone (hosts in the order they first played),
+    with its speed factor and its results' deviation from the other hosts'."""
     tallies: dict[str, Tally] = {}
     cpus: dict[str, str] = {}
     times: dict[str, list[float]] = {}
-    for host, cpu, row, move_ms in store.host_rows():
+    speeds: dict[str, list[float]] = {}
+    results: list[tuple[str, str, str, bool]] = []
+    for host, cpu, row, move_ms, speed in store.host_rows():
         tally = tallies.setdefault(host, Tally())
         cpus.setdefault(host, cpu)
         times.setdefault(host, []).extend(t for t in move_ms if isinstance(t, int | float))
+        if speed is not None:
+            speeds.setdefault(host, []).append(speed)
         tally.add_game(row.seat1, row.seat2, row.winner_seat == 1, row.termination, row.pair_key)
+        results.append((host, row.seat1, row.seat2, row.winner_seat == 1))
+    deviation = deviations(results)
     out = []
     for host, tally in tallies.items():
         spent = times[host]
@@ -640,6 +651,8 @@ def by_host(store: Store, *, prior: float = DEFAULT_PRIOR) -> list[HostStandings
                 time_losses,
                 sum(spent) / len(spent) if spent else None,
                 standings(tally, prior=prior),
+                statistics.median(speeds[host]) if host in speeds else None,
+                deviation[host],
             )
         )
     return out

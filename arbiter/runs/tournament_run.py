@@ -335,6 +335,7 @@ class Tournament:
                 warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
                 templates=self.templates,
+                scale_tc=self.scale_tc and self.scaled_by is None,
             ),
             games=schedule,
             total=self.total,

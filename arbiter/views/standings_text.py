@@ -317,18 +317,29 @@ def matrix_json(s: Standings) -> list[dict[str, Any]]:
 
 def host_heading(h: HostStandings) -> str:
     mean = f"{h.mean_move_ms:.1f} ms" if h.mean_move_ms is not None else "n/a"
+    speed = f"{h.speed:g}" if h.speed is not None else "not measured"
+    flag = "FLAGGED " if h.deviation.flagged else ""
     return (
-        f"Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
-        f" {h.time_losses} lost on time, mean move time {mean}"
+        f"{flag}Host {h.host or '(unknown)'} ({h.cpu or 'unknown CPU'}): {h.games} games,"
+        f" {h.time_losses} lost on time, mean move time {mean}, speed factor {speed};"
+        f" {h.deviation.line()}"
     )
 
 
 def host_json(h: HostStandings) -> dict[str, Any]:
+    d = h.deviation
     return {
         "host": h.host,
         "cpu": h.cpu,
         "games": h.games,
         "time_losses": h.time_losses,
         "mean_move_ms": rounded(h.mean_move_ms),
+        "speed": h.speed,
+        "deviation": {
+            "chi2": round(d.chi2, 4),
+            "df": d.df,
+            "p": None if d.p is None else float(f"{d.p:.4g}"),
+            "flagged": d.flagged,
+        },
         **to_json(h.board),
     }

@@ -10,13 +10,17 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from commands import invoke
+from commands import arbiter, invoke
 from files import write_tournament
 from paths import BOTS
+from stores import read_store
 
+from arbiter.engines import calibration
 from arbiter.engines.calibration import MOVES, REFERENCE_WORK_S
+from arbiter.executors.jobs import machine
 from arbiter.results.records import GameRecord
 from arbiter.rules.clock import TimeControl
 from arbiter.runs.tournament import load_tournament
@@ -121,11 +125,42 @@ def test_affinity_gives_each_slot_its_own_cores(tmp_path: Path) -> None:
     assert "Last run's affinity: slot 1 on core" in status.stdout, status.stdout
 
 
+def kept_speed(cache: Path) -> dict[str, Any]:
+    """This host's entry in the speed cache."""
+    entry: dict[str, Any] = json.loads((cache / "atoll-arbiter" / "speed.json").read_text())[
+        calibration.host_key(machine())
+    ]
+    return entry
+
+
 @pytest.mark.slow
-def test_calibrate_measures_the_reference_workload_and_min_speed_refuses(
-    tmp_path: Path,
+def test_runs_record_the_host_speed_measured_once_and_calibrate_refreshes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.delenv("ARBITER_CALIBRATE")  # measured, as outside the tests
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setattr(calibration, "_known", None)  # nothing measured in this process
     header = 'engines = ["random", "skeleton"]\nrounds = 1\nsize = 5\nislands = 4\n'
+    # Nothing kept: the run measures this host, keeps the factor, and every record has it.
+    first = write_tournament(tmp_path, header, [], name="first")
+    assert invoke("tournament", "run", str(first), "-q", cwd=tmp_path).returncode == 0
+    kept = kept_speed(cache)
+    assert kept["factor"] > 0 and kept["cpu_factor"] > 0 and kept["moves"] == MOVES
+    played = read_store(tmp_path / "first.sqlite").records
+    assert len(played) == 2 and {r["speed"] for r in played} == {kept["factor"]}
+    # Kept: a new process takes the cache's factors (here made up), the CPU one for CPU
+    # clocks, and measures nothing.
+    path = cache / "atoll-arbiter" / "speed.json"
+    made_up = json.loads(path.read_text())
+    made_up[calibration.host_key(machine())].update(factor=7.5, cpu_factor=9.25)
+    path.write_text(json.dumps(made_up))
+    second = write_tournament(tmp_path, header + 'clock = "cpu"\n', [], name="second")
+    env = {k: v for k, v in os.environ.items() if k != "ARBITER_CALIBRATE"}
+    done = arbiter("tournament", "run", str(second), "-q", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert {r["speed"] for r in read_store(tmp_path / "second.sqlite").records} == {9.25}
+
     path = write_tournament(tmp_path, header + "min_speed = 1000\n", [])
     refused = invoke("tournament", "run", str(path), "-q", cwd=tmp_path)
     assert refused.returncode == 2
@@ -134,9 +169,11 @@ def test_calibrate_measures_the_reference_workload_and_min_speed_refuses(
     status = invoke("tournament", "status", str(path), cwd=tmp_path)
     assert "Speed factor by host: " in status.stdout, status.stdout
 
+    # `calibrate` measures again and replaces the kept factor.
     done = invoke("calibrate", "--json", "--moves", "1")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    assert kept_speed(cache)["factor"] == result["factor"] != 7.5
     assert result["moves"] == 1 and result["work_s"] > 0 and result["round_trip_us"] > 0
     # The bot's own CPU was measured, and is no more than the wall time it took.
     assert 0 < result["cpu_s"] <= result["work_s"] * 1.05 + 0.02
@@ -155,3 +192,14 @@ def test_scale_tc_divides_the_time_controls_and_keeps_the_conditions(tmp_path: P
     assert str(t.on_host(2.0).tc) == "5+0.05"
     assert TimeControl.parse("st=1").scaled(4) == TimeControl.parse("st=0.25")
     assert TimeControl.parse("40/60+0").scaled(2) == TimeControl.parse("40/30+0")
+
+
+def test_min_speed_is_refused_for_a_cluster_before_anything_is_written(tmp_path: Path) -> None:
+    header = 'engines = ["random", "skeleton"]\nmin_speed = 0.5\n'
+    path = write_tournament(tmp_path, header, [])
+    refused = invoke("tournament", "run", str(path), "--dask", "tcp://127.0.0.1:1", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "tournament.min_speed: min_speed refuses the host that runs a tournament" in (
+        refused.stderr
+    )
+    assert "status --by-host" in refused.stderr and not (tmp_path / "t.sqlite").exists()

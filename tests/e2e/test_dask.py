@@ -32,8 +32,9 @@ from processes import running, wait_until
 from stores import games_stored, read_store
 from transcripts import check_transcript
 
-from arbiter.engines import sandbox
-from arbiter.executors.jobs import GameJob
+from arbiter.engines import calibration, sandbox
+from arbiter.engines.calibration import HostSpeed, host_key
+from arbiter.executors.jobs import GameJob, machine
 from arbiter.results.records import GameRecord
 from arbiter.results.store import Store
 from arbiter.runs.driver import Driver
@@ -253,10 +254,13 @@ def test_bundled_bots_play_on_workers_whose_paths_differ_from_the_client(
 
 @needs_dask
 def test_each_games_transcript_comes_back_from_the_cluster(
-    tmp_path: Path, local_cluster: str
+    tmp_path: Path, local_cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-
-    path = write_tournament(tmp_path, "tr", "rounds = 1", [bot("alpha"), bot("beta")])
+    # With scale_tc each worker divides the time controls by its host's factor: here the
+    # in-process workers' host is made twice as slow as the reference on wall clocks.
+    monkeypatch.setattr(calibration, "_known", HostSpeed(0.5, 4.0))
+    header = "rounds = 1\nscale_tc = true"
+    path = write_tournament(tmp_path, "tr", header, [bot("alpha"), bot("beta")])
     folder = tmp_path / "transcripts"
     done = invoke(
         "tournament",
@@ -276,6 +280,7 @@ def test_each_games_transcript_comes_back_from_the_cluster(
     for data in stored.records:
         record = GameRecord.from_json(data)
         check_transcript(folder / f"{record.game_id}.log", record)
+        assert record.speed == 0.5 and record.tc == {"seat1": "20+0.2", "seat2": "20+0.2"}
 
 
 @needs_dask
@@ -535,6 +540,7 @@ class Cluster:
     address: str
     workers: dict[str, subprocess.Popen[bytes]]  # by name
     addresses: dict[str, str]  # worker name -> address
+    cache: Path  # the workers' cache folder (XDG_CACHE_HOME), where their speed is kept
 
 
 def _spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -561,11 +567,13 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A scheduler and two single-threaded workers on 127.0.0.1, ports chosen by the OS;
-    worker "b" cannot start picky engines."""
+    worker "b" cannot start picky engines. The workers measure their host's speed (the
+    driver, as every test's, does not), kept in a cache folder of their own."""
     if distributed is None:
         pytest.skip("needs the distributed package (pip install -e '.[dask]')")
     folder = tmp_path_factory.mktemp("cluster")
     file = folder / "scheduler.json"
+    measured = {"ARBITER_CALIBRATE": "1", "XDG_CACHE_HOME": str(folder / "cache")}
     scheduler = _spawn(
         "scheduler",
         "--host",
@@ -580,7 +588,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         assert wait_until(lambda: file.exists() and file.stat().st_size > 0, 60)
         address = json.loads(file.read_text())["address"]
-        for name, env in (("a", {}), ("b", {NO_ENGINE: "1"})):
+        for name, env in (("a", measured), ("b", {**measured, NO_ENGINE: "1"})):
             workers[name] = _spawn(
                 "worker",
                 address,
@@ -598,7 +606,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             assert wait_until(lambda: len(client.nthreads()) == 2, 60), "workers did not join"
             info = client.scheduler_info()["workers"]
             addresses = {str(w["name"]): str(a) for a, w in info.items()}
-        yield Cluster(address, workers, addresses)
+        yield Cluster(address, workers, addresses, folder / "cache")
     finally:
         for process in workers.values():
             _stop(process)
@@ -631,6 +639,14 @@ def test_on_a_cluster_of_processes_nothing_is_lost_or_doubled(
     assert done.returncode == 0, done.stderr
     assert f"fussy cannot start on Dask worker(s) {cluster.addresses['b']}" in done.stdout
     assert games_stored(tmp_path / "picky.sqlite") == 2
+    # The workers measured their host's speed when they joined the run (one measured, the
+    # other found it kept), and each game records it.
+    kept = json.loads((cluster.cache / "atoll-arbiter" / "speed.json").read_text())
+    assert len(kept) == 1 and set(kept) == {host_key(machine())}, kept
+    factor = next(iter(kept.values()))["factor"]
+    assert factor > 0 and {r["speed"] for r in read_store(tmp_path / "picky.sqlite").records} == {
+        factor
+    }
     # A match on the same cluster: played on a, and its summary says so.
     script = f'[ -z "${NO_ENGINE}" ] || exit 3; exec "$0" "$@"'
     fussy = shlex.join(["sh", "-c", script, sys.executable, str(BADBOT), "ok"])

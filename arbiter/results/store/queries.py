@@ -236,16 +236,19 @@ class StoreQueries(CheckedStore):
             assert number is not None  # (a games row's)
             yield number, json.loads(text)
 
-    def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float]]]:
-        """Every stored game with the host and CPU that played it and its move times."""
+    def host_rows(self) -> Iterator[tuple[str, str, GameRow, list[float], float | None]]:
+        """Every stored game with the host and CPU that played it, its move times and the
+        host's speed factor it recorded (None: not measured)."""
         rows = self._games_iter(
             "SELECT json_extract(record, '$.host'), json_extract(record, '$.cpu'), game_id,"
             " started, seat1, seat2, winner_seat, termination, pair_key,"
-            " json_extract(record, '$.move_ms') FROM {games} ORDER BY number"
+            " json_extract(record, '$.move_ms'), json_extract(record, '$.speed')"
+            " FROM {games} ORDER BY number"
         )
-        for host, cpu, *row, move_ms in rows:
+        for host, cpu, *row, move_ms, speed in rows:
             times = json.loads(move_ms) if move_ms else []
-            yield str(host or ""), str(cpu or ""), GameRow(*row), times
+            factor = float(speed) if isinstance(speed, int | float) else None
+            yield str(host or ""), str(cpu or ""), GameRow(*row), times, factor
 
     def results(self) -> list[ResultRow]:
         """Every rated game's id, round and winning seat, in play order: what a schedule
