@@ -37,6 +37,7 @@ from arbiter.executors.jobs import (
 )
 from arbiter.executors.preflight import preflight
 from arbiter.games.referee import Referee
+from arbiter.games.solver import OutsideJudge
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
@@ -86,6 +87,12 @@ class GameWorker:
         # are kept under (the engine's key and the values), and that engine's key.
         self._filled: dict[str, EngineSpec] = {}
         self._base: dict[str, str] = {}
+        # The outside judge, one solver engine kept by this worker for all its games.
+        self.judge = (
+            None
+            if settings.solver is None
+            else OutsideJudge(settings.solver, nursery, settings.deadlines)
+        )
 
     @property
     def warm(self) -> frozenset[str]:
@@ -168,7 +175,7 @@ class GameWorker:
                 return
         self.emit(Started(job.number, names[0], names[1]))
         host, cpu = machine()
-        outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu)
+        outcome = await self.referee.play(job.spec, players, host=host, cpu=cpu, solver=self.judge)
         # The record first, then clean up.
         self.emit(Finished(job.number, outcome.record, outcome.transcript))
         reaper.check_watchdog()
@@ -273,6 +280,8 @@ class GameWorker:
     async def aclose(self) -> None:
         for key in list(self.engines):
             await self._close(key)
+        if self.judge is not None:
+            await self.judge.aclose()
 
     def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
         a, b = (self._base.get(key, key) for key in job.engines)

@@ -20,6 +20,7 @@ import trio
 from arbiter import text
 from arbiter.engines.process import Deadlines, EngineInfo, EngineSpec
 from arbiter.games.referee import GameSpec, RefereeConfig
+from arbiter.games.solver import SolverSettings
 from arbiter.results.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
@@ -179,6 +180,8 @@ class ExecutorSettings:
     # carries values for the seat (`GameSpec.params`) starts it from this, filled in;
     # its entry in `engines` is the command filled with the start values.
     templates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The outside judge asked who wins (arbiter.games.solver); None: no solver.
+    solver: SolverSettings | None = None
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

@@ -24,6 +24,7 @@ from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, WarmBudget
 from arbiter.games.adjudication import Adjudication, stored_adjudication
 from arbiter.games.referee import RefereeConfig
+from arbiter.games.solver import SolverSettings
 from arbiter.results.pairs import PairTally
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge
@@ -78,6 +79,7 @@ class Tournament:
     # per pair) applies, unless a store started before that default says otherwise.
     openings_default: bool = False
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
+    solver: SolverSettings | None = None  # the outside judge asked who wins, if any
     tune: TuneSettings | None = None  # an SPSA run's [tune]
     # A tuned engine's command with its placeholders, by engine key (`engines` holds it
     # filled with the start values).
@@ -127,6 +129,7 @@ class Tournament:
             "islands": self.variant.islands,
             "pie": self.variant.pie,
             "adjudicate": self.adjudicate.value,
+            "solver": None if self.solver is None else self.solver.conditions(),
             **self.openings.conditions(self.variant),
             "seed": self.seed,
             # Limits count per game or per pairing: games played one way are not
@@ -335,6 +338,7 @@ class Tournament:
                 warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
                 templates=self.templates,
+                solver=self.solver,
             ),
             games=schedule,
             total=self.total,
