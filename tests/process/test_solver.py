@@ -31,7 +31,7 @@ from arbiter.rules.proof import Level, find_proof
 
 DEADLINES = Deadlines(handshake=5.0, command=1.0, quit=0.5, term=0.5)
 ROOMY = TimeControl.parse("20+0.1")
-ATOLL7 = Variant(size=7)
+ATOLL7 = Variant(size=7, pie=False)  # the opening below plays move 2
 
 # A solver: the side with a proven connection, asked first for the side to move, else
 # "unknown". It writes its process id where $PIDS says, so that a test can check that
