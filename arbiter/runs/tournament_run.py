@@ -324,6 +324,9 @@ class Tournament:
         # store, its kept copies (--fresh, a lost store) and the tournament file.
         hidden = (*hidden_files(self.output), str(self.path))
         specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
+        solver = self.solver
+        if solver is not None and solver.spec.sandbox:  # the solver, too, is an engine
+            solver = replace(solver, spec=replace(solver.spec, hidden=hidden))
         sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
         sinks: list[Sink] = [sink]
         left = self.left(schedule, self.stored(store, schedule))
@@ -338,7 +341,7 @@ class Tournament:
                 warm=self.warm,
                 keep_confined=self.confine_per == "pairing",
                 templates=self.templates,
-                solver=self.solver,
+                solver=solver,
             ),
             games=schedule,
             total=self.total,
