@@ -42,7 +42,7 @@ sys.exit(Bot().run())
 OPENING = "c4 c2 b3 g5 b4 c3 d5 f5 b6 g4 g1 a5 a1 e3"
 
 
-def setup(folder: Path, solver: str = 'solver = "prover"') -> Path:
+def setup(folder: Path, solver: str = 'solver = "prover"\nsolve_from = 0.3') -> Path:
     from paths import BOTS
 
     (folder / "prover.py").write_text(SOLVER.format(bots=str(BOTS)))
@@ -95,6 +95,7 @@ def test_a_tournament_judged_by_its_solver_records_it_and_refuses_a_change(
     assert len(records) == 2
     for record in records:  # Black's proof after the opening: the solver's first answer
         assert record.termination is Termination.ADJUDICATED and record.winner == record.black
+        assert record.plies == 15  # asked once 30% of the board was filled: 12 stones
         assert record.evidence is not None and record.evidence.solver is not None
         assert record.evidence.solver["answer"] == "black"
     status = json.loads(invoke("tournament", "status", str(path), "--json", cwd=tmp_path).stdout)

@@ -130,6 +130,20 @@ async def play(settings: SolverSettings, games: int) -> tuple[list[GameRecord], 
     return [e.record for e in events if isinstance(e, Finished)], faults
 
 
+def test_the_opening_is_proven_for_black_whatever_black_plays() -> None:
+    """What the tests below rely on: after any move of Black's, the search still finds
+    Black's proof, and no proof for White."""
+    opened = Game(ATOLL7)
+    for move in PROVEN_FOR_BLACK:
+        opened.play(move)
+    for cell in opened.legal_cells():
+        game = opened.copy()
+        game.play(cell)
+        assert game.winner is None
+        assert find_proof(game.geometry, game.colors, Color.BLACK, level=Level.HSEARCH)
+        assert not find_proof(game.geometry, game.colors, Color.WHITE, level=Level.HSEARCH)
+
+
 async def test_a_solver_that_names_a_winner_ends_the_game_for_it(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     records, faults = await play(solver("prove", pids), 2)
