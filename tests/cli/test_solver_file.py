@@ -103,6 +103,11 @@ def test_a_tournament_judged_by_its_solver_records_it_and_refuses_a_change(
     shown = invoke("show", "r.jsonl", "--game", records[0].game_id, cwd=tmp_path).stdout
     assert "wins (adjudicated by the solver prover:" in shown
     assert "Judged by the solver prover (its word, not a proof)" in shown
+    # The report's viewer says who judged, and shows no evidence against the solver.
+    done = invoke("report", str(path), "-o", "report.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert "adjudicated by the solver prover" in page and '"ev":{' not in page.replace(" ", "")
 
     # Another budget is another condition of play: refused on the same store.
     path.write_text(path.read_text() + "solve_budget = 3\n")
