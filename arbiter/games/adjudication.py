@@ -26,7 +26,7 @@ from typing import Any
 
 from arbiter.definitions import Key
 from arbiter.rules import Color, Game
-from arbiter.rules.proof import DEFAULT_BUDGET, Level, Proof, find_proof
+from arbiter.rules.proof import DEFAULT_BUDGET, Level, Proof, find_proof, find_winning_move
 
 __all__ = [
     "HSEARCH_EVERY",
@@ -40,6 +40,9 @@ __all__ = [
 
 HSEARCH_FROM = 0.5  # the fraction of cells filled before H-search is tried
 HSEARCH_EVERY = 1  # plies between two H-searches once it is tried
+# The level of the search for a key move of the side to move (one search per empty
+# cell, so the cheapest level): None, no such search.
+WINNING_MOVE: Level | None = Level.BRIDGES
 
 
 class Adjudication(StrEnum):
@@ -80,14 +83,17 @@ class Adjudicator:
         hsearch_from: float = HSEARCH_FROM,
         hsearch_every: int = HSEARCH_EVERY,
         budget: int = DEFAULT_BUDGET,
+        winning_move: Level | None = WINNING_MOVE,
     ) -> None:
         self.hsearch_from = hsearch_from
         self.hsearch_every = hsearch_every
         self.budget = budget
+        self.winning_move = winning_move  # the level of the mover's key-move search
         self.last_hsearch: int | None = None  # the ply of the last H-search
 
     def judge(self, game: Game) -> Proof | None:
-        """A proof that one side has won, the side to move asked first, or None."""
+        """A proof that one side has won, the side to move asked first; else a key move
+        that gives the side to move one (`find_winning_move`); else None."""
         plies = len(game.moves)
         colors = game.colors
         geometry = game.geometry
@@ -103,14 +109,19 @@ class Adjudicator:
             proof = find_proof(geometry, colors, color, level=level, budget=self.budget)
             if proof is not None:
                 return proof
-        return None
+        if self.winning_move is None:
+            return None
+        return find_winning_move(geometry, colors, first, level=self.winning_move)
 
 
 def proof_json(game: Game, proof: Proof) -> dict[str, Any]:
     """A proof as a record keeps it: its owner, its chain of groups (their stones as
-    cell names and their islands by number) and each link's kind and carrier."""
+    cell names and their islands by number) and each link's kind and carrier; and its
+    key move, the cell the side to move plays first, when it has one."""
     names = game.geometry.names
+    key = {} if proof.key is None else {"key": names[proof.key]}
     return {
+        **key,
         "owner": "black" if proof.owner is Color.BLACK else "white",
         "chain": [
             {

@@ -517,6 +517,12 @@ def adjudicated(game: Game, proof: Proof, winner_seat: int) -> _Verdict:
         f"{side} has a proven connection ({len(proof.links)} links:"
         f" {', '.join(kinds) or 'already joined'}) with {empty} cells empty"
     )
+    if proof.key is not None:
+        detail = (
+            f"{side}, to move, has a proven connection once it plays"
+            f" {game.geometry.names[proof.key]} ({len(proof.links)} links:"
+            f" {', '.join(kinds) or 'already joined'}) with {empty} cells empty"
+        )
     return _Verdict(
         Termination.ADJUDICATED,
         winner_seat,

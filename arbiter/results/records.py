@@ -467,7 +467,8 @@ def _is_proof(value: Any) -> bool:
     every reader may then print it without checking it again."""
     return (
         isinstance(value, dict)
-        and set(value) == {"owner", "chain", "links"}
+        and set(value) - {"key"} == {"owner", "chain", "links"}
+        and isinstance(value.get("key", ""), str)
         and value["owner"] in ("black", "white")
         and isinstance(value["chain"], list)
         and all(

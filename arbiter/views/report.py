@@ -92,6 +92,8 @@ def proof_lines(proof: dict[str, Any]) -> list[str]:
     pairwise disjoint). The owner answers an intrusion into a carrier inside it."""
     chain, links = proof["chain"], proof["links"]
     lines = [f"Proof ({escape(proof['owner'])}): {len(links)} links, carriers disjoint"]
+    if "key" in proof:  # a win for the side to move: the proof holds once it plays there
+        lines.append(f"  key move: {escape(proof['key'])}, played first by the side to move")
     for i, group in enumerate(chain):
         stones = " ".join(escape(c) for c in group["stones"]) or "(an island alone)"
         islands = f"; islands {', '.join(map(str, group['islands']))}" if group["islands"] else ""
