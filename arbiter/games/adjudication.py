@@ -16,6 +16,12 @@ against 13.9% every fourth ply, for half as much search time again; starting it 
 with a smaller budget saved less, bench/schedule_bench.py). A proof missed by that
 schedule is found later (stones only add connections to their owner's side of the
 search), never wrongly.
+
+When neither side has a proof, the side to move is asked for a key move: a cell after
+which it holds a proof (`find_winning_move`, one bridges-level search per empty cell,
+tens of milliseconds on an 11 board). On 16 games of the bundled bots on Atoll 11,
+replayed, that raised the plies saved from 17.3% to 29.5% (bench/schedule_bench.py;
+bench/adjudication_bench.py measures it on a tournament).
 """
 
 from __future__ import annotations
