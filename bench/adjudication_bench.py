@@ -9,7 +9,7 @@ other. Printed per copy: games, plies played, wall time; for the adjudicated cop
 games a proof ended, the cells they left empty, and the links of their proofs by kind
 (each proof counted under every kind it uses; a proof of one kind alone is counted
 apart, which says what the cheaper levels would have ended by themselves), and the
-proofs that needed a key move of the side to move; then each copy's ratings.
+proofs that needed a key move of the side to move. Each run prints its own ratings.
 
 Run: python bench/adjudication_bench.py [--file tournaments/demo.toml] [--rounds N]
 [--tc TC]. Numbers go to stdout; compare runs made on the same machine only.
@@ -57,15 +57,6 @@ def run(folder: Path, text: str) -> tuple[float, list[dict[str, object]]]:
         stdin=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - start
-    shown = subprocess.run(
-        [sys.executable, "-m", "arbiter", "ratings", "t.sqlite"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=True,
-        stdin=subprocess.DEVNULL,
-    )
-    print(f"ratings of {folder.name}:\n{shown.stdout}", flush=True)
     with sqlite3.connect(folder / "t.sqlite") as db:
         records = [json.loads(r) for (r,) in db.execute("SELECT record FROM games")]
     return wall, records
