@@ -18,10 +18,11 @@ schedule is found later (stones only add connections to their owner's side of th
 search), never wrongly.
 
 When neither side has a proof, the side to move is asked for a key move: a cell after
-which it holds a proof (`find_winning_move`, one bridges-level search per empty cell,
-tens of milliseconds on an 11 board). On 16 games of the bundled bots on Atoll 11,
-replayed, that raised the plies saved from 17.3% to 29.5% (bench/schedule_bench.py;
-bench/adjudication_bench.py measures it on a tournament).
+which it holds a proof (`find_winning_move`, a bridges-level search per cell near its
+groups, tens of milliseconds on an 11 board, so only once at most `WINNING_MOVE_CELLS`
+cells are empty). On 16 games of the bundled bots on Atoll 11, replayed, that raised
+the plies saved from 17.3% to 29.5% (bench/schedule_bench.py; bench/adjudication_bench.py
+measures it on a tournament).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from arbiter.rules.proof import DEFAULT_BUDGET, Level, Proof, find_proof, find_w
 __all__ = [
     "HSEARCH_EVERY",
     "HSEARCH_FROM",
+    "WINNING_MOVE",
+    "WINNING_MOVE_CELLS",
     "Adjudication",
     "Adjudicator",
     "adjudicate_key",
@@ -49,6 +52,10 @@ HSEARCH_EVERY = 1  # plies between two H-searches once it is tried
 # The level of the search for a key move of the side to move (one search per empty
 # cell, so the cheapest level): None, no such search.
 WINNING_MOVE: Level | None = Level.BRIDGES
+# Empty cells at most for that search to run: it costs a search per cell, so a large
+# board is searched only once most of it is filled (Atoll 11 and Hex 11 always; Atoll 23,
+# about 1.6 s a ply with 400 cells empty, once 130 are left).
+WINNING_MOVE_CELLS = 130
 
 
 class Adjudication(StrEnum):
@@ -115,7 +122,7 @@ class Adjudicator:
             proof = find_proof(geometry, colors, color, level=level, budget=self.budget)
             if proof is not None:
                 return proof
-        if self.winning_move is None:
+        if self.winning_move is None or len(colors) - game.n_stones > WINNING_MOVE_CELLS:
             return None
         return find_winning_move(geometry, colors, first, level=self.winning_move)
 

@@ -358,18 +358,32 @@ def find_winning_move(
 ) -> Proof | None:
     """A cell where `mover`, the side to move, plays and then holds a proof (or has
     already won): the proof of the position after that stone, with the cell as its
-    `key`; None if no empty cell gives one within `level` and `budget`.
+    `key`; None if no cell tried gives one within `level` and `budget`.
 
     This proves a win for the side to move only: it plays the key, then keeps the proof
-    as `find_proof`'s owner does. The cells are tried in order, each with one search:
-    the cost is a search per empty cell, which is why the level is a choice."""
-    board = list(colors)
-    for cell in range(len(board)):
-        if board[cell]:
-            continue
-        board[cell] = int(mover)
-        proof = find_proof(geometry, board, mover, level=level, budget=budget)
-        board[cell] = 0
+    as `find_proof`'s owner does. A search costs one `find_proof` per cell tried, so only
+    the cells a bridges-level chain can run through are tried: those touching one of
+    the mover's groups (its islands included), and those with two empty neighbours
+    touching the same group (a bridge or an edge template away). A stone anywhere else
+    would be a group of its own with no link to any other, so at the bridges level
+    nothing is missed; at higher levels a key elsewhere is only not found."""
+    board = _Board(geometry, colors, mover)
+    neighbours = geometry.neighbours
+    played = list(colors)
+    for cell in board.empty:
+        touched = board.cell_groups[cell]
+        if not touched:
+            seen: set[int] = set()
+            for nb in neighbours[cell]:
+                groups = board.cell_groups.get(nb, set())
+                if groups & seen:
+                    break
+                seen |= groups
+            else:
+                continue  # no group is a bridge away: no chain runs through it
+        played[cell] = int(mover)
+        proof = find_proof(geometry, played, mover, level=level, budget=budget)
+        played[cell] = 0
         if proof is not None:
             return replace(proof, key=cell)
     return None
