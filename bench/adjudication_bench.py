@@ -8,7 +8,8 @@ when asked; each copy is run to the end with `arbiter tournament run`, one after
 other. Printed per copy: games, plies played, wall time; for the adjudicated copy, the
 games a proof ended, the cells they left empty, and the links of their proofs by kind
 (each proof counted under every kind it uses; a proof of one kind alone is counted
-apart, which says what the cheaper levels would have ended by themselves).
+apart, which says what the cheaper levels would have ended by themselves), and the
+proofs that needed a key move of the side to move. Each run prints its own ratings.
 
 Run: python bench/adjudication_bench.py [--file tournaments/demo.toml] [--rounds N]
 [--tc TC]. Numbers go to stdout; compare runs made on the same machine only.
@@ -87,8 +88,10 @@ def main() -> None:
     empty = 0
     kinds: Counter[str] = Counter()
     alone: Counter[str] = Counter()
+    keyed = 0
     for r in ended:
         proof = r["evidence"]["proof"]  # type: ignore[index]
+        keyed += "key" in proof
         used = {link["kind"] for link in proof["links"]}
         kinds.update(used)
         if len(used) == 1:
@@ -99,6 +102,7 @@ def main() -> None:
     print(f"adjudicated: {len(ended)} of {len(on_records)} games, {empty} cells left empty")
     for kind, n in kinds.most_common():
         print(f"  {kind}: in {n} proofs, the only kind in {alone[kind]}")
+    print(f"  a key move of the side to move first: {keyed} proofs")
 
 
 if __name__ == "__main__":

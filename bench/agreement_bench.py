@@ -156,7 +156,11 @@ def play_out(position: Position, bot: Bot | SkeletonMover, rng: random.Random) -
     owner = proof.owner
     if isinstance(bot, Bot):
         bot.new_game()
-    if game.to_move is owner:  # the owner moves first: some cell outside the carriers
+    if proof.key is not None:  # a win for the side to move: it plays its key first
+        game.play(proof.key)
+        if game.over:
+            return "won" if game.winner is owner else "lost"
+    elif game.to_move is owner:  # the owner moves first: some cell outside the carriers
         outside = [c for c in game.legal_cells() if c not in proof.carrier]
         game.play(rng.choice(outside) if outside else game.legal_cells()[0])
         if game.over:

@@ -23,24 +23,32 @@ from typing import Any
 
 from arbiter.games.adjudication import Adjudicator
 from arbiter.rules import Game, Variant
+from arbiter.rules.proof import Level
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from proof_bench import bots, play
 
+# Each schedule's Adjudicator settings; the key-move search of the side to move (the
+# referee's `winning_move`) is off unless a schedule names its level.
 SCHEDULES: dict[str, dict[str, Any]] = {
-    "as shipped (from 50%, every 4th ply)": {},
+    "from 50%, every 4th ply (the earlier schedule)": {"hsearch_every": 4, "winning_move": None},
     "from 20%, every 2nd ply, budget 3000": {
         "hsearch_from": 0.2,
         "hsearch_every": 2,
         "budget": 3000,
+        "winning_move": None,
     },
     "from 25%, every 4th ply, budget 5000": {
         "hsearch_from": 0.25,
         "hsearch_every": 4,
         "budget": 5000,
+        "winning_move": None,
     },
-    "from 50%, every ply": {"hsearch_every": 1},
+    "from 50%, every ply": {"winning_move": None},
+    "from 50%, every ply, key moves at the bridges level (as shipped)": {
+        "winning_move": Level.BRIDGES
+    },
 }
 
 
@@ -76,6 +84,7 @@ def main() -> None:
                     saved += len(game.moves) - ply
                     ended += 1
                     kinds.update({link.kind.value for link in proof.links})
+                    kinds.update({"key move"} if proof.key is not None else set())
                     break
         links = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
         print(

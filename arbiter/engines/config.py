@@ -116,6 +116,22 @@ ENGINE = Keys(
         shown="`atoll-set-param` if it lists it",
     ),
     Key(
+        "solve_command",
+        str,
+        "the command that asks it for the winner of the position it was given, when a"
+        " tournament names it as its `solver`: answered `black` or `white` (a win proven"
+        " by its search), anything else when it does not know (MoHex:"
+        ' `"dfpn-solve-state"`; see [Adjudication]'
+        f"({_GUIDE}/adjudication.md#an-outside-judge)); words of printable ASCII without `#`",
+    ),
+    Key(
+        "solve_budget_command",
+        str,
+        "the command its time budget in seconds (the tournament's `solve_budget`) is"
+        ' appended to before each `solve_command` (MoHex: `"param_dfpn timelimit"`);'
+        " none: it is only given that long to answer",
+    ),
+    Key(
         "time",
         str,
         "which clock commands it is told: `atoll`, `gtp` or `none` (by default `atoll` if"
@@ -592,7 +608,24 @@ def dialect_from(table: dict[str, Any], where: str) -> Dialect:
         swap=swap.lower(),
         time=None if time is None else TimeFamily(time),
         set_param=set_param,
+        solve=_words(table, "solve_command", where, '"dfpn-solve-state"'),
+        solve_budget=_words(table, "solve_budget_command", where, '"param_dfpn timelimit"'),
     )
+
+
+def _words(table: dict[str, Any], key: str, where: str, example: str) -> tuple[str, ...] | None:
+    """A command of a definition, as the words sent: checked when the file is read."""
+    value = table.get(key)
+    if value is None:
+        return None
+    words = value.split() if isinstance(value, str) else []
+    if not words or not all(is_token(w) for w in words):
+        raise ConfigError(
+            f"{key} must be a command of plain ASCII words (no #), not {toml_value(value)}",
+            where=f"{where}.{key}",
+            hint=f"e.g. {key} = {example}",
+        )
+    return tuple(words)
 
 
 def _variant_ok(islands: int, size: int) -> bool:

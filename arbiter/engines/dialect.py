@@ -37,6 +37,12 @@ class Dialect:
     # The command that sets a parameter (`WORD NAME VALUE`); None: `atoll-set-param`,
     # if the engine lists it (PROTOCOL.md 5.4).
     set_param: str | None = None
+    # The command that asks it for the winner of the position it has been given (its
+    # words; MoHex: `dfpn-solve-state`), when it serves as a tournament's `solver`; and
+    # the command its time budget in seconds is appended to before each question
+    # (MoHex: `param_dfpn timelimit`), if it takes one.
+    solve: Command | None = None
+    solve_budget: Command | None = None
 
 
 SET_PARAM = "atoll-set-param"
@@ -122,6 +128,18 @@ def setup_commands(
     return commands + time_settings(time_family(dialect, supports), tc)
 
 
+def position_setup(supports: Callable[[str], bool], variant: Variant) -> list[Command]:
+    """An empty board of `variant` with no clock: what a solver is told before the
+    moves of the game it is asked about."""
+    commands: list[Command] = []
+    if supports("atoll-islands"):
+        commands.append(("atoll-islands", str(variant.islands)))
+    commands += [("boardsize", str(variant.size)), ("clear_board",)]
+    if supports("atoll-pie"):
+        commands.append(("atoll-pie", "on" if variant.pie else "off"))
+    return commands
+
+
 def time_settings(family: TimeFamily, tc: TimeControl) -> list[Command]:
     """The clock's settings in the engine's family (GTP: Canadian overtime for MOVES/BASE)."""
     if family is TimeFamily.ATOLL:
@@ -180,6 +198,14 @@ def ply_commands(
     commands += time_updates(family, clocks)
     commands.append(("genmove", color.letter))
     return commands
+
+
+def solve_commands(dialect: Dialect, budget: float) -> list[Command]:
+    """The question to a solver about the position it has been given: its budget (if
+    its definition says how to tell it one), then its solve command."""
+    assert dialect.solve is not None
+    told = [] if dialect.solve_budget is None else [(*dialect.solve_budget, f"{budget:g}")]
+    return [*told, dialect.solve]
 
 
 def play_command(dialect: Dialect, letter: str, move: str) -> Command:

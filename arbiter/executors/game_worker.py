@@ -37,6 +37,7 @@ from arbiter.executors.jobs import (
 )
 from arbiter.executors.preflight import preflight
 from arbiter.games.referee import GameSpec, Referee
+from arbiter.games.solver import OutsideJudge
 from arbiter.results.records import Evidence, GameRecord, Stage, Termination
 from arbiter.rules import Variant
 from arbiter.rules.clock import ClockMode, TimeControl
@@ -86,6 +87,12 @@ class GameWorker:
         # are kept under (the engine's key and the values), and that engine's key.
         self._filled: dict[str, EngineSpec] = {}
         self._base: dict[str, str] = {}
+        # The outside judge, one solver engine kept by this worker for all its games.
+        self.judge = (
+            None
+            if settings.solver is None
+            else OutsideJudge(settings.solver, nursery, settings.deadlines)
+        )
 
     @property
     def warm(self) -> frozenset[str]:
@@ -168,7 +175,9 @@ class GameWorker:
                 return
         self.emit(Started(job.number, names[0], names[1]))
         host, cpu = machine()
-        outcome = await self.referee.play(self._on_host(job.spec), players, host=host, cpu=cpu)
+        outcome = await self.referee.play(
+            self._on_host(job.spec), players, host=host, cpu=cpu, solver=self.judge
+        )
         record, speed = outcome.record, self.settings.speed
         if speed is not None:
             record = replace(record, speed=speed.under("cpu" in record.clock.values()))
@@ -288,6 +297,8 @@ class GameWorker:
     async def aclose(self) -> None:
         for key in list(self.engines):
             await self._close(key)
+        if self.judge is not None:
+            await self.judge.aclose()
 
     def _start_failure(self, job: GameJob, seat: int, exc: EngineError) -> GameRecord:
         a, b = (self._base.get(key, key) for key in job.engines)

@@ -21,6 +21,7 @@ from arbiter import text
 from arbiter.engines.calibration import HostSpeed
 from arbiter.engines.process import Deadlines, EngineInfo, EngineSpec
 from arbiter.games.referee import GameSpec, RefereeConfig
+from arbiter.games.solver import SolverSettings
 from arbiter.results.records import Evidence, GameRecord, Termination, timestamp
 from arbiter.rules import Variant
 from arbiter.rules.clock import TimeControl
@@ -186,6 +187,8 @@ class ExecutorSettings:
     # Each host divides every game's time controls by its own speed factor (`scale_tc`
     # on a Dask cluster; a local run has scaled the tournament's before it starts).
     scale_tc: bool = False
+    # The outside judge asked who wins (arbiter.games.solver); None: no solver.
+    solver: SolverSettings | None = None
 
     def named(self, names: Mapping[str, str]) -> ExecutorSettings:
         """These settings with each engine's name fixed, so that every slot, worker and

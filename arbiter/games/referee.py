@@ -23,6 +23,7 @@ from arbiter.engines.player import RESIGN, Fault, GameLog, Player
 from arbiter.errors import ArbiterInternalError
 from arbiter.games import pauses
 from arbiter.games.adjudication import Adjudication, Adjudicator, proof_json
+from arbiter.games.solver import Judgement, OutsideJudge
 from arbiter.results.records import Evidence, GameRecord, StoneColor, Termination, timestamp
 from arbiter.rules import SWAP, Color, Game, IllegalMove, Variant
 from arbiter.rules.clock import WALL_CEILING, ClockMode, GameClock, TimeControl
@@ -118,6 +119,7 @@ class _Progress:
     reported_ms: list[float] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)  # kept only under a CPU clock
     proof: Proof | None = None  # the proof that ended the game, when one did
+    judged: Judgement | None = None  # the solver's answer that ended it, when one did
 
 
 @dataclass(frozen=True)
@@ -199,17 +201,19 @@ class Referee:
         host: str = "",
         cpu: str = "",
         on_move: Callable[[str], None] | None = None,
+        solver: OutsideJudge | None = None,
     ) -> GameOutcome:
         """The game's record (made once, naming the machine it was played on), the seats
         whose engines must be restarted, and the game's full transcript if asked for.
-        `on_move` is told each move as it is played (a live page follows the game)."""
+        `on_move` is told each move as it is played (a live page follows the game);
+        `solver`, the outside judge, is asked who wins (arbiter.games.solver)."""
         if not self.config.transcript_bytes:
-            return await self._play(spec, players, host, cpu, on_move)
+            return await self._play(spec, players, host, cpu, on_move, solver)
         game_log = GameLog(self.config.transcript_bytes)
         for seat, player in enumerate(players, 1):
             player.log_to(game_log, seat)
         try:
-            outcome = await self._play(spec, players, host, cpu, on_move)
+            outcome = await self._play(spec, players, host, cpu, on_move, solver)
         finally:
             for player in players:
                 player.log_to(None)
@@ -223,6 +227,7 @@ class Referee:
         host: str,
         cpu: str,
         on_move: Callable[[str], None] | None,
+        solver: OutsideJudge | None = None,
     ) -> GameOutcome:
         started = timestamp()
         game = Game(spec.variant)
@@ -230,12 +235,16 @@ class Referee:
         faulty: set[int] = set()
         try:
             await self._setup(spec, players)
+            if solver is not None:
+                solver.new_game()
             winner_seat, termination = await self._play_moves(
-                spec, players, game, progress, on_move
+                spec, players, game, progress, on_move, solver
             )
             verdict = _Verdict(termination, winner_seat)
             if progress.proof is not None:
                 verdict = adjudicated(game, progress.proof, winner_seat)
+            elif progress.judged is not None:
+                verdict = judged(game, progress.judged, winner_seat)
         except _Fault as fault:
             verdict = await self._judge_fault(fault, players, progress)
             faulty.add(fault.seat)
@@ -333,6 +342,7 @@ class Referee:
         game: Game,
         progress: _Progress,
         on_move: Callable[[str], None] | None = None,
+        solver: OutsideJudge | None = None,
     ) -> tuple[int, Termination]:
         cfg = self.config
         beat = pauses.heartbeat()
@@ -453,6 +463,13 @@ class Referee:
                         if proof is not None:
                             progress.proof = proof
                             return owner[proof.owner], Termination.ADJUDICATED
+                    if solver is not None:
+                        # The referee's time too; the solver's own deadlines bound it.
+                        with trio.CancelScope(shield=True):
+                            judgement = await solver.ask(game)
+                        if judgement is not None:
+                            progress.judged = judgement
+                            return owner[judgement.winner], Termination.ADJUDICATED
             if scope.cancelled_caught:
                 player = players[seat]
                 player.kill()
@@ -500,11 +517,36 @@ def adjudicated(game: Game, proof: Proof, winner_seat: int) -> _Verdict:
         f"{side} has a proven connection ({len(proof.links)} links:"
         f" {', '.join(kinds) or 'already joined'}) with {empty} cells empty"
     )
+    if proof.key is not None:
+        detail = (
+            f"{side}, to move, has a proven connection once it plays"
+            f" {game.geometry.names[proof.key]} ({len(proof.links)} links:"
+            f" {', '.join(kinds) or 'already joined'}) with {empty} cells empty"
+        )
     return _Verdict(
         Termination.ADJUDICATED,
         winner_seat,
         reason=detail,
         evidence=Evidence(engine="referee", detail=detail, proof=proof_json(game, proof)),
+    )
+
+
+def judged(game: Game, judgement: Judgement, winner_seat: int) -> _Verdict:
+    """The verdict on a game ended by an outside judge: its word, not a proof."""
+    said = judgement.evidence
+    side = "Black" if judgement.winner is Color.BLACK else "White"
+    empty = game.geometry.n_cells - game.n_stones
+    detail = (
+        f"the solver {said['engine']} answered {said['command']!r} with {said['answer']!r}:"
+        f" {side} wins, with {empty} cells empty (its word, not a proof)"
+    )
+    return _Verdict(
+        Termination.ADJUDICATED,
+        winner_seat,
+        reason=detail,
+        evidence=Evidence(
+            engine=said["engine"], detail=detail, transcript=judgement.transcript, solver=said
+        ),
     )
 
 

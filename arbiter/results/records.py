@@ -36,8 +36,9 @@ class Termination(StrEnum):
 
     CONNECTION = "connection"
     RESIGN = "resign"
-    # The referee proved a connection for the winner (`adjudicate = "proven"`): the
-    # record's evidence holds the proof. Rated as a connection.
+    # The referee proved a connection for the winner (`adjudicate = "proven"`), or the
+    # tournament's outside judge (`solver`) named the winner: the record's evidence holds
+    # the proof, or the solver's answer. Rated as a connection.
     ADJUDICATED = "adjudicated"
     TIME = "time"
     ILLEGAL = "illegal"
@@ -109,6 +110,10 @@ class Evidence:
     # An adjudicated game's proof (engine "referee"): its owner, its chain of groups and
     # each link's kind and carrier, as cell names (see arbiter.games.adjudication).
     proof: dict[str, Any] | None = None
+    # An outside judge's answer that ended the game (engine: the solver): the solver,
+    # the command asked, its answer (capped, escaped) and its budget in seconds; trusted,
+    # not proven (see arbiter.games.solver).
+    solver: dict[str, Any] | None = None
 
     @classmethod
     def of_harness(
@@ -236,6 +241,8 @@ class GameRecord:
                 del data["evidence"]["traceback"]
             if self.evidence.proof is None:
                 del data["evidence"]["proof"]
+            if self.evidence.solver is None:
+                del data["evidence"]["solver"]
         # Field order: identity first, then outcome, then details.
         order = [
             "schema",
@@ -310,9 +317,13 @@ class GameRecord:
                 **{**evidence, "stage": Stage(evidence.get("stage", "game"))}
             )
         if fields["termination"] is Termination.ADJUDICATED and (
-            evidence is None or not isinstance(evidence.get("proof"), dict)
+            evidence is None
+            or (
+                not isinstance(evidence.get("proof"), dict)
+                and not isinstance(evidence.get("solver"), dict)
+            )
         ):
-            raise ValueError("an adjudicated game without its proof in the evidence")
+            raise ValueError("an adjudicated game without its proof or solver in the evidence")
         return cls(**fields)
 
 
@@ -445,7 +456,18 @@ _EVIDENCE_FIELDS: dict[str, Any] = {
     "limit": (dict, type(None)),
     "traceback": str,
     "proof": lambda v: v is None or _is_proof(v),
+    "solver": lambda v: v is None or _is_solver(v),
 }
+
+
+def _is_solver(value: Any) -> bool:
+    """The shape of an outside judge's answer (arbiter.games.solver.Judgement)."""
+    return (
+        isinstance(value, dict)
+        and set(value) == {"engine", "command", "answer", "budget"}
+        and _are_texts([value["engine"], value["command"], value["answer"]])
+        and type(value["budget"]) in (int, float)
+    )
 
 
 def _is_proof(value: Any) -> bool:
@@ -453,7 +475,8 @@ def _is_proof(value: Any) -> bool:
     every reader may then print it without checking it again."""
     return (
         isinstance(value, dict)
-        and set(value) == {"owner", "chain", "links"}
+        and set(value) - {"key"} == {"owner", "chain", "links"}
+        and isinstance(value.get("key", ""), str)
         and value["owner"] in ("black", "white")
         and isinstance(value["chain"], list)
         and all(

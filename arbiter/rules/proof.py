@@ -31,7 +31,7 @@ well under the time a move takes; a budget that runs out only means fewer proofs
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, IntEnum
 
 from arbiter.rules.geometry import Color, Geometry
@@ -145,11 +145,16 @@ class ProofLink:
 @dataclass(frozen=True)
 class Proof:
     """A won connection: `chain[i]` and `chain[i + 1]` are joined by `links[i]`, the
-    carriers are pairwise disjoint, and the first and last groups' islands win."""
+    carriers are pairwise disjoint, and the first and last groups' islands win.
+
+    With a `key`, the owner is the side to move and the proof holds once it has played
+    there (the chain's stones include the key): a win for the side to move only, since
+    the opponent, to move, could take the key itself (`find_winning_move`)."""
 
     owner: Color
     chain: tuple[Group, ...]
     links: tuple[ProofLink, ...]
+    key: int | None = None
 
     @property
     def carrier(self) -> frozenset[int]:
@@ -341,6 +346,47 @@ def find_proof(
             return Proof(owner, (board.groups[g],), ())
     search = _Search(board, level, budget)
     return search.run()
+
+
+def find_winning_move(
+    geometry: Geometry,
+    colors: Sequence[int],
+    mover: Color,
+    *,
+    level: Level = Level.BRIDGES,
+    budget: int = DEFAULT_BUDGET,
+) -> Proof | None:
+    """A cell where `mover`, the side to move, plays and then holds a proof (or has
+    already won): the proof of the position after that stone, with the cell as its
+    `key`; None if no cell tried gives one within `level` and `budget`.
+
+    This proves a win for the side to move only: it plays the key, then keeps the proof
+    as `find_proof`'s owner does. A search costs one `find_proof` per cell tried, so only
+    the cells a bridges-level chain can run through are tried: those touching one of
+    the mover's groups (its islands included), and those with two empty neighbours
+    touching the same group (a bridge or an edge template away). A stone anywhere else
+    would be a group of its own with no link to any other, so at the bridges level
+    nothing is missed; at higher levels a key elsewhere is only not found."""
+    board = _Board(geometry, colors, mover)
+    neighbours = geometry.neighbours
+    played = list(colors)
+    for cell in board.empty:
+        touched = board.cell_groups[cell]
+        if not touched:
+            seen: set[int] = set()
+            for nb in neighbours[cell]:
+                groups = board.cell_groups.get(nb, set())
+                if groups & seen:
+                    break
+                seen |= groups
+            else:
+                continue  # no group is a bridge away: no chain runs through it
+        played[cell] = int(mover)
+        proof = find_proof(geometry, played, mover, level=level, budget=budget)
+        played[cell] = 0
+        if proof is not None:
+            return replace(proof, key=cell)
+    return None
 
 
 class _Search:

@@ -244,7 +244,7 @@ def hidden_files(store: Path) -> list[str]:
 # Conditions older stores do not name, as they were: a store from before CPU clocks
 # charged wall time and scaled no time control, and a run that does either must not add
 # its games to it.
-IMPLIED: Mapping[str, object] = {"clock": "wall", "scale_tc": False}
+IMPLIED: Mapping[str, object] = {"clock": "wall", "scale_tc": False, "solver": None}
 
 
 def refuse_changes(

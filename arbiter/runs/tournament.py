@@ -31,6 +31,7 @@ from arbiter.engines.sandbox import Limits, parse_limits
 from arbiter.errors import ConfigError
 from arbiter.executors.jobs import WARM_ENGINES, WARM_MEMORY_MB, WarmBudget
 from arbiter.games.adjudication import Adjudication, adjudicate_key
+from arbiter.games.solver import load_solver, solver_keys
 from arbiter.results.sprt import test_from
 from arbiter.results.store import resolved
 from arbiter.rules import Variant
@@ -206,6 +207,7 @@ TOURNAMENT = Keys(
     Key("islands", int, "8 for Atoll, 4 for Hex", default=8),
     Key("pie", bool, "the swap on move 2", default=True),
     adjudicate_key(_GUIDE),
+    *solver_keys(_GUIDE),
     Key("openings", str, f"a file of openings, one a line (see [Openings]({_GUIDE}/openings.md))"),
     Key(
         "random_openings",
@@ -506,6 +508,7 @@ def load_tournament(
         tc=tc,
         variant=variant,
         adjudicate=Adjudication(get("adjudicate")),
+        solver=load_solver(get, where, here, engines, local),
         clock=clock,
         affinity=get("affinity"),
         scale_tc=get("scale_tc"),

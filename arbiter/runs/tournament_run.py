@@ -24,6 +24,7 @@ from arbiter.errors import ConfigError
 from arbiter.executors.jobs import ExecutorSettings, WarmBudget
 from arbiter.games.adjudication import Adjudication, stored_adjudication
 from arbiter.games.referee import RefereeConfig
+from arbiter.games.solver import SolverSettings
 from arbiter.results.pairs import PairTally
 from arbiter.results.records import GameRecord
 from arbiter.results.sprt import Sprt, Verdict, expected_pairs, judge
@@ -78,6 +79,7 @@ class Tournament:
     # per pair) applies, unless a store started before that default says otherwise.
     openings_default: bool = False
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
+    solver: SolverSettings | None = None  # the outside judge asked who wins, if any
     tune: TuneSettings | None = None  # an SPSA run's [tune]
     # A tuned engine's command with its placeholders, by engine key (`engines` holds it
     # filled with the start values).
@@ -127,6 +129,7 @@ class Tournament:
             "islands": self.variant.islands,
             "pie": self.variant.pie,
             "adjudicate": self.adjudicate.value,
+            "solver": None if self.solver is None else self.solver.conditions(),
             **self.openings.conditions(self.variant),
             "seed": self.seed,
             # Limits count per game or per pairing: games played one way are not
@@ -321,6 +324,9 @@ class Tournament:
         # store, its kept copies (--fresh, a lost store) and the tournament file.
         hidden = (*hidden_files(self.output), str(self.path))
         specs = {k: replace(s, hidden=hidden) if s.sandbox else s for k, s in self.engines.items()}
+        solver = self.solver
+        if solver is not None and solver.spec.sandbox:  # the solver, too, is an engine
+            solver = replace(solver, spec=replace(solver.spec, hidden=hidden))
         sink = Stored(store, self.name, self.conditions(), self.definition(), self.entries())
         sinks: list[Sink] = [sink]
         left = self.left(schedule, self.stored(store, schedule))
@@ -336,6 +342,7 @@ class Tournament:
                 keep_confined=self.confine_per == "pairing",
                 templates=self.templates,
                 scale_tc=self.scale_tc and self.scaled_by is None,
+                solver=solver,
             ),
             games=schedule,
             total=self.total,

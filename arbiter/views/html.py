@@ -180,9 +180,9 @@ def cross_table(board: Standings) -> tuple[list[str], list[list[dict[str, Any] |
 
 def _evidence(record: GameRecord) -> dict[str, Any] | None:
     ev = record.evidence
-    if ev is None or ev.proof is not None:
-        # An adjudicated game's evidence is a proof, not a fault: its result says so,
-        # and `arbiter show --game` lists the proof.
+    if ev is None or ev.proof is not None or ev.solver is not None:
+        # An adjudicated game's evidence is a proof or a solver's answer, not a fault:
+        # its result says so, and `arbiter show --game` lists it.
         return None
     stderr = ev.stderr_tail[-STDERR_CHARS:].splitlines()[-STDERR_LINES:]
     return {

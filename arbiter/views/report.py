@@ -55,6 +55,13 @@ def describe_game(record: GameRecord, ply: int | None = None) -> list[str]:
     evidence = record.evidence
     if evidence is not None and evidence.proof is not None:
         lines += proof_lines(evidence.proof)
+    elif evidence is not None and evidence.solver is not None:
+        said = evidence.solver
+        lines.append(
+            f"Judged by the solver {said['engine']} (its word, not a proof): asked"
+            f" {said['command']!r} with {said['budget']:g} s, it answered {said['answer']!r}"
+        )
+        lines += ["  | " + line for line in evidence.transcript[-4:]]
     elif evidence is not None:
         status = ""
         if evidence.returncode is not None:
@@ -85,6 +92,8 @@ def proof_lines(proof: dict[str, Any]) -> list[str]:
     pairwise disjoint). The owner answers an intrusion into a carrier inside it."""
     chain, links = proof["chain"], proof["links"]
     lines = [f"Proof ({escape(proof['owner'])}): {len(links)} links, carriers disjoint"]
+    if "key" in proof:  # a win for the side to move: the proof holds once it plays there
+        lines.append(f"  key move: {escape(proof['key'])}, played first by the side to move")
     for i, group in enumerate(chain):
         stones = " ".join(escape(c) for c in group["stones"]) or "(an island alone)"
         islands = f"; islands {', '.join(map(str, group['islands']))}" if group["islands"] else ""
@@ -166,6 +175,14 @@ def describe_result(record: GameRecord, *, brief: bool = False) -> str:
     if record.termination is Termination.RESIGN:
         return f"{record.winner} wins: {record.loser} resigns"
     if record.termination is Termination.ADJUDICATED:
+        said = record.evidence.solver if record.evidence else None
+        if said is not None:  # an outside judge's word, not a proof
+            judge = f"adjudicated by the solver {said['engine']}"
+            return (
+                f"{record.winner} wins ({judge})"
+                if brief
+                else f"{record.winner} wins ({judge}: {record.reason})"
+            )
         if brief:
             return f"{record.winner} wins by a proven connection (adjudicated)"
         return f"{record.winner} wins by a proven connection (adjudicated: {record.reason})"

@@ -63,3 +63,30 @@ def test_the_cheap_levels_prove_before_hsearch_is_due() -> None:
     assert proof is not None and proof.owner is Color.BLACK
     assert judge.last_hsearch is None  # 5 of 25 cells: the cheap levels only
     assert proof_json(game, proof)["owner"] == "black"
+
+
+def test_the_side_to_move_wins_with_a_key_move_when_no_side_has_a_proof() -> None:
+    game = Game(HEX5)
+    for move in ["e4", "a1", "d3", "b4"]:
+        game.play(move)
+    assert Adjudicator(winning_move=None).judge(game) is None  # no proof for either side
+    proof = Adjudicator().judge(game)
+    assert proof is not None and proof.owner is Color.BLACK is game.to_move
+    recorded = proof_json(game, proof)
+    # Black plays c2, then holds bridges and edge templates from edge to edge.
+    assert recorded["key"] == "c2" and ["c2"] in [g["stones"] for g in recorded["chain"]]
+    assert {link["kind"] for link in recorded["links"]} == {"bridge", "edge template II"}
+
+
+async def test_a_key_move_ends_the_game_for_the_side_to_move() -> None:
+    black = LineBot(["e4", "d3", "c2"])
+    white = LineBot(["a1", "b4", "a5"])
+    config = RefereeConfig(adjudicate=Adjudication.PROVEN)
+    outcome, _, _ = await play_virtual((black, white), "20+0.1", config, variant=HEX5)
+    record: GameRecord = outcome.record  # type: ignore[attr-defined]
+    assert record.termination is Termination.ADJUDICATED and record.winner_color == "black"
+    assert record.moves == ["e4", "a1", "d3", "b4"]  # ended before Black played its key
+    assert "Black, to move, has a proven connection once it plays c2" in record.reason
+    check_evidence(record)
+    for seed in range(20):  # Black plays c2 first, then keeps the proof
+        play_out(record, seed)

@@ -80,6 +80,8 @@ def test_the_engine_keys_are_the_declared_ones() -> None:
         "sizes",
         "swap",
         "set_param",
+        "solve_command",
+        "solve_budget_command",
         "time",
         "sandbox",
         "limits",

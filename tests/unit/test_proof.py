@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 
 from arbiter.rules import Color, Game, Variant
 from arbiter.rules.geometry import Geometry
-from arbiter.rules.proof import Group, Level, LinkKind, Proof, find_proof, has_won
+from arbiter.rules.proof import (
+    Group,
+    Level,
+    LinkKind,
+    Proof,
+    find_proof,
+    find_winning_move,
+    has_won,
+)
 
 HEX = 4
 ATOLL = 8
@@ -288,6 +296,99 @@ def test_random_play_yields_proofs_on_both_variants() -> None:
     rng = random.Random(7)
     for size in [(HEX, 7), (ATOLL, 7)]:
         found = [find_proven(Variant(*size, pie=False), rng, Level.HSEARCH) for _ in range(5)]
+        assert sum(f is not None for f in found) >= 3, size
+
+
+# The side to move's key move (`find_winning_move`): the same two checks, from the
+# position before the key, with the side to move to play.
+
+
+def keyed_cases(count: int, seed: int) -> Iterator[tuple[Variant, list[int], Color, Level]]:
+    """Tiny positions (as `minimax_cases`) with the side to move: Black when the stones
+    are even, as random play from the empty board leaves them."""
+    for variant, colors, level in minimax_cases(count, seed):
+        black = sum(1 for v in colors if v == int(Color.BLACK))
+        white = sum(1 for v in colors if v == int(Color.WHITE))
+        yield variant, colors, Color.BLACK if black == white else Color.WHITE, level
+
+
+def test_key_moves_agree_with_minimax() -> None:
+    checked = 0
+    for variant, colors, mover, level in keyed_cases(80, seed=41):
+        geom = variant.geometry
+        if has_won(geom, colors, mover.other):
+            continue
+        proof = find_winning_move(geom, colors, mover, level=level)
+        if proof is None:
+            continue
+        assert proof.owner is mover and proof.key is not None and colors[proof.key] == 0
+        try:
+            wins = owner_wins(geom, list(colors), mover, mover, {}, [3_000])
+        except _TooBig:
+            continue
+        assert wins, f"{variant}: {mover} key move at {level.name} but minimax says lost"
+        checked += 1
+    assert checked >= 25  # the check is not vacuous
+
+
+def find_keyed(
+    variant: Variant, rng: random.Random, level: Level
+) -> tuple[list[int], Proof] | None:
+    """A random-play position where the side to move has a key move and neither side a
+    proof yet: the position after the key, and the proof that then holds."""
+    n = variant.geometry.n_cells
+    geom = variant.geometry
+    for _ in range(30):
+        game = random_position(variant, rng, rng.randint(n // 4, n - 1))
+        if game is None or proofs(geom, game.colors, level):
+            continue
+        proof = find_winning_move(geom, game.colors, game.to_move, level=level)
+        if proof is not None and proof.key is not None:
+            colors = list(game.colors)
+            colors[proof.key] = int(game.to_move)
+            return colors, proof
+    return None
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.sampled_from(SIZES),
+    level=st.sampled_from(list(Level)),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_a_key_move_then_respond_wins_against_any_reply(
+    size: tuple[int, int], level: Level, seed: int, data: st.DataObject
+) -> None:
+    variant = Variant(*size, pie=False)
+    found = find_keyed(variant, random.Random(seed), level)
+    if found is not None:
+        play_out(variant.geometry, *found, data)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.sampled_from([*SIZES, (HEX, 11), (ATOLL, 11)]),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_a_key_move_then_respond_wins_against_any_reply_many(
+    size: tuple[int, int], seed: int, data: st.DataObject
+) -> None:
+    """At the level the referee searches key moves with, on its usual boards too."""
+    variant = Variant(*size, pie=False)
+    found = find_keyed(variant, random.Random(seed), Level.BRIDGES)
+    if found is not None:
+        play_out(variant.geometry, *found, data)
+
+
+def test_random_play_yields_key_moves() -> None:
+    """The property above is not vacuous: positions without a proof have key moves."""
+    rng = random.Random(8)
+    for size in [(HEX, 7), (ATOLL, 7)]:
+        found = [find_keyed(Variant(*size, pie=False), rng, Level.BRIDGES) for _ in range(5)]
         assert sum(f is not None for f in found) >= 3, size
 
 
