@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import trio
@@ -198,13 +198,16 @@ class Client:
 
     async def _connection(self, nursery: trio.Nursery) -> bool:
         """One connection, until it ends; True if the engine must be restarted."""
-        async with open_websocket_url(
-            self.url,
-            subprotocols=[PROTOCOL],
-            max_message_size=MAX_FRAME,
-            connect_timeout=10,
-            disconnect_timeout=5,
-        ) as ws:
+        async with (
+            open_websocket_url(
+                self.url,
+                subprotocols=[PROTOCOL],
+                max_message_size=MAX_FRAME,
+                connect_timeout=10,
+                disconnect_timeout=5,
+            ) as ws,
+            _socket_closed(ws),
+        ):
             await ws.send_message(
                 control(
                     "login",
@@ -272,6 +275,18 @@ class Client:
             return True
         self.say(f"connection closed ({code}{': ' + reason if reason else ''}); reconnecting")
         return False
+
+
+@contextlib.asynccontextmanager
+async def _socket_closed(ws: WebSocketConnection) -> AsyncIterator[None]:
+    """Close the socket of a connection that the server closed (the library leaves it
+    open when its reader is cancelled first, as when the client stops, refused)."""
+    try:
+        yield
+    finally:
+        if ws.closed is not None:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(ws._stream)
 
 
 async def connect(

@@ -31,6 +31,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_st
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.hall import Hall
 from arbiter.arena.names import Registry, lookalike
+from arbiter.arena.roster import Watch
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
 from arbiter.engines.remote import (
@@ -243,8 +244,10 @@ class Server:
         hall: Hall,
         routes: dict[str, Route],
         registry: Registry,
+        roster: Watch | None = None,
     ) -> None:
         self.arena = arena
+        self.roster = roster or Watch(arena)  # the players file's players and bans
         self.hall = hall
         self.routes = routes
         self.gate = Gate(arena)
@@ -404,7 +407,6 @@ class Server:
     async def _engine(
         self, ws: WebSocketConnection, address: str, rtt: Callable[[], float | None]
     ) -> None:
-        a = self.arena
         if not self.gate.login_allowed(address):
             await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
             return
@@ -427,7 +429,7 @@ class Server:
         if problem is not None:
             await self._refuse(ws, CLOSE_REFUSED, problem)
             return
-        entry = a.players.get(name) or PlayerEntry(name, "")
+        entry = self.roster.entry(name) or PlayerEntry(name, "")
         links = self.links[name] = [k for k in self.links.get(name, []) if k.dead is None]
         session, received = login.get("session"), login.get("received", 0)
         link = next((k for k in links if k.session_id == session), None)
@@ -461,7 +463,10 @@ class Server:
         """Why this login is refused, or None. One message for a wrong name or token
         would hide typos from honest users; the names are public on the live page."""
         a = self.arena
-        entry = a.players.get(name)
+        barred = self.roster.barred(name)
+        if barred is not None:
+            return f"{barred}; ask its organiser"
+        entry = self.roster.entry(name)
         if entry is not None:
             return None if entry.accepts(token) else f"wrong token for {name}"
         if name in a.engines:
@@ -480,7 +485,7 @@ class Server:
             check_name(name, "name")
         except ConfigError as exc:
             return f"{name!r} cannot be a name: {exc.message}"
-        problem = lookalike(name, [*a.players, *a.engines, *self.registry.hashes])
+        problem = lookalike(name, [*self.roster.names(), *a.engines, *self.registry.hashes])
         if problem is not None:
             return problem
         if len(token) < 16:
@@ -591,11 +596,12 @@ class Server:
             with trio.move_on_after(2):
                 await ws.aclose(1000, "a newer connection resumed this session")
         elif link.dead is not None and link.ws is ws:
-            await link.close(CLOSE_RESTART, link.dead)
+            # Banned or removed: the client stops (4001); any other end, it starts afresh.
+            code = CLOSE_REFUSED if link in self.hall.sent_off else CLOSE_RESTART
+            await link.close(code, link.dead)
 
     def _busy(self, link: Link) -> bool:
-        p = self.hall.participants.get(link.name)
-        return p is not None and any(s.link is link and s.playing for s in p.sessions)
+        return self.hall.playing(link)
 
     def nursery_timer(self, link: Link) -> None:
         """Start the grace period of a link whose connection dropped mid-game."""

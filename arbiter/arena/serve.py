@@ -7,6 +7,7 @@ are never stored; the next start numbers its games on from the store.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import trio
@@ -16,6 +17,7 @@ from arbiter.arena.hall import Hall
 from arbiter.arena.history import History
 from arbiter.arena.names import Registry
 from arbiter.arena.net import Server
+from arbiter.arena.roster import Watch
 from arbiter.arena.web import Broadcast, Site
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.jobs import ExecutorSettings
@@ -62,8 +64,10 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
         registry = Registry(store, arena.registration_hours)
         async with trio.open_nursery() as nursery:
             hall = Hall(arena, store, nursery, broadcast.publish)
+            roster = Watch(arena)
+            hall.barred = functools.partial(barred, arena, roster, registry)
             site = Site(arena, hall, broadcast, History(store))
-            server = Server(arena, hall, site.routes(), registry)
+            server = Server(arena, hall, site.routes(), registry, roster)
             try:
                 port = await nursery.start(server.serve, nursery)
                 host = f"[{arena.host}]" if ":" in arena.host else arena.host
@@ -79,9 +83,32 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                         f" {arena.max_connections}; raise it (ulimit -n) for more."
                     )
                 nursery.start_soon(site.refresh_standings)
+                nursery.start_soon(roster.run, functools.partial(players_changed, hall))
                 await hall.run()
             finally:
                 with trio.CancelScope(shield=True):
                     await server.stop()
                     await hall.aclose()
                     site.history.write()
+
+
+def barred(arena: Arena, roster: Watch, registry: Registry, name: str) -> str | None:
+    """Why `name` may not play now: banned, or no longer a player (removed from the
+    players file), or None."""
+    why = roster.barred(name)
+    if why is not None:
+        return why
+    if name in arena.engines or roster.entry(name) is not None or registry.get(name):
+        return None
+    return f"{name} is no longer a player of this arena"
+
+
+def players_changed(hall: Hall) -> None:
+    """The players file changed: a name that may play no more is sent off."""
+    for name in list(hall.identities):
+        why = hall.barred(name)
+        if why is not None:
+            hall.send_off(name, why)
+    names = [*hall.arena.engines, *hall.identities]
+    hall.publish("players", {"barred": sorted(n for n in names if hall.barred(n) is not None)})
+    hall.changed()

@@ -205,3 +205,87 @@ def arena_export(
         force=force,
         strict=strict,
     )
+
+
+@arena.group(
+    "player",
+    epilog=examples(
+        "arbiter arena player add arena.toml dave",
+        "arbiter arena player ban arena.toml mallory --reason 'plays another's engine'",
+        "arbiter arena player unban arena.toml mallory",
+    ),
+)
+def arena_player() -> None:
+    """Add, remove, ban or unban players while the arena runs, without a restart.
+
+    The changes go to the players file beside the arena's store (NAME.players.json),
+    never to the arena file; a running server takes them within a second. A banned or
+    removed engine's games in play end and count; then its connection is closed."""
+
+
+@arena_player.command("add")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@click.option(
+    "--token-hash",
+    default=None,
+    help="The hash of a token made before (`arbiter arena token`); without it a new token"
+    " is made and printed.",
+)
+@click.option(
+    "--games-at-once",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Games this engine may play at the same time.",
+)
+@handle_errors
+def arena_player_add(file: str, name: str, token_hash: str | None, games_at_once: int) -> None:
+    """Let NAME log in to the arena of FILE: a new token is printed on stdout (give it
+    to NAME's owner), unless --token-hash gives the hash of one."""
+    from arbiter.arena.config import hash_token, load_arena, new_token
+    from arbiter.arena.roster import add_player
+
+    spec = load_arena(file, engines_here=False)
+    token = new_token() if token_hash is None else None
+    done = add_player(spec, name, token_hash or hash_token(token or ""), games_at_once)
+    if token is not None:
+        emit(token)
+    say(done + ("; give the token (stdout) to its owner" if token is not None else ""), err=True)
+
+
+@arena_player.command("remove")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@handle_errors
+def arena_player_remove(file: str, name: str) -> None:
+    """Remove NAME, a player added with `arena player add`: it logs in no more."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import remove_player
+
+    say(remove_player(load_arena(file, engines_here=False), name), err=True)
+
+
+@arena_player.command("ban")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@click.option("--reason", default="", help="Why, as the engine's client is told.")
+@handle_errors
+def arena_player_ban(file: str, name: str, reason: str) -> None:
+    """Ban NAME: it logs in and is paired no more; its games in play end and count."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import ban_player
+
+    say(ban_player(load_arena(file, engines_here=False), name, reason), err=True)
+
+
+@arena_player.command("unban")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@handle_errors
+def arena_player_unban(file: str, name: str) -> None:
+    """Let a banned NAME log in again."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import unban_player
+
+    say(unban_player(load_arena(file, engines_here=False), name), err=True)

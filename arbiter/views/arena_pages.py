@@ -10,6 +10,7 @@ and escaped all the same.
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 from typing import Any
 
 from arbiter.results.records import GameRecord
@@ -126,9 +127,16 @@ def engine_page(name: str, points: list[list[float]], arena: str) -> str:
     """An engine's page: its rating over the arena's life (`/api/history` has the
     numbers)."""
     now = f"{points[-1][1]:.0f} Elo after {points[-1][0]:.0f} games stored" if points else ""
+    owner, at, version = name.partition("@")
+    apart = (
+        f'<p id=version>Version {escape(version)} of <a href="/engine/{quote(owner)}">'
+        f"{escape(owner)}</a>, rated apart from its other versions.</p>"
+        if at
+        else ""
+    )
     body = (
         f'<p><a href="/">{escape(arena)}</a> · <a href="/games">all games</a></p>'
-        f"<h1>{escape(name)}</h1><p id=now>{escape(now)}</p>"
+        f"<h1>{escape(name)}</h1>{apart}<p id=now>{escape(now)}</p>"
         f"<h2>Rating over time</h2><div class=board>{rating_plot(points)}</div>"
     )
     return _page(f"{arena}: {name}", body)
