@@ -97,10 +97,17 @@ class _Stderr(StderrLog):
 
 class Client:
     def __init__(
-        self, url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None]
+        self,
+        url: str,
+        name: str,
+        token: str,
+        spec: EngineSpec,
+        say: Callable[[str], None],
+        room: str | None = None,
     ) -> None:
         self.url = url
         self.name = name
+        self.room = room  # the room to play in (None: the arena's only one)
         self.token = token
         self.spec = spec
         self.say = say
@@ -218,6 +225,7 @@ class Client:
                     received=self.received,
                     dialect=dialect_table(self.spec),
                     options=list(self.spec.options),
+                    **({"room": self.room} if self.room is not None else {}),
                 )
             )
             try:
@@ -290,14 +298,20 @@ async def _socket_closed(ws: WebSocketConnection) -> AsyncIterator[None]:
 
 
 async def connect(
-    url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None], sessions: int = 1
+    url: str,
+    name: str,
+    token: str,
+    spec: EngineSpec,
+    say: Callable[[str], None],
+    sessions: int = 1,
+    room: str | None = None,
 ) -> None:
     """Relay `spec`'s engine to the arena at `url` until stopped (module docstring):
     `sessions` engine processes, each its own connection, for as many games at once."""
     try:
         async with trio.open_nursery() as nursery:
             for _ in range(sessions):
-                nursery.start_soon(Client(url, name, token, spec, say).run)
+                nursery.start_soon(Client(url, name, token, spec, say, room).run)
     except EngineError as exc:
         raise ConfigError(
             f"the engine did not start: {exc.detail}", hint="check it with `arbiter check ENGINE`"

@@ -45,8 +45,9 @@ _HINT = "manage it with `arbiter arena player`, or delete it to start afresh"
 
 
 def players_path(arena: Arena) -> Path:
-    """The players file of `arena`: beside its store, named after it."""
-    return arena.output.with_name(arena.output.stem + ".players.json")
+    """The players file of `arena`: beside its store, named after it (after the arena,
+    beside the file, when it has rooms: the players are every room's)."""
+    return arena.players_file or arena.output.with_name(arena.output.stem + ".players.json")
 
 
 @dataclass(frozen=True)

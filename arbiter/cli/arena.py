@@ -82,10 +82,21 @@ def arena_serve(file: str) -> None:
     help="Engine processes to run, each playing one game at a time (up to the"
     " games_at_once of the arena's entry for NAME).",
 )
+@click.option(
+    "--room",
+    default=None,
+    help="The room to play in, where the arena has several (its index page lists them).",
+)
 @options.log_options
 @handle_errors
 def arena_connect(
-    address: str, engine: str, name: str, token: str | None, engines_file: str | None, sessions: int
+    address: str,
+    engine: str,
+    name: str,
+    token: str | None,
+    engines_file: str | None,
+    sessions: int,
+    room: str | None,
 ) -> None:
     """Run ENGINE here and relay it to the arena at ADDRESS until stopped.
 
@@ -109,7 +120,7 @@ def arena_connect(
     try:
         run_trio(
             functools.partial(
-                connect, url, name, token, spec, lambda line: say(line, err=True), sessions
+                connect, url, name, token, spec, lambda line: say(line, err=True), sessions, room
             )
         )
     except Refused as exc:

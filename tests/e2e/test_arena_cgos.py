@@ -155,9 +155,9 @@ async def test_game_pages_downloads_the_paged_list_and_rating_history(
         seen, target = [], "/games"
         while target:
             status, _, page = await get(arena.port, target)
-            seen += re.findall(r'href="/game/(\d+)"', page.decode())
+            seen += re.findall(r'href="game/(\d+)"', page.decode())  # relative: rooms too
             older = re.search(r'id=older href="([^"]+)"', page.decode())
-            target = older.group(1) if older else ""
+            target = "/" + older.group(1) if older else ""
         assert seen == ["3", "2"]
         assert (await get(arena.port, "/game/99"))[0].startswith("HTTP/1.1 404")
         assert (await get(arena.port, "/game/x.sgf"))[0].startswith("HTTP/1.1 404")
