@@ -25,7 +25,7 @@ from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.history import History
 from arbiter.arena.net import Buckets, Request, Respond, Route
-from arbiter.views.arena_pages import engine_page, game_page, games_page
+from arbiter.views.arena_pages import engine_page, game_page, games_page, live_board
 from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
@@ -153,6 +153,7 @@ class Site:
         self._cache: dict[str, tuple[float, bytes]] = {}
         self._store_reads = Buckets(STORE_READS, STORE_READS)
         self._page: bytes | None = None
+        self._board: dict[str, Any] | None = None  # the live page's drawing of the board
         self.history = history or History(None)  # the server's keeps it in the store
 
     def cached(self, key: str) -> bytes | None:
@@ -361,8 +362,12 @@ class Site:
         await respond.whole(200, body, "text/html; charset=utf-8")
 
     def live_state(self) -> dict[str, Any]:
+        if self._board is None:
+            self._board = live_board(self.arena.variant)
         return {
             "arena": self.arena.name,
+            "room": self.arena.room,
+            "board": self._board,
             "connected": self.hall.connected(),
             "playing": [
                 {

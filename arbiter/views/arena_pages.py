@@ -14,8 +14,10 @@ from typing import Any
 from urllib.parse import quote
 
 from arbiter.results.records import GameRecord
+from arbiter.rules import Variant
 from arbiter.views.html import position_svg
 from arbiter.views.sgf import is_hex
+from arbiter.views.svg import picture
 
 _STYLE = (
     "body{font:15px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:60em;padding:0 1em}"
@@ -29,6 +31,7 @@ def _page(title: str, body: str) -> str:
     return (
         f"<!doctype html><html lang=en><meta charset=utf-8><title>{escape(title)}</title>"
         f'<meta name=viewport content="width=device-width, initial-scale=1">'
+        '<link rel=icon href="data:,">'
         f"<style>{_STYLE}</style><body>{body}</body></html>"
     )
 
@@ -160,3 +163,19 @@ def rooms_page(arena: str, rooms: list[dict[str, Any]]) -> str:
         f"</tr></thead><tbody>{cells}</tbody></table>"
     )
     return _page(f"{arena}: rooms", body)
+
+
+def live_board(variant: Variant) -> dict[str, Any]:
+    """The drawing of the arena's board for the live page's small boards: the cells'
+    names and centres, the island stones and the hexagon, from the geometry the report
+    draws with (the page colours stones in as moves come)."""
+    p = picture(variant.geometry)
+    return {
+        "key": p.key,
+        "width": p.width,
+        "height": p.height,
+        "hexagon": p.hexagon,
+        "stone": p.stone_radius,
+        "cells": [[c.name, c.x, c.y] for c in p.cells],
+        "islands": [[s.owner, s.x, s.y] for s in p.stones],
+    }
