@@ -421,6 +421,21 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
     return replace(rooms[0], rooms=tuple(rooms))
 
 
+def pick_room(arena: Arena, room: str | None) -> Arena:
+    """The room `room` of `arena` (None: its first, or its only arena)."""
+    if room is None:
+        return arena
+    for r in arena.rooms:
+        if r.room == room:
+            return r
+    names = ", ".join(r.room for r in arena.rooms) or "(none: the file has no [[room]])"
+    raise ConfigError(
+        f"no room {toml_value(room)} in the arena file",
+        where="--room",
+        hint=f"its rooms: {names}",
+    )
+
+
 def _load(
     file: Path,
     data: Mapping[str, Any],

@@ -19,6 +19,8 @@ from .output import ConfigExit, emit, first_leaf, handle_errors, say
 from .sources import show_arena_status
 from .tournament import tournament_export
 
+_ROOM_HELP = "The room whose store to read, where the arena file has rooms (default: its first)."
+
 
 @click.group(
     "arena",
@@ -173,14 +175,15 @@ def arena_token(name: str, games_at_once: int) -> None:
 )
 @click.argument("file", type=click.Path(dir_okay=False))
 @options.as_json(help="One JSON object.")
+@click.option("--room", default=None, help=_ROOM_HELP)
 @handle_errors
-def arena_status(file: str, as_json: bool) -> None:
+def arena_status(file: str, as_json: bool, room: str | None) -> None:
     """The arena's games so far and its ratings (anchors held at theirs), from its store.
 
     It reads the store only, and works while the server runs."""
-    from arbiter.arena.config import load_arena
+    from arbiter.arena.config import load_arena, pick_room
 
-    show_arena_status(load_arena(file, engines_here=False), as_json, strict=False)
+    show_arena_status(pick_room(load_arena(file, engines_here=False), room), as_json, strict=False)
 
 
 @arena.command(
@@ -191,15 +194,16 @@ def arena_status(file: str, as_json: bool) -> None:
 @options.records_out(required=True, default=None)
 @options.force()
 @options.strict_store()
+@click.option("--room", default=None, help=_ROOM_HELP)
 @click.pass_context
 @handle_errors
 def arena_export(
-    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool
+    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool, room: str | None
 ) -> None:
     """Write the arena's games as records (what `ratings`, `report` and `show` read)."""
-    from arbiter.arena.config import load_arena
+    from arbiter.arena.config import load_arena, pick_room
 
-    spec = load_arena(file, engines_here=False)
+    spec = pick_room(load_arena(file, engines_here=False), room)
     if resolved(records_out, "--records") == spec.path.resolve():
         raise ConfigError(
             "the records file would overwrite the arena file",

@@ -43,3 +43,13 @@ def test_a_bad_room_is_a_usage_error_naming_it(tmp_path: Path, rooms: str, says:
     done = invoke("arena", "status", str(arena_file(tmp_path, extra=rooms)))
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_readers_take_a_room_by_name(tmp_path: Path) -> None:
+    file = str(arena_file(tmp_path, extra='[[room]]\nname = "a"\n[[room]]\nname = "b"\n'))
+    done = invoke("arena", "status", file, "--room", "b")
+    assert done.returncode == 2 and "no store yet at" in done.stderr, done.stderr
+    assert "test-arena-b.sqlite" in done.stderr
+    done = invoke("arena", "export", file, "--room", "c", "--records", str(tmp_path / "x.jsonl"))
+    assert done.returncode == 2 and 'no room "c" in the arena file' in done.stderr
+    assert "its rooms: a, b" in done.stderr
