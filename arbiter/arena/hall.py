@@ -62,7 +62,7 @@ def version_tag(version: str) -> str:
 
 def identity(name: str, version: str, first: str) -> str:
     """The rating identity of `name`'s engine at `version`: the name for the version it
-    first played under (or one that says none), `NAME@VERSION` for any other, as a CGOS
+    first logged in with (or one that says none), `NAME@VERSION` for any other, as a CGOS
     author names each version apart, so that a new version starts its own rating."""
     tag = version_tag(version)
     return name if not tag or tag == first else f"{name}@{tag}"
