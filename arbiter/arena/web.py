@@ -220,7 +220,7 @@ class Site:
         from arbiter.views.html import arena_page
 
         if self._page is None:
-            self._page = arena_page(self.arena.title).encode()
+            self._page = arena_page(self.arena.title, bool(self.arena.room)).encode()
         body = self._page
         await respond.whole(
             200,

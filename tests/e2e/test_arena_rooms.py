@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 import trio
-from arena_attack import arena_in_process
+from arena_attack import arena_in_process, get
 from arena_helpers import TOKENS
-from test_arena_cgos import get
 
 from arbiter.arena.client import Client, Refused
 from arbiter.cli.options import known_engines
@@ -92,6 +91,7 @@ async def test_rooms_keep_their_own_games_stores_and_pages(
         assert 'href="room/hex5/"' in index.decode() and 'href="room/atoll7/"' in index.decode()
         status, _, page = await get(arena.port, "/room/hex5/")
         assert status.startswith("HTTP/1.1 200") and "test-arena hex5" in page.decode()
+        assert 'id="rooms" href="../../"' in page.decode()  # back to the list of rooms
         status, _, body = await get(arena.port, "/room/hex5/api/games")
         listed = json.loads(body)["games"]
         assert listed and all({g["seat1"], g["seat2"]} == {"carol", "dave"} for g in listed)
