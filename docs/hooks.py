@@ -94,7 +94,7 @@ def _transcript_index(paths: list[Path], descriptions: dict[str, str]) -> str:
 
 def key_tables() -> dict[str, Any]:
     """The declared keys of each file kind, by the name a page's marker gives."""
-    from arbiter.arena.config import ARENA, PLAYER
+    from arbiter.arena.config import ARENA, PLAYER, ROOM
     from arbiter.engines.config import ENGINE
     from arbiter.runs.tournament import TOURNAMENT
     from arbiter.runs.tune import PARAM, TUNE
@@ -104,6 +104,7 @@ def key_tables() -> dict[str, Any]:
         "engine": ENGINE,
         "arena": ARENA,
         "player": PLAYER,
+        "room": ROOM,
         "tune": TUNE,
         "tune-param": PARAM,
     }

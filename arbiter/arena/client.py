@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import trio
@@ -97,10 +97,17 @@ class _Stderr(StderrLog):
 
 class Client:
     def __init__(
-        self, url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None]
+        self,
+        url: str,
+        name: str,
+        token: str,
+        spec: EngineSpec,
+        say: Callable[[str], None],
+        room: str | None = None,
     ) -> None:
         self.url = url
         self.name = name
+        self.room = room  # the room to play in (None: the arena's only one)
         self.token = token
         self.spec = spec
         self.say = say
@@ -198,13 +205,16 @@ class Client:
 
     async def _connection(self, nursery: trio.Nursery) -> bool:
         """One connection, until it ends; True if the engine must be restarted."""
-        async with open_websocket_url(
-            self.url,
-            subprotocols=[PROTOCOL],
-            max_message_size=MAX_FRAME,
-            connect_timeout=10,
-            disconnect_timeout=5,
-        ) as ws:
+        async with (
+            open_websocket_url(
+                self.url,
+                subprotocols=[PROTOCOL],
+                max_message_size=MAX_FRAME,
+                connect_timeout=10,
+                disconnect_timeout=5,
+            ) as ws,
+            _socket_closed(ws),
+        ):
             await ws.send_message(
                 control(
                     "login",
@@ -215,6 +225,7 @@ class Client:
                     received=self.received,
                     dialect=dialect_table(self.spec),
                     options=list(self.spec.options),
+                    **({"room": self.room} if self.room is not None else {}),
                 )
             )
             try:
@@ -274,15 +285,33 @@ class Client:
         return False
 
 
+@contextlib.asynccontextmanager
+async def _socket_closed(ws: WebSocketConnection) -> AsyncIterator[None]:
+    """Close the socket of a connection that the server closed (the library leaves it
+    open when its reader is cancelled first, as when the client stops, refused)."""
+    try:
+        yield
+    finally:
+        if ws.closed is not None:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(ws._stream)
+
+
 async def connect(
-    url: str, name: str, token: str, spec: EngineSpec, say: Callable[[str], None], sessions: int = 1
+    url: str,
+    name: str,
+    token: str,
+    spec: EngineSpec,
+    say: Callable[[str], None],
+    sessions: int = 1,
+    room: str | None = None,
 ) -> None:
     """Relay `spec`'s engine to the arena at `url` until stopped (module docstring):
     `sessions` engine processes, each its own connection, for as many games at once."""
     try:
         async with trio.open_nursery() as nursery:
             for _ in range(sessions):
-                nursery.start_soon(Client(url, name, token, spec, say).run)
+                nursery.start_soon(Client(url, name, token, spec, say, room).run)
     except EngineError as exc:
         raise ConfigError(
             f"the engine did not start: {exc.detail}", hint="check it with `arbiter check ENGINE`"

@@ -18,9 +18,10 @@ import hmac
 import ipaddress
 import math
 import os
+import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,43 @@ PLAYER = Keys(
         high=64,
     ),
 )
-_TOP_KEYS = {"arena", "player", "engine"}
+# The keys of [arena] that a [[room]] may set for its own games (the rest are the
+# server's: where it listens, its limits, who may log in).
+ROOM_KEYS = (
+    "tc",
+    "size",
+    "islands",
+    "pie",
+    "adjudicate",
+    "margin",
+    "random_openings",
+    "seed",
+    "output",
+    "latency_allowance",
+    "anchors",
+    "round_seconds",
+    "engines",
+    "engines_file",
+    "sandbox",
+    "limits",
+)
+# A [[room]] table's keys: one variant and size, its pairing, store and pages.
+ROOM = Keys(
+    Key(
+        "name",
+        str,
+        "the room's name (letters, digits, `-`, `_`, `.`): its pages are under `/room/NAME/`,"
+        " and clients pick it with `arena connect --room NAME`",
+        shown="(required)",
+    ),
+    *(
+        replace(ARENA[n], shown="`ARENA-ROOM.sqlite`" if n == "output" else "`[arena]`'s")
+        for n in ROOM_KEYS
+    ),
+    sort=False,
+)
+_TOP_KEYS = {"arena", "player", "engine", "room"}
+_ROOM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 _EXAMPLE = "arbiter arena token NAME prints a [[player]] entry to paste in"
 
 
@@ -231,6 +268,14 @@ class Arena:
     engines: Mapping[str, EngineSpec]
     engine_conditions: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     adjudicate: Adjudication = Adjudication.OFF  # whether proven games end early
+    room: str = ""  # its [[room]]'s name; "" for an arena file without rooms
+    rooms: tuple[Arena, ...] = ()  # every room of the file (this is the first)
+    players_file: Path | None = None  # players managed while it runs (roster.py)
+
+    @property
+    def title(self) -> str:
+        """The arena's name, with its room's."""
+        return f"{self.name} {self.room}" if self.room else self.name
 
     def conditions(self) -> dict[str, Any]:
         """What the arena's games are played under, as a store keeps a tournament's."""
@@ -308,14 +353,12 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
     """Read and check an arena file; raises ConfigError naming the file and key."""
     file = Path(path)
     data = read_toml(file, "arena file", "give the path of an arena .toml file")
-    here = file.resolve().parent
-    where = f"{file}: arena"
     unknown_top = set(data) - _TOP_KEYS
     if unknown_top:
         raise ConfigError(
             f"unknown table(s) or key(s) {', '.join(sorted(unknown_top))}",
             where=str(file),
-            hint="an arena file has [arena], [[player]] and [[engine]] tables",
+            hint="an arena file has [arena], [[room]], [[player]] and [[engine]] tables",
         )
     table = data.get("arena")
     if not isinstance(table, dict):
@@ -324,13 +367,89 @@ def load_arena(path: str | os.PathLike[str], *, engines_here: bool = True) -> Ar
             where=str(file),
             hint='start the file with [arena], name = "..." and listen = "127.0.0.1:8080"',
         )
-    ARENA.refuse_unknown(table, where)
+    ARENA.refuse_unknown(table, f"{file}: arena")
+    name = ARENA.get(table, "name", f"{file}: arena", file.stem)
+    check_name(name, f"{file}: arena.name")
+    listed = data.get("room")
+    if listed is None:
+        arena = _load(file, data, table, f"{file}: arena", name, engines_here)
+        players = arena.output.with_name(arena.output.stem + ".players.json")
+        return replace(arena, players_file=players)
+    if not isinstance(listed, list) or not listed:
+        raise ConfigError(
+            "room must be an array of tables",
+            where=str(file),
+            hint='write each room as [[room]] with name = "..." and its keys',
+        )
+    rooms: list[Arena] = []
+    for number, entry in enumerate(listed, 1):
+        spot = f"{file}: room #{number}"
+        if not isinstance(entry, dict):
+            raise ConfigError("must be a table", where=spot, hint='e.g. [[room]] name = "hex11"')
+        ROOM.refuse_unknown(
+            entry,
+            spot,
+            hint="a room sets its own name and any of "
+            + ", ".join(ROOM_KEYS)
+            + "; the server's keys belong in [arena]",
+        )
+        room = ROOM.get(entry, "name", spot)
+        if not isinstance(room, str) or not _ROOM_NAME.fullmatch(room):
+            raise ConfigError(
+                f"{toml_value(room)} is not a room's name",
+                where=f"{spot}.name",
+                hint="up to 40 letters, digits, '-', '_' or '.', e.g. name = \"hex11\"",
+            )
+        if any(r.room == room for r in rooms):
+            raise ConfigError(
+                f"two rooms are named {toml_value(room)}",
+                where=f"{spot}.name",
+                hint="give each room a name of its own",
+            )
+        merged = {**table, "output": f"{name}-{room}.sqlite"}
+        merged.update({k: v for k, v in entry.items() if k != "name"})
+        arena = _load(file, data, merged, f"{file}: room {room!r}", name, engines_here)
+        if any(r.output == arena.output for r in rooms):
+            raise ConfigError(
+                f"two rooms keep their games in {arena.output.name}",
+                where=f"{file}: room {room!r}.output",
+                hint="give each room a store of its own",
+            )
+        rooms.append(replace(arena, room=room))
+    players = file.resolve().parent / f"{name}.players.json"
+    rooms = [replace(r, players_file=players) for r in rooms]
+    return replace(rooms[0], rooms=tuple(rooms))
+
+
+def pick_room(arena: Arena, room: str | None) -> Arena:
+    """The room `room` of `arena` (None: its first, or its only arena)."""
+    if room is None:
+        return arena
+    for r in arena.rooms:
+        if r.room == room:
+            return r
+    names = ", ".join(r.room for r in arena.rooms) or "(none: the file has no [[room]])"
+    raise ConfigError(
+        f"no room {toml_value(room)} in the arena file",
+        where="--room",
+        hint=f"its rooms: {names}",
+    )
+
+
+def _load(
+    file: Path,
+    data: Mapping[str, Any],
+    table: Mapping[str, Any],
+    where: str,
+    name: str,
+    engines_here: bool,
+) -> Arena:
+    """One room's arena (the file's only one, without rooms) from `table`."""
+    here = file.resolve().parent
 
     def get(key: str, default: Any = ...) -> Any:
         return ARENA.get(table, key, where, default)
 
-    name = get("name", file.stem)
-    check_name(name, f"{where}.name")
     listen = get("listen")
     if listen is None:
         raise ConfigError("listen is missing", where=where, hint='e.g. listen = "127.0.0.1:8080"')

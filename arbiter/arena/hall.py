@@ -16,8 +16,10 @@ server stops is never stored: it is void, and the next start goes on from the st
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import random
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +48,24 @@ PAIRING_NOISE = 100.0  # Elo of randomness in who is close to whom
 RECENT = 50  # finished games the hall remembers for the live page
 REST_FIRST = 5.0  # seconds a server's engine that failed to start waits, doubling
 REST_MOST = 300.0
+VERSION_MOST = 24  # characters of an engine's version kept in its rating identity
+VERSIONS = "arena_versions"  # the store's note of each name's first version
+
+
+def version_tag(version: str) -> str:
+    """An engine's `version` answer as part of a name: letters, digits and `._+-` of
+    ASCII kept (anything else, a space or a look-alike letter, becomes `_`), capped."""
+    ok = "._+-"
+    kept = "".join(c if c.isascii() and (c.isalnum() or c in ok) else "_" for c in version.strip())
+    return kept[:VERSION_MOST]
+
+
+def identity(name: str, version: str, first: str) -> str:
+    """The rating identity of `name`'s engine at `version`: the name for the version it
+    first logged in with (or one that says none), `NAME@VERSION` for any other, as a CGOS
+    author names each version apart, so that a new version starts its own rating."""
+    tag = version_tag(version)
+    return name if not tag or tag == first else f"{name}@{tag}"
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,7 @@ class Session:
     link: Link
     player: RemotePlayer
     playing: bool = False
+    leaving: str = ""  # why it is closed once its game in play ends (banned, removed)
 
     @property
     def usable(self) -> bool:
@@ -78,8 +99,9 @@ class Participant:
     """An engine of the arena, remote or the server's own. A remote engine whose entry
     allows several games at once has a session per game (`arena connect --sessions`)."""
 
-    name: str
+    name: str  # its rating identity: the login name, with the version after a first
     local: bool
+    owner: str = ""  # the name it logs in as (a remote engine's)
     busy: int = 0  # pairs in play
     rating: float = 0.0  # the running estimate pairing uses (the store's fit is the truth)
     sessions: list[Session] = field(default_factory=list)
@@ -143,6 +165,11 @@ class Hall:
         self._wake = trio.lowlevel.ParkingLot()
         self._dirty = True
         self._registered: set[str] = set(store.engine_definitions())
+        self.versions: dict[str, str] = _versions(store.meta(VERSIONS))
+        self.identities: dict[str, set[str]] = {}  # a login name's rating identities
+        # Why a name may not play (banned, removed), or None: the server's roster.
+        self.barred: Callable[[str], str | None] = lambda name: None
+        self.sent_off: weakref.WeakSet[Link] = weakref.WeakSet()  # closed for good (4001)
         self.games_played = 0
         self.next_pair = store.last_number() // 2 + 1  # game numbers 2n and 2n + 1
         anchors = arena.anchors
@@ -183,31 +210,65 @@ class Hall:
                 self.participants[name].rating = elo
 
     def arrived(self, name: str, link: Link, player: RemotePlayer, info: EngineInfo) -> None:
-        """A remote engine logged in and passed its handshake."""
-        p = self.participants.get(name)
+        """A remote engine logged in as `name` and passed its handshake: it plays under
+        its rating identity (`identity`), a new one for a new version."""
+        if name not in self.versions:
+            self.versions[name] = version_tag(info.version)
+            self.store.remember(VERSIONS, json.dumps(self.versions, sort_keys=True))
+        who = identity(name, info.version, self.versions[name])
+        player.name = who
+        p = self.participants.get(who)
         if p is None:
-            start = self.arena.anchors.get(name, self.start_rating)
-            p = self.participants[name] = Participant(name, local=False, rating=start)
+            start = self.arena.anchors.get(who, self.start_rating)
+            p = self.participants[who] = Participant(who, local=False, owner=name, rating=start)
+        self.identities.setdefault(name, set()).add(who)
         p.sessions = [s for s in p.sessions if s.link.dead is None]
-        p.sessions.append(Session(link, player))
+        session = Session(link, player)
+        p.sessions.append(session)
         p.info = info
         log.info(
             "%s logged in from %s (%s %s)",
-            name,
+            who,
             link.address,
             escape(info.name),
             escape(info.version),
         )
-        self.publish("engine", {"name": name, "connected": True})
+        self.publish("engine", {"name": who, "connected": True})
+        why = self.barred(name)
+        if why is not None:  # banned while its handshake ran
+            self._send_off(session, why)
         self.changed()
 
     def left(self, name: str, link: Link) -> None:
         """A remote engine's session ended (its games in flight end by themselves)."""
-        p = self.participants.get(name)
-        if p is not None:
-            p.sessions = [s for s in p.sessions if s.link is not link or s.playing]
-            self.publish("engine", {"name": name, "connected": p.present})
+        for who in self.identities.get(name, ()):
+            p = self.participants[who]
+            if any(s.link is link for s in p.sessions):
+                p.sessions = [s for s in p.sessions if s.link is not link or s.playing]
+                self.publish("engine", {"name": who, "connected": p.present})
         self.changed()
+
+    def playing(self, link: Link) -> bool:
+        """Whether the session of `link` is in a game."""
+        return any(
+            s.link is link and s.playing
+            for who in self.identities.get(link.name, ())
+            for s in self.participants[who].sessions
+        )
+
+    def send_off(self, name: str, why: str) -> None:
+        """`name` may play no more (`barred`): each session of it is closed, an idle one
+        now, one in a game once its games in play end (they count: nothing is voided)."""
+        for who in self.identities.get(name, ()):
+            for session in list(self.participants[who].sessions):
+                self._send_off(session, why)
+        self.changed()
+
+    def _send_off(self, session: Session, why: str) -> None:
+        session.leaving = why
+        if not session.playing:
+            self.sent_off.add(session.link)
+            session.link.kill(why)
 
     def changed(self) -> None:
         """Something that pairing depends on changed: look again."""
@@ -224,6 +285,7 @@ class Hall:
             out.append(
                 {
                     "name": p.name,
+                    "owner": p.owner or p.name,
                     "remote": not p.local,
                     "playing": p.busy,
                     "sessions": sum(s.usable for s in p.sessions),
@@ -282,6 +344,8 @@ class Hall:
             p.busy -= 1
             if session is not None:
                 session.playing = False
+                if session.leaving:
+                    self._send_off(session, session.leaving)
                 if session.link.dead is not None:
                     p.sessions = [s for s in p.sessions if s is not session]
         self.changed()
@@ -298,6 +362,8 @@ class Hall:
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
             free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
+            if self.barred(p.owner or p.name) is not None:
+                free = 0
             idle += [p] * (free if p.idle else 0)
         if not any(not p.local for p in idle):
             return []
@@ -362,8 +428,10 @@ class Hall:
             opening = self.opening(number)
             self._register([a.name, b.name])
             for k, (first, second) in enumerate((seats, seats[::-1]), 1):
-                if not all(s is None or s.usable for _, s in (first, second)):
+                if not all(s is None or (s.usable and not s.leaving) for _, s in (first, second)):
                     break
+                if any(self.barred(p.owner or p.name) is not None for p, _ in seats):
+                    break  # a server's own engine banned between the games
                 names = (first[0].name, second[0].name)
                 game = ArenaGame(
                     f"p{number:06d}-{k}",
@@ -504,6 +572,17 @@ class Hall:
             if p.engine is not None:
                 engine, p.engine = p.engine, None
                 await engine.aclose()
+
+
+def _versions(text: str | None) -> dict[str, str]:
+    """The store's note of each name's first version (empty when it has none)."""
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def game_summary(record: GameRecord, number: int) -> dict[str, Any]:

@@ -43,6 +43,8 @@ def lookalike(name: str, taken: Iterable[str]) -> str | None:
     each with what to do instead."""
     if name != name.strip():
         return f"{name!r} begins or ends with a space; choose a name without"
+    if "@" in name:
+        return f"{name!r} holds '@', which joins a name to its engine's version; choose another"
     plain = unicodedata.normalize("NFKC", name)
     if plain != name:
         return f"{name!r} has a plainer form, {plain!r}; register that instead"

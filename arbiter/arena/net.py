@@ -19,8 +19,9 @@ import math
 import secrets
 import sys
 import time
+import weakref
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_st
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.hall import Hall
 from arbiter.arena.names import Registry, lookalike
+from arbiter.arena.roster import Watch
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
 from arbiter.engines.remote import (
@@ -243,9 +245,16 @@ class Server:
         hall: Hall,
         routes: dict[str, Route],
         registry: Registry,
+        roster: Watch | None = None,
+        rooms: Mapping[str, tuple[Arena, Hall]] | None = None,
     ) -> None:
         self.arena = arena
+        self.roster = roster or Watch(arena)  # the players file's players and bans
         self.hall = hall
+        # Each room's arena and hall, by name ("": the only room of a file without rooms).
+        self.rooms = dict(rooms or {arena.room: (arena, hall)})
+        self.own_engines = {n for a, _ in self.rooms.values() for n in a.engines}
+        self.hall_of: weakref.WeakKeyDictionary[Link, Hall] = weakref.WeakKeyDictionary()
         self.routes = routes
         self.gate = Gate(arena)
         self.registry = registry  # open registration's names
@@ -404,7 +413,6 @@ class Server:
     async def _engine(
         self, ws: WebSocketConnection, address: str, rtt: Callable[[], float | None]
     ) -> None:
-        a = self.arena
         if not self.gate.login_allowed(address):
             await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
             return
@@ -427,7 +435,7 @@ class Server:
         if problem is not None:
             await self._refuse(ws, CLOSE_REFUSED, problem)
             return
-        entry = a.players.get(name) or PlayerEntry(name, "")
+        entry = self.roster.entry(name) or PlayerEntry(name, "")
         links = self.links[name] = [k for k in self.links.get(name, []) if k.dead is None]
         session, received = login.get("session"), login.get("received", 0)
         link = next((k for k in links if k.session_id == session), None)
@@ -461,10 +469,13 @@ class Server:
         """Why this login is refused, or None. One message for a wrong name or token
         would hide typos from honest users; the names are public on the live page."""
         a = self.arena
-        entry = a.players.get(name)
+        barred = self.roster.barred(name)
+        if barred is not None:
+            return f"{barred}; ask its organiser"
+        entry = self.roster.entry(name)
         if entry is not None:
             return None if entry.accepts(token) else f"wrong token for {name}"
-        if name in a.engines:
+        if name in self.own_engines:
             return f"{name} is one of the arena's own engines; choose another name"
         if a.open_registration:
             self.registry.expire(self._keeps)
@@ -480,7 +491,7 @@ class Server:
             check_name(name, "name")
         except ConfigError as exc:
             return f"{name!r} cannot be a name: {exc.message}"
-        problem = lookalike(name, [*a.players, *a.engines, *self.registry.hashes])
+        problem = lookalike(name, [*self.roster.names(), *self.own_engines, *self.registry.hashes])
         if problem is not None:
             return problem
         if len(token) < 16:
@@ -490,7 +501,22 @@ class Server:
 
     def _keeps(self, name: str) -> bool:
         """Whether a registered name is in use: it has played, or is connected."""
-        return self.hall.has_played(name) or any(k.dead is None for k in self.links.get(name, []))
+        return any(h.has_played(name) for _, h in self.rooms.values()) or any(
+            k.dead is None for k in self.links.get(name, [])
+        )
+
+    def _room(self, asked: Any) -> tuple[Arena, Hall] | str:
+        """The room a login asks for (`room`; none: the only one), or why it cannot be."""
+        names = ", ".join(sorted(self.rooms))
+        if asked is None and len(self.rooms) == 1:
+            return next(iter(self.rooms.values()))
+        if asked is None:
+            return f"this arena has rooms ({names}): choose one (arena connect --room NAME)"
+        if isinstance(asked, str) and asked and asked in self.rooms:
+            return self.rooms[asked]
+        if "" in self.rooms:
+            return "this arena has no rooms: connect without --room"
+        return f"no room {str(asked)[:40]!r} here; its rooms: {names}"
 
     async def _new_session(
         self,
@@ -501,7 +527,11 @@ class Server:
         login: dict[str, Any],
         rtt: Callable[[], float | None],
     ) -> None:
-        a = self.arena
+        room = self._room(login.get("room"))
+        if isinstance(room, str):
+            await self._refuse(ws, CLOSE_REFUSED, room)
+            return
+        a, hall = room
         try:
             dialect_table = login.get("dialect") or {}
             if not isinstance(dialect_table, dict):
@@ -520,8 +550,9 @@ class Server:
             name,
             secrets.token_hex(12),
             a.disconnect_grace,
-            on_dead=lambda dead: self.hall.left(dead.name, dead),
+            on_dead=lambda dead: hall.left(dead.name, dead),
         )
+        self.hall_of[link] = hall
         self.links.setdefault(name, []).append(link)
         await link.attach(
             ws,
@@ -534,7 +565,7 @@ class Server:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._pump, ws, link)
             try:
-                info = await handshake(session, self.hall.deadlines, options, named=True)
+                info = await handshake(session, hall.deadlines, options, named=True)
             except (EngineError, ArbiterError) as exc:
                 reason = f"handshake failed: {getattr(exc, 'detail', exc)}"
                 link.kill(reason)
@@ -549,7 +580,7 @@ class Server:
                 link.kill(problem)
                 await self._refuse(ws, CLOSE_REFUSED, problem)
                 return
-            self.hall.arrived(name, link, player, info)
+            hall.arrived(name, link, player, info)
 
     async def _pump(self, ws: WebSocketConnection, link: Link) -> None:
         """Relay one connection into its link until either ends, or a newer connection
@@ -591,11 +622,14 @@ class Server:
             with trio.move_on_after(2):
                 await ws.aclose(1000, "a newer connection resumed this session")
         elif link.dead is not None and link.ws is ws:
-            await link.close(CLOSE_RESTART, link.dead)
+            # Banned or removed: the client stops (4001); any other end, it starts afresh.
+            sent_off = any(link in h.sent_off for _, h in self.rooms.values())
+            code = CLOSE_REFUSED if sent_off else CLOSE_RESTART
+            await link.close(code, link.dead)
 
     def _busy(self, link: Link) -> bool:
-        p = self.hall.participants.get(link.name)
-        return p is not None and any(s.link is link and s.playing for s in p.sessions)
+        hall = self.hall_of.get(link)
+        return hall is not None and hall.playing(link)
 
     def nursery_timer(self, link: Link) -> None:
         """Start the grace period of a link whose connection dropped mid-game."""

@@ -7,6 +7,8 @@ are never stored; the next start numbers its games on from the store.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable
 
 import trio
@@ -16,7 +18,8 @@ from arbiter.arena.hall import Hall
 from arbiter.arena.history import History
 from arbiter.arena.names import Registry
 from arbiter.arena.net import Server
-from arbiter.arena.web import Broadcast, Site
+from arbiter.arena.roster import Watch
+from arbiter.arena.web import Broadcast, Lobby, Site
 from arbiter.errors import ArbiterError, ConfigError
 from arbiter.executors.jobs import ExecutorSettings
 from arbiter.executors.preflight import preflight
@@ -46,42 +49,107 @@ async def check_engines(arena: Arena) -> None:
 
 
 async def serve(arena: Arena, say: Callable[[str], None]) -> None:
-    await check_engines(arena)
-    store, _ = Store.open_for_run(arena.output, origin=f"{arena.path}: arena.output")
-    with store:
-        stored = store.conditions()
-        if stored is not None:  # a store never mixes games with and without adjudication
-            refuse_changes(
-                {"adjudicate": stored_adjudication(stored)["adjudicate"]},
-                {"adjudicate": arena.adjudicate.value},
-                f"{arena.path}: arena.".__add__,
-                arena.output.name,
-                "give the store another output name, or restore the old value",
+    """Serve every room of `arena` (the file's only one, without rooms) on one port: a
+    store, a hall, pages and events per room; the players, the limits and the open
+    registration's names are the server's (the first room's store keeps those names)."""
+    rooms = arena.rooms or (arena,)
+    for room in rooms:
+        await check_engines(room)
+    with contextlib.ExitStack() as stores:
+        opened: list[tuple[Arena, Store]] = []
+        for room in rooms:
+            where = f"{room.path}: " + (
+                f"room {room.room!r}.output" if room.room else "arena.output"
             )
-        broadcast = Broadcast()
-        registry = Registry(store, arena.registration_hours)
-        async with trio.open_nursery() as nursery:
-            hall = Hall(arena, store, nursery, broadcast.publish)
-            site = Site(arena, hall, broadcast, History(store))
-            server = Server(arena, hall, site.routes(), registry)
-            try:
-                port = await nursery.start(server.serve, nursery)
-                host = f"[{arena.host}]" if ":" in arena.host else arena.host
-                say(
-                    f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
-                    f" ws://{host}:{port}/engine); {store.games_stored()} games stored in"
-                    f" {arena.output}. Ctrl-C stops it."
+            store, _ = Store.open_for_run(room.output, origin=where)
+            stores.enter_context(store)
+            stored = store.conditions()
+            if stored is not None:  # a store never mixes games with and without adjudication
+                refuse_changes(
+                    {"adjudicate": stored_adjudication(stored)["adjudicate"]},
+                    {"adjudicate": room.adjudicate.value},
+                    f"{where.rsplit('.', 1)[0]}.".__add__,
+                    room.output.name,
+                    "give the store another output name, or restore the old value",
                 )
-                if server.gate.capacity < arena.max_connections:
-                    say(
-                        f"The open-file limit ({server.open_files}) allows"
-                        f" {server.gate.capacity} connections at once, not max_connections ="
-                        f" {arena.max_connections}; raise it (ulimit -n) for more."
-                    )
+            opened.append((room, store))
+        await _serve(arena, opened, say)
+
+
+async def _serve(
+    arena: Arena, opened: list[tuple[Arena, Store]], say: Callable[[str], None]
+) -> None:
+    registry = Registry(opened[0][1], arena.registration_hours)
+    roster = Watch(arena)
+    async with trio.open_nursery() as nursery:
+        halls: dict[str, tuple[Arena, Hall]] = {}
+        sites: list[Site] = []
+        routes = {}
+        for room, store in opened:
+            broadcast = Broadcast()
+            hall = Hall(room, store, nursery, broadcast.publish)
+            hall.barred = functools.partial(barred, arena, roster, registry)
+            base = f"/room/{room.room}" if room.room else ""
+            site = Site(room, hall, broadcast, History(store), base)
+            halls[room.room] = (room, hall)
+            sites.append(site)
+            routes.update(site.routes())
+        if arena.rooms:
+            routes.update(Lobby(arena, halls).routes())
+        first = halls[arena.room][1]
+        server = Server(arena, first, routes, registry, roster, halls)
+        try:
+            port = await nursery.start(server.serve, nursery)
+            host = f"[{arena.host}]" if ":" in arena.host else arena.host
+            kept = "; ".join(
+                f"{s.games_stored()} games stored in {r.output}"
+                + (f" (room {r.room})" if r.room else "")
+                for r, s in opened
+            )
+            say(
+                f"Arena {arena.name} is listening on http://{host}:{port}/ (engines:"
+                f" ws://{host}:{port}/engine); {kept}. Ctrl-C stops it."
+            )
+            if server.gate.capacity < arena.max_connections:
+                say(
+                    f"The open-file limit ({server.open_files}) allows"
+                    f" {server.gate.capacity} connections at once, not max_connections ="
+                    f" {arena.max_connections}; raise it (ulimit -n) for more."
+                )
+            for site in sites:
                 nursery.start_soon(site.refresh_standings)
-                await hall.run()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await server.stop()
-                    await hall.aclose()
+                nursery.start_soon(site.hall.run)
+            changed = functools.partial(players_changed, [h for _, h in halls.values()])
+            nursery.start_soon(roster.run, changed)
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await server.stop()
+                for site in sites:
+                    await site.hall.aclose()
                     site.history.write()
+
+
+def barred(arena: Arena, roster: Watch, registry: Registry, name: str) -> str | None:
+    """Why `name` may not play now: banned, or no longer a player (removed from the
+    players file), or None."""
+    why = roster.barred(name)
+    if why is not None:
+        return why
+    if name in arena.engines or roster.entry(name) is not None or registry.get(name):
+        return None
+    return f"{name} is no longer a player of this arena"
+
+
+def players_changed(halls: list[Hall]) -> None:
+    """The players file changed: a name that may play no more is sent off, in every
+    room."""
+    for hall in halls:
+        for name in list(hall.identities):
+            why = hall.barred(name)
+            if why is not None:
+                hall.send_off(name, why)
+        names = [*hall.arena.engines, *hall.identities]
+        barred_now = sorted(n for n in names if hall.barred(n) is not None)
+        hall.publish("players", {"barred": barred_now})
+        hall.changed()

@@ -24,6 +24,7 @@ class ArenaStatus:
         spec = self.spec
         data: dict[str, Any] = {
             "arena": spec.name,
+            "room": spec.room or None,
             "store": str(spec.output),
             "games": self.stored,
             "void_attempts": self.voids,
@@ -36,7 +37,7 @@ class ArenaStatus:
     def lines(self) -> list[str]:
         spec = self.spec
         out = [
-            f"Arena {spec.name}: {self.stored} games stored, {self.voids} void attempts,"
+            f"Arena {spec.title}: {self.stored} games stored, {self.voids} void attempts,"
             f" in {spec.output}."
         ]
         if self.board is not None:

@@ -25,7 +25,7 @@ from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.history import History
 from arbiter.arena.net import Buckets, Request, Respond, Route
-from arbiter.views.arena_pages import engine_page, game_page, games_page
+from arbiter.views.arena_pages import engine_page, game_page, games_page, live_board
 from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
@@ -130,9 +130,15 @@ class Site:
     """The routes, with the standings and the report cached between games."""
 
     def __init__(
-        self, arena: Arena, hall: Hall, broadcast: Broadcast, history: History | None = None
+        self,
+        arena: Arena,
+        hall: Hall,
+        broadcast: Broadcast,
+        history: History | None = None,
+        base: str = "",
     ) -> None:
         self.arena = arena
+        self.base = base  # where its paths begin: "/room/NAME" for a room, else ""
         self.hall = hall
         self.broadcast = broadcast
         self._standings: bytes = b'{"engines":[],"games":0}'
@@ -147,6 +153,7 @@ class Site:
         self._cache: dict[str, tuple[float, bytes]] = {}
         self._store_reads = Buckets(STORE_READS, STORE_READS)
         self._page: bytes | None = None
+        self._board: dict[str, Any] | None = None  # the live page's drawing of the board
         self.history = history or History(None)  # the server's keeps it in the store
 
     def cached(self, key: str) -> bytes | None:
@@ -165,7 +172,8 @@ class Site:
         return body
 
     def routes(self) -> dict[str, Route]:
-        return {
+        """Its paths, each under `base`."""
+        paths: dict[str, Route] = {
             "/": self.page,
             "/api/standings": self.standings,
             "/api/games": self.games,
@@ -177,6 +185,7 @@ class Site:
             "/engine/": self.engine,
             "/api/history": self.history_json,
         }
+        return {self.base + path: route for path, route in paths.items()}
 
     async def refresh_standings(self) -> None:
         """Fit again when games were stored since: a loop beside the games."""
@@ -211,7 +220,7 @@ class Site:
         from arbiter.views.html import arena_page
 
         if self._page is None:
-            self._page = arena_page(self.arena.name).encode()
+            self._page = arena_page(self.arena.title, bool(self.arena.room)).encode()
         body = self._page
         await respond.whole(
             200,
@@ -281,7 +290,7 @@ class Site:
             rows = self.hall.store.recent_games(LIST_PAGE, before)
             out = [game_summary(record, number) for number, record in rows]
             older = rows[-1][0] if len(rows) == LIST_PAGE else None
-            return games_page(out, older, self.arena.name).encode()
+            return games_page(out, older, self.arena.title).encode()
 
         body = await self._stored(respond, f"list {before}", make)
         if body is not None:
@@ -306,7 +315,7 @@ class Site:
                 return (record.dumps() + "\n").encode()
             if kind == "sgf":
                 return game_tree(record).encode() if is_hex(record) else b""
-            return game_page(number, record, self.arena.name).encode()
+            return game_page(number, record, self.arena.title).encode()
 
         body = await self._stored(respond, f"game {name}", make)
         if body is None:
@@ -339,7 +348,8 @@ class Site:
 
     async def engine(self, request: Request, respond: Respond) -> None:
         """`/engine/NAME`: an engine's page, its rating over time as a plot."""
-        name = unquote(request.target.split("?", 1)[0].split("/", 2)[2])
+        path = request.target.split("?", 1)[0][len(self.base) :]
+        name = unquote(path.split("/", 2)[2])
         points = self.history.of(name)
         if not points and name not in self.hall.participants:
             why = f"no engine {name!r} in this arena\n"
@@ -347,13 +357,17 @@ class Site:
             return
         key = f"engine {name}"
         body = self.cached(key) or self.keep(
-            key, engine_page(name, points, self.arena.name).encode()
+            key, engine_page(name, points, self.arena.title).encode()
         )
         await respond.whole(200, body, "text/html; charset=utf-8")
 
     def live_state(self) -> dict[str, Any]:
+        if self._board is None:
+            self._board = live_board(self.arena.variant)
         return {
             "arena": self.arena.name,
+            "room": self.arena.room,
+            "board": self._board,
             "connected": self.hall.connected(),
             "playing": [
                 {
@@ -420,9 +434,48 @@ class Site:
                 page = await trio.to_thread.run_sync(
                     report_page,
                     self.arena.output,
-                    self.arena.name,
+                    self.arena.title,
                     self.arena.anchors,
                     self._report_cache,
                 )
                 self._report, self._report_at, self._report_time = page.encode(), played, now
         await respond.whole(200, self._report, "text/html; charset=utf-8")
+
+
+class Lobby:
+    """The index of an arena with rooms: `/` lists them, `/api/rooms` as JSON."""
+
+    def __init__(self, arena: Arena, rooms: Mapping[str, tuple[Arena, Hall]]) -> None:
+        self.arena = arena
+        self.rooms = rooms
+
+    def routes(self) -> dict[str, Route]:
+        return {"/": self.page, "/api/rooms": self.api}
+
+    def listing(self) -> list[dict[str, Any]]:
+        out = []
+        for name, (room, hall) in self.rooms.items():
+            v = room.variant
+            out.append(
+                {
+                    "room": name,
+                    "game": f"{'Hex' if v.islands == 4 else 'Atoll'} {v.size}",
+                    "size": v.size,
+                    "islands": v.islands,
+                    "tc": str(room.tc),
+                    "connected": sum(p.present for p in hall.participants.values()),
+                    "playing": len(hall.live),
+                    "games": hall.games_played,
+                }
+            )
+        return out
+
+    async def page(self, request: Request, respond: Respond) -> None:
+        from arbiter.views.arena_pages import rooms_page
+
+        body = rooms_page(self.arena.name, self.listing()).encode()
+        await respond.whole(200, body, "text/html; charset=utf-8")
+
+    async def api(self, request: Request, respond: Respond) -> None:
+        body = json.dumps({"arena": self.arena.name, "rooms": self.listing()}).encode()
+        await respond.whole(200, body, "application/json")

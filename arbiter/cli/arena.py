@@ -19,6 +19,8 @@ from .output import ConfigExit, emit, first_leaf, handle_errors, say
 from .sources import show_arena_status
 from .tournament import tournament_export
 
+_ROOM_HELP = "The room whose store to read, where the arena file has rooms (default: its first)."
+
 
 @click.group(
     "arena",
@@ -82,10 +84,21 @@ def arena_serve(file: str) -> None:
     help="Engine processes to run, each playing one game at a time (up to the"
     " games_at_once of the arena's entry for NAME).",
 )
+@click.option(
+    "--room",
+    default=None,
+    help="The room to play in, where the arena has several (its index page lists them).",
+)
 @options.log_options
 @handle_errors
 def arena_connect(
-    address: str, engine: str, name: str, token: str | None, engines_file: str | None, sessions: int
+    address: str,
+    engine: str,
+    name: str,
+    token: str | None,
+    engines_file: str | None,
+    sessions: int,
+    room: str | None,
 ) -> None:
     """Run ENGINE here and relay it to the arena at ADDRESS until stopped.
 
@@ -109,7 +122,7 @@ def arena_connect(
     try:
         run_trio(
             functools.partial(
-                connect, url, name, token, spec, lambda line: say(line, err=True), sessions
+                connect, url, name, token, spec, lambda line: say(line, err=True), sessions, room
             )
         )
     except Refused as exc:
@@ -162,14 +175,15 @@ def arena_token(name: str, games_at_once: int) -> None:
 )
 @click.argument("file", type=click.Path(dir_okay=False))
 @options.as_json(help="One JSON object.")
+@click.option("--room", default=None, help=_ROOM_HELP)
 @handle_errors
-def arena_status(file: str, as_json: bool) -> None:
+def arena_status(file: str, as_json: bool, room: str | None) -> None:
     """The arena's games so far and its ratings (anchors held at theirs), from its store.
 
     It reads the store only, and works while the server runs."""
-    from arbiter.arena.config import load_arena
+    from arbiter.arena.config import load_arena, pick_room
 
-    show_arena_status(load_arena(file, engines_here=False), as_json, strict=False)
+    show_arena_status(pick_room(load_arena(file, engines_here=False), room), as_json, strict=False)
 
 
 @arena.command(
@@ -180,15 +194,16 @@ def arena_status(file: str, as_json: bool) -> None:
 @options.records_out(required=True, default=None)
 @options.force()
 @options.strict_store()
+@click.option("--room", default=None, help=_ROOM_HELP)
 @click.pass_context
 @handle_errors
 def arena_export(
-    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool
+    ctx: click.Context, file: str, records_out: str, force: bool, strict: bool, room: str | None
 ) -> None:
     """Write the arena's games as records (what `ratings`, `report` and `show` read)."""
-    from arbiter.arena.config import load_arena
+    from arbiter.arena.config import load_arena, pick_room
 
-    spec = load_arena(file, engines_here=False)
+    spec = pick_room(load_arena(file, engines_here=False), room)
     if resolved(records_out, "--records") == spec.path.resolve():
         raise ConfigError(
             "the records file would overwrite the arena file",
@@ -205,3 +220,87 @@ def arena_export(
         force=force,
         strict=strict,
     )
+
+
+@arena.group(
+    "player",
+    epilog=examples(
+        "arbiter arena player add arena.toml dave",
+        "arbiter arena player ban arena.toml mallory --reason 'plays another's engine'",
+        "arbiter arena player unban arena.toml mallory",
+    ),
+)
+def arena_player() -> None:
+    """Add, remove, ban or unban players while the arena runs, without a restart.
+
+    The changes go to the players file beside the arena's store (NAME.players.json),
+    never to the arena file; a running server takes them within a second. A banned or
+    removed engine's games in play end and count; then its connection is closed."""
+
+
+@arena_player.command("add")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@click.option(
+    "--token-hash",
+    default=None,
+    help="The hash of a token made before (`arbiter arena token`); without it a new token"
+    " is made and printed.",
+)
+@click.option(
+    "--games-at-once",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Games this engine may play at the same time.",
+)
+@handle_errors
+def arena_player_add(file: str, name: str, token_hash: str | None, games_at_once: int) -> None:
+    """Let NAME log in to the arena of FILE: a new token is printed on stdout (give it
+    to NAME's owner), unless --token-hash gives the hash of one."""
+    from arbiter.arena.config import hash_token, load_arena, new_token
+    from arbiter.arena.roster import add_player
+
+    spec = load_arena(file, engines_here=False)
+    token = new_token() if token_hash is None else None
+    done = add_player(spec, name, token_hash or hash_token(token or ""), games_at_once)
+    if token is not None:
+        emit(token)
+    say(done + ("; give the token (stdout) to its owner" if token is not None else ""), err=True)
+
+
+@arena_player.command("remove")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@handle_errors
+def arena_player_remove(file: str, name: str) -> None:
+    """Remove NAME, a player added with `arena player add`: it logs in no more."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import remove_player
+
+    say(remove_player(load_arena(file, engines_here=False), name), err=True)
+
+
+@arena_player.command("ban")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@click.option("--reason", default="", help="Why, as the engine's client is told.")
+@handle_errors
+def arena_player_ban(file: str, name: str, reason: str) -> None:
+    """Ban NAME: it logs in and is paired no more; its games in play end and count."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import ban_player
+
+    say(ban_player(load_arena(file, engines_here=False), name, reason), err=True)
+
+
+@arena_player.command("unban")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("name")
+@handle_errors
+def arena_player_unban(file: str, name: str) -> None:
+    """Let a banned NAME log in again."""
+    from arbiter.arena.config import load_arena
+    from arbiter.arena.roster import unban_player
+
+    say(unban_player(load_arena(file, engines_here=False), name), err=True)

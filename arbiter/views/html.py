@@ -655,6 +655,7 @@ def render_gathered(
     )
 
 
-def arena_page(name: str) -> str:
-    """The arena's live page: a shell that fills itself from the API and `/events`."""
-    return _environment().get_template("arena.html").render(name=name)
+def arena_page(name: str, in_room: bool = False) -> str:
+    """The arena's live page: a shell that fills itself from the API and `/events`
+    (`in_room`: a room's, which links back to the list of rooms)."""
+    return _environment().get_template("arena.html").render(name=name, in_room=in_room)

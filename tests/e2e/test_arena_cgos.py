@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import trio
-from arena_attack import arena_in_process, raw_exchange
+from arena_attack import arena_in_process, get
 from arena_helpers import TOKENS
 
 from arbiter.arena import web
@@ -86,15 +86,6 @@ async def test_rounds_pair_every_free_engine_on_a_schedule_without_rematches(
         assert all(x != y for x, y in itertools.pairwise(opponents)), (name, opponents)
 
 
-async def get(port: int, target: str) -> tuple[str, dict[str, str], bytes]:
-    """One HTTP request: the status line, the headers (lower-case) and the body."""
-    got, _ = await raw_exchange(port, f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
-    head, _, body = got.partition(b"\r\n\r\n")
-    status, *lines = head.decode("latin-1").split("\r\n")
-    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    return status, headers, body
-
-
 # Slow (the e2e default): the fast run keeps the arena's break tests; this one plays
 # games for its pages and takes about 4 s.
 async def test_game_pages_downloads_the_paged_list_and_rating_history(
@@ -155,9 +146,9 @@ async def test_game_pages_downloads_the_paged_list_and_rating_history(
         seen, target = [], "/games"
         while target:
             status, _, page = await get(arena.port, target)
-            seen += re.findall(r'href="/game/(\d+)"', page.decode())
+            seen += re.findall(r'href="game/(\d+)"', page.decode())  # relative: rooms too
             older = re.search(r'id=older href="([^"]+)"', page.decode())
-            target = older.group(1) if older else ""
+            target = "/" + older.group(1) if older else ""
         assert seen == ["3", "2"]
         assert (await get(arena.port, "/game/99"))[0].startswith("HTTP/1.1 404")
         assert (await get(arena.port, "/game/x.sgf"))[0].startswith("HTTP/1.1 404")

@@ -193,19 +193,35 @@ def test_several_anchors_are_held_and_open_registration_lets_new_names_in(tmp_pa
 
 
 def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> None:
-    """The live page follows the games without a reload; a game's number opens its own
-    page (board, moves, downloads), which links to the list of all games; an engine's
-    name on the leaderboard opens its page, with its rating plotted over time."""
+    """An arena with rooms: the index links to the room's live page, which follows the
+    games without a reload, each game in progress a small board that fills move by move;
+    a game's number opens its own page (board, moves, downloads), which links to the list
+    of all games; an engine's name on the leaderboard opens its page, with its rating
+    plotted over time. The room's pages link relatively, under /room/NAME/."""
     driver: Any = open_chromium(tmp_path / "chromium")  # skips where there is none
     from selenium.webdriver.support.ui import WebDriverWait
 
-    server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
-    alice = client(server.port, "alice", "heuristic", tmp_path)
-    bob = client(server.port, "bob", SLOW, tmp_path)
+    rooms = '[[room]]\nname = "atoll7"\n\n[[room]]\nname = "hex5"\nislands = 4\nsize = 5\n'
+    server = Server(arena_file(tmp_path, players=("alice", "bob"), engines="", extra=rooms))
+    alice = client(server.port, "alice", "heuristic", tmp_path, room="atoll7")
+    bob = client(server.port, "bob", SLOW, tmp_path, room="atoll7")
     try:
         driver.get(f"http://127.0.0.1:{server.port}/")
         wait = WebDriverWait(driver, 60)
+        driver.find_element("link text", "atoll7").click()
+        wait.until(lambda d: d.current_url.endswith("/room/atoll7/"))
         wait.until(lambda d: d.find_element("id", "status").text.startswith("live"))
+        # A game in progress as a board: a stone per move (the swap moves none).
+        board = (
+            "const s = document.querySelector('#playing svg.live-board');"
+            " if (!s) return null;"
+            " const row = s.closest('tr').querySelector('.moves').textContent.split(' ');"
+            " return [Number(s.dataset.stones), s.querySelectorAll('circle.stone').length,"
+            " row.filter(m => m && m !== 'swap').length,"
+            " s.querySelectorAll('polygon.cell').length]"
+        )
+        stones = wait.until(lambda d: (b := d.execute_script(board)) and b[0] >= 3 and b)
+        assert stones[0] == stones[1] == stones[2] and stones[3] > 30, stones
         first = int(driver.execute_script("return Number(document.body.dataset.games || 0)"))
         # No reload: the same document, its games counter and recent table move on.
         driver.execute_script("window.sameDocument = true;")
@@ -234,7 +250,7 @@ def test_the_live_page_updates_in_chromium_when_a_game_ends(tmp_path: Path) -> N
         driver.find_element("link text", "all games").click()
         wait.until(lambda d: d.find_elements("css selector", "#games tbody tr"))
         # An engine's page from the leaderboard: its rating over time, plotted.
-        driver.get(f"http://127.0.0.1:{server.port}/")
+        driver.get(f"http://127.0.0.1:{server.port}/room/atoll7/")
         find = (
             "return [...document.querySelectorAll('#board a')]"
             ".find(a => a.textContent === 'alice')?.href"

@@ -191,6 +191,15 @@ async def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> tuple[by
     return got, False
 
 
+async def get(port: int, target: str) -> tuple[str, dict[str, str], bytes]:
+    """One HTTP request: the status line, the headers (lower-case) and the body."""
+    got, _ = await raw_exchange(port, f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+    head, _, body = got.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return status, headers, body
+
+
 def frame(opcode: int, payload: bytes, *, fin: bool) -> bytes:
     """One masked WebSocket frame, as a client sends it (RFC 6455, section 5.2)."""
     head = bytes([(0x80 if fin else 0) | opcode])

@@ -144,10 +144,17 @@ class Server(Proc):
 
 
 def client(
-    server_port: int, name: str, engine: str, cwd: Path, *, token: str | None = None
+    server_port: int,
+    name: str,
+    engine: str,
+    cwd: Path,
+    *,
+    token: str | None = None,
+    room: str | None = None,
 ) -> Proc:
+    where = ["--room", room] if room is not None else []
     return Proc(
-        ["arena", "connect", f"127.0.0.1:{server_port}", "--name", name, engine],
+        ["arena", "connect", f"127.0.0.1:{server_port}", "--name", name, *where, engine],
         cwd,
         {"ARBITER_ARENA_TOKEN": token if token is not None else TOKENS[name]},
     )

@@ -11,7 +11,7 @@ import trio
 from arena_helpers import arena_file
 
 from arbiter.arena.config import load_arena
-from arbiter.arena.hall import Hall, Participant, Session
+from arbiter.arena.hall import VERSION_MOST, Hall, Participant, Session, identity, version_tag
 from arbiter.engines.remote import Link
 from arbiter.results.store import Store
 
@@ -119,3 +119,12 @@ async def test_one_guest_among_the_servers_engines_plays_them_in_turn(tmp_path: 
                 met.append(b.name if a.name == "alice" else a.name)
                 hall.end_pair(hall.begin_pair(a, b))
     assert not [x for x, y in itertools.pairwise(met) if x == y], met
+
+
+def test_a_new_version_is_a_new_identity_its_text_kept_plain_and_short() -> None:
+    assert identity("alice", "1.0", first="1.0") == "alice"
+    assert identity("alice", "", first="1.0") == "alice"  # says none: the name
+    assert identity("alice", "2.0-rc1", first="1.0") == "alice@2.0-rc1"
+    assert version_tag(" 2.0 beta\x1b[31m ") == "2.0_beta__31m"
+    assert version_tag("2.0ß") == "2.0_"  # no look-alike letter gets in
+    assert len(version_tag("9" * 500)) == VERSION_MOST
