@@ -226,8 +226,7 @@ def arena_export(
     "player",
     epilog=examples(
         "arbiter arena player add arena.toml dave",
-        "arbiter arena player ban arena.toml mallory --reason 'plays another's engine'",
-        "arbiter arena player unban arena.toml mallory",
+        'arbiter arena player ban arena.toml mallory --reason "plays an engine not its own"',
     ),
 )
 def arena_player() -> None:
