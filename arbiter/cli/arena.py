@@ -237,7 +237,13 @@ def arena_player() -> None:
     removed engine's games in play end and count; then its connection is closed."""
 
 
-@arena_player.command("add")
+@arena_player.command(
+    "add",
+    epilog=examples(
+        "arbiter arena player add arena.toml dave",
+        "arbiter arena player add arena.toml dave --games-at-once 2",
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("name")
 @click.option(
@@ -268,7 +274,12 @@ def arena_player_add(file: str, name: str, token_hash: str | None, games_at_once
     say(done + ("; give the token (stdout) to its owner" if token is not None else ""), err=True)
 
 
-@arena_player.command("remove")
+@arena_player.command(
+    "remove",
+    epilog=examples(
+        "arbiter arena player remove arena.toml dave",
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("name")
 @handle_errors
@@ -280,7 +291,12 @@ def arena_player_remove(file: str, name: str) -> None:
     say(remove_player(load_arena(file, engines_here=False), name), err=True)
 
 
-@arena_player.command("ban")
+@arena_player.command(
+    "ban",
+    epilog=examples(
+        'arbiter arena player ban arena.toml mallory --reason "plays an engine not its own"',
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("name")
 @click.option("--reason", default="", help="Why, as the engine's client is told.")
@@ -293,7 +309,12 @@ def arena_player_ban(file: str, name: str, reason: str) -> None:
     say(ban_player(load_arena(file, engines_here=False), name, reason), err=True)
 
 
-@arena_player.command("unban")
+@arena_player.command(
+    "unban",
+    epilog=examples(
+        "arbiter arena player unban arena.toml mallory",
+    ),
+)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("name")
 @handle_errors
