@@ -131,15 +131,15 @@ def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Pa
 class ServerProcess:
     """`arbiter arena serve FILE` as a child process; its output read in a thread."""
 
-    def __init__(self, file: Path) -> None:
+    def __init__(self, file: Path, code: Path) -> None:
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "arena", "serve", str(file)],
+            [sys.executable, "-m", "arbiter", "arena", "serve", str(file), "--log", "server.log"],
             cwd=file.parent,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(code)},
         )
         self.lines: list[str] = []
         self._port: int | None = None
@@ -150,6 +150,17 @@ class ServerProcess:
             self.popen.kill()
             raise SystemExit("the arena server did not start:\n" + "\n".join(self.lines))
         self.port = self._port
+        self.log = file.parent / "server.log"
+
+    def logged(self, start: int) -> tuple[int, str]:
+        """The server's log file (every level) from byte `start`: (its end, the text)."""
+        try:
+            with open(self.log, "rb") as handle:
+                handle.seek(start)
+                data = handle.read()
+        except OSError:
+            return start, ""
+        return start + len(data), data.decode("utf-8", "replace")
 
     def _read(self) -> None:
         assert self.popen.stdout is not None
@@ -750,7 +761,7 @@ def drive(
         if live is None or problems:
             continue  # nothing to measure the period against
         api0 = live["games"]
-        log0 = len(server.lines)
+        log0, _ = server.logged(0)
         clients.tally()
         cpu0, ccpu0, moves0, t0 = (
             server.cpu_seconds(),
@@ -768,9 +779,8 @@ def drive(
         step.retained_mb = sum(a["retained"] for a in answers) / 2**20
         step.period = t1 - t0
         step.games = events.between(t0, t1)
-        step.stalls = [
-            float(m.group(1)) for line in server.lines[log0:] if (m := STALL.search(line))
-        ]
+        _, logged = server.logged(log0)
+        step.stalls = [float(m.group(1)) for m in STALL.finditer(logged)]
         step.rss_mb = server.status("VmRSS") / 1024
         after = api("/api/live")
         if after is not None:
@@ -858,6 +868,12 @@ def main() -> None:
         default=0,
         help="client processes the engines are spread over (default: one per 2,500)",
     )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=ROOT,
+        help="the checkout whose arbiter the server runs (default: this one), to compare two",
+    )
     parser.add_argument("--tc", default="30+0.5", help="the arena's time control")
     parser.add_argument("--size", type=int, default=7)
     parser.add_argument("--islands", type=int, default=8, choices=(4, 8))
@@ -893,7 +909,7 @@ def main() -> None:
         file = arena_file(work, ramp[-1], args.tc, args.size, args.islands)
         (work / "bench.sqlite").unlink(missing_ok=True)
         load0 = os.getloadavg()[0]
-        server = ServerProcess(file)
+        server = ServerProcess(file, args.code)
         events = Events(server.port)
         try:
             steps, tally, counted = drive(server, events, args, ramp)
@@ -918,6 +934,7 @@ def main() -> None:
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
+            env={**os.environ, "PYTHONPATH": str(args.code)},
         )
         stored: Counter[str] = Counter()
         records: dict[str, dict[str, Any]] = {}
@@ -930,9 +947,7 @@ def main() -> None:
                 records[record["game_id"]] = record
                 terminations[record["termination"]] += 1
                 voids += bool(record.get("void"))
-        server_log = server.lines
-        if args.keep:
-            (work / "server.log").write_text("\n".join(server_log) + "\n")
+        server_log = server.lines + server.logged(0)[1].splitlines()
 
     print()
     print(
