@@ -2,18 +2,25 @@
 """The arena under load: one real server against many simulated remote engines.
 
 Run: python bench/arena_bench.py [--quick] [--ramp 100,200,500,1000] [--period S]
-[--tc TC] [--size N] [--islands 4|8] [--keep DIR].
+[--tc TC] [--size N] [--islands 4|8] [--clients K] [--login-timeout S] [--api-timeout S]
+[--code DIR] [--keep DIR]. A ramp to ten thousand engines:
+`--ramp 100,1000,2000,5000,10000`; main's server beside this one: `--code /path/to/main`.
 
 The server is a real `python -m arbiter arena serve` process on 127.0.0.1 (port 0), with
 one `[[player]]` entry per simulated engine (token hashes made by
 `arbiter.arena.config.hash_token`), no engines of its own (all of its CPU goes to the
 network path, the referee and the store) and the per-address limits raised, since every
-engine comes from 127.0.0.1. The engines are simulated in this one process (trio and
-trio-websocket): each speaks the relay protocol of docs/guide/arena.md itself, answers
-every command at once, tracks the position with `arbiter.rules` from the `play` commands
-it is sent and answers `genmove` with a random empty cell, so every move is legal. Before
-each answer it sends `{"type": "t", "ms": ...}`, the time from receiving the command's
-bytes to answering, which the server records per move as `reported_ms`.
+engine comes from 127.0.0.1; it logs at every level to `server.log`, from which each
+step counts its harness stalls. The engines are simulated in `--clients` client
+processes (by default one per 2,500 engines: one process's event loop and open files
+would not hold ten thousand), each this script run with `--client URL` and asked over
+its stdin and stdout; each raises its open-file limit as far as the hard limit allows
+and says so where that is too low. Each engine speaks the relay protocol of
+docs/guide/arena.md itself, answers every command at once, tracks the position with
+`arbiter.rules` from the `play` commands it is sent and answers `genmove` with a random
+empty cell, so every move is legal. Before each answer it sends `{"type": "t", "ms":
+...}`, the time from receiving the command's bytes to answering, which the server
+records per move as `reported_ms`.
 
 For each step of the ramp, engines are added until the step's count is connected (each
 engine logs in once; a refused or dropped login is counted and tried again after a
@@ -34,17 +41,20 @@ seconds. Per step:
 - the server's resend buffers: each session keeps the last `RETAIN` bytes it sent, to
   resend after a reconnect; the sum of min(RETAIN, bytes sent) over the sessions is
   printed beside the RSS (it grows with every game an engine plays, up to RETAIN);
+- harness stalls: the server's own log of its event loop not running for more than
+  0.2 s (arbiter/games/pauses.py), per step, with their total;
 - network time per move: for each engine move of the games that ended in the period,
   read back from the store after the run, the server's measured wait for the answer
   (`move_ms` charged + `allowance_ms` not charged) less what the engine's client
   reported it took (`reported_ms`). It is everything between the referee's write of the
   commands and its read of the answer that is not the engine thinking: the server's own
-  event loop, the loopback TCP and WebSocket framing both ways, and this process's event
-  loop (which runs every simulated engine on the same two cores: at high counts part of
-  the figure is the simulator's own queueing). The referee excludes from `move_ms` any
-  span in which the server's event loop itself stalled (arbiter/games/pauses.py), so the
-  figure leaves those out; the stalled milliseconds are shown beside (summed over the
-  games: a stall that many games waited through counts once per game).
+  event loop, the loopback TCP and WebSocket framing both ways, and the client
+  processes' event loops (which run the simulated engines on the same cores: at high
+  counts part of the figure is the simulator's own queueing, shown as its lag and CPU).
+  The referee excludes from `move_ms` any span in which the server's event loop itself
+  stalled (arbiter/games/pauses.py), so the figure leaves those out; the stalled
+  milliseconds are shown beside (summed over the games: a stall that many games waited
+  through counts once per game).
 
 At the end the server is stopped with SIGTERM and its store read back through the real
 CLI (`arbiter arena export FILE --records OUT`): every game seen to end on GET /events
@@ -54,8 +64,15 @@ holds at least the games the server counted just before SIGTERM. The server drop
 page that falls more than its queue behind (arbiter/arena/web.py); the reader then
 follows again and the reconnections are counted, so "seen" may be fewer than stored.
 
+A step that cannot be measured is reported as such in the table, with why, and the
+ramp goes on while the server runs: the server did not answer GET /api/live within
+`--api-timeout` (or exited), the step's engines did not all answer the handshake within
+`--login-timeout` (refusals and connection errors are counted by kind, EMFILE among
+them), or a client process exited or stopped answering.
+
 The figures depend on the machine and on what else runs on it: the load average
-before and after is printed, and the server's CPU share beside each step.
+before and after is printed, and the server's and the clients' CPU shares beside each
+step.
 """
 
 from __future__ import annotations
