@@ -91,6 +91,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -137,7 +138,8 @@ def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Pa
     path.write_text(
         f'[arena]\nname = "bench"\nlisten = "127.0.0.1:0"\ntc = "{tc}"\nsize = {size}\n'
         f'islands = {islands}\noutput = "bench.sqlite"\nconnections_per_address = 100000\n'
-        f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n{players}"
+        f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n"
+        f"requests_per_minute = 1000000\n{players}"
     )
     return path
 
@@ -717,17 +719,22 @@ def drive(
     steps: list[Step] = []
     connected = 0
 
+    failure = [""]
+
     def api(path: str) -> Any:
         """GET path, or None when the server does not answer within the timeout."""
         try:
             return server.get(path, args.api_timeout)
-        except (OSError, ValueError):
-            return None
+        except urllib.error.HTTPError as exc:
+            failure[0] = f"answered GET {path} with HTTP {exc.code}"
+        except (OSError, ValueError) as exc:
+            failure[0] = f"did not answer GET {path} within {args.api_timeout:.0f} s ({exc})"
+        return None
 
     def unanswered(what: str) -> str:
         if server.popen.poll() is not None:
             return f"the server exited (status {server.popen.returncode}) {what}"
-        return f"the server did not answer GET /api/live within {args.api_timeout:.0f} s {what}"
+        return f"the server {failure[0][:200]} {what}"
 
     for target in ramp:
         step = Step(target)
