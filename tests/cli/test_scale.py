@@ -606,3 +606,20 @@ def test_registering_an_engine_costs_the_same_however_many_are_stored(tmp_path: 
             steps[stored] = count[0]
             assert "new" in store.engine_definitions()
     assert steps[2000] < 2 * steps[10] + 10, steps
+
+
+def test_the_arena_fits_its_standings_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """The arena's standings come from a child process (in a thread, the fit of a large
+    field held the server's event loop): the same object as the fit in this process."""
+    import trio
+
+    from arbiter.arena.fit_process import standings_in_process
+    from arbiter.arena.web import standings_json
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 60, engines=4, templates_count=5, faults=0.1)
+    anchors = {"engine-01": 1500.0}
+    here = json.loads(json.dumps(standings_json(path, anchors)))
+    child = trio.run(standings_in_process, path, anchors)
+    assert child == here and child["games"] == 60
+    assert {e["name"] for e in child["engines"]} == {f"engine-{i:02d}" for i in range(4)}

@@ -337,15 +337,15 @@ class StoreQueries(CheckedStore):
         )
         seen: Counter[tuple[tuple[bytes, bytes, bytes], tuple[bytes, bytes, bytes]]] = Counter()
         key: bytes | None = None
-        first: tuple[bytes, bytes, bytes] | None = None  # a pair's first game, while open
+        opened: tuple[bytes, bytes, bytes] | None = None  # a pair's first game, while open
         for pair_key, seat1, seat2, winner in rows:  # one loop, no groups: a million rows
             if pair_key != key:
-                key, first = pair_key, (seat1, seat2, winner)
-            elif first is None:
-                first = (seat1, seat2, winner)
+                key, opened = pair_key, (seat1, seat2, winner)
+            elif opened is None:
+                opened = (seat1, seat2, winner)
             else:
-                seen[first, (seat1, seat2, winner)] += 1
-                first = None
+                seen[opened, (seat1, seat2, winner)] += 1
+                opened = None
         pairs = []
         for outcome, n in seen.items():
             first, second = (
