@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import trio
 
+from arbiter.arena.collector import collect_rarely
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall
 from arbiter.arena.history import History
@@ -79,6 +80,7 @@ async def serve(arena: Arena, say: Callable[[str], None]) -> None:
                         f" {arena.max_connections}; raise it (ulimit -n) for more."
                     )
                 nursery.start_soon(site.refresh_standings)
+                nursery.start_soon(collect_rarely)  # no full collections in the games' time
                 await hall.run()
             finally:
                 with trio.CancelScope(shield=True):
