@@ -2,18 +2,25 @@
 """The arena under load: one real server against many simulated remote engines.
 
 Run: python bench/arena_bench.py [--quick] [--ramp 100,200,500,1000] [--period S]
-[--tc TC] [--size N] [--islands 4|8] [--keep DIR].
+[--tc TC] [--size N] [--islands 4|8] [--clients K] [--login-timeout S] [--api-timeout S]
+[--code DIR] [--keep DIR]. A ramp to ten thousand engines:
+`--ramp 100,1000,2000,5000,10000`; main's server beside this one: `--code /path/to/main`.
 
 The server is a real `python -m arbiter arena serve` process on 127.0.0.1 (port 0), with
 one `[[player]]` entry per simulated engine (token hashes made by
 `arbiter.arena.config.hash_token`), no engines of its own (all of its CPU goes to the
 network path, the referee and the store) and the per-address limits raised, since every
-engine comes from 127.0.0.1. The engines are simulated in this one process (trio and
-trio-websocket): each speaks the relay protocol of docs/guide/arena.md itself, answers
-every command at once, tracks the position with `arbiter.rules` from the `play` commands
-it is sent and answers `genmove` with a random empty cell, so every move is legal. Before
-each answer it sends `{"type": "t", "ms": ...}`, the time from receiving the command's
-bytes to answering, which the server records per move as `reported_ms`.
+engine comes from 127.0.0.1; it logs at every level to `server.log`, from which each
+step counts its harness stalls. The engines are simulated in `--clients` client
+processes (by default one per 2,500 engines: one process's event loop and open files
+would not hold ten thousand), each this script run with `--client URL` and asked over
+its stdin and stdout; each raises its open-file limit as far as the hard limit allows
+and says so where that is too low. Each engine speaks the relay protocol of
+docs/guide/arena.md itself, answers every command at once, tracks the position with
+`arbiter.rules` from the `play` commands it is sent and answers `genmove` with a random
+empty cell, so every move is legal. Before each answer it sends `{"type": "t", "ms":
+...}`, the time from receiving the command's bytes to answering, which the server
+records per move as `reported_ms`.
 
 For each step of the ramp, engines are added until the step's count is connected (each
 engine logs in once; a refused or dropped login is counted and tried again after a
@@ -34,17 +41,20 @@ seconds. Per step:
 - the server's resend buffers: each session keeps the last `RETAIN` bytes it sent, to
   resend after a reconnect; the sum of min(RETAIN, bytes sent) over the sessions is
   printed beside the RSS (it grows with every game an engine plays, up to RETAIN);
+- harness stalls: the server's own log of its event loop not running for more than
+  0.2 s (arbiter/games/pauses.py), per step, with their total;
 - network time per move: for each engine move of the games that ended in the period,
   read back from the store after the run, the server's measured wait for the answer
   (`move_ms` charged + `allowance_ms` not charged) less what the engine's client
   reported it took (`reported_ms`). It is everything between the referee's write of the
   commands and its read of the answer that is not the engine thinking: the server's own
-  event loop, the loopback TCP and WebSocket framing both ways, and this process's event
-  loop (which runs every simulated engine on the same two cores: at high counts part of
-  the figure is the simulator's own queueing). The referee excludes from `move_ms` any
-  span in which the server's event loop itself stalled (arbiter/games/pauses.py), so the
-  figure leaves those out; the stalled milliseconds are shown beside (summed over the
-  games: a stall that many games waited through counts once per game).
+  event loop, the loopback TCP and WebSocket framing both ways, and the client
+  processes' event loops (which run the simulated engines on the same cores: at high
+  counts part of the figure is the simulator's own queueing, shown as its lag and CPU).
+  The referee excludes from `move_ms` any span in which the server's event loop itself
+  stalled (arbiter/games/pauses.py), so the figure leaves those out; the stalled
+  milliseconds are shown beside (summed over the games: a stall that many games waited
+  through counts once per game).
 
 At the end the server is stopped with SIGTERM and its store read back through the real
 CLI (`arbiter arena export FILE --records OUT`): every game seen to end on GET /events
@@ -54,15 +64,24 @@ holds at least the games the server counted just before SIGTERM. The server drop
 page that falls more than its queue behind (arbiter/arena/web.py); the reader then
 follows again and the reconnections are counted, so "seen" may be fewer than stored.
 
+A step that cannot be measured is reported as such in the table, with why, and the
+ramp goes on while the server runs: the server did not answer GET /api/live within
+`--api-timeout` (or exited), the step's engines did not all answer the handshake within
+`--login-timeout` (refusals and connection errors are counted by kind, EMFILE among
+them), or a client process exited or stopped answering.
+
 The figures depend on the machine and on what else runs on it: the load average
-before and after is printed, and the server's CPU share beside each step.
+before and after is printed, and the server's and the clients' CPU shares beside each
+step.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import queue
 import random
 import re
 import resource
@@ -72,8 +91,9 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,7 +138,8 @@ def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Pa
     path.write_text(
         f'[arena]\nname = "bench"\nlisten = "127.0.0.1:0"\ntc = "{tc}"\nsize = {size}\n'
         f'islands = {islands}\noutput = "bench.sqlite"\nconnections_per_address = 100000\n'
-        f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n{players}"
+        f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n"
+        f"requests_per_minute = 1000000\n{players}"
     )
     return path
 
@@ -129,15 +150,15 @@ def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Pa
 class ServerProcess:
     """`arbiter arena serve FILE` as a child process; its output read in a thread."""
 
-    def __init__(self, file: Path) -> None:
+    def __init__(self, file: Path, code: Path) -> None:
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "arena", "serve", str(file)],
+            [sys.executable, "-m", "arbiter", "arena", "serve", str(file), "--log", "server.log"],
             cwd=file.parent,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(code)},
         )
         self.lines: list[str] = []
         self._port: int | None = None
@@ -148,6 +169,17 @@ class ServerProcess:
             self.popen.kill()
             raise SystemExit("the arena server did not start:\n" + "\n".join(self.lines))
         self.port = self._port
+        self.log = file.parent / "server.log"
+
+    def logged(self, start: int) -> tuple[int, str]:
+        """The server's log file (every level) from byte `start`: (its end, the text)."""
+        try:
+            with open(self.log, "rb") as handle:
+                handle.seek(start)
+                data = handle.read()
+        except OSError:
+            return start, ""
+        return start + len(data), data.decode("utf-8", "replace")
 
     def _read(self) -> None:
         assert self.popen.stdout is not None
@@ -170,9 +202,9 @@ class ServerProcess:
         fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def get(self, path: str) -> Any:
+    def get(self, path: str, timeout: float = 30.0) -> Any:
         url = f"http://127.0.0.1:{self.port}{path}"
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return json.loads(response.read())
 
     def stop(self) -> int:
@@ -367,7 +399,9 @@ class SimEngine:
         while not stop.is_set():
             try:
                 await self._connection(stop)
-            except (OSError, HandshakeError, ConnectionRejected, trio.TooSlowError) as exc:
+            except OSError as exc:  # EMFILE: out of open files, ECONNREFUSED, ...
+                self.tally.errors[errno.errorcode.get(exc.errno or 0, type(exc).__name__)] += 1
+            except (HandshakeError, ConnectionRejected, trio.TooSlowError) as exc:
                 self.tally.errors[type(exc).__name__] += 1
             if self.stopped or stop.is_set():
                 return
@@ -427,44 +461,39 @@ class SimEngine:
                 await ws.send_message(out.encode())
 
 
-# ------------------------------------------------------------------ the run
+# ------------------------------------------------------------------ client processes
 
 
-@dataclass
-class Step:
-    engines: int
-    live: int = 0
-    login_s: float = 0.0
-    welcomed: int = 0
-    rss_mb: float = 0.0
-    cpu: float = 0.0
-    period: float = 0.0
-    games: list[str] = field(default_factory=list)
-    api_games: int = 0
-    moves: int = 0  # genmove commands the engines answered in the period
-    lag: list[float] = field(default_factory=list)  # this process's event-loop lag, ms
-    retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
-
-
-async def drive(
-    server: ServerProcess,
-    events: Events,
-    args: argparse.Namespace,
-    ramp: list[int],
-    tally: Tally,
-    counted: list[int],
-) -> list[Step]:
-    """The ramp (module docstring); `counted[0]` is set to the server's count of games
-    stored just before it is stopped."""
-    url = f"ws://127.0.0.1:{server.port}/engine"
+async def client_run(url: str, seed: int, files: int) -> None:
+    """A client process (`--client URL`): runs the engines it is told to add, and
+    answers the bench's questions, one JSON line per line of its stdin."""
+    tally = Tally()
+    engines: dict[int, SimEngine] = {}
+    last: list[SimEngine] = []  # those the last "add" started
     stop = trio.Event()
-    engines: list[SimEngine] = []
-    steps = []
-
-    def remote_live() -> int:
-        return sum(1 for e in server.get("/api/live")["connected"] if e["remote"])
-
     lags: list[float] = []
+
+    def say(message: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    def report(final: bool = False) -> dict[str, Any]:
+        ready = [e for e in last if e.ready.is_set()]
+        out = {
+            "ready": len(ready),
+            "ready_at": max((e.ready_at for e in ready), default=0.0),
+            "welcomed": sum(e.welcomed.is_set() for e in engines.values()),
+            "moves": tally.moves,
+            "refused": dict(tally.refused),
+            "errors": dict(tally.errors),
+            "closed": {str(k): v for k, v in tally.closed.items()},
+            "bad": dict(tally.bad_commands),
+            "retained": sum(min(RETAIN, e.received) for e in engines.values()),
+            "lags": list(lags),
+            "final": final,
+        }
+        lags.clear()
+        return out
 
     async def watch_lag() -> None:
         """How late this process's event loop wakes a task (every 50 ms): the part of
@@ -476,66 +505,330 @@ async def drive(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_lag)
-        for target in ramp:
-            step = Step(target)
-            start = time.monotonic()
-            new = [SimEngine(i, url, tally, args.seed) for i in range(len(engines), target)]
-            engines += new
-            for engine in new:
-                nursery.start_soon(engine.run, stop)
-            # Welcomed is not yet playing: the server welcomes a login, then runs the
-            # engine's handshake through the relay, and then lists it in the hall.
-            with trio.move_on_after(args.login_timeout):
-                for engine in new:
-                    await engine.ready.wait()
-                step.live = await trio.to_thread.run_sync(remote_live)
-                while step.live < target:
-                    await trio.sleep(0.5)
-                    step.live = await trio.to_thread.run_sync(remote_live)
-            step.login_s = max((e.ready_at for e in new if e.ready.is_set()), default=start) - start
-            if step.live < target:
-                step.login_s = time.monotonic() - start
-            step.welcomed = sum(e.welcomed.is_set() for e in engines)
+        say({"files": files})
+        while True:
+            line = await trio.to_thread.run_sync(sys.stdin.readline)
+            if not line:
+                break
+            message = json.loads(line)
+            if "add" in message:
+                last = [SimEngine(i, url, tally, seed) for i in message["add"]]
+                for engine in last:
+                    engines[engine.index] = engine
+                    nursery.start_soon(engine.run, stop)
+                say({"added": len(last)})
+            elif "tally" in message:
+                say(report())
+            elif "stop" in message:
+                # The server was stopped with the engines connected: each that was playing
+                # sees its connection closed (counted), then the rest are cancelled.
+                with trio.move_on_after(message["stop"]):
+                    for engine in engines.values():
+                        if engine.welcomed.is_set():
+                            await engine.done.wait()
+                stop.set()
+                say(report(final=True))
+                break
+        nursery.cancel_scope.cancel()
+
+
+def raise_file_limit(need: int) -> int:
+    """This process's open-file limit, first raised toward `need` as far as the hard
+    limit allows (each engine's connection is a file)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+class Client:
+    """One client process of simulated engines, asked over its stdin and stdout. A
+    process that exits or stops answering is noted in `problem`, never raised: the step
+    that needed it says so."""
+
+    def __init__(self, index: int, url: str, seed: int, engines: int, timeout: float) -> None:
+        self.index = index
+        self.timeout = timeout
+        self.popen = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--client",
+                url,
+                "--seed",
+                str(seed),
+                "--files",
+                str(engines + 256),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        self.problem: str | None = None
+        self.last: dict[str, Any] = {}
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=20)
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        hello = self._answer()
+        self.files = int(hello["files"]) if hello else 0
+        if self.files and self.files < engines + 64:
             print(
-                f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
-                f" in /api/live; logins took {step.login_s:.1f} s",
+                f"client {index}: its open-file limit is {self.files} (the hard limit):"
+                f" about {self.files - 64} of its {engines} engines can connect; raise"
+                " `ulimit -Hn` or use more --clients",
                 flush=True,
             )
-            api0 = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
-            cpu0, t0, moves0 = server.cpu_seconds(), time.monotonic(), tally.moves
-            lags.clear()
-            await trio.sleep(args.period)
-            t1 = time.monotonic()
-            step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
-            step.moves = tally.moves - moves0
-            step.lag = list(lags)
-            step.period = t1 - t0
-            step.games = events.between(t0, t1)
-            step.api_games = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
-            step.api_games -= api0
-            step.rss_mb = server.status("VmRSS") / 1024
-            step.retained_mb = sum(min(RETAIN, e.received) for e in engines) / 2**20
-            print(
-                f"{target} engines: {step.api_games / step.period:.1f} games/s,"
-                f" {step.moves / step.period:.0f} moves/s over"
-                f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
-                f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
-                f" {step.retained_mb:.1f} MB)",
-                flush=True,
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self._answers.put(line)
+        self._answers.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.popen.stderr is not None
+        for line in self.popen.stderr:
+            self._stderr.append(line.rstrip())
+
+    def _answer(self, timeout: float | None = None) -> dict[str, Any] | None:
+        try:
+            line = self._answers.get(timeout=timeout or self.timeout)
+        except queue.Empty:
+            self.problem = f"client process {self.index} did not answer in {self.timeout:.0f} s"
+            return None
+        if line is None:
+            self.popen.wait()
+            tail = " | ".join(list(self._stderr)[-3:])[-300:]
+            self.problem = (
+                f"client process {self.index} exited with status {self.popen.returncode}"
+                f" ({tail or 'no output'})"
             )
-            steps.append(step)
-        # Stop the server with the engines still connected and playing.
-        counted[0] = (await trio.to_thread.run_sync(server.get, "/api/live"))["games"]
-        events.stopping = True
-        code = await trio.to_thread.run_sync(server.stop)
-        print(f"server stopped with SIGTERM: exit status {code}", flush=True)
-        with trio.move_on_after(15):
-            for engine in engines:
-                if engine.welcomed.is_set():
-                    await engine.done.wait()
-        stop.set()
-        nursery.cancel_scope.cancel()  # engines still logging in or closing
-    return steps
+            return None
+        data: dict[str, Any] = json.loads(line)
+        return data
+
+    def ask(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+        if self.problem is not None:
+            return None
+        assert self.popen.stdin is not None
+        try:
+            self.popen.stdin.write(json.dumps(message) + "\n")
+            self.popen.stdin.flush()
+        except OSError:
+            return self._answer(1)  # it exited: its end of the pipe says why
+        answer = self._answer(timeout)
+        if answer is not None and "moves" in answer:
+            self.last = answer
+        return answer
+
+    def cpu_seconds(self) -> float:
+        try:
+            stat = Path(f"/proc/{self.popen.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait()
+
+
+class Clients:
+    """The client processes together: engines spread evenly, figures summed."""
+
+    def __init__(self, count: int, url: str, seed: int, most: int, timeout: float) -> None:
+        per = -(-most // count)
+        self.all = [Client(k, url, seed, per, timeout) for k in range(count)]
+
+    def add(self, start: int, end: int) -> None:
+        for client in self.all:
+            client.ask({"add": list(range(start + client.index, end, len(self.all)))})
+
+    def tally(self) -> list[dict[str, Any]]:
+        return [a for c in self.all if (a := c.ask({"tally": True})) is not None]
+
+    def problems(self) -> list[str]:
+        return [c.problem for c in self.all if c.problem is not None]
+
+    def moves(self) -> int:
+        return sum(int(c.last.get("moves", 0)) for c in self.all)
+
+    def cpu_seconds(self) -> float:
+        return sum(c.cpu_seconds() for c in self.all)
+
+    def stop(self, wait: float) -> Tally:
+        """Each client's final figures (after the server's SIGTERM), summed."""
+        tally = Tally()
+        for client in self.all:
+            final = client.ask({"stop": wait}, timeout=wait + 30) or client.last
+            tally.welcomed += int(final.get("welcomed", 0))
+            tally.moves += int(final.get("moves", 0))
+            tally.refused.update(final.get("refused", {}))
+            tally.errors.update(final.get("errors", {}))
+            tally.closed.update({int(k): v for k, v in final.get("closed", {}).items()})
+            tally.bad_commands.update(final.get("bad", {}))
+            client.close()
+        return tally
+
+
+# ------------------------------------------------------------------ the run
+
+
+@dataclass
+class Step:
+    engines: int
+    live: int = 0
+    login_s: float = 0.0
+    welcomed: int = 0
+    rss_mb: float = 0.0
+    cpu: float = 0.0
+    client_cpu: float = 0.0
+    period: float = 0.0
+    games: list[str] = field(default_factory=list)
+    api_games: int | None = None
+    moves: int = 0  # genmove commands the engines answered in the period
+    lag: list[float] = field(default_factory=list)  # the clients' event-loop lag, ms
+    retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
+    stalls: list[float] = field(default_factory=list)  # the server's logged stalls, s
+    problem: str | None = None  # why the step, or part of it, could not be measured
+
+
+STALL = re.compile(r"the harness did not run for ([0-9.]+) s")
+
+
+def drive(
+    server: ServerProcess, events: Events, args: argparse.Namespace, ramp: list[int]
+) -> tuple[list[Step], Tally, int | None]:
+    """The ramp (module docstring): the steps, what the engines saw, and the server's
+    count of games stored just before it was stopped (None if it did not answer). A
+    step that cannot be measured (the server does not answer its API within
+    `--api-timeout`, exited, or a client process failed) is reported as such, and the
+    ramp goes on while the server runs."""
+    url = f"ws://127.0.0.1:{server.port}/engine"
+    clients = Clients(args.clients, url, args.seed, ramp[-1], args.api_timeout)
+    steps: list[Step] = []
+    connected = 0
+
+    failure = [""]
+
+    def api(path: str) -> Any:
+        """GET path, or None when the server does not answer within the timeout."""
+        try:
+            return server.get(path, args.api_timeout)
+        except urllib.error.HTTPError as exc:
+            failure[0] = f"answered GET {path} with HTTP {exc.code}"
+        except (OSError, ValueError) as exc:
+            failure[0] = f"did not answer GET {path} within {args.api_timeout:.0f} s ({exc})"
+        return None
+
+    def unanswered(what: str) -> str:
+        if server.popen.poll() is not None:
+            return f"the server exited (status {server.popen.returncode}) {what}"
+        return f"the server {failure[0][:200]} {what}"
+
+    for target in ramp:
+        step = Step(target)
+        steps.append(step)
+        if server.popen.poll() is not None:
+            step.problem = f"not run: the server exited (status {server.popen.returncode})"
+            continue
+        start = time.monotonic()
+        clients.add(connected, target)
+        new = target - connected
+        connected = target
+        # Welcomed is not yet playing: the server welcomes a login, then runs the engine's
+        # handshake through the relay, and then lists it in the hall.
+        deadline = start + args.login_timeout
+        ready, ready_at = 0, start
+        while time.monotonic() < deadline and not clients.problems():
+            answers = clients.tally()
+            ready = sum(a["ready"] for a in answers)
+            ready_at = max([ready_at, *(a["ready_at"] for a in answers)])
+            if ready >= new:
+                break
+            time.sleep(0.5)
+        live = api("/api/live")
+        while live is not None and time.monotonic() < deadline:
+            step.live = sum(1 for e in live["connected"] if e["remote"])
+            if step.live >= target:
+                break
+            time.sleep(0.5)
+            live = api("/api/live")
+        step.login_s = (ready_at if ready >= new else time.monotonic()) - start
+        step.welcomed = sum(int(c.last.get("welcomed", 0)) for c in clients.all)
+        problems = clients.problems()
+        if problems:
+            step.problem = "; ".join(problems)
+        elif live is None:
+            step.problem = unanswered("after the logins")
+        elif ready < new:
+            step.problem = (
+                f"{ready} of the {new} new engines answered the handshake within"
+                f" {args.login_timeout:.0f} s (--login-timeout)"
+            )
+        print(
+            f"{target} engines: {step.welcomed} welcomed, {step.live} listed as connected"
+            f" in /api/live; logins took {step.login_s:.1f} s"
+            + (f"; {step.problem}" if step.problem else ""),
+            flush=True,
+        )
+        if live is None or problems:
+            continue  # nothing to measure the period against
+        api0 = live["games"]
+        log0, _ = server.logged(0)
+        clients.tally()
+        cpu0, ccpu0, moves0, t0 = (
+            server.cpu_seconds(),
+            clients.cpu_seconds(),
+            clients.moves(),
+            time.monotonic(),
+        )
+        time.sleep(args.period)
+        t1 = time.monotonic()
+        step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
+        step.client_cpu = (clients.cpu_seconds() - ccpu0) / (t1 - t0)
+        answers = clients.tally()
+        step.moves = clients.moves() - moves0
+        step.lag = [lag for a in answers for lag in a["lags"]]
+        step.retained_mb = sum(a["retained"] for a in answers) / 2**20
+        step.period = t1 - t0
+        step.games = events.between(t0, t1)
+        _, logged = server.logged(log0)
+        step.stalls = [float(m.group(1)) for m in STALL.finditer(logged)]
+        step.rss_mb = server.status("VmRSS") / 1024
+        after = api("/api/live")
+        if after is not None:
+            step.api_games = after["games"] - api0
+        elif step.problem is None:
+            step.problem = unanswered("at the end of the period")
+        games = "?" if step.api_games is None else f"{step.api_games / step.period:.1f}"
+        print(
+            f"{target} engines: {games} games/s,"
+            f" {step.moves / step.period:.0f} moves/s over"
+            f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
+            f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
+            f" {step.retained_mb:.1f} MB), {len(step.stalls)} harness stalls logged"
+            + (f"; {step.problem}" if step.problem else ""),
+            flush=True,
+        )
+    # Stop the server with the engines still connected and playing.
+    live = api("/api/live")
+    counted = None if live is None else int(live["games"])
+    events.stopping = True
+    code = server.stop()
+    print(f"server stopped with SIGTERM: exit status {code}", flush=True)
+    tally = clients.stop(15)
+    return steps, tally, counted
 
 
 def per_move_network(
@@ -587,6 +880,24 @@ def main() -> None:
         default=120.0,
         help="seconds a step's logins may take before it goes on (default 120)",
     )
+    parser.add_argument(
+        "--api-timeout",
+        type=float,
+        default=30.0,
+        help="seconds the server and the client processes have to answer (default 30)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="client processes the engines are spread over (default: one per 2,500)",
+    )
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=ROOT,
+        help="the checkout whose arbiter the server runs (default: this one), to compare two",
+    )
     parser.add_argument("--tc", default="30+0.5", help="the arena's time control")
     parser.add_argument("--size", type=int, default=7)
     parser.add_argument("--islands", type=int, default=8, choices=(4, 8))
@@ -597,38 +908,41 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="4 engines, 3 s: that it runs, not the figures"
     )
+    parser.add_argument("--client", help=argparse.SUPPRESS)  # a client process: its URL
+    parser.add_argument("--files", type=int, default=1024, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.client:
+        trio.run(client_run, args.client, args.seed, raise_file_limit(args.files))
+        return
     if args.quick:
         args.ramp, args.period = "4", 3.0
     ramp = sorted({int(n) for n in args.ramp.split(",") if n.strip()})
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = 2 * ramp[-1] + 256
-    if soft < need:  # both processes hold one socket per engine (the server inherits it)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, need), hard))
+    args.clients = args.clients or -(-ramp[-1] // 2500)
+    # The server holds one socket per engine: it raises its own limit as far as the hard
+    # limit allows, and says so when that is too low (a step then reports its logins).
+    files = raise_file_limit(ramp[-1] + 256)
+    if files < ramp[-1] + 64:
+        print(
+            f"the open-file limit is {files} (hard): the server can hold about"
+            f" {files - 64} engines; raise `ulimit -Hn` for more",
+            flush=True,
+        )
     with tempfile.TemporaryDirectory() as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         file = arena_file(work, ramp[-1], args.tc, args.size, args.islands)
         (work / "bench.sqlite").unlink(missing_ok=True)
         load0 = os.getloadavg()[0]
-        server = ServerProcess(file)
+        server = ServerProcess(file, args.code)
         events = Events(server.port)
-        tally = Tally()
-        counted = [0]
-        rusage0 = resource.getrusage(resource.RUSAGE_SELF)
-        wall0 = time.monotonic()
         try:
-            steps = trio.run(drive, server, events, args, ramp, tally, counted)
+            steps, tally, counted = drive(server, events, args, ramp)
         finally:
             if server.popen.poll() is None:
                 server.popen.kill()
-        rusage1 = resource.getrusage(resource.RUSAGE_SELF)
         events.join()
-        client_cpu = (rusage1.ru_utime + rusage1.ru_stime - rusage0.ru_utime - rusage0.ru_stime) / (
-            time.monotonic() - wall0
-        )
         out = work / "games.jsonl"
-        subprocess.run(
+        exported = subprocess.run(
             [
                 sys.executable,
                 "-m",
@@ -640,24 +954,24 @@ def main() -> None:
                 str(out),
                 "--force",
             ],
-            check=True,
             cwd=work,
             stdin=subprocess.DEVNULL,
             capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(args.code)},
         )
         stored: Counter[str] = Counter()
         records: dict[str, dict[str, Any]] = {}
         terminations: Counter[str] = Counter()
         voids = 0
-        for line in out.read_text().splitlines():
-            record = json.loads(line)
-            stored[record["game_id"]] += 1
-            records[record["game_id"]] = record
-            terminations[record["termination"]] += 1
-            voids += bool(record.get("void"))
-        server_log = server.lines
-        if args.keep:
-            (work / "server.log").write_text("\n".join(server_log) + "\n")
+        if exported.returncode == 0:
+            for line in out.read_text().splitlines():
+                record = json.loads(line)
+                stored[record["game_id"]] += 1
+                records[record["game_id"]] = record
+                terminations[record["termination"]] += 1
+                voids += bool(record.get("void"))
+        server_log = server.lines + server.logged(0)[1].splitlines()
 
     print()
     print(
@@ -667,31 +981,44 @@ def main() -> None:
     print(
         f"arena: tc {args.tc}, {'Hex' if args.islands == 4 else 'Atoll'} size {args.size};"
         f" {sum(tally.refused.values())} refusals, {sum(tally.errors.values())} connection"
-        f" errors; simulator process CPU {client_cpu:.0%} of one core over the run"
+        f" errors; engines simulated in {args.clients} client process(es)"
     )
     print()
     print(
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
-        " | moves/s | net ms/move p50 | p99 | max | moves measured | stalled ms"
-        " | simulator lag ms p50 | p99 |"
+        " | moves/s | net ms/move p50 | p99 | max | moves measured | harness stalls"
+        " | stalled ms in games | simulator CPU | simulator lag ms p50 | p99 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    unmeasured = []
     for step in steps:
+        if not step.period:
+            print(f"| {step.engines} | {step.live} | not measured |" + " |" * 13)
+            unmeasured.append(step)
+            continue
         net, stalled, _ = per_move_network(records, step.games)
+        games = "?" if step.api_games is None else f"{step.api_games / step.period:.1f}"
         print(
             f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
-            f" {step.cpu:.0%} | {step.api_games / step.period:.1f} |"
+            f" {step.cpu:.0%} | {games} |"
             f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
             f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
-            f" {stalled:.0f} | {pct(step.lag, 0.5):.1f} |"
-            f" {pct(step.lag, 0.99):.1f} |"
+            f" {len(step.stalls)} ({sum(step.stalls):.1f} s) | {stalled:.0f} |"
+            f" {step.client_cpu:.0%} | {pct(step.lag, 0.5):.1f} | {pct(step.lag, 0.99):.1f} |"
         )
+        if step.problem:
+            unmeasured.append(step)
+    for step in unmeasured:
+        print(f"step {step.engines}: {step.problem}")
     seen = set(events.ended)
     lost = sorted(seen - set(stored))
     doubled = sorted(g for g, n in stored.items() if n > 1)
     print()
+    if exported.returncode != 0:
+        print(f"the store could not be exported: {exported.stderr.strip()[-300:]}")
     print(
-        f"games: {len(seen)} seen to end on /events, {counted[0]} counted by the server"
+        f"games: {len(seen)} seen to end on /events,"
+        f" {'?' if counted is None else counted} counted by the server"
         f" before SIGTERM, {sum(stored.values())} stored; lost"
         f" {len(lost)}, stored twice {len(doubled)}, void {voids}, events seen twice"
         f" {events.duplicates}, event stream reconnects {events.reconnects}"
@@ -711,7 +1038,10 @@ def main() -> None:
     print(f"server log: {len(server_log)} lines, {len(trouble)} of errors or stalls")
     for line in trouble[:10]:
         print(f"  {line[:160]}")
-    if lost or doubled or voids or sum(stored.values()) < counted[0]:
+    short = counted is not None and exported.returncode == 0 and sum(stored.values()) < counted
+    # Past what the server can serve (a step not measured), void games are its verdicts
+    # on the games it could not referee, reported above; below it, none may be void.
+    if lost or doubled or (voids and not unmeasured) or short:
         raise SystemExit(f"games lost {lost[:5]} or doubled {doubled[:5]} or void ({voids})")
 
 

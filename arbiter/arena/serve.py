@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import trio
 
+from arbiter.arena.collector import collect_rarely
 from arbiter.arena.config import Arena
 from arbiter.arena.hall import Hall
 from arbiter.arena.history import History
@@ -121,6 +122,7 @@ async def _serve(
                 nursery.start_soon(site.hall.run)
             changed = functools.partial(players_changed, [h for _, h in halls.values()])
             nursery.start_soon(roster.run, changed)
+            nursery.start_soon(collect_rarely)  # no full collections in the games' time
             await trio.sleep_forever()
         finally:
             with trio.CancelScope(shield=True):

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, unquote
 import trio
 
 from arbiter.arena.config import Arena
+from arbiter.arena.fit_process import standings_in_process
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.history import History
 from arbiter.arena.net import Buckets, Request, Respond, Route
@@ -195,9 +196,8 @@ class Site:
             if played != self._standings_at:
                 started = trio.current_time()
                 try:
-                    data = await trio.to_thread.run_sync(
-                        standings_json, self.arena.output, self.arena.anchors
-                    )
+                    # In a process of its own: in a thread it held the event loop's lock.
+                    data = await standings_in_process(self.arena.output, self.arena.anchors)
                 except Exception:
                     log.exception("the arena's standings could not be made")
                 else:

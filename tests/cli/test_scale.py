@@ -578,3 +578,48 @@ def test_a_row_replaced_by_hand_is_checked_and_its_counts_are_not_used(tmp_path:
         store._kept = False
         assert counted == sorted(store.conditions_played(), key=repr)
     assert sum(n for *_, n in counted) == 2 * 29
+
+
+def test_registering_an_engine_costs_the_same_however_many_are_stored(tmp_path: Path) -> None:
+    """An arena registers each engine when it first plays: the work of adding one more
+    does not follow the engines already stored (it read every stored definition, so a
+    ramp of N engines cost N² on the server's event loop). Counted in SQLite's own
+    steps, not in time."""
+    from arbiter.results.store import EngineEntry, Store
+
+    steps = {}
+    count = [0]
+
+    def step() -> int:
+        count[0] += 1
+        return 0
+
+    for stored in (10, 2000):
+        with Store.open(tmp_path / f"{stored}.sqlite") as store:
+            conditions, definition = {"kind": "arena"}, {"arena": "a.toml"}
+            entries = {f"e{i}": EngineEntry({"remote": True}, ()) for i in range(stored)}
+            store.begin("a", conditions, definition, entries)
+            count[0] = 0
+            store.db.set_progress_handler(step, 100)
+            store.begin("a", conditions, definition, {"new": EngineEntry({"remote": True}, ())})
+            store.db.set_progress_handler(None, 0)
+            steps[stored] = count[0]
+            assert "new" in store.engine_definitions()
+    assert steps[2000] < 2 * steps[10] + 10, steps
+
+
+def test_the_arena_fits_its_standings_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """The arena's standings come from a child process (in a thread, the fit of a large
+    field held the server's event loop): the same object as the fit in this process."""
+    import trio
+
+    from arbiter.arena.fit_process import standings_in_process
+    from arbiter.arena.web import standings_json
+
+    path = tmp_path / "s.sqlite"
+    scale.write_store(path, 60, engines=4, templates_count=5, faults=0.1)
+    anchors = {"engine-01": 1500.0}
+    here = json.loads(json.dumps(standings_json(path, anchors)))
+    child = trio.run(standings_in_process, path, anchors)
+    assert child == here and child["games"] == 60
+    assert {e["name"] for e in child["engines"]} == {f"engine-{i:02d}" for i in range(4)}

@@ -108,9 +108,30 @@ def test_pairing_bench_runs() -> None:
 
 
 def test_arena_bench_runs() -> None:
-    out = run(str(BENCH / "arena_bench.py"), "--quick")
+    """A step the bench cannot measure is reported, not a traceback: here the open-file
+    limit (hard, so that no process can raise it) holds about 64 engines' connections,
+    and the second step asks for 80."""
+    import resource
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    args = ("--ramp", "4,80", "--period", "3", "--login-timeout", "3", "--api-timeout", "10")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "arena_bench.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=low_limit,
+    )
+    out = done.stdout
+    assert done.returncode == 0, done.stderr + out
     assert "4 engines: 4 welcomed, 4 listed as connected in /api/live" in out
     assert "| 4 | 4 |" in out and "net ms/move p50" in out
+    assert "the open-file limit is 128 (hard)" in out
+    assert "client 0: its open-file limit is 128" in out
+    assert "step 80: " in out and "Traceback" not in done.stderr
     assert "lost 0, stored twice 0, void 0" in out
 
 

@@ -98,7 +98,11 @@ class StoreConnection:
 
     def _games_iter(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[Any]:
         """`_games` row by row: what a reader of every game uses, so that its memory
-        does not follow the number of games."""
+        does not follow the number of games. Where no row is left out, the table is
+        read as it is: the test of every row against the list costs about half a second
+        a million games, per query."""
+        if self._skip_games == "[]":
+            return self._rows(self._cursor(sql.replace("{games}", "games"), params))
         return self._rows(
             self._cursor(sql.replace("{games}", self._GAMES), (self._skip_games, *params))
         )

@@ -3,9 +3,7 @@ so that a reader's memory does not follow the number of games."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -341,12 +339,16 @@ class StoreQueries(CheckedStore):
             " CAST(winner AS BLOB) FROM {games} WHERE pair_key <> '' ORDER BY pair_key, number"
         )
         seen: Counter[tuple[tuple[bytes, bytes, bytes], tuple[bytes, bytes, bytes]]] = Counter()
-        for _, group in itertools.groupby(rows, operator.itemgetter(0)):
-            games = (tuple(g[1:]) for g in group)
-            for first in games:
-                second = next(games, None)
-                if second is not None:
-                    seen[first, second] += 1
+        key: bytes | None = None
+        opened: tuple[bytes, bytes, bytes] | None = None  # a pair's first game, while open
+        for pair_key, seat1, seat2, winner in rows:  # one loop, no groups: a million rows
+            if pair_key != key:
+                key, opened = pair_key, (seat1, seat2, winner)
+            elif opened is None:
+                opened = (seat1, seat2, winner)
+            else:
+                seen[opened, (seat1, seat2, winner)] += 1
+                opened = None
         pairs = []
         for outcome, n in seen.items():
             first, second = (
@@ -390,7 +392,8 @@ class StoreQueries(CheckedStore):
         rows = self._games(
             "SELECT seat1, seat2, json_extract(record, '$.moves'),"
             " json_extract(record, '$.move_ms'), json_extract(record, '$.opening')"
-            " FROM {games} WHERE termination = 'adjudicated' ORDER BY number"
+            " FROM {games} WHERE rowid IN"
+            " (SELECT rowid FROM games WHERE termination = 'adjudicated') ORDER BY number"
         )
         return [
             (str(a), str(b), list(json.loads(moves)), list(json.loads(ms or "[]")), int(op or 0))

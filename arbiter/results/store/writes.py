@@ -47,8 +47,18 @@ class StoreWrites(StoreQueries):
         definition: Mapping[str, Any],
         engines: Mapping[str, EngineEntry],
     ) -> None:
-        """Record the tournament's conditions and engines (new engines are added)."""
-        known = self.engine_definitions()
+        """Record the tournament's conditions and engines (new engines are added). Only
+        the names given are looked up: an arena registers each engine when it first
+        plays, and reading every stored definition each time made a ramp of N engines
+        cost N² (10,000 engines: minutes of its event loop)."""
+        names = list(engines)
+        known = {
+            str(name)
+            for (name,) in self._q(
+                "SELECT name FROM engines WHERE name IN (SELECT value FROM json_each(?))",
+                (json.dumps(names),),
+            )
+        }
         with self._transaction():
             if self.meta("conditions") is None:
                 self._set_meta("tournament", name)

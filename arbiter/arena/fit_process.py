@@ -1,0 +1,61 @@
+"""The arena's standings fit, in a process of its own.
+
+The joint fit grows with the field: at a thousand engines and more it takes seconds of
+CPU at each refresh, much of it in Python, which in a thread of the server holds the
+interpreter's lock and slows every game the server's event loop relays (a 2,000-engine
+arena spent 40% of its samples in the fit's thread). In a process of its own the fit
+takes another core where the machine has one, and the loop none of its time. The
+child is this module run with `python -m`, which prints `standings_json` as one line of
+JSON; its linear algebra runs on one thread, so that it never takes every core from
+the games.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arbiter.errors import ArbiterError
+
+# Thread pools of the linear-algebra libraries numpy may be built with: one thread each.
+_ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+async def standings_in_process(store: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
+    """`standings_json(store, anchors)`, computed in a child process; cancelling the
+    wait stops the child (trio kills it)."""
+    env = dict(os.environ)
+    for name in _ONE_THREAD:
+        env.setdefault(name, "1")
+    done = await trio.run_process(
+        [sys.executable, "-m", __name__, str(store), json.dumps(dict(anchors))],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=env,
+    )
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise ArbiterError(
+            f"the standings fit's process exited with status {done.returncode}"
+            f" ({tail[0][:300] if tail else 'no output'})"
+        )
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def main(argv: list[str]) -> None:
+    from arbiter.arena.web import standings_json
+
+    store, anchors = Path(argv[1]), json.loads(argv[2])
+    sys.stdout.write(json.dumps(standings_json(store, anchors)) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
