@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Round-robin, Swiss and adaptive pairing at equal game budgets, on simulated pools.
 
-Run: python bench/pairing_bench.py [--quick] [--trials T] [--big-trials T] [--jobs J].
+Run: python bench/pairing_bench.py [--quick] [--trials T] [--big-trials T] [--stop-budget G]
+[--jobs J].
 
 Pure: the real schedules (the round-robin's fixed sequence, `SwissSchedule`,
 `AdaptiveSchedule`) and the real joint fit (`arbiter.results.ratings.fit`), against
@@ -235,11 +236,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=200, help="pools of 16 engines")
     parser.add_argument("--big-trials", type=int, default=30, help="pools of 64 engines")
     parser.add_argument("--stop-trials", type=int, default=100, help="stop-rule runs")
+    parser.add_argument(
+        "--stop-budget", type=int, default=1920, help="games a stop-rule run may play"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--quick", action="store_true", help="a few small runs (a smoke test)")
     args = parser.parse_args()
     if args.quick:
-        args.trials, args.big_trials, args.stop_trials = 1, 0, 1
+        args.trials, args.big_trials, args.stop_trials, args.stop_budget = 1, 0, 1, 480
 
     plans: list[tuple[str, int, list[tuple[str, int]]]] = []
     if args.trials:
@@ -290,7 +294,7 @@ def main() -> None:
                 "close": 'top:3", 16 engines 2-20 Elo apart',
                 "tie": 'top:1", 16 engines, the best two equally strong',
             }[kind]
-            print(f'\nStop rule until = "{what}, at 95%, budget 1920, {k} pools')
+            print(f'\nStop rule until = "{what}, at 95%, budget {args.stop_budget}, {k} pools')
             print(HEADER)
             for rule in ("anytime", "naive"):
                 outcomes = list(
@@ -298,12 +302,12 @@ def main() -> None:
                         run_stop,
                         [rule] * k,
                         [16] * k,
-                        [1920] * k,
+                        [args.stop_budget] * k,
                         range(1001, 1001 + k),
                         [kind] * k,
                     )
                 )
-                stopped = [o for o in outcomes if o.games < 1920]
+                stopped = [o for o in outcomes if o.games < args.stop_budget]
                 wrong = len(stopped) if kind == "tie" else sum(not o.top3 for o in stopped)
                 print(summary(f"adaptive, {rule} stop", outcomes))
                 print(

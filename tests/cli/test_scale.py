@@ -166,17 +166,17 @@ def _peaks(folder: Path, n: int, *, store: bool, engines: int = 50) -> dict[str,
     return {label: scale.measure(args)[1] for label, args in commands.items()}
 
 
-@pytest.mark.slow  # child processes over 6,000 games, written twice (records, store)
+@pytest.mark.slow  # child processes over 5,000 games, written twice (records, store)
 @pytest.mark.timeout(3600)
 def test_readers_memory_does_not_follow_the_games(tmp_path: Path) -> None:
-    """Every reader, on a records file and on a store: 5,000 games take no more memory
+    """Every reader, on a records file and on a store: 4,000 games take no more memory
     to read than 1,000, within 15 MB (what grows is a few bytes a game: the set that
     tells plays apart; reading them all into memory, as the readers once did, took 6 to
-    8 KB a game, 24 MB or more here). Ten engines, so that the report's selection is
+    8 KB a game, 18 MB or more here). Ten engines, so that the report's selection is
     full at the smaller size; 10,000 to 1,000,000 games of fifty engines are measured
     by bench/scale_bench.py."""
     small = _peaks(tmp_path, 1_000, store=True, engines=10)
-    large = _peaks(tmp_path, 5_000, store=True, engines=10)
+    large = _peaks(tmp_path, 4_000, store=True, engines=10)
     for label, peak in large.items():
         assert peak - small[label] < 15, (label, small[label], peak)
 
