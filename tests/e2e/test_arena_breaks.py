@@ -182,7 +182,9 @@ async def test_a_flood_of_requests_from_one_address_is_limited_while_play_goes_o
     # A burst of 15 (a quarter of the minute's 60), then one a second.
     assert limited and len(served) <= 15 + took + 1, (len(limited), len(served), took)
     assert all(b"retry-after: " in a.lower() for a in limited)
-    assert len(reads) <= len(served)
+    # The store read for the answers served, and at most the 8 in flight when the flood
+    # was stopped (read by the server, their answers never received).
+    assert len(reads) <= len(served) + 8, (len(reads), len(served), len(limited))
 
 
 async def register(nursery: trio.Nursery, port: int, name: str, token: str) -> tuple[Any, str]:
