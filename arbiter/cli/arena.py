@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 
 import click
 
@@ -285,10 +286,9 @@ def arena_player_add(file: str, name: str, token_hash: str | None, games_at_once
 @handle_errors
 def arena_player_remove(file: str, name: str) -> None:
     """Remove NAME, a player added with `arena player add`: it logs in no more."""
-    from arbiter.arena.config import load_arena
     from arbiter.arena.roster import remove_player
 
-    say(remove_player(load_arena(file, engines_here=False), name), err=True)
+    _change_players(file, remove_player, name)
 
 
 @arena_player.command(
@@ -303,10 +303,9 @@ def arena_player_remove(file: str, name: str) -> None:
 @handle_errors
 def arena_player_ban(file: str, name: str, reason: str) -> None:
     """Ban NAME: it logs in and is paired no more; its games in play end and count."""
-    from arbiter.arena.config import load_arena
     from arbiter.arena.roster import ban_player
 
-    say(ban_player(load_arena(file, engines_here=False), name, reason), err=True)
+    _change_players(file, ban_player, name, reason)
 
 
 @arena_player.command(
@@ -320,7 +319,13 @@ def arena_player_ban(file: str, name: str, reason: str) -> None:
 @handle_errors
 def arena_player_unban(file: str, name: str) -> None:
     """Let a banned NAME log in again."""
-    from arbiter.arena.config import load_arena
     from arbiter.arena.roster import unban_player
 
-    say(unban_player(load_arena(file, engines_here=False), name), err=True)
+    _change_players(file, unban_player, name)
+
+
+def _change_players(file: str, change: Callable[..., str], *args: str) -> None:
+    """One change to the players file of the arena `file`, said on stderr."""
+    from arbiter.arena.config import load_arena
+
+    say(change(load_arena(file, engines_here=False), *args), err=True)
