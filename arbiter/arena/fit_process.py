@@ -17,14 +17,41 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from arbiter.errors import ArbiterError
 
+if TYPE_CHECKING:
+    from arbiter.results.standings import Games, Standings
+
 # Thread pools of the linear-algebra libraries numpy may be built with: one thread each.
 _ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def arena_standings(
+    store_path: Path, anchors: Mapping[str, float], keep: Games | None = None
+) -> Standings | None:
+    """The joint fit over the arena's store, the anchors that have games held at their
+    ratings (None: no rated game yet). Read-only, so it runs beside the server."""
+    from arbiter.results.ratings import DEFAULT_PRIOR
+    from arbiter.results.standings import gather, standings
+
+    tally, _, _ = gather([str(store_path)], keep)
+    if not tally.games:
+        return None
+    pinned = {n: e for n, e in anchors.items() if n in tally.names}
+    return standings(tally, prior=DEFAULT_PRIOR, anchors=pinned or None)
+
+
+def standings_json(store_path: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
+    """The object `arbiter ratings --json` prints, for the arena's store (what this
+    module's child process prints)."""
+    from arbiter.views.standings_text import to_json
+
+    board = arena_standings(store_path, anchors)
+    return {"engines": [], "games": 0} if board is None else to_json(board)
 
 
 async def standings_in_process(store: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
@@ -51,8 +78,6 @@ async def standings_in_process(store: Path, anchors: Mapping[str, float]) -> dic
 
 
 def main(argv: list[str]) -> None:
-    from arbiter.arena.web import standings_json
-
     store, anchors = Path(argv[1]), json.loads(argv[2])
     sys.stdout.write(json.dumps(standings_json(store, anchors)) + "\n")
 

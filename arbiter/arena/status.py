@@ -48,7 +48,7 @@ class ArenaStatus:
 def read_arena_status(spec: Any, damaged: Callable[[Store], None]) -> ArenaStatus:
     """The status of the arena `spec`; `damaged` is called with its store first, to say
     or refuse its damaged rows. ConfigError if the server has not made a store yet."""
-    from arbiter.arena.web import arena_standings
+    from arbiter.arena.fit_process import arena_standings
 
     if not spec.output.exists():
         raise ConfigError(

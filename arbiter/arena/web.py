@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, unquote
 import trio
 
 from arbiter.arena.config import Arena
-from arbiter.arena.fit_process import standings_in_process
+from arbiter.arena.fit_process import arena_standings, standings_in_process
 from arbiter.arena.hall import Hall, game_summary
 from arbiter.arena.history import History
 from arbiter.arena.net import Buckets, Request, Respond, Route
@@ -30,7 +30,6 @@ from arbiter.views.arena_pages import engine_page, game_page, games_page, live_b
 from arbiter.views.sgf import game_tree, is_hex
 
 if TYPE_CHECKING:
-    from arbiter.results.standings import Games, Standings
     from arbiter.views.html import ViewCache
 
 log = logging.getLogger(__name__)
@@ -73,29 +72,6 @@ class Broadcast:
         send, receive = trio.open_memory_channel[bytes](SUBSCRIBER_QUEUE)
         self._subscribers.add(send)
         return receive
-
-
-def arena_standings(
-    store_path: Path, anchors: Mapping[str, float], keep: Games | None = None
-) -> Standings | None:
-    """The joint fit over the arena's store, the anchors that have games held at their
-    ratings (None: no rated game yet). Read-only, so it runs beside the server."""
-    from arbiter.results.ratings import DEFAULT_PRIOR
-    from arbiter.results.standings import gather, standings
-
-    tally, _, _ = gather([str(store_path)], keep)
-    if not tally.games:
-        return None
-    pinned = {n: e for n, e in anchors.items() if n in tally.names}
-    return standings(tally, prior=DEFAULT_PRIOR, anchors=pinned or None)
-
-
-def standings_json(store_path: Path, anchors: Mapping[str, float]) -> dict[str, Any]:
-    """The object `arbiter ratings --json` prints, for the arena's store (in a thread)."""
-    from arbiter.views.standings_text import to_json
-
-    board = arena_standings(store_path, anchors)
-    return {"engines": [], "games": 0} if board is None else to_json(board)
 
 
 def report_page(

@@ -613,8 +613,7 @@ def test_the_arena_fits_its_standings_in_a_process_of_its_own(tmp_path: Path) ->
     field held the server's event loop): the same object as the fit in this process."""
     import trio
 
-    from arbiter.arena.fit_process import standings_in_process
-    from arbiter.arena.web import standings_json
+    from arbiter.arena.fit_process import standings_in_process, standings_json
 
     path = tmp_path / "s.sqlite"
     scale.write_store(path, 60, engines=4, templates_count=5, faults=0.1)
