@@ -42,6 +42,7 @@ from arbiter.errors import ConfigError, EngineError
 BACKOFF_FIRST = 0.5
 BACKOFF_MOST = 30.0
 WELCOME_SECONDS = 20.0  # the server answers a login at once (the handshake comes after)
+CLOSE_WAIT = 5.0  # the most a closed engine's output relay is given to end
 
 
 class Refused(Exception):
@@ -117,6 +118,7 @@ class Client:
         self.out = Retained()  # what the engine wrote in this session
         self.ws: WebSocketConnection | None = None
         self.lock = trio.Lock()
+        self.output_done = trio.Event()  # the engine's output relay has ended
         self.last_input = 0.0
         self.games = 0
 
@@ -156,7 +158,8 @@ class Client:
         engine.stderr = _Stderr(send)
         self.engine = engine
         self.session, self.received, self.out = None, 0, Retained()
-        nursery.start_soon(self._engine_output, engine)
+        self.output_done = trio.Event()
+        nursery.start_soon(self._engine_output, engine, self.output_done)
         nursery.start_soon(self._engine_stderr, engine, receive)
 
     async def _stop_engine(self) -> None:
@@ -165,6 +168,12 @@ class Client:
             engine.kill()
             engine.session.broken = RuntimeError("relayed")  # no polite quit: it is killed
             await engine.aclose()
+            # Its output relay ends before the next engine starts: the kernel gives the
+            # closed pipes' numbers to the next engine's pipes, and a relay still running
+            # would wait on one beside the new relay (trio refuses: "another task is
+            # already reading / writing this fd") or read the new engine's output.
+            with trio.move_on_after(CLOSE_WAIT):
+                await self.output_done.wait()
 
     async def _send(self, message: bytes | str) -> None:
         ws = self.ws
@@ -173,7 +182,13 @@ class Client:
         with contextlib.suppress(ConnectionClosed):  # resent from `out` after a reconnect
             await ws.send_message(message)
 
-    async def _engine_output(self, engine: Engine) -> None:
+    async def _engine_output(self, engine: Engine, done: trio.Event) -> None:
+        try:
+            await self._relay_output(engine)
+        finally:
+            done.set()
+
+    async def _relay_output(self, engine: Engine) -> None:
         while True:
             try:
                 data = await engine.pipes.receive_some(MAX_FRAME)

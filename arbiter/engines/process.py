@@ -240,7 +240,6 @@ class Engine:
                     helpers.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
-                self.pipes.released()
                 for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
                     if stream is not None:
                         await stream.aclose()  # release the pipes now, not at collection

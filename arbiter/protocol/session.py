@@ -82,23 +82,10 @@ class PipeStream:
     def writer_exited(self) -> None:
         """The engine process has exited: once what it wrote is read, stdout is at EOF,
         even if a process it left behind still holds the pipe open."""
-        if self._rfd < 0:
-            return  # released already
         self._exited = True
         with contextlib.suppress(OSError):
             os.set_blocking(self._rfd, False)
         trio.lowlevel.notify_closing(self._rfd)  # wakes a reader waiting on the pipe
-
-    def released(self) -> None:
-        """The pipes are about to be closed: wake whoever waits on them, and never touch
-        their numbers again. The kernel gives a closed fd's number to the next pipe
-        opened, another engine's, so a reader still running here would read from it, or
-        wait on it beside that engine's own reader (trio refuses two waiters on one fd)."""
-        self._exited = True
-        for fd in (self._rfd, self._wfd):
-            if fd >= 0:
-                trio.lowlevel.notify_closing(fd)
-        self._rfd = self._wfd = -1  # EBADF from here on: ClosedResourceError
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         while True:

@@ -341,30 +341,3 @@ def test_the_batch_shortcut_reads_exactly_as_the_reader_does(
         return out
 
     assert read("answers") == read("plain")
-
-
-async def test_a_closed_engines_pipes_are_never_read_again_when_their_number_is_reused() -> None:
-    """The kernel hands a closed fd's number to the next pipe opened. A reader of a
-    closed engine that was still running (the arena client's, say) once read the next
-    engine's output from it, or waited on it beside that engine's reader, which trio
-    refuses ("another task is already reading / writing this fd")."""
-    import os
-
-    async with open_engine(EngineSpec((sys.executable, str(SKELETON))), handshake=False) as eng:
-        pipes = eng.pipes
-        number = pipes._rfd
-    opened: list[int] = []
-    try:
-        while number not in opened and len(opened) < 20:
-            opened += os.pipe()
-        assert number in opened, "the closed stdout's number was not reused"
-        index = opened.index(number)
-        if index % 2 == 0:  # the read end: put something in its pipe for a thief to take
-            os.write(opened[index + 1], b"another engine's answer\n")
-        with pytest.raises(trio.ClosedResourceError):
-            await pipes.receive_some()
-        with pytest.raises(trio.ClosedResourceError):
-            await pipes.send_all(b"name\n")
-    finally:
-        for fd in opened:
-            os.close(fd)
