@@ -116,21 +116,14 @@ class StoreWrites(StoreQueries):
         seats = " UNION ALL ".join(
             f"SELECT seat{n} AS engine, {_played('record', n)} FROM games" for n in (1, 2)
         )
-        try:
-            self.db.executescript(
-                "BEGIN IMMEDIATE;"
-                + "".join(f"DROP TRIGGER IF EXISTS {name};" for name in _TRIGGERS)
-                + "DROP TABLE IF EXISTS seats_played;"
-                + _KEPT
-                + "INSERT INTO seats_played (key, engine, tc, variant, versions, command,"
-                f" games) SELECT {_PLAYED_KEY}, engine, tc, variant, versions, command,"
-                f" COUNT(*) FROM ({seats}) GROUP BY 1;"
-                "COMMIT;"
-            )
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
+        self._rebuild(
+            "".join(f"DROP TRIGGER IF EXISTS {name};" for name in _TRIGGERS)
+            + "DROP TABLE IF EXISTS seats_played;"
+            + _KEPT
+            + "INSERT INTO seats_played (key, engine, tc, variant, versions, command,"
+            f" games) SELECT {_PLAYED_KEY}, engine, tc, variant, versions, command,"
+            f" COUNT(*) FROM ({seats}) GROUP BY 1;"
+        )
 
     def _keep_summed(self, names: set[str]) -> None:
         """Give an older store `records_seen`, `pies_seen` and their triggers, its games
@@ -141,15 +134,19 @@ class StoreWrites(StoreQueries):
             " AND (SELECT TOTAL(games) FROM pies_seen) = (SELECT COUNT(*) FROM games)"
         ).fetchone()[0]:
             return
+        self._rebuild(
+            "".join(f"DROP TRIGGER IF EXISTS {name};" for name in _SUMMED_TRIGGERS)
+            + "DROP TABLE IF EXISTS records_seen; DROP TABLE IF EXISTS pies_seen;"
+            + _SUMMED
+            + _SUMMED_FILL
+        )
+
+    def _rebuild(self, script: str) -> None:
+        """Run `script` (tables and triggers made again) as one transaction: all of it
+        or, on any failure, none. A script, not `_transaction`: `executescript` commits
+        whatever transaction is open before it runs."""
         try:
-            self.db.executescript(
-                "BEGIN IMMEDIATE;"
-                + "".join(f"DROP TRIGGER IF EXISTS {name};" for name in _SUMMED_TRIGGERS)
-                + "DROP TABLE IF EXISTS records_seen; DROP TABLE IF EXISTS pies_seen;"
-                + _SUMMED
-                + _SUMMED_FILL
-                + "COMMIT;"
-            )
+            self.db.executescript("BEGIN IMMEDIATE;" + script + "COMMIT;")
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
