@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 import trio
-from arena_attack import arena_in_process
+from arena_attack import arena_in_process, refusal
 from arena_helpers import TOKENS
 from commands import invoke
 from inline import inline_engine
 
 from arbiter.arena import roster
-from arbiter.arena.client import Client, Refused
+from arbiter.arena.client import Client
 from arbiter.arena.config import hash_token
 from arbiter.cli.options import known_engines
 from arbiter.engines.config import resolve_engine
@@ -50,13 +50,9 @@ async def test_players_are_added_banned_unbanned_and_removed_while_games_go_on(
 
     async def play(name: str, engine: Any = spec) -> None:
         client = Client(url, name, TOKENS[name], engine, lambda line: None)
-        try:
-            await client.run()
-        except* Refused as group:
-            leaf: BaseException = group
-            while isinstance(leaf, BaseExceptionGroup):
-                leaf = leaf.exceptions[0]
-            seen.append(("refused", {"name": name, "reason": str(leaf)}))
+        reason = await refusal(client)
+        if reason is not None:
+            seen.append(("refused", {"name": name, "reason": reason}))
             news.unpark_all()
 
     async with (

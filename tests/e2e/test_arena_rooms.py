@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import trio
-from arena_attack import arena_in_process, get
+from arena_attack import arena_in_process, get, refusal
 from arena_helpers import TOKENS
 
-from arbiter.arena.client import Client, Refused
+from arbiter.arena.client import Client
 from arbiter.cli.options import known_engines
 from arbiter.engines.config import resolve_engine
 
@@ -38,13 +38,9 @@ async def test_rooms_keep_their_own_games_stores_and_pages(
 
     async def refused(room: str | None) -> None:
         client = Client(arena.url, "alice", TOKENS["alice"], spec, lambda line: None, room)
-        try:
-            await client.run()
-        except* Refused as group:
-            leaf: BaseException = group
-            while isinstance(leaf, BaseExceptionGroup):
-                leaf = leaf.exceptions[0]
-            refusals.append(str(leaf))
+        reason = await refusal(client)
+        if reason is not None:
+            refusals.append(reason)
 
     async with (
         arena_in_process(

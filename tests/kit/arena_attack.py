@@ -227,3 +227,19 @@ async def raw_websocket(port: int) -> trio.SocketStream:
         got += await stream.receive_some(4096)
     assert got.startswith(b"HTTP/1.1 101"), got
     return stream
+
+
+async def refusal(client: Any) -> str | None:
+    """Run an `arbiter.arena.client.Client` until it ends: the reason the arena gave for
+    refusing it (the innermost `Refused` of trio's exception groups), or None."""
+    from arbiter.arena.client import Refused
+
+    reason: str | None = None
+    try:
+        await client.run()
+    except* Refused as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        reason = str(leaf)
+    return reason
