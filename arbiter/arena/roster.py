@@ -25,7 +25,6 @@ import fcntl
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ import trio
 
 from arbiter.arena.config import Arena, PlayerEntry, valid_hash
 from arbiter.errors import ConfigError
+from arbiter.replace import replace_whole
 from arbiter.text import one_line
 
 log = logging.getLogger(__name__)
@@ -118,18 +118,7 @@ def editing(arena: Arena) -> Iterator[Callable[[Roster], None]]:
         fcntl.flock(lock, fcntl.LOCK_EX)
 
         def write(roster: Roster) -> None:
-            text = json.dumps(roster.as_json(), indent=1) + "\n"
-            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".new")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(text)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
+            replace_whole(path, json.dumps(roster.as_json(), indent=1) + "\n")
 
         yield write
     finally:

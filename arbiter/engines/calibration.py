@@ -33,6 +33,7 @@ import trio
 from arbiter.engines.player import Player
 from arbiter.engines.process import BOTS_FOLDER, Deadlines, EngineSpec, open_engine
 from arbiter.errors import ArbiterError
+from arbiter.replace import replace_whole
 from arbiter.rules import Variant
 from arbiter.rules.clock import ClockMode, TimeControl
 
@@ -179,9 +180,7 @@ def remember(measured: Calibration, where: tuple[str, str]) -> HostSpeed:
             **measured.as_dict(),
             "measured": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        partial = path.with_name(f"{CACHE_FILE}.{os.getpid()}.{threading.get_ident()}")
-        partial.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n", "utf-8")
-        partial.replace(path)
+        replace_whole(path, json.dumps(kept, indent=1, sort_keys=True) + "\n")
     except OSError as exc:
         log.warning("could not keep this host's speed factor in %s: %s", path, exc)
     return speed
