@@ -809,6 +809,15 @@ def test_damaged_stores_never_crash_a_command_or_change_a_byte(
     check_damaged_store(pristine, edits, delete_mode)
 
 
+def test_a_seat_damaged_then_its_game_dropped_never_crashes_a_reader(pristine: Path) -> None:
+    """A seat set to a blob, then its row dropped: the store's groups keep a seating with
+    a blob for a name, which the report's selection once compared with names (a
+    TypeError; found by the test below)."""
+    check_damaged_store(
+        pristine, [("set", "games", 1, 1, b""), ("drop", "games", 1, None, None)], False
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @settings(

@@ -217,6 +217,8 @@ class StoreQueries(CheckedStore):
         last: dict[tuple[str, str], list[int]] = {}
         seatings = "records_seen" if self._summed else "games"  # (its groups: a few rows)
         for seat1, seat2 in self._q(f"SELECT DISTINCT seat1, seat2 FROM {seatings}"):
+            if not (isinstance(seat1, str) and isinstance(seat2, str)):
+                continue  # a damaged row's seats (its games are left out as damaged)
             numbers = self._q(
                 "SELECT number FROM games WHERE seat1 = ? AND seat2 = ? AND rowid NOT IN"
                 " (SELECT value FROM json_each(?)) ORDER BY number DESC LIMIT ?",
