@@ -129,7 +129,12 @@ def name_of(i: int) -> str:
     return f"sim{i:04d}"
 
 
-def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Path:
+def arena_file(work: Path, engines: int, tc: str, size: int, islands: int, code: Path) -> Path:
+    """The arena file: its per-address limits raised (every engine is on 127.0.0.1), the
+    request limit only where the server's code (`--code`) has one, so that an older
+    checkout's server can be run beside this one."""
+    declared = (code / "arbiter" / "arena" / "config.py").read_text()
+    requests = "requests_per_minute = 1000000\n" if "requests_per_minute" in declared else ""
     players = "".join(
         f'\n[[player]]\nname = "{name_of(i)}"\ntoken_hash = "{hash_token(token_of(i))}"\n'
         for i in range(engines)
@@ -139,7 +144,7 @@ def arena_file(work: Path, engines: int, tc: str, size: int, islands: int) -> Pa
         f'[arena]\nname = "bench"\nlisten = "127.0.0.1:0"\ntc = "{tc}"\nsize = {size}\n'
         f'islands = {islands}\noutput = "bench.sqlite"\nconnections_per_address = 100000\n'
         f"max_connections = {max(4096, 4 * engines)}\nlogins_per_minute = 1000000\n"
-        f"requests_per_minute = 1000000\n{players}"
+        f"{requests}{players}"
     )
     return path
 
@@ -701,6 +706,8 @@ class Step:
     retained_mb: float = 0.0  # what the server keeps of its sessions' sent bytes
     stalls: list[float] = field(default_factory=list)  # the server's logged stalls, s
     problem: str | None = None  # why the step, or part of it, could not be measured
+    playing: int = 0  # games in play at the end of the period (/api/live)
+    held: int = 0  # beats the server's pacing held free engines back in the period
 
 
 STALL = re.compile(r"the harness did not run for ([0-9.]+) s")
@@ -809,6 +816,8 @@ def drive(
         after = api("/api/live")
         if after is not None:
             step.api_games = after["games"] - api0
+            step.playing = len(after["playing"])
+            step.held = int(after.get("held", 0)) - int(live.get("held", 0))  # 0: no pacing
         elif step.problem is None:
             step.problem = unanswered("at the end of the period")
         games = "?" if step.api_games is None else f"{step.api_games / step.period:.1f}"
@@ -930,7 +939,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        file = arena_file(work, ramp[-1], args.tc, args.size, args.islands)
+        file = arena_file(work, ramp[-1], args.tc, args.size, args.islands, args.code)
         (work / "bench.sqlite").unlink(missing_ok=True)
         load0 = os.getloadavg()[0]
         server = ServerProcess(file, args.code)
@@ -987,13 +996,14 @@ def main() -> None:
     print(
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
         " | moves/s | net ms/move p50 | p99 | max | moves measured | harness stalls"
-        " | stalled ms in games | simulator CPU | simulator lag ms p50 | p99 |"
+        " | stalled ms in games | simulator CPU | simulator lag ms p50 | p99"
+        " | games in play | pacing waits |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     unmeasured = []
     for step in steps:
         if not step.period:
-            print(f"| {step.engines} | {step.live} | not measured |" + " |" * 13)
+            print(f"| {step.engines} | {step.live} | not measured |" + " |" * 15)
             unmeasured.append(step)
             continue
         net, stalled, _ = per_move_network(records, step.games)
@@ -1005,6 +1015,7 @@ def main() -> None:
             f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
             f" {len(step.stalls)} ({sum(step.stalls):.1f} s) | {stalled:.0f} |"
             f" {step.client_cpu:.0%} | {pct(step.lag, 0.5):.1f} | {pct(step.lag, 0.99):.1f} |"
+            f" {step.playing} | {step.held} |"
         )
         if step.problem:
             unmeasured.append(step)

@@ -128,6 +128,16 @@ ARENA = Keys(
         high=86_400,
     ),
     Key(
+        "max_loop_lag",
+        float,
+        "seconds the server may fall behind (its event loop's queue) before it holds back"
+        " new games: engines then wait to be paired instead of starting games whose every"
+        " move would wait on the server; 0: never hold back",
+        default=0.05,
+        low=0,
+        high=60,
+    ),
+    Key(
         "requests_per_minute",
         int,
         "HTTP requests (pages, API, events) one address may make a minute, in bursts of"
@@ -259,6 +269,7 @@ class Arena:
     logins_per_minute: int
     max_connections: int
     round_seconds: float
+    max_loop_lag: float
     requests_per_minute: int
     messages_per_second: int
     registration_hours: float
@@ -559,6 +570,7 @@ def _load(
         logins_per_minute=get("logins_per_minute"),
         max_connections=get("max_connections"),
         round_seconds=get("round_seconds"),
+        max_loop_lag=get("max_loop_lag"),
         requests_per_minute=get("requests_per_minute"),
         messages_per_second=get("messages_per_second"),
         registration_hours=get("registration_hours"),

@@ -15,9 +15,11 @@ server stops is never stored: it is void, and the next start goes on from the st
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import logging
+import math
 import random
 import weakref
 from collections import deque
@@ -33,6 +35,7 @@ from arbiter.engines.process import Deadlines, Engine, EngineInfo, start_engine
 from arbiter.engines.remote import Link, RemotePlayer
 from arbiter.errors import EngineError, StoreError
 from arbiter.executors.jobs import machine
+from arbiter.games.pauses import Heartbeat, heartbeat
 from arbiter.games.referee import GameSpec, Referee, RefereeConfig
 from arbiter.results.elo import expected_score
 from arbiter.results.records import GameRecord
@@ -50,6 +53,8 @@ REST_FIRST = 5.0  # seconds a server's engine that failed to start waits, doubli
 REST_MOST = 300.0
 VERSION_MOST = 24  # characters of an engine's version kept in its rating identity
 VERSIONS = "arena_versions"  # the store's note of each name's first version
+PACE_FLOOR = 8  # pairs in play that the pacing never holds back (Hall._paced)
+PACE_BURST = 16  # pairs that may start a heartbeat while the server keeps up
 
 
 def version_tag(version: str) -> str:
@@ -171,6 +176,9 @@ class Hall:
         self.barred: Callable[[str], str | None] = lambda name: None
         self.sent_off: weakref.WeakSet[Link] = weakref.WeakSet()  # closed for good (4001)
         self.games_played = 0
+        self.pairs_in_play = 0
+        self.beat: Heartbeat = heartbeat()  # how far the loop is behind (the pacing)
+        self.held = 0  # beats the pacing held free engines back (the live API shows it)
         self.next_pair = store.last_number() // 2 + 1  # game numbers 2n and 2n + 1
         anchors = arena.anchors
         self.start_rating = sum(anchors.values()) / len(anchors) if anchors else 0.0
@@ -307,8 +315,32 @@ class Hall:
             if not self._dirty:
                 await self._wake.park()
             self._dirty = False
-            for a, b in self.pairs():
+            most = await self._paced()
+            pairs = self.pairs(most)
+            for a, b in pairs:
                 self._start_pair(a, b, self.next_pair)
+            if most is not None and len(pairs) >= most:
+                self._dirty = True  # more may be free: after the next beat
+                await self.beat.next_beat()
+
+    async def _paced(self) -> int | None:
+        """How many pairs may start now (None: all), once the server keeps up.
+
+        Engines that answer at once can keep the server's loop busy without end: past a
+        point every further game only lengthens the queue that every move of every game
+        waits in, and that wait is time between a command and its answer, which the
+        engines' clocks and the network figures then carry. So while more than
+        `PACE_FLOOR` pairs play and the loop is more than `max_loop_lag` behind, no new
+        pair starts; free engines wait for games to end instead (not charged to anyone),
+        and then start `PACE_BURST` pairs a beat. Below the floor nothing is held back,
+        whatever the lag: a machine busy with other work still plays."""
+        target = self.arena.max_loop_lag
+        if target <= 0:
+            return None
+        while self.pairs_in_play > PACE_FLOOR and self.beat.lag > target:
+            self.held += 1
+            await self.beat.next_beat()
+        return PACE_BURST
 
     async def _rounds(self, every: float) -> None:
         """A round every `every` seconds, as CGOS plays: each engine free when it starts
@@ -333,6 +365,7 @@ class Hall:
 
     def begin_pair(self, a: Participant, b: Participant) -> Seats:
         """`a` and `b` are busy with each other from now on."""
+        self.pairs_in_play += 1
         a.busy += 1
         b.busy += 1
         a.last_opponent, b.last_opponent = b.name, a.name
@@ -340,6 +373,7 @@ class Hall:
 
     def end_pair(self, seats: Seats) -> None:
         """The pair of `seats` is over: its engines are free again."""
+        self.pairs_in_play -= 1
         for p, session in seats:
             p.busy -= 1
             if session is not None:
@@ -350,7 +384,7 @@ class Hall:
                     p.sessions = [s for s in p.sessions if s is not session]
         self.changed()
 
-    def pairs(self) -> list[tuple[Participant, Participant]]:
+    def pairs(self, most: int | None = None) -> list[tuple[Participant, Participant]]:
         """Idle engines in pairs, as CGOS pairs them: in a random order, each takes the
         free engine nearest in rating (with some noise) that it has not just played
         (whichever of the two played another since). One with no such engine free waits
@@ -358,7 +392,8 @@ class Hall:
         together would meet again and again while the rest of the field meet only each
         other); when none is, it meets one it has just played, or the arena would stop
         (two engines alone, or one guest among the server's own engines).
-        Two of the server's own engines never meet."""
+        Two of the server's own engines never meet. With `most`, at most that many pairs
+        (the pacing's burst); the rest are paired on a later call."""
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
             free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
@@ -367,8 +402,14 @@ class Hall:
             idle += [p] * (free if p.idle else 0)
         if not any(not p.local for p in idle):
             return []
-        self.rng.shuffle(idle)
-        noisy = {id(p): p.rating + self.rng.gauss(0.0, PAIRING_NOISE) for p in idle}
+        noise = [self.rng.gauss(0.0, PAIRING_NOISE) for _ in idle]
+        ranked = sorted(
+            ((p.rating + n, k) for k, (p, n) in enumerate(zip(idle, noise, strict=True)))
+        )
+        at = [0] * len(idle)  # where each entry of `idle` stands in `ranked`
+        for place, (_, k) in enumerate(ranked):
+            at[k] = place
+        noisy = [elo for elo, _ in ranked]
 
         def may_meet(a: Participant, b: Participant) -> bool:
             return b is not a and not (a.local and b.local)
@@ -376,23 +417,53 @@ class Hall:
         def fresh(a: Participant, b: Participant) -> bool:
             return a.name != b.last_opponent and b.name != a.last_opponent
 
+        # The nearest in rating is found by walking out from each engine's place in the
+        # ranked list, not by measuring against every engine: a thousand idle engines
+        # (an arena's start, or a pacing that held them back) cost a sort, not a million
+        # comparisons on the event loop.
+        unpaired = list(range(len(ranked)))  # places still unpaired, in rating order
+        order = list(range(len(idle)))
+        self.rng.shuffle(order)
         out: list[tuple[Participant, Participant]] = []
         waiting: list[Participant] = []
-        while idle:
-            a = idle.pop()
-            choices = [b for b in idle if may_meet(a, b) and fresh(a, b)]
-            if not choices:
+        for k in order:
+            if most is not None and len(out) >= most:
+                return out
+            place = at[k]
+            i = bisect.bisect_left(unpaired, place)
+            if i == len(unpaired) or unpaired[i] != place:
+                continue  # taken by an earlier engine
+            a = idle[k]
+            left, right, found = i - 1, i + 1, -1
+            while left >= 0 or right < len(unpaired):
+                low = noisy[place] - noisy[unpaired[left]] if left >= 0 else math.inf
+                high = noisy[unpaired[right]] - noisy[place] if right < len(unpaired) else math.inf
+                j = left if low <= high else right
+                b = idle[ranked[unpaired[j]][1]]
+                if may_meet(a, b) and fresh(a, b):
+                    found = j
+                    break
+                if j == left:
+                    left -= 1
+                else:
+                    right += 1
+            if found < 0:
                 waiting.append(a)
+                del unpaired[i]
                 continue
-            b = min(choices, key=lambda b: abs(noisy[id(a)] - noisy[id(b)]))
-            idle.remove(b)
+            b = idle[ranked[unpaired[found]][1]]
+            for j in sorted((i, found), reverse=True):
+                del unpaired[j]
             out.append((a, b))
+        rating = {id(idle[k]): noisy[at[k]] for k in range(len(idle))}
 
         # Those that waited, where no fresh opponent's game will end to pair them again:
         # they meet, the pairs that did not just play each other first.
+        held = {id(w) for w in waiting}
+
         def waits_on_game(a: Participant) -> bool:
             return any(
-                q.present and may_meet(a, q) and fresh(a, q) and all(q is not w for w in waiting)
+                q.present and may_meet(a, q) and fresh(a, q) and id(q) not in held
                 for q in self.participants.values()
             )
 
@@ -407,7 +478,7 @@ class Hall:
                 candidates,
                 key=lambda ab: (
                     (ab[0].last_opponent == ab[1].name) + (ab[1].last_opponent == ab[0].name),
-                    abs(noisy[id(ab[0])] - noisy[id(ab[1])]),
+                    abs(rating[id(ab[0])] - rating[id(ab[1])]),
                 ),
             )
             waiting = [w for w in waiting if w is not a and w is not b]

@@ -358,6 +358,9 @@ class Site:
             ],
             "recent": list(self.hall.recent),
             "games": self.hall.games_played,
+            # Beats that free engines waited for the server to catch up (Hall._paced):
+            # rising while engines wait says the server is the bottleneck.
+            "held": self.hall.held,
         }
 
     async def live(self, request: Request, respond: Respond) -> None:

@@ -31,12 +31,22 @@ class Heartbeat:
         self.last = trio.current_time()
         self.spans: deque[tuple[float, float]] = deque(maxlen=_SPANS)
         self.total = 0.0
+        # How late the last beat woke, in seconds: how far the loop is behind now (its
+        # queue of ready tasks), which the arena's pacing reads (arbiter.arena.hall).
+        self.lag = 0.0
+        self._beats = trio.lowlevel.ParkingLot()
+
+    async def next_beat(self) -> None:
+        """Wait for the next beat (and with it a fresh `lag`)."""
+        await self._beats.park()
 
     async def run(self) -> None:
         while True:
             due = self.last + PERIOD
             await trio.sleep_until(due)
             now = trio.current_time()
+            self.lag = now - due
+            self._beats.unpark_all()
             if now - due > GAP:
                 self.spans.append((due, now))
                 self.total += now - due
@@ -69,6 +79,9 @@ class _VirtualTime(Heartbeat):
 
     def stalled(self, start: float, end: float) -> float:
         return 0.0
+
+    async def next_beat(self) -> None:
+        await trio.lowlevel.checkpoint()  # no beats under a virtual clock: never behind
 
 
 def heartbeat() -> Heartbeat:

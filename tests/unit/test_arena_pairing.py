@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 import trio
+import trio.testing
 from arena_helpers import arena_file
 
+from arbiter.arena import hall as hall_module
 from arbiter.arena.config import load_arena
-from arbiter.arena.hall import VERSION_MOST, Hall, Participant, Session, identity, version_tag
+from arbiter.arena.hall import (
+    PACE_BURST,
+    PACE_FLOOR,
+    VERSION_MOST,
+    Hall,
+    Participant,
+    Seats,
+    Session,
+    identity,
+    version_tag,
+)
 from arbiter.engines.remote import Link
+from arbiter.games.pauses import PERIOD, heartbeat
 from arbiter.results.store import Store
 
 REMOTE = ("alice", "bob", "carol", "dave")
@@ -128,3 +143,113 @@ def test_a_new_version_is_a_new_identity_its_text_kept_plain_and_short() -> None
     assert version_tag(" 2.0 beta\x1b[31m ") == "2.0_beta__31m"
     assert version_tag("2.0ß") == "2.0_"  # no look-alike letter gets in
     assert len(version_tag("9" * 500)) == VERSION_MOST
+
+
+async def test_the_nearest_in_rating_is_taken_among_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Engines in twos, each two far from the rest: whichever engine picks first, its
+    nearest is its twin, so every pair is a twin pair (the walk out from each engine's
+    place in the ranked list finds what measuring against every engine found)."""
+    monkeypatch.setattr(hall_module, "PAIRING_NOISE", 0.0)
+    arena = load_arena(arena_file(tmp_path, players=("alice",), engines=""))
+    store, _ = Store.open_for_run(arena.output, origin="test")
+    with store:
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery)
+            for k in range(300):
+                name = f"e{k:03d}"
+                rating = (k // 2) * 1000.0 + (k % 2) * 10.0
+                hall.participants[name] = Participant(
+                    name, False, rating=rating, sessions=[connected(name)]
+                )
+            for seed in range(3):
+                hall.rng.seed(seed)
+                pairs = hall.pairs()
+                assert len(pairs) == 150
+                assert all(int(a.name[1:]) // 2 == int(b.name[1:]) // 2 for a, b in pairs)
+                nursery.cancel_scope.cancel()
+
+
+class Beat:
+    """A heartbeat the test moves: how far behind the loop is, and its beats."""
+
+    def __init__(self) -> None:
+        self.lag = 0.0
+        self._beats = trio.lowlevel.ParkingLot()
+
+    async def next_beat(self) -> None:
+        await self._beats.park()
+
+    async def tick(self, lag: float) -> None:
+        self.lag = lag
+        self._beats.unpark_all()
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path: Path) -> None:
+    """Forty free engines: the first burst starts at once; while the loop is behind, no
+    more start however many are free (a game started then would make every move of
+    every game wait longer), until the pairs in play fall to the floor or the loop
+    catches up; then a burst a beat."""
+    arena = load_arena(arena_file(tmp_path, players=("alice",), engines=""))
+    assert arena.max_loop_lag == 0.05  # the default
+    store, _ = Store.open_for_run(arena.output, origin="test")
+    with store:
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery)
+            beat = hall.beat = Beat()  # type: ignore[assignment]
+            for k in range(80):
+                name = f"e{k:02d}"
+                hall.participants[name] = Participant(name, False, sessions=[connected(name)])
+            started: list[Seats] = []
+            hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
+            nursery.start_soon(hall.run)
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(started) == PACE_BURST  # the first burst, below the floor
+            await beat.tick(lag=1.0)
+            assert len(started) == PACE_BURST and hall.held == 1
+            for seats in started[: PACE_BURST - PACE_FLOOR - 1]:  # pairs end: one over the floor
+                hall.end_pair(seats)
+            await beat.tick(lag=1.0)
+            assert len(started) == PACE_BURST, "held back while more than the floor play"
+            hall.end_pair(started[PACE_BURST - PACE_FLOOR - 1])
+            await beat.tick(lag=1.0)
+            assert len(started) == 2 * PACE_BURST, "at the floor a burst starts, lag or not"
+            assert hall.pairs_in_play == PACE_FLOOR + PACE_BURST
+            await beat.tick(lag=0.0)
+            assert len(started) == 3 * PACE_BURST, "caught up: a burst a beat"
+            await beat.tick(lag=0.0)
+            assert hall.pairs_in_play == 40, "every engine plays"
+            nursery.cancel_scope.cancel()
+
+
+async def test_no_pacing_starts_every_free_pair_at_once(tmp_path: Path) -> None:
+    arena = load_arena(arena_file(tmp_path, players=("alice",), engines="max_loop_lag = 0"))
+    store, _ = Store.open_for_run(arena.output, origin="test")
+    with store:
+        async with trio.open_nursery() as nursery:
+            hall = Hall(arena, store, nursery)
+            hall.beat = Beat()  # type: ignore[assignment]
+            hall.beat.lag = 5.0
+            for k in range(80):
+                name = f"e{k:02d}"
+                hall.participants[name] = Participant(name, False, sessions=[connected(name)])
+            started: list[Seats] = []
+            hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
+            nursery.start_soon(hall.run)
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(started) == 40
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_heartbeat_says_how_far_the_loop_is_behind() -> None:
+    """A loop blocked for 0.3 s: the next beat wakes at least 0.25 s late (its due time
+    fell at most one period into the block), and the lag is the pacing's input."""
+    beat = heartbeat()
+    await beat.next_beat()
+    time.sleep(0.3)  # noqa: ASYNC251  # the loop blocked, as a long synchronous step blocks it
+    await beat.next_beat()
+    assert beat.lag >= 0.3 - PERIOD
+    await beat.next_beat()
+    await beat.next_beat()
