@@ -53,8 +53,8 @@ REST_FIRST = 5.0  # seconds a server's engine that failed to start waits, doubli
 REST_MOST = 300.0
 VERSION_MOST = 24  # characters of an engine's version kept in its rating identity
 VERSIONS = "arena_versions"  # the store's note of each name's first version
-PACE_FLOOR = 8  # pairs in play that the pacing never holds back (Hall._paced)
-PACE_BURST = 16  # pairs that may start a heartbeat while the server keeps up
+PACE_FLOOR = 8  # pairs in play that the pacing never holds back (Hall._pace)
+PACE_STEP = 2  # pairs the cap grows by a heartbeat while the server keeps up
 
 
 def version_tag(version: str) -> str:
@@ -178,7 +178,8 @@ class Hall:
         self.games_played = 0
         self.pairs_in_play = 0
         self.beat: Heartbeat = heartbeat()  # how far the loop is behind (the pacing)
-        self.held = 0  # beats the pacing held free engines back (the live API shows it)
+        self.held = 0  # heartbeats the server was behind and cut the cap (/api/live)
+        self.cap: int | None = 2 * PACE_FLOOR  # pairs that may play at once (Hall._pace)
         self.next_pair = store.last_number() // 2 + 1  # game numbers 2n and 2n + 1
         anchors = arena.anchors
         self.start_rating = sum(anchors.values()) / len(anchors) if anchors else 0.0
@@ -311,36 +312,45 @@ class Hall:
         rounds (`round_seconds`)."""
         if self.arena.round_seconds > 0:
             await self._rounds(self.arena.round_seconds)
+        if self.arena.max_loop_lag > 0:
+            self.nursery.start_soon(self._pace, self.arena.max_loop_lag)
+        else:
+            self.cap = None
         while True:
             if not self._dirty:
                 await self._wake.park()
             self._dirty = False
-            most = await self._paced()
-            pairs = self.pairs(most)
-            for a, b in pairs:
+            most = None if self.cap is None else self.cap - self.pairs_in_play
+            if most is not None and most <= 0:
+                continue  # a game's end, or the pace, says when
+            for a, b in self.pairs(most):
                 self._start_pair(a, b, self.next_pair)
-            if most is not None and len(pairs) >= most:
-                self._dirty = True  # more may be free: after the next beat
-                await self.beat.next_beat()
 
-    async def _paced(self) -> int | None:
-        """How many pairs may start now (None: all), once the server keeps up.
+    async def _pace(self, target: float) -> None:
+        """Keep the pairs in play (`cap`) where the server keeps up with them.
 
         Engines that answer at once can keep the server's loop busy without end: past a
         point every further game only lengthens the queue that every move of every game
-        waits in, and that wait is time between a command and its answer, which the
-        engines' clocks and the network figures then carry. So while more than
-        `PACE_FLOOR` pairs play and the loop is more than `max_loop_lag` behind, no new
-        pair starts; free engines wait for games to end instead (not charged to anyone),
-        and then start `PACE_BURST` pairs a beat. Below the floor nothing is held back,
-        whatever the lag: a machine busy with other work still plays."""
-        target = self.arena.max_loop_lag
-        if target <= 0:
-            return None
-        while self.pairs_in_play > PACE_FLOOR and self.beat.lag > target:
-            self.held += 1
+        waits in, and that wait falls between a command and its answer, where the
+        engines' clocks and the network figures carry it. So the pairs that may play at
+        once are capped: the cap grows by `PACE_STEP` a heartbeat while the pairs in play
+        reach it and the loop is less than half of `max_loop_lag` behind, and falls by a
+        tenth of the pairs in play each heartbeat it is more than `max_loop_lag` behind
+        (games in play are never stopped: fewer start as they end). Free engines wait
+        to be paired meanwhile, which charges nobody. The cap is never under
+        `PACE_FLOOR`, whatever the lag: a server on a host busy with other work still
+        plays. Engines that think for a second a move never meet the cap: the loop is
+        idle between their answers."""
+        assert self.cap is not None
+        while True:
             await self.beat.next_beat()
-        return PACE_BURST
+            lag, playing = self.beat.lag, self.pairs_in_play
+            if lag > target:
+                self.held += 1
+                self.cap = max(PACE_FLOOR, min(self.cap, playing) - max(1, playing // 10))
+            elif lag <= target / 2 and playing >= self.cap - PACE_STEP:
+                self.cap += PACE_STEP
+                self.changed()
 
     async def _rounds(self, every: float) -> None:
         """A round every `every` seconds, as CGOS plays: each engine free when it starts

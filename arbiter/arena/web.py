@@ -358,8 +358,9 @@ class Site:
             ],
             "recent": list(self.hall.recent),
             "games": self.hall.games_played,
-            # Beats that free engines waited for the server to catch up (Hall._paced):
-            # rising while engines wait says the server is the bottleneck.
+            # The pacing (Hall._pace): the pairs that may play at once, and the
+            # heartbeats the server was behind; rising, they say the server sets the pace.
+            "cap": self.hall.cap,
             "held": self.hall.held,
         }
 

@@ -72,7 +72,7 @@ async def test_a_page_keeps_up_when_each_pass_publishes_many_events(
     queued meanwhile (the clock here jumps: no time is waited)."""
     arena = load_arena(arena_file(tmp_path))
     broadcast = Broadcast()
-    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0, held=0)
+    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0, held=0, cap=None)
     site = Site(arena, cast(Hall, hall), broadcast)
     page = _Page()
     burst, passes = SUBSCRIBER_QUEUE // 40, 20
@@ -95,7 +95,7 @@ async def test_a_page_that_falls_behind_gets_what_was_queued_then_is_dropped_qui
 ) -> None:
     arena = load_arena(arena_file(tmp_path))
     broadcast = Broadcast()
-    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0, held=0)
+    hall = SimpleNamespace(connected=list, live={}, recent=[], games_played=0, held=0, cap=None)
     page = _Page()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:

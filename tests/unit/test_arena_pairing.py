@@ -16,8 +16,8 @@ from arena_helpers import arena_file
 from arbiter.arena import hall as hall_module
 from arbiter.arena.config import load_arena
 from arbiter.arena.hall import (
-    PACE_BURST,
     PACE_FLOOR,
+    PACE_STEP,
     VERSION_MOST,
     Hall,
     Participant,
@@ -188,10 +188,10 @@ class Beat:
 
 
 async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path: Path) -> None:
-    """Forty free engines: the first burst starts at once; while the loop is behind, no
-    more start however many are free (a game started then would make every move of
-    every game wait longer), until the pairs in play fall to the floor or the loop
-    catches up; then a burst a beat."""
+    """Eighty free engines: pairs start up to the cap; while the loop is behind the cap
+    falls (never under the floor) and no pair starts however many engines are free (a
+    game started then would make every move of every game wait longer); while it keeps
+    up and the pairs in play reach the cap, the cap grows a step a heartbeat."""
     arena = load_arena(arena_file(tmp_path, players=("alice",), engines=""))
     assert arena.max_loop_lag == 0.05  # the default
     store, _ = Store.open_for_run(arena.output, origin="test")
@@ -206,21 +206,27 @@ async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path
             hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
             nursery.start_soon(hall.run)
             await trio.testing.wait_all_tasks_blocked()
-            assert len(started) == PACE_BURST  # the first burst, below the floor
+            first = 2 * PACE_FLOOR
+            assert len(started) == hall.pairs_in_play == hall.cap == first
+            await beat.tick(lag=1.0)  # behind: the cap falls by a tenth of those in play
+            assert hall.cap == first - 1 and hall.held == 1
+            hall.end_pair(started[0])
+            hall.end_pair(started[1])
+            await trio.testing.wait_all_tasks_blocked()
+            assert hall.pairs_in_play == hall.cap == first - 1, "two ended: one started"
+            for _ in range(20):
+                await beat.tick(lag=1.0)
+            assert hall.cap == PACE_FLOOR, "never under the floor"
+            assert hall.pairs_in_play == first - 1, "none started while behind"
+            for seats in started[2 : 2 + first - PACE_FLOOR]:
+                hall.end_pair(seats)  # one under the floor: a pair starts, lag or not
             await beat.tick(lag=1.0)
-            assert len(started) == PACE_BURST and hall.held == 1
-            for seats in started[: PACE_BURST - PACE_FLOOR - 1]:  # pairs end: one over the floor
-                hall.end_pair(seats)
-            await beat.tick(lag=1.0)
-            assert len(started) == PACE_BURST, "held back while more than the floor play"
-            hall.end_pair(started[PACE_BURST - PACE_FLOOR - 1])
-            await beat.tick(lag=1.0)
-            assert len(started) == 2 * PACE_BURST, "at the floor a burst starts, lag or not"
-            assert hall.pairs_in_play == PACE_FLOOR + PACE_BURST
-            await beat.tick(lag=0.0)
-            assert len(started) == 3 * PACE_BURST, "caught up: a burst a beat"
-            await beat.tick(lag=0.0)
-            assert hall.pairs_in_play == 40, "every engine plays"
+            assert hall.pairs_in_play == PACE_FLOOR and len(started) == first + 2
+            await beat.tick(lag=0.04)  # neither behind nor well ahead: the cap stays
+            assert hall.cap == PACE_FLOOR and hall.pairs_in_play == PACE_FLOOR
+            for k in range(1, 6):  # keeping up, the pairs in play at the cap: it grows
+                await beat.tick(lag=0.0)
+                assert hall.cap == hall.pairs_in_play == PACE_FLOOR + k * PACE_STEP
             nursery.cancel_scope.cancel()
 
 
@@ -239,7 +245,7 @@ async def test_no_pacing_starts_every_free_pair_at_once(tmp_path: Path) -> None:
             hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
             nursery.start_soon(hall.run)
             await trio.testing.wait_all_tasks_blocked()
-            assert len(started) == 40
+            assert len(started) == 40 and hall.cap is None
             nursery.cancel_scope.cancel()
 
 
