@@ -19,6 +19,7 @@ class ArenaStatus:
     stored: int
     voids: int
     board: Standings | None
+    unplayed: bool = False  # a room whose store the server has not made yet
 
     def as_json(self) -> dict[str, Any]:
         spec = self.spec
@@ -32,10 +33,17 @@ class ArenaStatus:
         }
         if self.board is not None:
             data["standings"] = to_json(self.board)
+        if self.unplayed:
+            data["note"] = self.note()
         return data
+
+    def note(self) -> str:
+        return f"no store yet at {self.spec.output} (the server makes it when it starts)"
 
     def lines(self) -> list[str]:
         spec = self.spec
+        if self.unplayed:
+            return [f"Arena {spec.title}: {self.note()}."]
         out = [
             f"Arena {spec.title}: {self.stored} games stored, {self.voids} void attempts,"
             f" in {spec.output}."
@@ -45,11 +53,16 @@ class ArenaStatus:
         return out
 
 
-def read_arena_status(spec: Any, damaged: Callable[[Store], None]) -> ArenaStatus:
+def read_arena_status(
+    spec: Any, damaged: Callable[[Store], None], *, unplayed: bool = False
+) -> ArenaStatus:
     """The status of the arena `spec`; `damaged` is called with its store first, to say
-    or refuse its damaged rows. ConfigError if the server has not made a store yet."""
+    or refuse its damaged rows. Where the server has not made a store yet: a status that
+    says so with `unplayed` (one room among others), else ConfigError."""
     from arbiter.arena.fit_process import arena_standings
 
+    if not spec.output.exists() and unplayed:
+        return ArenaStatus(spec, 0, 0, None, unplayed=True)
     if not spec.output.exists():
         raise ConfigError(
             f"no store yet at {spec.output}",
