@@ -38,7 +38,7 @@ class ArenaStatus:
         return data
 
     def note(self) -> str:
-        return f"no store yet at {self.spec.output} (the server makes it when it starts)"
+        return unplayed_note(self.spec)
 
     def lines(self) -> list[str]:
         spec = self.spec
@@ -64,13 +64,24 @@ def read_arena_status(
     if not spec.output.exists() and unplayed:
         return ArenaStatus(spec, 0, 0, None, unplayed=True)
     if not spec.output.exists():
-        raise ConfigError(
-            f"no store yet at {spec.output}",
-            where=str(spec.path),
-            hint=f"start the server: arbiter arena serve {spec.path}",
-        )
+        raise no_store(spec)
     with Store.open_read(spec.output) as store:
         damaged(store)
         stored, voids = store.games_stored(), store.void_count()
     board = arena_standings(spec.output, spec.anchors) if stored else None
     return ArenaStatus(spec, stored, voids, board)
+
+
+def no_store(spec: Any) -> ConfigError:
+    """The error of a reader given an arena (or room) whose store the server has not
+    made yet: nobody has played there."""
+    return ConfigError(
+        f"no store yet at {spec.output}",
+        where=str(spec.path),
+        hint=f"start the server: arbiter arena serve {spec.path}",
+    )
+
+
+def unplayed_note(spec: Any) -> str:
+    """What a summary says, in its place, of a room whose store does not exist yet."""
+    return f"no store yet at {spec.output} (the server makes it when it starts)"

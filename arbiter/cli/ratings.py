@@ -147,7 +147,7 @@ def _rooms_ratings(
     boards = []  # every room's, before a line is printed: an error leaves no half output
     for room in arena.rooms:
         label = f"{source}: room {room.room}"
-        note = _unplayed(room.output) or ""
+        note = _unplayed(room) or ""
         board = None
         if not note:
             try:
@@ -191,13 +191,14 @@ def _rooms_ratings(
             say(text)
 
 
-def _unplayed(store: Path) -> str | None:
+def _unplayed(room: Any) -> str | None:
     """Why a room's store has no leaderboard (no store yet, no rated game), or None."""
+    from arbiter.arena.status import unplayed_note
     from arbiter.results.store import Store
 
-    if not store.exists():
-        return f"no store yet at {store} (the server makes it when it starts)"
-    with Store.open_read(store) as opened:
+    if not room.output.exists():
+        return unplayed_note(room)
+    with Store.open_read(room.output) as opened:
         return None if opened.games_stored() else "no rated games yet"
 
 

@@ -43,8 +43,10 @@ def results_file(
 
 def arena_room(file: str, room: str | None, reads: str = "this command reads one") -> Any:
     """The room `room` of the arena file `file`, or its only arena where it has one room
-    or none; a file of several rooms without `room` is refused, naming them."""
+    or none, to read its store; a file of several rooms without `room` is refused,
+    naming them, and a room whose store the server has not made yet too."""
     from arbiter.arena.config import load_arena, pick_room
+    from arbiter.arena.status import no_store
 
     arena = load_arena(file, engines_here=False)
     if room is None and len(arena.rooms) > 1:
@@ -54,7 +56,10 @@ def arena_room(file: str, room: str | None, reads: str = "this command reads one
             where=file,
             hint=f"add --room NAME, e.g. --room {names[0]}",
         )
-    return pick_room(arena, room)
+    spec = pick_room(arena, room)
+    if not spec.output.exists():
+        raise no_store(spec)
+    return spec
 
 
 def no_rooms_here(file: str) -> ConfigError:

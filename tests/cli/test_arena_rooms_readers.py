@@ -9,6 +9,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from commands import invoke
@@ -71,8 +72,8 @@ def rooms(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _engines(board: dict[str, object]) -> set[str]:
-    return {str(e["name"]) for e in board["engines"]}  # type: ignore[index, union-attr, attr-defined]
+def _engines(board: dict[str, Any]) -> set[str]:
+    return {str(e["name"]) for e in board["engines"]}
 
 
 def test_ratings_of_a_rooms_file_is_every_room_in_turn_headed_by_its_name(rooms: Path) -> None:
@@ -239,3 +240,24 @@ def test_a_room_whose_ratings_fail_names_the_room_and_prints_no_other(rooms: Pat
         "Error: rooms.toml: room hex11: --anchor names 'alpha', which has no games here"
         " (engines: gamma, delta)"
     ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ratings", "rooms.toml", "--room", "quiet"],
+        ["report", "rooms.toml", "--room", "quiet", "-o", "OUT"],
+        ["arena", "export", "rooms.toml", "--room", "quiet", "--records", "OUT"],
+    ],
+)
+def test_a_room_named_that_nobody_played_in_is_one_line(
+    rooms: Path, tmp_path: Path, command: list[str]
+) -> None:
+    out = tmp_path / "out"
+    done = invoke(*(str(out) if a == "OUT" else a for a in command), cwd=rooms)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"Error: rooms.toml: no store yet at {rooms / 'ladder-quiet.sqlite'}"
+        " (start the server: arbiter arena serve rooms.toml)"
+    ]
+    assert not out.exists() and not (rooms / "ladder-quiet.sqlite").exists()
