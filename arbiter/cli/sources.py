@@ -129,12 +129,6 @@ def sources_read(sources: Sequence[str], room: str | None, reads: str) -> list[S
     return out
 
 
-def is_tournament(t: Any) -> bool:
-    from arbiter.runs.tournament import Tournament
-
-    return isinstance(t, Tournament)
-
-
 def tournament_file(file: str | None, example: str | None) -> tuple[str, Path | None]:
     """The tournament file a command reads, and where its store is when not beside it."""
     from .scaffold import EXAMPLES
