@@ -19,6 +19,7 @@ class ArenaStatus:
     stored: int
     voids: int
     board: Standings | None
+    unplayed: bool = False  # a room whose store the server has not made yet
 
     def as_json(self) -> dict[str, Any]:
         spec = self.spec
@@ -32,10 +33,17 @@ class ArenaStatus:
         }
         if self.board is not None:
             data["standings"] = to_json(self.board)
+        if self.unplayed:
+            data["note"] = self.note()
         return data
+
+    def note(self) -> str:
+        return unplayed_note(self.spec)
 
     def lines(self) -> list[str]:
         spec = self.spec
+        if self.unplayed:
+            return [f"Arena {spec.title}: {self.note()}."]
         out = [
             f"Arena {spec.title}: {self.stored} games stored, {self.voids} void attempts,"
             f" in {spec.output}."
@@ -45,19 +53,35 @@ class ArenaStatus:
         return out
 
 
-def read_arena_status(spec: Any, damaged: Callable[[Store], None]) -> ArenaStatus:
+def read_arena_status(
+    spec: Any, damaged: Callable[[Store], None], *, unplayed: bool = False
+) -> ArenaStatus:
     """The status of the arena `spec`; `damaged` is called with its store first, to say
-    or refuse its damaged rows. ConfigError if the server has not made a store yet."""
+    or refuse its damaged rows. Where the server has not made a store yet: a status that
+    says so with `unplayed` (one room among others), else ConfigError."""
     from arbiter.arena.fit_process import arena_standings
 
+    if not spec.output.exists() and unplayed:
+        return ArenaStatus(spec, 0, 0, None, unplayed=True)
     if not spec.output.exists():
-        raise ConfigError(
-            f"no store yet at {spec.output}",
-            where=str(spec.path),
-            hint=f"start the server: arbiter arena serve {spec.path}",
-        )
+        raise no_store(spec)
     with Store.open_read(spec.output) as store:
         damaged(store)
         stored, voids = store.games_stored(), store.void_count()
     board = arena_standings(spec.output, spec.anchors) if stored else None
     return ArenaStatus(spec, stored, voids, board)
+
+
+def no_store(spec: Any) -> ConfigError:
+    """The error of a reader given an arena (or room) whose store the server has not
+    made yet: nobody has played there."""
+    return ConfigError(
+        f"no store yet at {spec.output}",
+        where=str(spec.path),
+        hint=f"start the server: arbiter arena serve {spec.path}",
+    )
+
+
+def unplayed_note(spec: Any) -> str:
+    """What a summary says, in its place, of a room whose store does not exist yet."""
+    return f"no store yet at {spec.output} (the server makes it when it starts)"

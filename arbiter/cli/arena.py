@@ -20,8 +20,6 @@ from .output import ConfigExit, emit, first_leaf, handle_errors, say
 from .sources import show_arena_status
 from .tournament import tournament_export
 
-_ROOM_HELP = "The room whose store to read, where the arena file has rooms (default: its first)."
-
 
 @click.group(
     "arena",
@@ -172,39 +170,48 @@ def arena_token(name: str, games_at_once: int) -> None:
 
 @arena.command(
     "status",
-    epilog=examples("arbiter arena status arena.toml", "arbiter arena status arena.toml --json"),
+    epilog=examples(
+        "arbiter arena status arena.toml",
+        "arbiter arena status rooms.toml --room hex11 --json",
+    ),
 )
 @click.argument("file", type=click.Path(dir_okay=False))
-@options.as_json(help="One JSON object.")
-@click.option("--room", default=None, help=_ROOM_HELP)
+@options.as_json(help="One JSON object (with rooms: keyed by room name).")
+@options.room(help="Only this room, where the arena file has rooms (default: every room).")
 @handle_errors
 def arena_status(file: str, as_json: bool, room: str | None) -> None:
     """The arena's games so far and its ratings (anchors held at theirs), from its store.
 
-    It reads the store only, and works while the server runs."""
-    from arbiter.arena.config import load_arena, pick_room
+    It reads the store only, and works while the server runs. Where the file has rooms,
+    each room in turn, headed by its name (a room without a store yet says so)."""
+    from arbiter.arena.config import load_arena
 
-    show_arena_status(pick_room(load_arena(file, engines_here=False), room), as_json, strict=False)
+    show_arena_status(load_arena(file, engines_here=False), room, as_json, strict=False)
 
 
 @arena.command(
     "export",
-    epilog=examples("arbiter arena export arena.toml --records games.jsonl"),
+    epilog=examples(
+        "arbiter arena export arena.toml --records games.jsonl",
+        "arbiter arena export rooms.toml --room hex11 --records hex11.jsonl",
+    ),
 )
 @click.argument("file", type=click.Path(dir_okay=False))
 @options.records_out(required=True, default=None)
 @options.force()
 @options.strict_store()
-@click.option("--room", default=None, help=_ROOM_HELP)
+@options.room()
 @click.pass_context
 @handle_errors
 def arena_export(
     ctx: click.Context, file: str, records_out: str, force: bool, strict: bool, room: str | None
 ) -> None:
-    """Write the arena's games as records (what `ratings`, `report` and `show` read)."""
-    from arbiter.arena.config import load_arena, pick_room
+    """Write the arena's games as records (what `ratings`, `report` and `show` read).
 
-    spec = pick_room(load_arena(file, engines_here=False), room)
+    Where the file has several rooms, --room names the one to write."""
+    from .sources import arena_room
+
+    spec = arena_room(file, room, "export writes one")
     if resolved(records_out, "--records") == spec.path.resolve():
         raise ConfigError(
             "the records file would overwrite the arena file",
@@ -220,6 +227,7 @@ def arena_export(
         out=None,
         force=force,
         strict=strict,
+        room=None,
     )
 
 

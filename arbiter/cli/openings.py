@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -13,7 +14,7 @@ from arbiter.results.store import resolved
 from . import options
 from .options import examples
 from .output import emit, handle_errors, say, warn, write_whole
-from .sources import results_file
+from .sources import Source, sources_read
 
 
 @click.group(
@@ -45,11 +46,18 @@ def openings() -> None:
 )
 @options.as_json()
 @options.strict_records()
+@options.room()
 @handle_errors
 def swapmap(
-    sources: tuple[str, ...], variant: str | None, svg: str | None, as_json: bool, strict: bool
+    sources: tuple[str, ...],
+    variant: str | None,
+    svg: str | None,
+    as_json: bool,
+    strict: bool,
+    room: str | None,
 ) -> None:
-    """The swap map of tournament or arena files, stores or records files (combined).
+    """The swap map of tournament or arena files, stores or records files (combined;
+    an arena file of several rooms with the --room to read).
 
     For every first stone: the games, and the score of the side that owns it after the
     move-2 decision, with a 95% Wilson interval, pooled with the cell's 180-degree turn;
@@ -67,7 +75,7 @@ def swapmap(
         to_json,
     )
 
-    reading, maps = _maps(sources, variant, strict)
+    reading, maps = _maps(sources, variant, strict, room)
     table = regrets(reading.decisions, maps)
     if svg is not None:
         if len(maps) > 1:
@@ -93,13 +101,17 @@ def swapmap(
         say(note)
 
 
-def _maps(sources: tuple[str, ...], variant: str | None, strict: bool) -> tuple[Any, Any]:
-    """The decisions read from SOURCES and the map of each board (of `variant` only, if
-    given)."""
+def _maps(
+    sources: tuple[str, ...], variant: str | None, strict: bool, room: str | None
+) -> tuple[Any, Any]:
+    """The decisions read from SOURCES (an arena file's room `room`) and the map of each
+    board (of `variant` only, if given)."""
     from arbiter.results.openings import read_sources, swap_maps
 
-    paths = [str(results_file(s).output) if s.endswith(".toml") else s for s in sources]
-    reading = read_sources(paths, labels=sources, strict=strict, warn=warn)
+    read = sources_read(sources, room, "a swap map is of one store (or of several, combined)")
+    reading = read_sources(
+        [s.path for s in read], labels=[s.label for s in read], strict=strict, warn=warn
+    )
     maps = swap_maps(reading.decisions)
     if variant is None:
         return reading, maps
@@ -137,9 +149,15 @@ def _maps(sources: tuple[str, ...], variant: str | None, strict: bool) -> tuple[
 )
 @options.board_filter()
 @options.strict_records()
+@options.room()
 @handle_errors
 def balanced(
-    sources: tuple[str, ...], band: str, output: str, variant: str | None, strict: bool
+    sources: tuple[str, ...],
+    band: str,
+    output: str,
+    variant: str | None,
+    strict: bool,
+    room: str | None,
 ) -> None:
     """Write an openings file of the first stones that the games show to be even.
 
@@ -162,7 +180,7 @@ def balanced(
             where=output,
             hint="choose a new .txt path",
         )
-    _, maps = _maps(sources, variant, strict)
+    _, maps = _maps(sources, variant, strict, room)
     if len(maps) > 1:
         raise ConfigError(
             f"the sources hold {len(maps)} boards and an openings file is for one",
@@ -182,16 +200,20 @@ def balanced(
     say(f"Wrote {output}: {stones} first stones of {only.variant}.", err=True)
 
 
-def pie_rule(sources: tuple[str, ...]) -> Any:
-    """The report's "Pie rule" section of SOURCES (`views.openings.PieSection`), or None
-    where no game had a decision at move 2. Read quietly: the standings have already said
-    what they skipped."""
+def pie_rule(read: Sequence[Source]) -> Any:
+    """The report's "Pie rule" section of its sources (`views.openings.PieSection`), or
+    None where no game had a decision at move 2. Read quietly: the standings have already
+    said what they skipped."""
     from arbiter.results.openings import read_sources
     from arbiter.views.openings import pie_section
 
-    paths = [str(results_file(s).output) if s.endswith(".toml") else s for s in sources]
     try:
-        reading = read_sources(paths, labels=sources, strict=False, warn=lambda line: None)
+        reading = read_sources(
+            [s.path for s in read],
+            labels=[s.label for s in read],
+            strict=False,
+            warn=lambda line: None,
+        )
     except ConfigError:
         return None
     return pie_section(reading)

@@ -117,6 +117,12 @@ sandbox = _shared(
     is_flag=True,
     help="Run both engines under bubblewrap (see the guide on untrusted bots).",
 )
+room = _shared(
+    "--room",
+    default=None,
+    metavar="NAME",
+    help="The room to read, where an arena file has [[room]] tables (needed where it has several).",
+)
 board_filter = _shared(
     "--variant",
     default=None,

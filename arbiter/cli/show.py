@@ -124,13 +124,17 @@ def _skipped(bad: list[BadLine]) -> None:
 def _records_only(path: str) -> None:
     """`show` reads a records file: a tournament or arena file, or a store, is named as
     what it is (read as records, each of its lines would be reported as a bad one)."""
-    from arbiter.arena.config import is_arena_file
+    from arbiter.arena.config import is_arena_file, load_arena
     from arbiter.results.standings import source_kind
 
     if not os.path.isfile(path):
         return  # read_records says what is wrong with it
+    room = ""
     if path.endswith(".toml"):
         what = "an arena file" if is_arena_file(path) else "a tournament file"
+        if what == "an arena file":
+            rooms = load_arena(path, engines_here=False).rooms
+            room = f" --room {rooms[0].room}" if len(rooms) > 1 else ""
     elif source_kind(path) == "store":
         what = "a store"
     else:
@@ -139,7 +143,7 @@ def _records_only(path: str) -> None:
         f"{what}, not a records file",
         where=path,
         hint=f"write its games as records first: arbiter tournament export"
-        f" {shlex.quote(path)} --records games.jsonl",
+        f" {shlex.quote(path)}{room} --records games.jsonl",
     )
 
 

@@ -19,7 +19,13 @@ from arbiter.running import run_trio
 from . import options
 from .options import example_option, examples
 from .output import emit, handle_errors, say
-from .sources import damaged, is_tournament, results_file, show_arena_status, tournament_file
+from .sources import (
+    damaged,
+    no_rooms_here,
+    results_file,
+    show_arena_status,
+    tournament_file,
+)
 
 
 @click.group(
@@ -184,20 +190,27 @@ def tournament_run(
     help="Also the standings of each host's games alone (a slow node shows up).",
 )
 @options.strict_store()
+@options.room(help="Only this room of an arena file with rooms (default: every room).")
 @handle_errors
 def tournament_status(
-    file: str | None, example: str | None, as_json: bool, by_host: bool, strict: bool
+    file: str | None,
+    example: str | None,
+    as_json: bool,
+    by_host: bool,
+    strict: bool,
+    room: str | None,
 ) -> None:
     """Games done and left, current standings, void games and why.
 
-    FILE is a tournament file, an arena file (its store), or the store of a match
-    (`arbiter match --store`).
+    FILE is a tournament file, an arena file (its store; with rooms, each room's in
+    turn, as `arena status` shows them), or the store of a match (`arbiter match --store`).
 
     One snapshot of the store: every number shown is from the same moment, also while
     a run is writing. `done` counts the schedule's games stored; the table rates every
     stored game, and `outside_schedule` says how many of those the schedule no longer
     holds (rounds lowered, engines removed): done + outside_schedule = games.
     """
+    from arbiter.arena.config import is_arena_file, load_arena
     from arbiter.results.standings import source_kind
     from arbiter.results.store import Store
     from arbiter.runs.match import StoredMatch
@@ -207,17 +220,20 @@ def tournament_status(
     t: Any
     file, store_folder = tournament_file(file, example)
     store = None  # a match's store, read once (opening checks every row written since)
+    if file.endswith(".toml") and is_arena_file(file):  # its own status, from its store
+        arena = load_arena(file, engines_here=False)
+        if by_host:
+            raise ConfigError(
+                "--by-host is for tournaments and matches",
+                where=file,
+                hint=f"leave it out: arbiter tournament status {file}",
+            )
+        show_arena_status(arena, room, as_json, strict)
+        return
+    if room is not None:
+        raise no_rooms_here(file)
     if file.endswith(".toml"):
         t = results_file(file, store_folder)
-        if not is_tournament(t):  # an arena: its own status, from its store
-            if by_host:
-                raise ConfigError(
-                    "--by-host is for tournaments and matches",
-                    where=file,
-                    hint=f"leave it out: arbiter tournament status {file}",
-                )
-            show_arena_status(t, as_json, strict)
-            return
     elif source_kind(file) == "store":
         store = Store.open_read(file)
         try:
@@ -267,6 +283,7 @@ def tournament_status(
 )
 @options.force()
 @options.strict_store()
+@options.room()
 @handle_errors
 def tournament_export(
     file: str | None,
@@ -276,12 +293,13 @@ def tournament_export(
     out: str | None,
     force: bool,
     strict: bool,
+    room: str | None,
 ) -> None:
     """Write every stored game as a records line, void attempts flagged, or the rated
     Hex games as SGF.
 
-    FILE is a tournament file, an arena file (its store), or the store of a match
-    (`arbiter match --store`)."""
+    FILE is a tournament file, an arena file (its store; with several rooms, the one
+    --room names), or the store of a match (`arbiter match --store`)."""
     from arbiter.cli.outfile import write_lines
     from arbiter.results.standings import source_kind
     from arbiter.results.store import Store, store_files
@@ -307,9 +325,11 @@ def tournament_export(
     suffix = ".sgf" if sgf else ".jsonl"
     file, store_folder = tournament_file(file, example)
     if not file.endswith(".toml") and source_kind(file) == "store":
+        if room is not None:
+            raise no_rooms_here(file)
         store_path, own = Path(file), [Path(file)]  # a match's store holds its own schedule
     else:  # a tournament or arena file; its engines are not started here
-        t = results_file(file, store_folder)
+        t = results_file(file, store_folder, room, "export writes one")
         store_path, own = t.output, [t.path]
     target = resolved(out, option)
     protected = {*(resolved(p) for p in own), *store_files(store_path)}

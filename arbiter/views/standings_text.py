@@ -65,6 +65,13 @@ def _csv(headers: list[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue().rstrip("\n")
 
 
+def with_column(text: str, header: str, value: str) -> str:
+    """A CSV table of `_csv` with a first column `header` holding `value` on every row:
+    the tables of several rooms, each still read whole by a CSV reader."""
+    rows = list(csv.reader(io.StringIO(text)))
+    return _csv([header, *rows[0]], ([value, *row] for row in rows[1:]))
+
+
 # ---------------------------------------------------------------------- leaderboard
 
 
