@@ -707,7 +707,7 @@ class Step:
     stalls: list[float] = field(default_factory=list)  # the server's logged stalls, s
     problem: str | None = None  # why the step, or part of it, could not be measured
     playing: int = 0  # games in play at the end of the period (/api/live)
-    held: int = 0  # beats the server's pacing held free engines back in the period
+    held: int = 0  # heartbeats the server was behind in the period (its pacing cut the cap)
 
 
 STALL = re.compile(r"the harness did not run for ([0-9.]+) s")
@@ -997,7 +997,7 @@ def main() -> None:
         "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
         " | moves/s | net ms/move p50 | p99 | max | moves measured | harness stalls"
         " | stalled ms in games | simulator CPU | simulator lag ms p50 | p99"
-        " | games in play | pacing waits |"
+        " | games in play | beats behind |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     unmeasured = []
