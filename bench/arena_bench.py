@@ -43,6 +43,10 @@ seconds. Per step:
   printed beside the RSS (it grows with every game an engine plays, up to RETAIN);
 - harness stalls: the server's own log of its event loop not running for more than
   0.2 s (arbiter/games/pauses.py), per step, with their total;
+- games in play at the end of the period, and the heartbeats in the period at which
+  the server's loop was behind (`held` in /api/live: its pacing then cut the pairs
+  that may play at once, docs/guide/arena.md "Pacing"); both from /api/live, and 0 for a
+  server without pacing (`--code` of an older checkout);
 - network time per move: for each engine move of the games that ended in the period,
   read back from the store after the run, the server's measured wait for the answer
   (`move_ms` charged + `allowance_ms` not charged) less what the engine's client
