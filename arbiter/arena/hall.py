@@ -311,6 +311,7 @@ class Hall:
         """Pair engines for as long as the arena runs: as soon as two are free, or in
         rounds (`round_seconds`)."""
         if self.arena.round_seconds > 0:
+            self.cap = None  # the schedule is the pace
             await self._rounds(self.arena.round_seconds)
         if self.arena.max_loop_lag > 0:
             self.nursery.start_soon(self._pace, self.arena.max_loop_lag)

@@ -65,6 +65,7 @@ async def test_rounds_pair_every_free_engine_on_a_schedule_without_rematches(
             nursery.start_soon(client.run)
         with trio.fail_after(60):
             await everyone_met.wait()
+        assert hall.cap is None, "rounds start their pairs together: no pacing cap"
         nursery.cancel_scope.cancel()
     numbers = [r["round"] for r in rounds]
     assert numbers == sorted(set(numbers))
