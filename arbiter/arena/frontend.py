@@ -47,6 +47,7 @@ from arbiter.arena.relay import (
     rtt_bytes,
 )
 from arbiter.engines.remote import ENGINE_PATH, MAX_FRAME, MAX_UNREAD, PROTOCOL, no_measure
+from arbiter.logs import configure_from_environment
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +85,14 @@ class Held:
         self.size -= len(payload)
         return kind, payload
 
-    def end(self, code: int, reason: str) -> None:
-        """Record why the connection ends (the first reason holds) and end it."""
+    def note(self, code: int, reason: str) -> None:
+        """Record why the connection ends (the first reason holds)."""
         if self.code == 1006 and self.reason == "the connection ended":
             self.code, self.reason = code, reason
+
+    def end(self, code: int, reason: str) -> None:
+        """End the connection now, for this reason."""
+        self.note(code, reason)
         self.scope.cancel()
 
 
@@ -103,22 +108,26 @@ class FrontEnd:
         self.emptied = trio.Event()  # set when the last connection held has ended
 
     async def run(self) -> None:
-        async with trio.open_nursery() as nursery:
-            self.nursery = nursery
-            try:
-                await self._read()
-            finally:
-                # The server is gone (or the channel broke): close what is held, briefly.
-                for held in self.held.values():
-                    held.put(Kind.CLOSE, close_payload(1001, "the arena server stopped"))
-                with trio.move_on_after(CLOSE_WAIT + 1):
-                    if self.held:
-                        self.emptied = trio.Event()
-                        await self.emptied.wait()
-                nursery.cancel_scope.cancel()
-                for fd in self.fds:
-                    with contextlib.suppress(OSError):
-                        socket.close(fd)
+        try:
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                try:
+                    await self._read()
+                finally:
+                    # The server is gone (or the channel broke): close what is held,
+                    # briefly.
+                    for held in self.held.values():
+                        held.put(Kind.CLOSE, close_payload(1001, "the arena server stopped"))
+                    with trio.move_on_after(CLOSE_WAIT + 1):
+                        if self.held:
+                            self.emptied = trio.Event()
+                            await self.emptied.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self.sock.close()
+            for fd in self.fds:
+                with contextlib.suppress(OSError):
+                    socket.close(fd)
 
     async def _read(self) -> None:
         frames = Frames()
@@ -242,9 +251,10 @@ class FrontEnd:
                 kind, payload = await held.next()
                 if kind is Kind.CLOSE:
                     code, reason = parse_close(payload)
+                    held.note(code, reason)
+                    with trio.move_on_after(CLOSE_WAIT):
+                        await ws.aclose(code, reason)  # the library's reader takes the reply
                     held.end(code, reason)
-                    with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT):
-                        await ws.aclose(code, reason)
                     return
                 await ws.send_message(payload.decode() if kind is Kind.TEXT else payload)
         except ConnectionClosed:
@@ -263,9 +273,10 @@ class FrontEnd:
                 )
                 await trio.sleep(PING_EVERY)
                 continue
-            held.end(1001, "no answer to pings")
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WAIT):
+            held.note(1001, "no answer to pings")
+            with trio.move_on_after(CLOSE_WAIT):
                 await ws.aclose(1001, "no answer to pings")
+            held.end(1001, "no answer to pings")
             return
 
 
@@ -290,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m arbiter.arena.frontend FD (the server starts it)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops it (module docstring)
-    logging.basicConfig(format="arena front end %(process)d: %(message)s", level=logging.WARNING)
+    configure_from_environment()  # the server's log, if it was asked for one
     trio.run(serve, socket.socket(fileno=int(args[0])))
     return 0
 

@@ -220,13 +220,39 @@ class Frontend:
                 [sys.executable, "-m", "arbiter.arena.frontend", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
             )
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self.process = process
         self.starts += 1
         if self.starts > 1:
             log.warning("arena front end %d started again (pid %d)", self.number, process.pid)
-        sock = trio.socket.from_stdlib_socket(ours)
+        try:
+            dropped = await self.serve_channel(trio.socket.from_stdlib_socket(ours), task_status)
+        finally:
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(5):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+        log.warning(
+            "arena front end %d (pid %d) ended (%s); %d connection(s) dropped",
+            self.number,
+            process.pid,
+            exit_status(process.returncode or 0),
+            dropped,
+        )
+
+    async def serve_channel(
+        self,
+        sock: trio.socket.SocketType,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> int:
+        """Relay through the channel `sock` to a front end until it ends; how many
+        connections it held then (they are dropped)."""
         self._writer = Writer(sock, CHANNEL_WAIT)
         self._unanswered = None
         task_status.started()
@@ -242,20 +268,7 @@ class Frontend:
             for conn in dropped.values():
                 conn.end(1011, "its front end ended")
             sock.close()
-            with trio.CancelScope(shield=True):
-                with trio.move_on_after(5):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
-            if not self.scope.cancel_called:
-                log.warning(
-                    "arena front end %d (pid %d) ended (%s); %d connection(s) dropped",
-                    self.number,
-                    process.pid,
-                    exit_status(process.returncode or 0),
-                    len(dropped),
-                )
+        return len(dropped)
 
     async def _beat(self) -> None:
         while True:

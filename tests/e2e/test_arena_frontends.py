@@ -1,0 +1,73 @@
+"""The arena with front ends (`frontends = 2`): processes that hold the engines'
+connections. Most of what they do is tested by running arena tests with and without
+them (test_arena.py, test_arena_life.py); here, a front end that dies mid-game."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from arena_helpers import Server, arena_file, client, events, wait_games
+from commands import invoke
+from paths import BADBOT
+from processes import running, wait_until
+
+
+def front_ends(server: int) -> set[int]:
+    """The live front-end processes of the server `server`."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == server and b"arbiter.arena.frontend" in cmdline and running(int(entry.name)):
+            found.add(int(entry.name))
+    return found
+
+
+def test_a_front_end_killed_mid_game_is_restarted_and_the_game_resumes(tmp_path: Path) -> None:
+    """SIGKILL to a front end holding an engine's connection mid-game: that connection
+    drops, the client reconnects and resumes its session through the other front end,
+    the game ends as it would have, the server starts the front end again, and the
+    store reads as any arena's."""
+    file = arena_file(tmp_path, players=("alice", "bob"), engines="", extra="frontends = 2")
+    server = Server(file)
+    slow = f"slow={sys.executable} {BADBOT} slow --ms 150"
+    alice = client(server.port, "alice", "heuristic", tmp_path)
+    bob = client(server.port, "bob", slow, tmp_path)
+    seen: set[int] = set()
+    try:
+        first = front_ends(server.popen.pid)
+        seen |= first
+        assert len(first) == 2
+        with events(server.port) as stream:
+            for name, data in stream:
+                if name == "move" and data["ply"] >= 4:
+                    game = data["game"]
+                    break
+            victim = min(first)
+            os.kill(victim, signal.SIGKILL)
+            assert wait_until(lambda: "resumed as" in alice.out.text() + bob.out.text())
+            finished = wait_games(stream, 1, lambda g: g["game"] == game)[0]
+            assert wait_until(lambda: len(front_ends(server.popen.pid) - {victim}) == 2)
+            seen |= front_ends(server.popen.pid)
+            wait_games(stream, 1)  # play goes on
+        assert finished["termination"] in ("connection", "resign"), finished
+        assert not finished["void"]
+    finally:
+        for p in (alice, bob):
+            p.stop()
+        assert server.stop() in (0, 130, 143), server.out.text()
+    assert "Traceback" not in server.out.text()
+    assert wait_until(lambda: not any(running(pid) for pid in seen), timeout=10)
+    rated = invoke("ratings", str(tmp_path / "test-arena.sqlite"), "--json")
+    assert rated.returncode == 0, rated.stderr
+    assert {e["name"] for e in json.loads(rated.stdout)["engines"]} == {"alice", "bob"}
