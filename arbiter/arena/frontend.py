@@ -147,19 +147,20 @@ class FrontEnd:
             if not data:
                 return  # the server ended
             for cid, kind, payload in frames.feed(data):
-                await self._dispatch(cid, kind, payload)
+                self._dispatch(cid, kind, payload)
 
-    async def _dispatch(self, cid: int, kind: Kind, payload: bytes) -> None:
-        if kind is Kind.BEAT:
-            await self.send(frame(0, Kind.BEAT))
+    def _dispatch(self, cid: int, kind: Kind, payload: bytes) -> None:
+        assert self.nursery is not None
+        if kind is Kind.BEAT:  # answered aside: the reader never waits on the server
+            self.nursery.start_soon(self.send, frame(0, Kind.BEAT))
             return
         if kind is Kind.HANDOFF:
             if not self.fds:
                 log.error("connection %d was handed over without its socket", cid)
-                await self.send(frame(cid, Kind.ENDED, close_payload(1011, "no socket")))
+                ended = frame(cid, Kind.ENDED, close_payload(1011, "no socket"))
+                self.nursery.start_soon(self.send, ended)
                 return
             held = self.held[cid] = Held(cid)
-            assert self.nursery is not None
             self.nursery.start_soon(self._serve, held, self.fds.popleft(), payload)
             return
         held_now = self.held.get(cid)
