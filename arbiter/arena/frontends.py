@@ -201,10 +201,14 @@ class Frontend:
         return conn
 
     def kill(self, why: str) -> None:
+        """Give the front end up: its channel ends now (its connections drop) and its
+        process is killed; `run` starts another."""
         process = self.process
         if process is not None and process.returncode is None:
             log.warning("arena front end %d (pid %d) %s: killed", self.number, process.pid, why)
             process.kill()
+        if self.nursery is not None:
+            self.nursery.cancel_scope.cancel()
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with self.scope:
@@ -263,6 +267,7 @@ class Frontend:
                 await self._read(sock)
                 nursery.cancel_scope.cancel()
         finally:
+            self.nursery = None
             self._writer = None
             dropped, self.conns = self.conns, {}
             for conn in dropped.values():

@@ -164,3 +164,26 @@ async def test_an_upgrade_elsewhere_than_the_engines_door_is_refused_by_the_fron
             assert not await conn.opened()
             await conn.ended.wait()
             assert not bench.front.conns
+
+
+async def test_a_front_end_that_stops_answering_is_given_up(autojump_clock: trio.abc.Clock) -> None:
+    """The other end of the channel takes what is written and says nothing (a front end
+    that hangs): after FRONT_WAIT seconds without an answer to the beats the server
+    gives it up, and the connection it held ends (the server then starts another)."""
+    ours, silent = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    client_end, server_end = socket.socketpair()
+    front = Frontend(1)
+    dropped: list[int] = []
+
+    async def serve(task_status: trio.TaskStatus[None]) -> None:
+        sock = trio.socket.from_stdlib_socket(ours)
+        dropped.append(await front.serve_channel(sock, task_status))
+
+    with silent, client_end, server_end:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(serve)
+            conn = await front.hand(trio.socket.from_stdlib_socket(server_end), b"GET /", False)
+        assert dropped == [1] and trio.current_time() >= frontends.FRONT_WAIT
+        assert conn.ended.is_set()
+        with pytest.raises(ConnectionClosed):
+            await conn.get_message()
