@@ -7,7 +7,10 @@ connection is dropped (a slow sender holds nothing for long); an engine must log
 within `LOGIN_SECONDS`, at most `logins_per_minute` times a minute from one address; a
 connected engine that stops answering pings is cut off. h11 parses HTTP and
 trio-websocket (over wsproto) frames the WebSocket, both well-kept, small and
-trio-native; the gate, the routes and the login are the arena's own.
+trio-native; the gate, the routes and the login are the arena's own. With front ends
+(`frontends.py`) an engine's WebSocket is handed to one of them once its request head
+is read: the framing and the pings run there, and the login and the session here, on a
+connection that relays its messages.
 """
 
 from __future__ import annotations
