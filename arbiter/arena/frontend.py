@@ -111,6 +111,7 @@ class FrontEnd:
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
+                nursery.start_soon(self._flusher)
                 try:
                     await self._read()
                 finally:
@@ -168,6 +169,14 @@ class FrontEnd:
             return  # it ended meanwhile
         if kind in (Kind.TEXT, Kind.BYTES, Kind.CLOSE) and not held_now.put(kind, payload):
             held_now.end(1008, "the client does not read what the arena sends")
+
+    async def _flusher(self) -> None:
+        try:
+            await self.writer.run()
+        except Stuck as exc:
+            log.error("the server does not read its channel (%s): ending", exc)
+            assert self.nursery is not None
+            self.nursery.cancel_scope.cancel()
 
     async def send(self, data: bytes) -> None:
         """Write to the server; a server that takes nothing for CHANNEL_WAIT is gone,

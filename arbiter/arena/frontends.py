@@ -263,6 +263,7 @@ class Frontend:
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
+                nursery.start_soon(self._flusher, self._writer)
                 nursery.start_soon(self._beat)
                 await self._read(sock)
                 nursery.cancel_scope.cancel()
@@ -274,6 +275,12 @@ class Frontend:
                 conn.end(1011, "its front end ended")
             sock.close()
         return len(dropped)
+
+    async def _flusher(self, writer: Writer) -> None:
+        try:
+            await writer.run()
+        except Stuck:
+            self.kill("took nothing from its channel")
 
     async def _beat(self) -> None:
         while True:

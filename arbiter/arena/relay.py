@@ -111,21 +111,39 @@ class Stuck(Exception):
 
 
 class Writer:
-    """One writer of a channel for many tasks: frames are queued and whichever task
-    holds the lock sends all that is queued in one write, so that a busy end makes few
-    system calls. A write is never cut in half by a cancellation (it would corrupt the
-    channel): it is shielded, and bounded by `deadline` seconds instead."""
+    """One writer of a channel for many tasks. A frame is queued and written by `run`,
+    the channel's flusher, with every other frame queued meanwhile: the tasks a busy
+    end wakes at once share one system call. A task whose frame finds more than `high`
+    bytes queued writes them itself and waits (the other end reads too slowly). A write
+    is never cut in half by a cancellation (it would corrupt the channel): it is
+    shielded, and bounded by `deadline` seconds instead."""
 
-    def __init__(self, sock: trio.socket.SocketType, deadline: float) -> None:
+    def __init__(self, sock: trio.socket.SocketType, deadline: float, high: int = 1 << 20) -> None:
         self.sock = sock
         self.deadline = deadline
+        self.high = high
         self.broken = False
         self._queued: list[bytes] = []
+        self._size = 0
         self._lock = trio.Lock()
+        self._wake = trio.Event()
 
     async def send(self, data: bytes) -> None:
+        self._check()
         self._queued.append(data)
+        self._size += len(data)
+        if self._size <= self.high:
+            self._wake.set()
+            await trio.lowlevel.checkpoint()
+            return
         await self._flush()
+
+    async def run(self) -> None:
+        """The flusher; Stuck when the channel fails."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            await self._flush()
 
     async def send_fd(self, data: bytes, fd: int) -> None:
         """`data` with the socket `fd` riding along (the receiver gets its own copy)."""
@@ -151,6 +169,7 @@ class Writer:
             return
         data = b"".join(self._queued)
         self._queued.clear()
+        self._size = 0
         with trio.CancelScope(shield=True), trio.move_on_after(self.deadline) as scope:
             await self._write(data)
         if scope.cancelled_caught:
