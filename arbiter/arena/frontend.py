@@ -1,4 +1,4 @@
-"""`python -m arbiter.arena.frontend FD`: a front end of the arena's server, which owns
+"""`python -m arbiter.arena.frontend FD FILES`: a front end of the arena's server, which owns
 engines' WebSocket connections so that their framing, pings and relaying run on
 another core than the games.
 
@@ -43,6 +43,7 @@ from arbiter.arena.relay import (
     close_payload,
     frame,
     kernel_rtt,
+    open_file_limit,
     parse_close,
     rtt_bytes,
 )
@@ -307,10 +308,14 @@ async def serve(sock: socket.socket) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].isdigit():
-        print("usage: python -m arbiter.arena.frontend FD (the server starts it)", file=sys.stderr)
+    if len(args) != 2 or not all(a.isdigit() for a in args):
+        print(
+            "usage: python -m arbiter.arena.frontend FD FILES (the server starts it)",
+            file=sys.stderr,
+        )
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops it (module docstring)
+    open_file_limit(int(args[1]))  # one file per connection it may hold
     configure_from_environment()  # the server's log, if it was asked for one
     trio.run(serve, socket.socket(fileno=int(args[0])))
     return 0

@@ -160,8 +160,9 @@ class Frontend:
     """One front-end process, its channel and the connections it holds; restarted
     whenever it ends."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, files: int = 4096) -> None:
         self.number = number
+        self.files = files  # the open files it may need: one per connection, and some
         self.conns: dict[int, Relayed] = {}
         self.process: trio.Process | None = None
         self.starts = 0
@@ -219,9 +220,10 @@ class Frontend:
 
     async def _once(self, task_status: trio.TaskStatus[None]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        files = str(self.files)
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "arbiter.arena.frontend", str(theirs.fileno())],
+                [sys.executable, "-m", "arbiter.arena.frontend", str(theirs.fileno()), files],
                 pass_fds=(theirs.fileno(),),
             )
         except BaseException:
@@ -345,8 +347,8 @@ async def _close_flooded(conn: Relayed) -> None:
 class Frontends:
     """The server's front ends (`count` of them)."""
 
-    def __init__(self, count: int) -> None:
-        self.fronts = [Frontend(number) for number in range(1, count + 1)]
+    def __init__(self, count: int, files: int = 4096) -> None:
+        self.fronts = [Frontend(number, files) for number in range(1, count + 1)]
 
     async def hand(
         self, sock: trio.socket.SocketType, head: bytes, proxied: bool
@@ -364,15 +366,16 @@ class Frontends:
 
 
 @asynccontextmanager
-async def open_frontends(count: int) -> AsyncIterator[Frontends | None]:
+async def open_frontends(count: int, files: int = 4096) -> AsyncIterator[Frontends | None]:
     """`count` front ends, running until the block ends (None for 0: the server
-    keeps its connections itself). They are started before the block runs, and go on
-    while it stops (the server then still closes its engines' connections through
-    them); at the end each is told to stop by the end of its channel."""
+    keeps its connections itself), each raising its open-file limit toward `files`.
+    They are started before the block runs, and go on while it stops (the server then
+    still closes its engines' connections through them); at the end each is told to
+    stop by the end of its channel."""
     if count == 0:
         yield None
         return
-    fronts = Frontends(count)
+    fronts = Frontends(count, files)
     async with trio.open_nursery() as nursery:
         for front in fronts.fronts:
             await nursery.start(front.run)

@@ -35,7 +35,14 @@ from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.frontends import Frontends, Relayed
 from arbiter.arena.hall import Hall
 from arbiter.arena.names import Registry, lookalike
-from arbiter.arena.relay import HEAD_SECONDS, PING_EVERY, PING_WAIT, Replay, kernel_rtt
+from arbiter.arena.relay import (
+    HEAD_SECONDS,
+    PING_EVERY,
+    PING_WAIT,
+    Replay,
+    kernel_rtt,
+    open_file_limit,
+)
 from arbiter.arena.roster import Watch
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
@@ -662,28 +669,6 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
-
-
-def open_file_limit(wanted: int) -> int:
-    """This process's limit of open files, first raised toward `wanted` as far as the
-    hard limit allows. Every connection is a file: a server whose connections may
-    exceed the limit fails to accept (logging each retry), and its own engines and store
-    cannot open what they need while a flood holds them all."""
-    try:
-        import resource
-    except ImportError:  # not POSIX: no such limit to know
-        return wanted
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    if soft < wanted:
-        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    return int(soft)
 
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)

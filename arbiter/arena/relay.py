@@ -248,3 +248,25 @@ def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:
         return int.from_bytes(info[_TCP_INFO_RTT : _TCP_INFO_RTT + 4], sys.byteorder) / 1e6
 
     return read
+
+
+def open_file_limit(wanted: int) -> int:
+    """This process's limit of open files, first raised toward `wanted` as far as the
+    hard limit allows. Every connection is a file: a server whose connections may
+    exceed the limit fails to accept (logging each retry), and its own engines and store
+    cannot open what they need while a flood holds them all."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no such limit to know
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    if soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    return int(soft)

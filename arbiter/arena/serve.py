@@ -85,7 +85,8 @@ async def _serve(
     roster = Watch(arena)
     # The front ends outlive the games' nursery: stopping closes the engines'
     # connections through them.
-    async with open_frontends(arena.frontends) as fronts, trio.open_nursery() as nursery:
+    files = arena.max_connections + 64  # each connection is a file, in one front end at worst
+    async with open_frontends(arena.frontends, files) as fronts, trio.open_nursery() as nursery:
         halls: dict[str, tuple[Arena, Hall]] = {}
         sites: list[Site] = []
         routes = {}
