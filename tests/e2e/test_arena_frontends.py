@@ -10,10 +10,42 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+import trio
+from arena_attack import FakeEngine, arena_in_process, drop, login, open_ws
 from arena_helpers import Server, arena_file, client, events, wait_games
 from commands import invoke
 from paths import BADBOT
 from processes import running, wait_until
+
+
+@pytest.mark.smoke
+async def test_the_gate_counts_a_connection_a_front_end_holds_until_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server hands the socket over and closes its own copy, but the connection
+    still counts against the limits until its front end says it ended; the session's
+    network time is what the front end measured."""
+    async with (
+        arena_in_process(
+            tmp_path, monkeypatch, players=("alice",), engines="", extra="frontends = 1"
+        ) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        gate = arena.server.gate
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(login("alice"))
+        engine = FakeEngine(ws)
+        await engine.welcome()
+        assert gate.total == 1 and gate.open["127.0.0.1"] == 1
+        (link,) = arena.server.links["alice"]
+        assert link.stats.kernel() is not None  # read by the front end as the login came
+        await drop(ws)
+        with trio.fail_after(10):
+            while gate.total:  # noqa: ASYNC110 (a counter, and the front end is a process)
+                await trio.sleep(0.01)
+        assert not gate.open and link.dead is not None
+        nursery.cancel_scope.cancel()
 
 
 def front_ends(server: int) -> set[int]:
