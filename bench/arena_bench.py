@@ -3,7 +3,7 @@
 
 Run: python bench/arena_bench.py [--quick] [--ramp 100,200,500,1000] [--period S]
 [--tc TC] [--size N] [--islands 4|8] [--clients K] [--login-timeout S] [--api-timeout S]
-[--code DIR] [--keep DIR]. A ramp to ten thousand engines:
+[--code DIR] [--frontends N] [--keep DIR]. A ramp to ten thousand engines:
 `--ramp 100,1000,2000,5000,10000`; main's server beside this one: `--code /path/to/main`.
 
 The server is a real `python -m arbiter arena serve` process on 127.0.0.1 (port 0), with
@@ -32,7 +32,9 @@ seconds. Per step:
   first new connection to its last engine's answer to the handshake (the server
   welcomes a login, runs the handshake through the relay, then pairs the engine);
 - server RSS (VmRSS of the server process, from /proc, at the end of the period) and the
-  server's CPU use over the period (utime + stime; 100% is one core);
+  server's CPU use over the period (utime + stime; 100% is one core), and beside it its
+  front ends' together (`--frontends N` writes `frontends = N` into the arena file:
+  processes that hold the engines' WebSocket connections);
 - games per second: the games the server stored during the period (its count in
   /api/live); and moves per second, the `genmove` commands the engines answered. After
   a step adds many engines at once their games start together and end together, so
@@ -133,12 +135,18 @@ def name_of(i: int) -> str:
     return f"sim{i:04d}"
 
 
-def arena_file(work: Path, engines: int, tc: str, size: int, islands: int, code: Path) -> Path:
+def arena_file(
+    work: Path, engines: int, tc: str, size: int, islands: int, code: Path, frontends: int = 0
+) -> Path:
     """The arena file: its per-address limits raised (every engine is on 127.0.0.1), the
     request limit only where the server's code (`--code`) has one, so that an older
-    checkout's server can be run beside this one."""
+    checkout's server can be run beside this one, and its `frontends`."""
     declared = (code / "arbiter" / "arena" / "config.py").read_text()
     requests = "requests_per_minute = 1000000\n" if "requests_per_minute" in declared else ""
+    if frontends and '"frontends"' not in declared:
+        raise SystemExit(f"the server's code ({code}) has no front ends: leave out --frontends")
+    if frontends:
+        requests += f"frontends = {frontends}\n"
     players = "".join(
         f'\n[[player]]\nname = "{name_of(i)}"\ntoken_hash = "{hash_token(token_of(i))}"\n'
         for i in range(engines)
@@ -210,6 +218,23 @@ class ServerProcess:
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def frontends_cpu(self) -> dict[int, float]:
+        """CPU seconds of each of the server's front-end processes (`frontends`), by pid."""
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) != self.popen.pid:
+                    continue
+                if b"arbiter.arena.frontend" not in (entry / "cmdline").read_bytes():
+                    continue
+            except (OSError, IndexError, ValueError):
+                continue
+            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return found
 
     def get(self, path: str, timeout: float = 30.0) -> Any:
         url = f"http://127.0.0.1:{self.port}{path}"
@@ -701,6 +726,7 @@ class Step:
     welcomed: int = 0
     rss_mb: float = 0.0
     cpu: float = 0.0
+    front_cpu: float = 0.0  # the server's front ends together (`--frontends`)
     client_cpu: float = 0.0
     period: float = 0.0
     games: list[str] = field(default_factory=list)
@@ -798,6 +824,7 @@ def drive(
         api0 = live["games"]
         log0, _ = server.logged(0)
         clients.tally()
+        fronts0 = server.frontends_cpu()
         cpu0, ccpu0, moves0, t0 = (
             server.cpu_seconds(),
             clients.cpu_seconds(),
@@ -807,6 +834,8 @@ def drive(
         time.sleep(args.period)
         t1 = time.monotonic()
         step.cpu = (server.cpu_seconds() - cpu0) / (t1 - t0)
+        fronts = server.frontends_cpu()
+        step.front_cpu = sum(c - fronts0.get(pid, 0.0) for pid, c in fronts.items()) / (t1 - t0)
         step.client_cpu = (clients.cpu_seconds() - ccpu0) / (t1 - t0)
         answers = clients.tally()
         step.moves = clients.moves() - moves0
@@ -829,7 +858,9 @@ def drive(
             f"{target} engines: {games} games/s,"
             f" {step.moves / step.period:.0f} moves/s over"
             f" {step.period:.0f} s ({len(step.games)} seen on /events), server CPU"
-            f" {step.cpu:.0%}, RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
+            f" {step.cpu:.0%}"
+            + (f" (front ends {step.front_cpu:.0%})" if fronts else "")
+            + f", RSS {step.rss_mb:.0f} MB (of which sessions' resend buffers"
             f" {step.retained_mb:.1f} MB), {len(step.stalls)} harness stalls logged"
             + (f"; {step.problem}" if step.problem else ""),
             flush=True,
@@ -911,6 +942,12 @@ def main() -> None:
         default=ROOT,
         help="the checkout whose arbiter the server runs (default: this one), to compare two",
     )
+    parser.add_argument(
+        "--frontends",
+        type=int,
+        default=0,
+        help="the arena's `frontends`: processes holding the engines' connections (default 0)",
+    )
     parser.add_argument("--tc", default="30+0.5", help="the arena's time control")
     parser.add_argument("--size", type=int, default=7)
     parser.add_argument("--islands", type=int, default=8, choices=(4, 8))
@@ -943,7 +980,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        file = arena_file(work, ramp[-1], args.tc, args.size, args.islands, args.code)
+        file = arena_file(
+            work, ramp[-1], args.tc, args.size, args.islands, args.code, args.frontends
+        )
         (work / "bench.sqlite").unlink(missing_ok=True)
         load0 = os.getloadavg()[0]
         server = ServerProcess(file, args.code)
@@ -998,23 +1037,24 @@ def main() -> None:
     )
     print()
     print(
-        "| engines | logged in (/api/live) | login time | server RSS | server CPU | games/s"
+        "| engines | logged in (/api/live) | login time | server RSS | server CPU"
+        " | front ends CPU | games/s"
         " | moves/s | net ms/move p50 | p99 | max | moves measured | harness stalls"
         " | stalled ms in games | simulator CPU | simulator lag ms p50 | p99"
         " | games in play | beats behind |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     unmeasured = []
     for step in steps:
         if not step.period:
-            print(f"| {step.engines} | {step.live} | not measured |" + " |" * 15)
+            print(f"| {step.engines} | {step.live} | not measured |" + " |" * 16)
             unmeasured.append(step)
             continue
         net, stalled, _ = per_move_network(records, step.games)
         games = "?" if step.api_games is None else f"{step.api_games / step.period:.1f}"
         print(
             f"| {step.engines} | {step.live} | {step.login_s:.2f} s | {step.rss_mb:.0f} MB |"
-            f" {step.cpu:.0%} | {games} |"
+            f" {step.cpu:.0%} | {step.front_cpu:.0%} | {games} |"
             f" {step.moves / step.period:.0f} | {pct(net, 0.5):.2f} |"
             f" {pct(net, 0.99):.2f} | {max(net, default=float('nan')):.1f} | {len(net)} |"
             f" {len(step.stalls)} ({sum(step.stalls):.1f} s) | {stalled:.0f} |"

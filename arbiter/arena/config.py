@@ -111,6 +111,16 @@ ARENA = Keys(
         high=1_000_000,
     ),
     Key(
+        "frontends",
+        int,
+        "processes that hold the engines' connections (WebSocket framing, pings, relaying)"
+        " beside the server's own, which keeps the games: about one per two cores left"
+        " over; 0: the server holds them itself",
+        default=0,
+        low=0,
+        high=64,
+    ),
+    Key(
         "logins_per_minute",
         int,
         "logins one address may try a minute",
@@ -282,6 +292,7 @@ class Arena:
     room: str = ""  # its [[room]]'s name; "" for an arena file without rooms
     rooms: tuple[Arena, ...] = ()  # every room of the file (this is the first)
     players_file: Path | None = None  # players managed while it runs (roster.py)
+    frontends: int = 0  # processes holding the engines' connections (frontends.py)
 
     @property
     def title(self) -> str:
@@ -569,6 +580,7 @@ def _load(
         connections_per_address=get("connections_per_address"),
         logins_per_minute=get("logins_per_minute"),
         max_connections=get("max_connections"),
+        frontends=get("frontends"),
         round_seconds=get("round_seconds"),
         max_loop_lag=get("max_loop_lag"),
         requests_per_minute=get("requests_per_minute"),

@@ -7,7 +7,10 @@ connection is dropped (a slow sender holds nothing for long); an engine must log
 within `LOGIN_SECONDS`, at most `logins_per_minute` times a minute from one address; a
 connected engine that stops answering pings is cut off. h11 parses HTTP and
 trio-websocket (over wsproto) frames the WebSocket, both well-kept, small and
-trio-native; the gate, the routes and the login are the arena's own.
+trio-native; the gate, the routes and the login are the arena's own. With front ends
+(`frontends.py`) an engine's WebSocket is handed to one of them once its request head
+is read: the framing and the pings run there, and the login and the session here, on a
+connection that relays its messages.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import ipaddress
 import logging
 import math
 import secrets
-import sys
 import time
 import weakref
 from collections import Counter, deque
@@ -30,8 +32,17 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
+from arbiter.arena.frontends import Frontends, Relayed
 from arbiter.arena.hall import Hall
 from arbiter.arena.names import Registry, lookalike
+from arbiter.arena.relay import (
+    HEAD_SECONDS,
+    PING_EVERY,
+    PING_WAIT,
+    Replay,
+    kernel_rtt,
+    open_file_limit,
+)
 from arbiter.arena.roster import Watch
 from arbiter.engines.config import check_name, dialect_from
 from arbiter.engines.process import handshake
@@ -44,6 +55,7 @@ from arbiter.engines.remote import (
     MAX_FRAME,
     MAX_TEXT,
     PROTOCOL,
+    Connection,
     Link,
     RemoteHost,
     RemotePlayer,
@@ -56,11 +68,8 @@ from arbiter.protocol.session import EngineSession
 
 log = logging.getLogger(__name__)
 
-HEAD_SECONDS = 10.0
 HEAD_BYTES = 16 * 1024
 LOGIN_SECONDS = 10.0
-PING_EVERY = 5.0
-PING_WAIT = 15.0  # a connection that has not answered a ping by then is half-open: cut
 # Open files kept free of connections: the store and its readers, the listeners, threads,
 # and per engine the server runs itself, its pipes (it may have to restart mid-flood).
 FILES_RESERVE = 64
@@ -117,34 +126,6 @@ class Respond:
 
 
 Route = Callable[[Request, Respond], Awaitable[None]]
-
-
-class _Replay(trio.abc.Stream):
-    """A stream that first gives back the bytes already read from it (the request head
-    the gate read), so that the WebSocket library reads the handshake itself."""
-
-    def __init__(self, head: bytes, stream: trio.SocketStream) -> None:
-        self._head = head
-        self._stream = stream
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if self._head:
-            size = max_bytes or len(self._head)
-            out, self._head = self._head[:size], self._head[size:]
-            return out
-        return bytes(await self._stream.receive_some(max_bytes))
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self._stream.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self._stream.wait_send_all_might_not_block()
-
-    async def send_eof(self) -> None:
-        await self._stream.send_eof()
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
 
 
 class Buckets:
@@ -247,8 +228,10 @@ class Server:
         registry: Registry,
         roster: Watch | None = None,
         rooms: Mapping[str, tuple[Arena, Hall]] | None = None,
+        frontends: Frontends | None = None,
     ) -> None:
         self.arena = arena
+        self.frontends = frontends  # None: the engines' connections are this process's
         self.roster = roster or Watch(arena)  # the players file's players and bans
         self.hall = hall
         # Each room's arena and hall, by name ("": the only room of a file without rooms).
@@ -335,10 +318,13 @@ class Server:
         self, stream: trio.SocketStream, conn: h11.Connection, raw: bytearray, request: Request
     ) -> None:
         headers, target = request.headers, request.target
+        if headers.get("upgrade", "").lower() == "websocket" and self.frontends is not None:
+            await self._relayed(stream, raw, request, self.frontends)
+            return
         if headers.get("upgrade", "").lower() == "websocket":
             # Behind a proxy the kernel measures the way to the proxy, not to the client.
             rtt = no_measure if request.proxied else kernel_rtt(stream.socket)
-            await self._websocket(_Replay(bytes(raw), stream), request, rtt)
+            await self._websocket(Replay(bytes(raw), stream), request, rtt)
             return
         respond = Respond(stream, conn)
         path = target.split("?", 1)[0]
@@ -377,8 +363,25 @@ class Server:
 
     # ------------------------------------------------------------------ engines
 
+    async def _relayed(
+        self, stream: trio.SocketStream, raw: bytearray, request: Request, fronts: Frontends
+    ) -> None:
+        """An engine's connection, handed to a front end (`frontends.py`): this
+        process keeps the login, the session and the gate's count, until the front end
+        says the connection ended."""
+        ws = await fronts.hand(stream.socket, bytes(raw), request.proxied)
+        stream.socket.close()  # the front end holds its own copy now
+        if ws is None:
+            return  # no front end is up (one restarts): the client tries again
+        try:
+            if await ws.opened():
+                await self._engine(ws, request.address, ws.kernel)
+        finally:
+            with trio.move_on_after(2):
+                await ws.aclose()
+
     async def _websocket(
-        self, stream: _Replay, request: Request, rtt: Callable[[], float | None]
+        self, stream: Replay, request: Request, rtt: Callable[[], float | None]
     ) -> None:
         async with trio.open_nursery() as nursery:
             # The library's reader runs in `nursery` until the connection ends: every
@@ -405,14 +408,12 @@ class Server:
                     await ws.aclose()
                 nursery.cancel_scope.cancel()
 
-    async def _refuse(self, ws: WebSocketConnection, code: int, reason: str) -> None:
+    async def _refuse(self, ws: Connection, code: int, reason: str) -> None:
         with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):  # gone already
             await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])
 
-    async def _engine(
-        self, ws: WebSocketConnection, address: str, rtt: Callable[[], float | None]
-    ) -> None:
+    async def _engine(self, ws: Connection, address: str, rtt: Callable[[], float | None]) -> None:
         if not self.gate.login_allowed(address):
             await self._refuse(ws, CLOSE_BUSY, f"too many logins from {address}; wait a minute")
             return
@@ -520,7 +521,7 @@ class Server:
 
     async def _new_session(
         self,
-        ws: WebSocketConnection,
+        ws: Connection,
         address: str,
         name: str,
         entry: PlayerEntry,
@@ -582,15 +583,19 @@ class Server:
                 return
             hall.arrived(name, link, player, info)
 
-    async def _pump(self, ws: WebSocketConnection, link: Link) -> None:
+    async def _pump(self, ws: Connection, link: Link) -> None:
         """Relay one connection into its link until either ends, or a newer connection
         resumes the session (only the link's current connection speaks for it, and only
-        its end starts the grace); ping it meanwhile."""
+        its end starts the grace); ping it meanwhile (a front end pings its own, and
+        says what the pings took)."""
         replaced = link.replaced
         if link.ws is not ws:
             return
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._ping, ws, link)
+            if isinstance(ws, Relayed):
+                ws.stats = link.stats
+            elif isinstance(ws, WebSocketConnection):
+                nursery.start_soon(self._ping, ws, link)
             nursery.start_soon(_cancel_on, link.died, nursery.cancel_scope)
             nursery.start_soon(_cancel_on, replaced, nursery.cancel_scope)
             try:
@@ -618,6 +623,8 @@ class Server:
                     elif link.dead is None:
                         self.nursery_timer(link)
             nursery.cancel_scope.cancel()
+        if isinstance(ws, Relayed):
+            ws.stats = None
         if replaced.is_set():
             with trio.move_on_after(2):
                 await ws.aclose(1000, "a newer connection resumed this session")
@@ -662,54 +669,6 @@ class Server:
                 continue
             await ws.aclose(1001, "no answer to pings")
             return
-
-
-_TCP_INFO_RTT = 68  # offset of tcpi_rtt (microseconds) in Linux's struct tcp_info
-
-
-def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:
-    """A reader of the smoothed round trip that the kernel's TCP stack measures on
-    `sock`, in seconds (None where the system does not say: not Linux). The client's
-    network stack sends the ACKs it is measured by, so no program the client runs can
-    make it longer, as it can delay a pong."""
-    import socket as std
-
-    option = getattr(std, "TCP_INFO", None)
-    if option is None:
-        return no_measure
-
-    def read() -> float | None:
-        try:
-            info = sock.getsockopt(std.IPPROTO_TCP, option, 104)
-        except OSError:
-            return None
-        if len(info) < _TCP_INFO_RTT + 4:
-            return None
-        return int.from_bytes(info[_TCP_INFO_RTT : _TCP_INFO_RTT + 4], sys.byteorder) / 1e6
-
-    return read
-
-
-def open_file_limit(wanted: int) -> int:
-    """This process's limit of open files, first raised toward `wanted` as far as the
-    hard limit allows. Every connection is a file: a server whose connections may
-    exceed the limit fails to accept (logging each retry), and its own engines and store
-    cannot open what they need while a flood holds them all."""
-    try:
-        import resource
-    except ImportError:  # not POSIX: no such limit to know
-        return wanted
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    if soft < wanted:
-        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    return int(soft)
 
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)

@@ -15,6 +15,7 @@ import trio
 
 from arbiter.arena.collector import collect_rarely
 from arbiter.arena.config import Arena
+from arbiter.arena.frontends import open_frontends
 from arbiter.arena.hall import Hall
 from arbiter.arena.history import History
 from arbiter.arena.names import Registry
@@ -82,7 +83,10 @@ async def _serve(
 ) -> None:
     registry = Registry(opened[0][1], arena.registration_hours)
     roster = Watch(arena)
-    async with trio.open_nursery() as nursery:
+    # The front ends outlive the games' nursery: stopping closes the engines'
+    # connections through them.
+    files = arena.max_connections + 64  # each connection is a file, in one front end at worst
+    async with open_frontends(arena.frontends, files) as fronts, trio.open_nursery() as nursery:
         halls: dict[str, tuple[Arena, Hall]] = {}
         sites: list[Site] = []
         routes = {}
@@ -98,7 +102,7 @@ async def _serve(
         if arena.rooms:
             routes.update(Lobby(arena, halls).routes())
         first = halls[arena.room][1]
-        server = Server(arena, first, routes, registry, roster, halls)
+        server = Server(arena, first, routes, registry, roster, halls, fronts)
         try:
             port = await nursery.start(server.serve, nursery)
             host = f"[{arena.host}]" if ":" in arena.host else arena.host

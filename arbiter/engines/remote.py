@@ -25,10 +25,10 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection
+from trio_websocket import ConnectionClosed
 
 from arbiter.engines.dialect import Dialect
 from arbiter.engines.player import Fault, Player
@@ -98,6 +98,17 @@ def parse_control(text: str) -> dict[str, Any]:
     return data
 
 
+class Connection(Protocol):
+    """What the server uses of an engine's WebSocket connection: trio-websocket's own,
+    or one that an arena front end holds and relays (`arbiter.arena.frontends`)."""
+
+    async def get_message(self) -> str | bytes: ...
+
+    async def send_message(self, message: str | bytes) -> None: ...
+
+    async def aclose(self, code: int = 1000, reason: str | None = None) -> None: ...
+
+
 def no_measure() -> float | None:
     return None
 
@@ -145,7 +156,7 @@ class Link:
         self.returncode: int | None = None
         self.reported: float = -1.0  # ms the client last said its engine took to answer
         self.address = ""
-        self.ws: WebSocketConnection | None = None
+        self.ws: Connection | None = None
         self.dead: str | None = None  # why the session is over
         self.disconnected_at: float | None = None  # trio time the connection dropped
         self.drops = 0
@@ -204,7 +215,7 @@ class Link:
 
     async def attach(
         self,
-        ws: WebSocketConnection,
+        ws: Connection,
         address: str,
         peer_received: int,
         greeting: str,
@@ -234,7 +245,7 @@ class Link:
                 self.lost(ws)
         return True
 
-    def lost(self, ws: WebSocketConnection) -> None:
+    def lost(self, ws: Connection) -> None:
         """The connection `ws` dropped; the session waits `grace` seconds for it."""
         if self.ws is not ws:
             return  # an older connection, already replaced

@@ -232,8 +232,9 @@ def test_four_engines_play_continuously_and_are_rated(tmp_path: Path) -> None:
         assert token.encode() not in store.read_bytes()
 
 
-def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> None:
-    server = Server(arena_file(tmp_path))
+@pytest.mark.parametrize("frontends", [0, 2])
+def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path, frontends: int) -> None:
+    server = Server(arena_file(tmp_path, extra=f"frontends = {frontends}"))
     try:
         wrong = client(server.port, "alice", "random", tmp_path, token="not-the-token-at-all")
         assert wrong.wait() == 2
@@ -245,9 +246,13 @@ def test_a_wrong_token_is_refused_in_one_line_with_status_2(tmp_path: Path) -> N
         server.stop()
 
 
-def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path) -> None:
+@pytest.mark.parametrize("frontends", [0, 2])
+def test_a_client_killed_mid_game_loses_by_disconnect(tmp_path: Path, frontends: int) -> None:
     file = arena_file(
-        tmp_path, players=("alice", "bob"), engines="", extra="disconnect_grace = 1.0"
+        tmp_path,
+        players=("alice", "bob"),
+        engines="",
+        extra=f"disconnect_grace = 1.0\nfrontends = {frontends}",
     )
     server = Server(file)
     slow = f"slow={sys.executable} {BADBOT} slow --ms 300"

@@ -92,8 +92,9 @@ async def test_a_connection_dropped_while_on_move_is_a_disconnect(
     assert "connection" in game["reason"], game
 
 
+@pytest.mark.parametrize("frontends", [0, 2])
 async def test_a_client_that_delays_its_pongs_gains_no_thinking_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frontends: int
 ) -> None:
     """alice's client (the real one, in this process) answers every ping 200 ms late;
     its engine thinks 60 ms a move. The allowance was the pings' round trip: nearly all
@@ -112,7 +113,9 @@ async def test_a_client_that_delays_its_pongs_gains_no_thinking_time(
     monkeypatch.setattr(WebSocketConnection, "_handle_ping_event", late_pong)
     spec = resolve_engine(f"slow={sys.executable} {BADBOT} slow --ms 60", known_engines(None))
     async with (
-        arena_in_process(tmp_path, monkeypatch, players=("alice",), extra=ALLOWANCE) as arena,
+        arena_in_process(
+            tmp_path, monkeypatch, players=("alice",), extra=f"{ALLOWANCE}\nfrontends = {frontends}"
+        ) as arena,
         trio.open_nursery() as nursery,
     ):
         games = Games(arena.server.hall)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from arena_helpers import TOKENS, Proxy, Server, arena_file, client, events, wait_games
 from browsers import open_chromium
 from commands import invoke
@@ -31,8 +32,12 @@ def stored(store: Path) -> list[tuple[str, int]]:
         ]
 
 
-def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(tmp_path: Path) -> None:
-    server = Server(arena_file(tmp_path, players=("alice", "bob"), engines=""))
+@pytest.mark.parametrize("frontends", [0, 2])
+def test_a_connection_that_drops_mid_game_resumes_and_the_game_goes_on(
+    tmp_path: Path, frontends: int
+) -> None:
+    extra = f"frontends = {frontends}"
+    server = Server(arena_file(tmp_path, players=("alice", "bob"), engines="", extra=extra))
     proxy = Proxy(server.port)
     alice = client(proxy.port, "alice", "heuristic", tmp_path)
     bob = client(server.port, "bob", SLOW, tmp_path)
