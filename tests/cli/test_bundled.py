@@ -242,7 +242,7 @@ def test_the_demo_plays_the_pie_rule_and_ends_with_the_elo_table(tmp_path: Path)
     assert lines[0].split()[:3] == ["rank", "engine", "Elo"]
     assert {line.split()[1] for line in lines[2:5]} == {"random", "heuristic", "mcts"}
     records = read_store(tmp_path / "demo.sqlite").records
-    assert len(records) == 60 and all(r["opening"] == 1 for r in records)
+    assert len(records) == 30 and all(r["opening"] == 1 for r in records)
     swaps = [r for r in records if r["swapped"]]
     assert swaps and all(r["moves"][1] == "swap" for r in swaps)
     assert len(swaps) < len(records)  # a decision, not a habit
