@@ -181,7 +181,7 @@ def test_an_example_runs_from_any_folder_with_its_store_there(tmp_path: Path) ->
     done = invoke("tournament", "status", "--example", "demo", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
-    assert status["games"] == 0 and status["left"] == 60
+    assert status["games"] == 0 and status["left"] == 30
     assert (
         str(tmp_path / "demo.sqlite")
         in invoke("tournament", "status", "--example", "demo", cwd=tmp_path).stdout
