@@ -59,10 +59,11 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished tournament (3 engines, 6 games), run once for the tests that copy it."""
+    """A finished tournament (3 engines, 6 games), run once for the tests that copy it
+    (in this process: what the tests read is the store)."""
     folder = tmp_path_factory.mktemp("played")
     t = write_tournament(folder, BASIC, [bot("a"), bot("b"), bot("c")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     return folder
 
@@ -515,7 +516,7 @@ def test_match_records_refuses_a_file_that_is_not_a_records_file(copy: Path) -> 
         assert target.read_bytes() == before
     records = copy.with_name("m.jsonl")
     for _ in range(2):  # a new file, then the same records file again: appended
-        done = arbiter("match", *engines, "--games", "2", "-q", "--records", str(records))
+        done = invoke("match", *engines, "--games", "2", "-q", "--records", str(records))
         assert done.returncode == 0, done.stderr
     assert len(records.read_text().splitlines()) == 4
 
