@@ -355,7 +355,7 @@ def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
     line = one_line(run.stderr)
     assert f"{store}: {row}" in line and problem in line and "--fresh" in line
     assert files_of(copy.parent) == before
-    fresh = arbiter("tournament", "run", str(copy), "-q", "--fresh")
+    fresh = invoke("tournament", "run", str(copy), "-q", "--fresh")
     assert fresh.returncode == 0, fresh.stderr
     [kept] = copy.parent.glob("t.2*.sqlite")
     assert kept.read_bytes() == before["t.sqlite"]
