@@ -73,9 +73,9 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four games of a real match, played once for the module's readers."""
+    """Four games of a real match, played once (in this process) for the module's readers."""
     records = tmp_path_factory.mktemp("played") / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "--engines",
         str(ENGINES),
