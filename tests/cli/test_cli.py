@@ -813,6 +813,7 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
         first.kill()  # SIGKILL: no clean-up at all
     before = stored()
     assert 2 <= len(before) < 8
+    # The rest runs in this process (the kill above needed a process of its own).
 
     # Changed conditions are refused, naming the option and the way out; nothing changes.
     for option, value, where in (
@@ -821,15 +822,15 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
         ("--seed", "5", "--seed"),
     ):
         at = args.index(option) + 1
-        refused = arbiter(*args[:at], value, *args[at + 1 :], "--games", "8")
+        refused = invoke(*args[:at], value, *args[at + 1 :], "--games", "8")
         assert refused.returncode == 2, refused.stderr
         assert where in refused.stderr and "changed from" in refused.stderr
         assert "--fresh" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    swapped = arbiter(*args[:1], engines[1], engines[0], *args[3:], "--games", "8")
+    swapped = invoke(*args[:1], engines[1], engines[0], *args[3:], "--games", "8")
     assert swapped.returncode == 2 and "ENGINE1 'ok': name" in swapped.stderr
     assert stored() == before
 
-    done = arbiter(*args, "--games", "8", "--json")
+    done = invoke(*args, "--games", "8", "--json")
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Started game") == 8 - len(before)  # only the games not stored
     assert f"{len(before)} stored, {8 - len(before)} to play" in done.stderr
@@ -840,24 +841,24 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     assert summary["engines"] == ["slow", "ok"] and sum(summary["wins"].values()) == 8
 
     # Fewer games is not a change; the store reads as a tournament's does.
-    fewer = arbiter(*args, "--games", "4", "-q")
+    fewer = invoke(*args, "--games", "4", "-q")
     assert fewer.returncode == 0 and "over 4 games" in fewer.stdout
     assert fewer.stderr == ""  # nothing left to play: no engine was even started
-    status = arbiter("tournament", "status", str(store))
+    status = invoke("tournament", "status", str(store))
     assert status.returncode == 0, status.stderr
     assert "4 of 4 games played, 0 left" in status.stdout and "slow" in status.stdout
-    ratings = arbiter("ratings", str(store), "--json")
+    ratings = invoke("ratings", str(store), "--json")
     assert ratings.returncode == 0
     assert {e["name"] for e in json.loads(ratings.stdout)["engines"]} == {"slow", "ok"}
     assert sum(e["games"] for e in json.loads(ratings.stdout)["engines"]) == 2 * 8
     page = tmp_path / "m.html"
-    report = arbiter("report", str(store), "-o", str(page))
+    report = invoke("report", str(store), "-o", str(page))
     assert report.returncode == 0 and "8 rated games" in report.stderr and page.exists()
     records = tmp_path / "m.jsonl"
-    export = arbiter("tournament", "export", str(store), "--records", str(records))
+    export = invoke("tournament", "export", str(store), "--records", str(records))
     assert export.returncode == 0, export.stderr
     assert len([r for r in read_records(records) if not r.void]) == 8
-    refused = arbiter("tournament", "export", str(store), "--records", str(store))
+    refused = invoke("tournament", "export", str(store), "--records", str(store))
     assert refused.returncode == 2 and "own files" in refused.stderr
 
 
@@ -896,11 +897,11 @@ def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
         str(store),
         "--json",
     ]
-    first = arbiter(*args, "--games", "40", "-c", "2")
+    first = invoke(*args, "--games", "40", "-c", "2")
     assert first.returncode == 0, first.stderr
     decided = json.loads(first.stdout)
     assert decided["sprt"]["result"] == "H1" and decided["games"] < 40
-    again = arbiter(*args, "--games", "60")
+    again = invoke(*args, "--games", "60")
     assert again.returncode == 0, again.stderr
     assert "Started game" not in again.stderr  # the test had decided: no game, no engine
     summary = json.loads(again.stdout)
@@ -927,17 +928,17 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
         str(store),
         "-q",
     ]
-    assert arbiter(*args, "--games", "2").returncode == 0
+    assert invoke(*args, "--games", "2").returncode == 0
     script.write_text(script.read_text() + "\n# build 2\n")
-    refused = arbiter(*args, "--games", "4")
+    refused = invoke(*args, "--games", "4")
     assert refused.returncode == 2, refused.stderr
     changed = "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite"
     assert changed in refused.stderr
     assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
-    wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
+    wrong = invoke(*args, "--games", "4", "--rebuilt", "c")
     assert wrong.returncode == 2
     assert "--rebuilt names c, not an engine of this match" in wrong.stderr
-    accepted = arbiter(*args, "--games", "4", "--rebuilt", "a")
+    accepted = invoke(*args, "--games", "4", "--rebuilt", "a")
     assert accepted.returncode == 0, accepted.stderr
     with Store.open_read(store) as reader:
         assert len(reader.done_ids()) == 4
