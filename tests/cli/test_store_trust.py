@@ -132,7 +132,7 @@ def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: 
     assert not store.exists()
     # Moved back, it resumes where it stopped: the games it held are not replayed.
     saved.rename(store)
-    again = arbiter("tournament", "run", str(t), "-q")
+    again = invoke("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
     assert games_stored(store) == 6
 
@@ -199,7 +199,7 @@ def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_pat
     t = write_tournament(
         tmp_path, BASIC.replace("rounds = 1", "rounds = 2"), [bot("a"), bot("b"), bot("c")]
     )
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])  # rounds lowered
     status = invoke("tournament", "status", str(t), "--json")
     assert status.returncode == 0, status.stderr
