@@ -1,4 +1,6 @@
-"""The command line end to end: real processes, real files, real exit codes."""
+"""The command line end to end: real engines, real files, real exit codes; `arbiter` as a
+process of its own where the process is the point (signals, pipes, kill -9, what reaches
+which stream), in this process otherwise (commands.invoke)."""
 
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ def test_match_json_summary_and_hex(tmp_path: Path) -> None:
 
 def test_equal_engine_names_get_suffixes() -> None:
     cmd = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"
-    done = arbiter("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
+    done = invoke("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["engines"] == ["random", "random#2"]
@@ -134,7 +136,7 @@ def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: 
     shifty = f"sh -c 'exec {sys.executable} {BADBOT} ok --name shifty-$$'"
     loser = f"{sys.executable} {BADBOT} resign --name loser"
     records = tmp_path / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         shifty,
         loser,
@@ -163,7 +165,7 @@ def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: 
 def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     bad = f"{sys.executable} {BADBOT} crash --after 2"
-    done = arbiter(
+    done = invoke(
         "match",
         bad,
         "--engines",
@@ -754,7 +756,7 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
 def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken_bot.py"
     broken.write_text("import sys\ndef broken(:\n")
-    done = arbiter(
+    done = invoke(
         "match",
         f"{sys.executable} {broken}",
         "--engines",
