@@ -1,8 +1,8 @@
 """Regenerate `docs/report.png`, the picture of the demo's report on the README and the home page.
 
 The caption says it is the demo tournament's report, so the picture is made from the demo
-and nothing else: the script runs `tournaments/demo.toml` into a scratch folder (60 games,
-about 80 seconds on two cores), writes its report with `arbiter report`, and screenshots
+and nothing else: the script runs `tournaments/demo.toml` into a scratch folder (30 games,
+about 40 seconds on two cores), writes its report with `arbiter report`, and screenshots
 the page in headless Chromium through selenium (Debian: `apt-get install chromium
 chromium-driver`; `pip install selenium`). Run it from the repository root:
 

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from processes import running, wait_until
+
+# pytest keeps each test module as it rewrote it for its assertions in __pycache__, but
+# not where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE): then
+# every worker of every run rewrites all the test modules again, about 6 CPU-seconds
+# each. The test processes write it whatever the environment says (and the bytecode of
+# the modules they import, which the programs they start then read); those programs
+# keep the environment as it is. __pycache__ is git-ignored.
+sys.dont_write_bytecode = False
 
 MARKER = "ARBITER_TEST_SESSION"
 # Runs measure the host's speed once (seconds of the reference workload) unless told not

@@ -126,7 +126,7 @@ def time_estimate(games: int, tc: str, size: int, concurrency: int) -> str:
     return (
         f"{games} games: an estimate of at most {_duration(total)} at concurrency"
         f" {concurrency} (a game lasts at most {_duration(most)}: two clocks of {tc});"
-        " quick bots take much less (the demo's 60 games take about 80 seconds on two cores)"
+        " quick bots take much less (the demo's 30 games take about 40 seconds on two cores)"
     )
 
 

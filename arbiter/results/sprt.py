@@ -233,34 +233,42 @@ def stopped_estimate(
         slope = llr / off
     walk = _Walk(n, total, slope, mid, test, result, pairs[1] + 2 * pairs[2])
     tail = (1.0 - level) / 2.0
+    targets = ((0.5, 2), (tail, 0), (1.0 - tail, 1))  # (probability, which of the three)
+
+    def values(pair: tuple[np.ndarray, np.ndarray], which: int) -> np.ndarray:
+        return (pair[0], pair[1], 0.5 * (pair[0] + pair[1]))[which]
+
     # One pass over a coarse grid serves the three ends; each is then found on finer
-    # grids between the two candidates that bracket it.
+    # grids between the two candidates that bracket it, the three ends' grids walked in
+    # one pass each time (the walk's rows are independent: the same numbers, a third of
+    # the passes).
     coarse = np.linspace(-_ELO_RANGE, _ELO_RANGE, 41)
-    at_least, more = walk.stronger(coarse)
-    ends = []
-    for target, which in ((0.5, 2), (tail, 0), (1.0 - tail, 1)):
-        values = (at_least, more, 0.5 * (at_least + more))[which]
-        above = np.flatnonzero(values >= target)
+    pair = walk.stronger(coarse)
+    ends = [0.0, 0.0, 0.0]
+    brackets: dict[int, tuple[float, float]] = {}
+    for end, (target, which) in enumerate(targets):
+        above = np.flatnonzero(values(pair, which) >= target)
         if len(above) == 0:
-            ends.append(math.inf)
-            continue
-        first = int(above[0])
-        if first == 0:
-            ends.append(-math.inf)
-            continue
-        low, high = float(coarse[first - 1]), float(coarse[first])
-        for _ in range(2):
-            elos = np.linspace(low, high, 17)
-            pair = walk.stronger(elos)
-            values = (pair[0], pair[1], 0.5 * (pair[0] + pair[1]))[which]
-            first = max(
-                1,
-                int(np.flatnonzero(values >= target)[0])
-                if (values >= target).any()
-                else len(elos) - 1,
-            )
-            low, high = float(elos[first - 1]), float(elos[first])
-        ends.append(0.5 * (low + high))
+            ends[end] = math.inf
+        elif above[0] == 0:
+            ends[end] = -math.inf
+        else:
+            first = int(above[0])
+            brackets[end] = (float(coarse[first - 1]), float(coarse[first]))
+    fine = 17
+    for _ in range(2):
+        if not brackets:
+            break
+        grids = {end: np.linspace(low, high, fine) for end, (low, high) in brackets.items()}
+        both = walk.stronger(np.concatenate(list(grids.values())))
+        for row, (end, elos) in enumerate(grids.items()):
+            part = slice(row * fine, (row + 1) * fine)
+            target, which = targets[end]
+            reached = values((both[0][part], both[1][part]), which) >= target
+            first = max(1, int(np.flatnonzero(reached)[0]) if reached.any() else fine - 1)
+            brackets[end] = (float(elos[first - 1]), float(elos[first]))
+    for end, (low, high) in brackets.items():
+        ends[end] = 0.5 * (low + high)
     return Estimate(ends[0], ends[1], ends[2])
 
 

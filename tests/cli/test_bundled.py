@@ -181,7 +181,7 @@ def test_an_example_runs_from_any_folder_with_its_store_there(tmp_path: Path) ->
     done = invoke("tournament", "status", "--example", "demo", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
-    assert status["games"] == 0 and status["left"] == 60
+    assert status["games"] == 0 and status["left"] == 30
     assert (
         str(tmp_path / "demo.sqlite")
         in invoke("tournament", "status", "--example", "demo", cwd=tmp_path).stdout
@@ -242,7 +242,7 @@ def test_the_demo_plays_the_pie_rule_and_ends_with_the_elo_table(tmp_path: Path)
     assert lines[0].split()[:3] == ["rank", "engine", "Elo"]
     assert {line.split()[1] for line in lines[2:5]} == {"random", "heuristic", "mcts"}
     records = read_store(tmp_path / "demo.sqlite").records
-    assert len(records) == 60 and all(r["opening"] == 1 for r in records)
+    assert len(records) == 30 and all(r["opening"] == 1 for r in records)
     swaps = [r for r in records if r["swapped"]]
     assert swaps and all(r["moves"][1] == "swap" for r in swaps)
     assert len(swaps) < len(records)  # a decision, not a habit

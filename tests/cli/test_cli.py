@@ -1,4 +1,6 @@
-"""The command line end to end: real processes, real files, real exit codes."""
+"""The command line end to end: real engines, real files, real exit codes; `arbiter` as a
+process of its own where the process is the point (signals, pipes, kill -9, what reaches
+which stream), in this process otherwise (commands.invoke)."""
 
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ def test_match_json_summary_and_hex(tmp_path: Path) -> None:
 
 def test_equal_engine_names_get_suffixes() -> None:
     cmd = f"{sys.executable} {ROOT / 'arbiter' / 'bots' / 'random_bot.py'}"
-    done = arbiter("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
+    done = invoke("match", cmd, cmd, "--games", "2", "--tc", "5+0", "--json", "-q")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["engines"] == ["random", "random#2"]
@@ -134,7 +136,7 @@ def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: 
     shifty = f"sh -c 'exec {sys.executable} {BADBOT} ok --name shifty-$$'"
     loser = f"{sys.executable} {BADBOT} resign --name loser"
     records = tmp_path / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         shifty,
         loser,
@@ -163,7 +165,7 @@ def test_wins_are_keyed_by_the_engine_as_given_not_by_its_name_answer(tmp_path: 
 def test_a_misbehaving_engine_forfeits_with_evidence(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     bad = f"{sys.executable} {BADBOT} crash --after 2"
-    done = arbiter(
+    done = invoke(
         "match",
         bad,
         "--engines",
@@ -754,7 +756,7 @@ def test_a_write_that_fails_part_way_leaves_whole_lines_only(tmp_path: Path) -> 
 def test_an_engine_that_cannot_start_stops_the_match_with_its_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken_bot.py"
     broken.write_text("import sys\ndef broken(:\n")
-    done = arbiter(
+    done = invoke(
         "match",
         f"{sys.executable} {broken}",
         "--engines",
@@ -813,6 +815,7 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
         first.kill()  # SIGKILL: no clean-up at all
     before = stored()
     assert 2 <= len(before) < 8
+    # The rest runs in this process (the kill above needed a process of its own).
 
     # Changed conditions are refused, naming the option and the way out; nothing changes.
     for option, value, where in (
@@ -821,15 +824,15 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
         ("--seed", "5", "--seed"),
     ):
         at = args.index(option) + 1
-        refused = arbiter(*args[:at], value, *args[at + 1 :], "--games", "8")
+        refused = invoke(*args[:at], value, *args[at + 1 :], "--games", "8")
         assert refused.returncode == 2, refused.stderr
         assert where in refused.stderr and "changed from" in refused.stderr
         assert "--fresh" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    swapped = arbiter(*args[:1], engines[1], engines[0], *args[3:], "--games", "8")
+    swapped = invoke(*args[:1], engines[1], engines[0], *args[3:], "--games", "8")
     assert swapped.returncode == 2 and "ENGINE1 'ok': name" in swapped.stderr
     assert stored() == before
 
-    done = arbiter(*args, "--games", "8", "--json")
+    done = invoke(*args, "--games", "8", "--json")
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Started game") == 8 - len(before)  # only the games not stored
     assert f"{len(before)} stored, {8 - len(before)} to play" in done.stderr
@@ -840,24 +843,24 @@ def test_a_match_with_a_store_resumes_after_kill_9_and_refuses_changes(tmp_path:
     assert summary["engines"] == ["slow", "ok"] and sum(summary["wins"].values()) == 8
 
     # Fewer games is not a change; the store reads as a tournament's does.
-    fewer = arbiter(*args, "--games", "4", "-q")
+    fewer = invoke(*args, "--games", "4", "-q")
     assert fewer.returncode == 0 and "over 4 games" in fewer.stdout
     assert fewer.stderr == ""  # nothing left to play: no engine was even started
-    status = arbiter("tournament", "status", str(store))
+    status = invoke("tournament", "status", str(store))
     assert status.returncode == 0, status.stderr
     assert "4 of 4 games played, 0 left" in status.stdout and "slow" in status.stdout
-    ratings = arbiter("ratings", str(store), "--json")
+    ratings = invoke("ratings", str(store), "--json")
     assert ratings.returncode == 0
     assert {e["name"] for e in json.loads(ratings.stdout)["engines"]} == {"slow", "ok"}
     assert sum(e["games"] for e in json.loads(ratings.stdout)["engines"]) == 2 * 8
     page = tmp_path / "m.html"
-    report = arbiter("report", str(store), "-o", str(page))
+    report = invoke("report", str(store), "-o", str(page))
     assert report.returncode == 0 and "8 rated games" in report.stderr and page.exists()
     records = tmp_path / "m.jsonl"
-    export = arbiter("tournament", "export", str(store), "--records", str(records))
+    export = invoke("tournament", "export", str(store), "--records", str(records))
     assert export.returncode == 0, export.stderr
     assert len([r for r in read_records(records) if not r.void]) == 8
-    refused = arbiter("tournament", "export", str(store), "--records", str(store))
+    refused = invoke("tournament", "export", str(store), "--records", str(store))
     assert refused.returncode == 2 and "own files" in refused.stderr
 
 
@@ -896,11 +899,11 @@ def test_a_decided_sprt_in_a_store_plays_nothing_more(tmp_path: Path) -> None:
         str(store),
         "--json",
     ]
-    first = arbiter(*args, "--games", "40", "-c", "2")
+    first = invoke(*args, "--games", "40", "-c", "2")
     assert first.returncode == 0, first.stderr
     decided = json.loads(first.stdout)
     assert decided["sprt"]["result"] == "H1" and decided["games"] < 40
-    again = arbiter(*args, "--games", "60")
+    again = invoke(*args, "--games", "60")
     assert again.returncode == 0, again.stderr
     assert "Started game" not in again.stderr  # the test had decided: no game, no engine
     summary = json.loads(again.stdout)
@@ -927,17 +930,17 @@ def test_a_rebuilt_engine_is_refused_on_resuming_a_match_unless_accepted(tmp_pat
         str(store),
         "-q",
     ]
-    assert arbiter(*args, "--games", "2").returncode == 0
+    assert invoke(*args, "--games", "2").returncode == 0
     script.write_text(script.read_text() + "\n# build 2\n")
-    refused = arbiter(*args, "--games", "4")
+    refused = invoke(*args, "--games", "4")
     assert refused.returncode == 2, refused.stderr
     changed = "ENGINE1 'a': the script of engine 'a' changed since the store m.sqlite"
     assert changed in refused.stderr
     assert "--rebuilt a" in refused.stderr and "--fresh" in refused.stderr
-    wrong = arbiter(*args, "--games", "4", "--rebuilt", "c")
+    wrong = invoke(*args, "--games", "4", "--rebuilt", "c")
     assert wrong.returncode == 2
     assert "--rebuilt names c, not an engine of this match" in wrong.stderr
-    accepted = arbiter(*args, "--games", "4", "--rebuilt", "a")
+    accepted = invoke(*args, "--games", "4", "--rebuilt", "a")
     assert accepted.returncode == 0, accepted.stderr
     with Store.open_read(store) as reader:
         assert len(reader.done_ids()) == 4

@@ -312,7 +312,7 @@ def test_bad_limits_are_one_line(tmp_path: Path, limits: str, message: str) -> N
 
 def test_show_takes_only_ascii_digits_as_numbers(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "random",
         "skeleton",
@@ -342,7 +342,7 @@ def test_a_rebuilt_script_without_a_suffix_is_refused_too(tmp_path: Path) -> Non
     bare = tmp_path / "a_bot"
     script.rename(bare)
     t.write_text(t.read_text().replace(json.dumps(str(script)), json.dumps(str(bare))))
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     bare.write_text(bare.read_text() + "\n# build 2\n")
     t.write_text(t.read_text().replace("rounds = 1", "rounds = 2"))
     refused = invoke("tournament", "run", str(t), "-q")

@@ -59,10 +59,11 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished tournament (3 engines, 6 games), run once for the tests that copy it."""
+    """A finished tournament (3 engines, 6 games), run once for the tests that copy it
+    (in this process: what the tests read is the store)."""
     folder = tmp_path_factory.mktemp("played")
     t = write_tournament(folder, BASIC, [bot("a"), bot("b"), bot("c")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     return folder
 
@@ -131,7 +132,7 @@ def test_a_store_removed_during_a_run_stops_it_and_its_games_are_kept(tmp_path: 
     assert not store.exists()
     # Moved back, it resumes where it stopped: the games it held are not replayed.
     saved.rename(store)
-    again = arbiter("tournament", "run", str(t), "-q")
+    again = invoke("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
     assert games_stored(store) == 6
 
@@ -198,7 +199,7 @@ def test_status_counts_the_games_the_table_rates_when_rounds_are_lowered(tmp_pat
     t = write_tournament(
         tmp_path, BASIC.replace("rounds = 1", "rounds = 2"), [bot("a"), bot("b"), bot("c")]
     )
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])  # rounds lowered
     status = invoke("tournament", "status", str(t), "--json")
     assert status.returncode == 0, status.stderr
@@ -354,7 +355,7 @@ def test_a_damaged_row_is_named_skipped_by_readers_and_refused_by_run(
     line = one_line(run.stderr)
     assert f"{store}: {row}" in line and problem in line and "--fresh" in line
     assert files_of(copy.parent) == before
-    fresh = arbiter("tournament", "run", str(copy), "-q", "--fresh")
+    fresh = invoke("tournament", "run", str(copy), "-q", "--fresh")
     assert fresh.returncode == 0, fresh.stderr
     [kept] = copy.parent.glob("t.2*.sqlite")
     assert kept.read_bytes() == before["t.sqlite"]
@@ -515,7 +516,7 @@ def test_match_records_refuses_a_file_that_is_not_a_records_file(copy: Path) -> 
         assert target.read_bytes() == before
     records = copy.with_name("m.jsonl")
     for _ in range(2):  # a new file, then the same records file again: appended
-        done = arbiter("match", *engines, "--games", "2", "-q", "--records", str(records))
+        done = invoke("match", *engines, "--games", "2", "-q", "--records", str(records))
         assert done.returncode == 0, done.stderr
     assert len(records.read_text().splitlines()) == 4
 

@@ -35,7 +35,7 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
     odd = f"{sys.executable} {BADBOT} crash --after 2 --name odd-{{pid}}"
     crashy = f"{sys.executable} {BADBOT} ok --name other-{{pid}}"
     records = tmp_path / "g.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         odd,
         crashy,
@@ -63,7 +63,7 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
     assert {g.winner for g in games} <= names
     summary = json.loads(done.stdout)
     assert set(summary["engines"]) == names
-    rated = arbiter("ratings", str(records), "--json")
+    rated = invoke("ratings", str(records), "--json")
     assert rated.returncode == 0, rated.stderr
     assert {e["name"] for e in json.loads(rated.stdout)["engines"]} == names
 
@@ -73,9 +73,9 @@ def test_an_engine_keeps_one_name_across_worker_processes_and_restarts(tmp_path:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four games of a real match, played once for the module's readers."""
+    """Four games of a real match, played once (in this process) for the module's readers."""
     records = tmp_path_factory.mktemp("played") / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "--engines",
         str(ENGINES),

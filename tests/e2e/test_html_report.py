@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from browsers import open_chromium
 from click.testing import CliRunner
-from commands import arbiter
+from commands import invoke
 from paths import BADBOT, ROOT
 
 from arbiter.cli import main
@@ -68,10 +68,10 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
         + badbot(HTML_NAME, "swapper", "--hostile", "--name", HOSTILE_ANSWER)
         + badbot("crashy", "crash", "--after", "1", "--say", HOSTILE_STDERR)
     )
-    done = arbiter("tournament", "run", str(tournament), "-q")
+    done = invoke("tournament", "run", str(tournament), "-q")
     assert done.returncode == 0, done.stderr
     hex_records = folder / "hex.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "random",
         "skeleton",

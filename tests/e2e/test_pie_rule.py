@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from browsers import open_chromium
-from commands import arbiter
+from commands import invoke
 
 from arbiter.rules import Variant
 
@@ -29,9 +29,9 @@ def test_a_real_match_gives_a_map_and_a_regret_table_everywhere(tmp_path: Path) 
         "5+0.05",
         "-q",
     ]
-    played = arbiter(*match, "--store", str(store), cwd=tmp_path)
+    played = invoke(*match, "--store", str(store), cwd=tmp_path)
     assert played.returncode == 0, played.stderr
-    as_json = arbiter("openings", "swapmap", str(store), "--json", cwd=tmp_path)
+    as_json = invoke("openings", "swapmap", str(store), "--json", cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     (board,) = data["maps"]
@@ -39,11 +39,11 @@ def test_a_real_match_gives_a_map_and_a_regret_table_everywhere(tmp_path: Path) 
     regret = {r["engine"]: r for r in data["regret"]}
     assert set(regret) == {"random", "heuristic"}
     assert regret["random"]["decisions"] + regret["heuristic"]["decisions"] == 30
-    text = arbiter("openings", "swapmap", str(store), cwd=tmp_path)
+    text = invoke("openings", "swapmap", str(store), cwd=tmp_path)
     assert "hex/5: 30 games" in text.stdout and "Swap regret" in text.stdout
 
     page = tmp_path / "report.html"
-    made = arbiter("report", str(store), "-o", str(page), cwd=tmp_path)
+    made = invoke("report", str(store), "-o", str(page), cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     driver = open_chromium(tmp_path / "chromium")
     try:

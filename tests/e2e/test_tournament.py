@@ -1,4 +1,8 @@
-"""Tournaments end to end: the real CLI, real TOML files, real engines, a real SQLite store."""
+"""Tournaments end to end: the real CLI, real TOML files, real engines, a real SQLite store.
+
+The first test runs `arbiter` as a program of its own, as a user does; the others run the
+same command line in this process (a second of interpreter start-up less each), but for
+the kills and signals, which need a process to kill."""
 
 from __future__ import annotations
 
@@ -102,7 +106,7 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
             "los_next",
         }
     # Re-running a finished tournament plays nothing and changes nothing.
-    again = arbiter("tournament", "run", str(t))
+    again = invoke("tournament", "run", str(t))
     assert again.returncode == 0, again.stderr
     assert "Started game" not in again.stderr
     assert games_stored(db) == 6
@@ -111,7 +115,7 @@ def test_round_robin_stores_every_game_once_and_prints_the_elo_table(tmp_path: P
 def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path) -> None:
     header = BASIC + '\nformat = "gauntlet"\nchallenger = "hero"'
     t = write_tournament(tmp_path, header, [bot("a"), bot("hero"), bot("b")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     games = read_store(tmp_path / "t.sqlite").pairings()
     assert sorted(games.elements()) == sorted(
@@ -121,14 +125,14 @@ def test_gauntlet_plays_the_challenger_against_each_other_engine(tmp_path: Path)
 
 def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     db = tmp_path / "t.sqlite"
     before = {r["game_id"]: r for r in read_store(db).records}
     assert len(before) == 2
     t = write_tournament(
         tmp_path, BASIC.replace("rounds = 1", "rounds = 2"), [bot("a"), bot("b"), bot("c")]
     )
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Started game") == 10  # 12 scheduled, 2 stored
     after = {r["game_id"]: r for r in read_store(db).records}
@@ -160,14 +164,14 @@ def test_adding_an_engine_or_a_round_plays_only_the_new_games(tmp_path: Path) ->
 def test_a_changed_condition_is_refused_unless_fresh(tmp_path: Path, change, key: str) -> None:
     engines = [bot("a"), bot("b")]
     t = write_tournament(tmp_path, BASIC, engines)
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     header, engines = change(BASIC, engines)
     t = write_tournament(tmp_path, header, engines)
     refused = invoke("tournament", "run", str(t), "-q")
     assert refused.returncode == 2
     [line] = refused.stderr.strip().splitlines()
     assert key in line and "--fresh" in line and str(t) in line
-    fresh = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    fresh = invoke("tournament", "run", str(t), "-q", "--fresh")
     assert fresh.returncode == 0, fresh.stderr
     kept = [p for p in tmp_path.glob("t.*.sqlite")]
     assert len(kept) == 1 and games_stored(kept[0]) == 2
@@ -180,7 +184,7 @@ def test_openings_are_shared_within_each_pair_and_used_in_order(tmp_path: Path) 
         "rounds = 1", "rounds = 2"
     )
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     records = read_store(tmp_path / "t.sqlite").records  # in play order
 
@@ -203,7 +207,7 @@ def test_an_opening_line_that_skips_the_swap_decision_is_refused(tmp_path: Path)
         BASIC.replace("random_openings = 1", 'openings = "open.txt"'),
         [bot("a"), bot("b")],
     )
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "open.txt" in done.stderr and "line 2" in done.stderr
     assert "move 2 is the swap decision" in done.stderr and "first stone" in done.stderr
@@ -224,7 +228,7 @@ def test_under_the_pie_rule_engines_decide_the_swap_after_a_random_stone(tmp_pat
         f'{header}\nengines_file = {json.dumps(str(ENGINES))}\nengines = ["heuristic", "random"]',
         [],
     )
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     records = read_store(tmp_path / "t.sqlite").records
     assert len(records) == 12 and all(r["opening"] == 1 for r in records)
@@ -252,12 +256,12 @@ def test_a_store_whose_random_openings_took_the_swap_decision_is_not_resumed(
     with Store.open(loaded.output) as store:  # as a store started before the pie fix
         store.begin("t", old, loaded.definition(), loaded.entries())
     before = loaded.output.read_bytes()
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "random_openings" in done.stderr and "swap decision" in done.stderr
     assert "--fresh" in done.stderr
     assert loaded.output.read_bytes() == before
-    assert arbiter("tournament", "run", str(t), "-q", "--fresh").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q", "--fresh").returncode == 0
 
 
 def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -> None:
@@ -265,7 +269,7 @@ def test_random_openings_differ_between_pairs_and_match_within(tmp_path: Path) -
         "rounds = 1", "rounds = 3"
     )
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     stored = read_store(tmp_path / "t.sqlite")
     by_pair: dict[str, set[tuple[str, ...]]] = {}
     for record in stored.records:  # each game starts with its pair's three random plies
@@ -286,7 +290,7 @@ def test_identical_games_between_deterministic_engines_are_pointed_out(tmp_path:
         "rounds = 1", "rounds = 2"
     )
     t = write_tournament(tmp_path, header, engines)
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert "all 4 games between d1 and d2 were identical" in done.stdout
     status = invoke("tournament", "status", str(t))
@@ -305,7 +309,7 @@ def test_a_file_without_openings_opens_each_pair_with_a_random_stone(tmp_path: P
     # Deterministic engines from the empty board would replay one game per seat order.
     header = BASIC.replace("random_openings = 1\n", "").replace("rounds = 1", "rounds = 2")
     t = write_tournament(tmp_path, header, _deterministic("d1", "d2"))
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert "identical" not in done.stdout
     records = read_store(tmp_path / "t.sqlite").records
@@ -318,18 +322,18 @@ def test_a_store_started_from_the_empty_board_resumes_as_it_was_started(tmp_path
     # same file resumes it (no refusal), and its new games are of the same kind.
     header = BASIC.replace("random_openings = 1", "random_openings = 0")
     t = write_tournament(tmp_path, header, _deterministic("d1", "d2"))
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     t.write_text(
         t.read_text().replace("random_openings = 0\n", "").replace("rounds = 1", "rounds = 2")
     )
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     assert "started when a file without random_openings" in done.stderr
     assert "set random_openings = 1" in done.stderr and "--fresh" in done.stderr
     records = read_store(tmp_path / "t.sqlite").records
     assert len(records) == 4 and all(r.get("opening", 0) == 0 for r in records)
     assert "all 4 games between d1 and d2 were identical" in done.stdout
-    fresh = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    fresh = invoke("tournament", "run", str(t), "-q", "--fresh")
     assert fresh.returncode == 0, fresh.stderr
     records = read_store(tmp_path / "t.sqlite").records
     assert len(records) == 4 and all(r["opening"] == 1 for r in records)
@@ -424,7 +428,7 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     winner = f"{sys.executable} {BADBOT} ok --name winner"
     records = tmp_path / "r.jsonl"
     first, second = (winner, loser) if verdict == "H1" else (loser, winner)
-    done = arbiter(
+    done = invoke(
         "match",
         first,
         second,
@@ -456,7 +460,7 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
     )
     # Without --games the match plays until the test decides (not 2 games, the default
     # without --sprt).
-    text = arbiter("match", first, second, "--tc", "10+0.1", "-q", "--sprt", "elo0=0,elo1=100")
+    text = invoke("match", first, second, "--tc", "10+0.1", "-q", "--sprt", "elo0=0,elo1=100")
     assert "SPRT (pairs): LLR" in text.stdout and f"{verdict} accepted" in text.stdout
     assert "median-unbiased" in text.stdout
     assert f"over {data['games']} games" in text.stdout
@@ -478,7 +482,7 @@ def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> 
     plays white (half its games, so a score of about 75%, +190 Elo) H1 (elo1 = 100)."""
     plain = f"{sys.executable} {BADBOT} ok --name plain"
     half = f"{sys.executable} {BADBOT} {'resign-white' if verdict == 'H1' else 'ok'} --name half"
-    done = arbiter(
+    done = invoke(
         "match",
         plain,
         half,
@@ -516,7 +520,7 @@ def test_bad_sprt_is_a_usage_error() -> None:
 
 def test_ratings_from_records_report_bad_lines_and_strict_fails(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b"), bot("c")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     out = tmp_path / "all.jsonl"
     exported = invoke("tournament", "export", str(t), "--records", str(out))
     assert exported.returncode == 0, exported.stderr
@@ -543,7 +547,7 @@ def test_ratings_from_records_report_bad_lines_and_strict_fails(tmp_path: Path) 
 
 def test_ratings_formats_anchor_and_match_records(tmp_path: Path) -> None:
     records = tmp_path / "m.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "--engines",
         str(ENGINES),
@@ -628,7 +632,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
         assert finished_before <= stored  # nothing committed is ever lost
         assert len(stored) >= len(finished_before) + 1 or len(stored) == total
         finished_before = stored
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     ids = read_store(db).ids
     assert len(ids) == len(set(ids)) == total
@@ -637,7 +641,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_stores_nothing_twice(
 
 def test_export_never_overwrites_the_tournament_or_its_store(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     store = tmp_path / "t.sqlite"
     before = store.read_bytes()
     for target in (store, t, tmp_path / "t.sqlite-wal"):
@@ -649,7 +653,7 @@ def test_export_never_overwrites_the_tournament_or_its_store(tmp_path: Path) -> 
 
 def test_a_damaged_or_foreign_store_is_one_line(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     store = tmp_path / "t.sqlite"
     data = bytearray(store.read_bytes())
     data[4096:8192] = b"\xff" * 4096
@@ -673,7 +677,7 @@ def test_a_damaged_or_foreign_store_is_one_line(tmp_path: Path) -> None:
 
 def test_ratings_count_each_game_once_across_sources(tmp_path: Path) -> None:
     t = write_tournament(tmp_path, BASIC, [bot("a"), bot("b")])
-    assert arbiter("tournament", "run", str(t), "-q").returncode == 0
+    assert invoke("tournament", "run", str(t), "-q").returncode == 0
     out = tmp_path / "e.jsonl"
     assert invoke("tournament", "export", str(t), "--records", str(out)).returncode == 0
     store = tmp_path / "t.sqlite"
@@ -691,7 +695,7 @@ def test_ratings_count_each_game_once_across_sources(tmp_path: Path) -> None:
 def test_an_engine_answering_another_engines_name_cannot_take_it(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
     impostor = f"{sys.executable} {BADBOT} resign --name random"
-    done = arbiter(
+    done = invoke(
         "match",
         impostor,
         "random",
@@ -749,7 +753,7 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
     )
     header = f'{BASIC}\non_start_failure = "leave-out"'
     t = write_tournament(tmp_path, header, [bot("a"), broken, bot("b")])
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 1, done.stderr  # not every game was played
     assert "broken was left out (broken could not be started" in done.stdout
     assert "its 4 game(s) are stored as void" in done.stdout
@@ -760,11 +764,11 @@ def test_an_engine_that_cannot_start_is_left_out_where_the_file_says_so(tmp_path
         assert "broken" in (void["seat1"], void["seat2"]) and void["termination"] == "setup"
         assert void["reason"].startswith("not played: broken could not be started")
         assert void["evidence"]["engine"] == "broken" and void["evidence"]["stage"] == "start"
-    status = arbiter("tournament", "status", str(t))
+    status = invoke("tournament", "status", str(t))
     assert status.returncode == 0 and "broken could not be started" in status.stdout
     # Once it starts, a run plays its games and only those.
     fixed.touch()
-    again = arbiter("tournament", "run", str(t), "-q")
+    again = invoke("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
     assert games_stored(tmp_path / "t.sqlite") == 6
     bad = write_tournament(tmp_path, f'{BASIC}\non_start_failure = "skip"', [bot("a")], "bad")
@@ -783,7 +787,7 @@ def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> N
     header = f'{BASIC}\non_start_failure = "leave-out"'
     # Two engines must be left to play: otherwise the run stops as by default.
     lone = write_tournament(tmp_path, header, [bot("a"), broken], name="lone")
-    done = arbiter("tournament", "run", str(lone), "-q")
+    done = invoke("tournament", "run", str(lone), "-q")
     assert done.returncode == 1 and "broken could not be started" in done.stdout
     assert "without broken no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "lone.sqlite").voids
@@ -794,7 +798,7 @@ def test_leave_out_stops_a_run_that_would_have_no_game_left(tmp_path: Path) -> N
         [bot("a"), broken, bot("b")],
         name="g",
     )
-    done = arbiter("tournament", "run", str(gauntlet), "-q")
+    done = invoke("tournament", "run", str(gauntlet), "-q")
     assert done.returncode == 1 and "no game of the schedule is left" in done.stdout
     assert not read_store(tmp_path / "g.sqlite").voids
 
@@ -809,7 +813,7 @@ def test_an_engine_that_never_starts_stops_the_tournament_wherever_it_is_schedul
     )
     header = BASIC.replace("concurrency = 2", "concurrency = 1").replace("rounds = 1", "rounds = 2")
     t = write_tournament(tmp_path, header, [bot("a"), bot("b"), broken])
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 1
     assert "broken could not be started" in done.stdout
     # It stopped before any game: no retry after retry, no void chain.
@@ -836,10 +840,10 @@ def _gauntlet_with_tests(tmp_path: Path) -> Path:
 
 def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: Path) -> None:
     t = _gauntlet_with_tests(tmp_path)
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert "hero vs weak: SPRT (pairs): LLR 3.45 [-2.94, 2.94], H1 accepted" in done.stdout
-    status = arbiter("tournament", "status", str(t), "--json")
+    status = invoke("tournament", "status", str(t), "--json")
     data = json.loads(status.stdout)
     tests = {tuple(row["engines"]): row for row in data["sprt"]}
     assert tests[("hero", "weak")]["result"] == "H1"
@@ -850,12 +854,12 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
     assert tests[("hero", "double")]["pairs"] == [0, 6, 0]  # to its cap
     assert tests[("hero", "double")]["model"] == "pairs"
     assert data["done"] == 28 and data["left"] == 0 and data["scheduled"] == 36
-    text = arbiter("tournament", "status", str(t))
+    text = invoke("tournament", "status", str(t))
     assert "28 of 36 games played, 0 left, 8 not needed" in text.stdout
     assert "hero vs strong: SPRT (pairs): LLR -3.45" in text.stdout
     # The report shows each pairing's test.
     page = tmp_path / "t.html"
-    assert arbiter("report", str(t), "-o", str(page)).returncode == 0
+    assert invoke("report", str(t), "-o", str(page)).returncode == 0
     html = page.read_text()
     assert 'id="tests">Sequential tests' in html
     for pairing, llr, result, pairs in (
@@ -867,12 +871,12 @@ def test_each_pairing_of_a_gauntlet_stops_when_its_pair_test_decides(tmp_path: P
         assert f"<td>{llr}</td>" in row and result in row and f"<td>{pairs}</td>" in row
     # A decided pairing never plays again; more rounds go to the one still testing.
     t.write_text(t.read_text().replace("rounds = 6", "rounds = 7"))
-    more = arbiter("tournament", "run", str(t), "-q")
+    more = invoke("tournament", "run", str(t), "-q")
     assert more.returncode == 0, more.stderr
     assert games_stored(tmp_path / "t.sqlite") == 30
     # The test is a condition of play.
     t.write_text(t.read_text().replace("elo0 = -150", "elo0 = -100"))
-    changed = arbiter("tournament", "run", str(t), "-q")
+    changed = invoke("tournament", "run", str(t), "-q")
     assert changed.returncode == 2 and "sprt" in changed.stderr and "--fresh" in changed.stderr
 
 
@@ -880,9 +884,9 @@ def test_a_tested_pairing_resumes_after_kill_9_where_its_test_was(tmp_path: Path
     t = _gauntlet_with_tests(tmp_path)
     killed_after_games(t, 9)  # the middle of round 2: weak's and strong's tests go on
     assert 9 <= games_stored(tmp_path / "t.sqlite") < 28
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
-    data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
+    data = json.loads(invoke("tournament", "status", str(t), "--json").stdout)
     pairs = {tuple(row["engines"]): row["pairs"] for row in data["sprt"]}
     assert pairs == {
         ("hero", "weak"): [0, 0, 4],
@@ -921,12 +925,12 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     what is left without holding the stored ids (its memory follows the pairings)."""
     header = BASIC.replace("rounds = 1", "rounds = 8") + "\nsprt = { elo0 = -150, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("hero"), bot("weak", "resign")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert "hero vs weak: SPRT (pairs): LLR 3.45 [-2.94, 2.94], H1 accepted" in done.stdout
     stored = games_stored(tmp_path / "t.sqlite")
     assert 8 <= stored < 16
-    data = json.loads(arbiter("tournament", "status", str(t), "--json").stdout)
+    data = json.loads(invoke("tournament", "status", str(t), "--json").stdout)
     [test] = data["sprt"]
     assert test["result"] == "H1" and test["pairs"] == [0, 0, 4] and data["left"] == 0
 
@@ -939,14 +943,14 @@ def test_a_decided_test_stays_decided_when_pairs_in_flight_finish(
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout) == data
     t.write_text(t.read_text().replace("rounds = 8", "rounds = 9"))
-    again = arbiter("tournament", "run", str(t), "-q")
+    again = invoke("tournament", "run", str(t), "-q")
     assert again.returncode == 0 and games_stored(tmp_path / "t.sqlite") == stored
 
 
 def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Path) -> None:
     header = BASIC + "\nsprt = { elo0 = 0, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("a"), bot("b")])
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     assert (
         f"warning: {t}: tournament.rounds = 1 caps each pairing's SPRT (elo0 = 0, elo1 ="
@@ -955,7 +959,7 @@ def test_a_rounds_cap_below_what_the_sprt_needs_is_warned_at_start(tmp_path: Pat
     assert "raise rounds to 15 or more" in done.stderr
     # A gap wide enough for one pair: no warning.
     t.write_text(t.read_text().replace("elo0 = 0, elo1 = 150", "elo0 = -600, elo1 = 600"))
-    enough = arbiter("tournament", "run", str(t), "-q", "--fresh")
+    enough = invoke("tournament", "run", str(t), "-q", "--fresh")
     assert enough.returncode == 0, enough.stderr
     assert "expected to need" not in enough.stderr
 
@@ -967,7 +971,7 @@ def test_progress_blocks_show_the_tests_that_changed_and_a_summary(tmp_path: Pat
     header = BASIC.replace("rounds = 1", "rounds = 2").replace("concurrency = 2", "concurrency = 1")
     header += "\nsprt = { elo0 = 0, elo1 = 150 }"
     t = write_tournament(tmp_path, header, [bot("a"), bot("b"), bot("c")])
-    done = arbiter("tournament", "run", str(t), "--every", "2")
+    done = invoke("tournament", "run", str(t), "--every", "2")
     assert done.returncode == 0, done.stderr
     blocks = done.stderr.split("games left, ")[1:]
     assert len(blocks) == 5
@@ -1033,7 +1037,7 @@ def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
     assert before["swiss"]["rounds_complete"] == in_play - 1
     assert len(before["swiss"]["pairings"]) == in_play  # the round in play is paired
     assert before["done"] == len(stored_before) < before["scheduled"]
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     # Only the missing games were played, and every game is stored once.
     total = 2 * pairs_per_round * rounds
@@ -1067,7 +1071,7 @@ def test_a_swiss_killed_mid_round_resumes_to_the_same_pairings(
 
 def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path: Path) -> None:
     t = swiss_file(tmp_path, 3, 2)
-    done = arbiter("tournament", "run", str(t), "-q")
+    done = invoke("tournament", "run", str(t), "-q")
     assert done.returncode == 0, done.stderr
     data = swiss_status(t)
     assert data["scheduled"] == data["done"] == 4
@@ -1082,7 +1086,7 @@ def test_a_swiss_of_an_odd_field_gives_byes_and_refuses_a_changed_field(tmp_path
     assert "engines changed" in refused.stderr and "added late" in refused.stderr
     assert "--fresh" in refused.stderr
     t.write_text(t.read_text().replace(bot("late"), ""))
-    again = arbiter("tournament", "run", str(t), "-q")
+    again = invoke("tournament", "run", str(t), "-q")
     assert again.returncode == 0, again.stderr
     data = swiss_status(t)
     assert data["done"] == 6 and len({r["bye"] for r in data["swiss"]["pairings"]}) == 3
@@ -1144,7 +1148,7 @@ def test_an_adaptive_run_keeps_its_budget_resumes_exactly_and_ranks_the_stronges
             assert game.game_id not in stored
             pending[game.number] = game.engines
     assert pending and all(pending[n] == seats for n, seats in before.items() if n in pending)
-    done = arbiter("tournament", "run", str(t))
+    done = invoke("tournament", "run", str(t))
     assert done.returncode == 0, done.stderr
     after = started_games(done.stderr.splitlines())
     assert {n: after[n] for n in pending} == pending

@@ -96,6 +96,12 @@ MATCH = {
 }
 
 
+# Games each match plays: the seeded engines' scores are the same on every run. The
+# movetime mistake loses every game on time at its first move (it sleeps seconds for
+# milliseconds), so four games show it, where twenty take seconds of clock each.
+GAMES = {"MOVETIME_SECONDS": "4"}
+
+
 # Missing the chains through islands does not lose measurably against this opponent:
 # the honest build's moves barely depend on them, and a missed win in one is only put
 # off (0.48 over 800 games with one random stone). `check` still catches it.
@@ -111,7 +117,8 @@ def test_each_mistake_loses_games_to_the_honest_build(bots: Path, mistake: str) 
     broken, honest = build(bots, mistake), build(bots, None)
     extra = MATCH.get(mistake, ("--random-openings", "0"))
     tc = () if "--tc" in extra else ("--tc", "inf")
-    done = invoke("match", str(broken), str(honest), "-n", "20", *tc, *extra, "--json")
+    games = GAMES.get(mistake, "20")
+    done = invoke("match", str(broken), str(honest), "-n", games, *tc, *extra, "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["score"] < 0.5, result

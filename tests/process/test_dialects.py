@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from commands import arbiter, invoke
+from commands import invoke
 from paths import BADBOT, ROOT
 
 from arbiter.engines.dialect import Dialect, TimeFamily, setup_commands, time_family, time_updates
@@ -35,7 +35,7 @@ def engines_file(tmp_path: Path, *flags: str, extra: str = "") -> Path:
 def test_a_plain_gtp_hex_engine_plays_full_games_unchanged(tmp_path: Path) -> None:
     book = engines_file(tmp_path, "--always-swap", extra='options = ["param_game allow_swap 1"]')
     records = tmp_path / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "hexer",
         "random",
@@ -73,7 +73,7 @@ def test_the_same_plain_gtp_program_plays_atoll_when_declared(tmp_path: Path) ->
         extra='islands = [8]\noptions = ["param_game allow_swap 1"]\nsizes = [7, 11]',
     )
     records = tmp_path / "r.jsonl"
-    done = arbiter(
+    done = invoke(
         "match",
         "random",
         "hexer",
@@ -161,7 +161,7 @@ def test_a_wrong_protocol_version_or_a_banner_is_a_start_up_fault(
     tmp_path: Path, flags: list[str], message: str
 ) -> None:
     book = engines_file(tmp_path, *flags)
-    done = arbiter(
+    done = invoke(
         "match",
         "hexer",
         "random",
@@ -206,7 +206,7 @@ def test_engine_definition_keys_are_checked(tmp_path: Path) -> None:
         [line] = done.stderr.strip().splitlines()
         assert f"engines.hexer.{key}" in line and str(book) in line
     # A broken entry does not keep the others from playing.
-    done = arbiter(
+    done = invoke(
         "match",
         "random",
         f"{sys.executable} {RANDOM}",

@@ -12,7 +12,6 @@ from collections import Counter
 import pytest
 from schedules import play as played
 from schedules import record
-from scipy.stats import norm
 
 from arbiter._numpy import np
 from arbiter.results.store import ResultRow
@@ -158,6 +157,9 @@ def test_the_bound_holds_at_every_look_where_a_fixed_interval_does_not() -> None
     # The same statement looked at after every batch: with a 95% interval from a fixed
     # number of games, one of many looks errs far more often than 5%; the mixture bound
     # is wider, and wider still the more is known (it grows like sqrt(log I)).
+    # scipy here, not at the top: it takes a second of every worker's collection
+    from scipy.stats import norm
+
     sd = np.array([1.0, 0.3, 0.1, 0.03, 0.01])
     z = bound(sd, 0.05) / sd
     assert np.all(z > norm.ppf(0.975)) and np.all(np.diff(z[2:]) > 0)
@@ -173,5 +175,7 @@ def test_the_bound_holds_at_every_look_where_a_fixed_interval_does_not() -> None
 
 
 def test_the_normal_distribution_matches_scipy() -> None:
+    from scipy.stats import norm
+
     x = np.linspace(-8, 8, 161)
     assert np.allclose(normal_cdf(x), norm.cdf(x), atol=1e-7)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from scipy import stats
 
 from arbiter.results.deviation import FLAG_P, chi2_survival, deviations
 
@@ -19,6 +18,9 @@ def games(host: str, n: int, first_wins: int) -> list[tuple[str, str, str, bool]
 
 
 def test_the_survival_function_is_scipys() -> None:
+    # scipy here, not at the top: it takes a second of every worker's collection
+    from scipy import stats
+
     for df in (1, 2, 3, 5, 10, 31, 100):
         for x in (0.01, 0.5, 1.0, 3.84, 7.5, 20.0, 60.0, 150.0):
             expected = stats.chi2.sf(x, df)
@@ -42,6 +44,8 @@ def test_a_hosts_residual_by_hand() -> None:
     # Two hosts are one comparison: each differs from the other as much.
     assert found["y"].chi2 == pytest.approx(7.2)
     # It is the Pearson statistic of the host-by-result table (no continuity correction).
+    from scipy import stats
+
     table = [[8, 2], [2, 8]]
     pearson = stats.chi2_contingency(table, correction=False)[0]
     assert found["x"].chi2 == pytest.approx(pearson)

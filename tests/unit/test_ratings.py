@@ -9,7 +9,6 @@ import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import optimize
 
 from arbiter.results.elo import elo_from_score, expected_score
 from arbiter.results.ratings import (
@@ -144,6 +143,9 @@ def test_fit_matches_generic_optimiser_and_numerical_hessian(prior: float) -> No
     def objective(z: npt.NDArray[np.float64]) -> float:
         r, s = unpack(z)
         return reference_nll(r, s, wins, losses, prior)
+
+    # scipy here, not at the top: it takes a second of every worker's collection
+    from scipy import optimize
 
     best = optimize.minimize(objective, np.zeros(n), method="BFGS", options={"gtol": 1e-9})
     ref_elo, ref_seat = unpack(best.x)

@@ -8,7 +8,6 @@ import random
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 from arbiter.results.elo import expected_score
 from arbiter.results.sprt import (
@@ -27,6 +26,9 @@ from arbiter.results.sprt import (
 
 def _brute_force_mle(counts: list[float], mean: float) -> np.ndarray:
     """The constrained maximum found by a general-purpose optimiser, not the formula."""
+    # scipy here, not at the top: it takes a second of every worker's collection
+    from scipy.optimize import minimize
+
     n = np.asarray(counts)
     x = np.asarray(PAIR_SCORES)
     best = minimize(
