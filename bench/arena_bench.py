@@ -90,7 +90,6 @@ import os
 import queue
 import random
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -116,6 +115,7 @@ from trio_websocket import (  # noqa: E402
 )
 
 from arbiter.arena.config import hash_token  # noqa: E402
+from arbiter.arena.relay import open_file_limit  # noqa: E402
 from arbiter.bots.skeleton import COMMAND_NAMES  # noqa: E402
 from arbiter.engines.remote import (  # noqa: E402
     MAX_FRAME,
@@ -568,16 +568,8 @@ async def client_run(url: str, seed: int, files: int) -> None:
 
 def raise_file_limit(need: int) -> int:
     """This process's open-file limit, first raised toward `need` as far as the hard
-    limit allows (each engine's connection is a file)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < need:
-        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    return soft
+    limit allows (each engine's connection is a file), as the server raises its own."""
+    return open_file_limit(need)
 
 
 class Client:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import h11
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from arbiter.arena.relay import (
     HEAD_SECONDS,
@@ -46,6 +46,7 @@ from arbiter.arena.relay import (
     open_file_limit,
     parse_close,
     rtt_bytes,
+    upgrade,
 )
 from arbiter.engines.remote import ENGINE_PATH, MAX_FRAME, MAX_UNREAD, PROTOCOL, no_measure
 from arbiter.logs import configure_from_environment
@@ -222,11 +223,7 @@ class FrontEnd:
         async with trio.open_nursery() as nursery:
             # The library's reader runs in `nursery` until the connection ends: every
             # way out cancels it, or a refused upgrade would hold its connection open.
-            ws_request = None
-            with trio.move_on_after(HEAD_SECONDS):
-                ws_request = await wrap_server_stream(
-                    nursery, stream, message_queue_size=8, max_message_size=MAX_FRAME
-                )
+            ws_request = await upgrade(nursery, stream, HEAD_SECONDS)
             if ws_request is None:  # refused by the library itself (it answered 400)
                 held.end(1002, "not a WebSocket handshake")
                 nursery.cancel_scope.cancel()

@@ -29,7 +29,7 @@ from typing import Any
 
 import h11
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from arbiter.arena.config import Arena, PlayerEntry, hash_token
 from arbiter.arena.frontends import Frontends, Relayed
@@ -42,6 +42,7 @@ from arbiter.arena.relay import (
     Replay,
     kernel_rtt,
     open_file_limit,
+    upgrade,
 )
 from arbiter.arena.roster import Watch
 from arbiter.engines.config import check_name, dialect_from
@@ -52,7 +53,6 @@ from arbiter.engines.remote import (
     CLOSE_RESTART,
     CLOSE_STOPPING,
     ENGINE_PATH,
-    MAX_FRAME,
     MAX_TEXT,
     PROTOCOL,
     Connection,
@@ -386,11 +386,7 @@ class Server:
         async with trio.open_nursery() as nursery:
             # The library's reader runs in `nursery` until the connection ends: every
             # way out cancels it, or a refused upgrade would hold its connection open.
-            ws_request = None
-            with trio.move_on_after(HEAD_SECONDS):
-                ws_request = await wrap_server_stream(
-                    nursery, stream, message_queue_size=8, max_message_size=MAX_FRAME
-                )
+            ws_request = await upgrade(nursery, stream, HEAD_SECONDS)
             if ws_request is None:  # refused by the library itself (it answered 400)
                 nursery.cancel_scope.cancel()
                 return

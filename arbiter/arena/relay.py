@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 import trio
+from trio_websocket import WebSocketRequest, wrap_server_stream
 
 from arbiter.engines.remote import MAX_FRAME, no_measure
 
@@ -227,6 +228,19 @@ class Replay(trio.abc.Stream):
 
 
 _TCP_INFO_RTT = 68  # offset of tcpi_rtt (microseconds) in Linux's struct tcp_info
+
+
+async def upgrade(
+    nursery: trio.Nursery, stream: Replay, seconds: float = HEAD_SECONDS
+) -> WebSocketRequest | None:
+    """The WebSocket handshake of an engine's connection, the library's reader run in
+    `nursery` until the connection ends (None: the library refused it, answering 400,
+    or it was not done within `seconds`)."""
+    with trio.move_on_after(seconds):
+        return await wrap_server_stream(
+            nursery, stream, message_queue_size=8, max_message_size=MAX_FRAME
+        )
+    return None
 
 
 def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:

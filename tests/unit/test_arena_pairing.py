@@ -187,6 +187,18 @@ class Beat:
         await trio.testing.wait_all_tasks_blocked()
 
 
+def pairing_alone(hall: Hall, beat: Beat, engines: int) -> list[Seats]:
+    """`engines` connected remote engines in `hall`, its heartbeat `beat`; its pairs
+    begin but play nothing: the list they are added to, as they start."""
+    hall.beat = beat  # type: ignore[assignment]
+    for k in range(engines):
+        name = f"e{k:02d}"
+        hall.participants[name] = Participant(name, False, sessions=[connected(name)])
+    started: list[Seats] = []
+    hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
+    return started
+
+
 async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path: Path) -> None:
     """Eighty free engines: pairs start up to the cap; while the loop is behind the cap
     falls (never under the floor) and no pair starts however many engines are free (a
@@ -198,12 +210,8 @@ async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path
     with store:
         async with trio.open_nursery() as nursery:
             hall = Hall(arena, store, nursery)
-            beat = hall.beat = Beat()  # type: ignore[assignment]
-            for k in range(80):
-                name = f"e{k:02d}"
-                hall.participants[name] = Participant(name, False, sessions=[connected(name)])
-            started: list[Seats] = []
-            hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
+            beat = Beat()
+            started = pairing_alone(hall, beat, 80)
             nursery.start_soon(hall.run)
             await trio.testing.wait_all_tasks_blocked()
             first = 2 * PACE_FLOOR
@@ -236,13 +244,9 @@ async def test_no_pacing_starts_every_free_pair_at_once(tmp_path: Path) -> None:
     with store:
         async with trio.open_nursery() as nursery:
             hall = Hall(arena, store, nursery)
-            hall.beat = Beat()  # type: ignore[assignment]
-            hall.beat.lag = 5.0
-            for k in range(80):
-                name = f"e{k:02d}"
-                hall.participants[name] = Participant(name, False, sessions=[connected(name)])
-            started: list[Seats] = []
-            hall._start_pair = lambda a, b, n: started.append(hall.begin_pair(a, b))  # type: ignore[method-assign]
+            beat = Beat()
+            beat.lag = 5.0
+            started = pairing_alone(hall, beat, 80)
             nursery.start_soon(hall.run)
             await trio.testing.wait_all_tasks_blocked()
             assert len(started) == 40 and hall.cap is None
