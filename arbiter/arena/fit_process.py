@@ -7,11 +7,13 @@ arena spent 40% of its samples in the fit's thread). In a process of its own the
 takes another core where the machine has one, and the loop none of its time. The
 child is this module run with `python -m`, which prints `standings_json` as one line of
 JSON; its linear algebra runs on one thread, so that it never takes every core from
-the games.
+the games, and at a lower priority (`FIT_NICENESS`), so that on a machine with few
+cores it takes what CPU the games leave.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -77,7 +79,19 @@ async def standings_in_process(store: Path, anchors: Mapping[str, float]) -> dic
     return data
 
 
+FIT_NICENESS = 10  # added to the child's: the fit takes what CPU the games leave
+
+
+def lower_priority() -> None:
+    """The fit is background work: on a machine with few cores its seconds of CPU would
+    otherwise preempt the server's loop and the engines, and every move in flight would
+    wait. At a lower priority it runs on what they leave (where the system allows)."""
+    with contextlib.suppress(AttributeError, OSError):  # not POSIX, or not permitted
+        os.nice(FIT_NICENESS)
+
+
 def main(argv: list[str]) -> None:
+    lower_priority()
     store, anchors = Path(argv[1]), json.loads(argv[2])
     sys.stdout.write(json.dumps(standings_json(store, anchors)) + "\n")
 

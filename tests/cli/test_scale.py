@@ -11,7 +11,9 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -622,3 +624,20 @@ def test_the_arena_fits_its_standings_in_a_process_of_its_own(tmp_path: Path) ->
     child = trio.run(standings_in_process, path, anchors)
     assert child == here and child["games"] == 60
     assert {e["name"] for e in child["engines"]} == {f"engine-{i:02d}" for i in range(4)}
+
+
+def test_the_fits_process_runs_at_a_lower_priority_than_the_server() -> None:
+    """The fit's child lowers its own priority before it reads the store: on a machine
+    with few cores its seconds of CPU would otherwise preempt the arena's loop. (The
+    child's `main`, with the fit itself replaced by a report of its niceness.)"""
+    from arbiter.arena.fit_process import FIT_NICENESS
+
+    probe = (
+        "import os, arbiter.arena.fit_process as fit;"
+        " fit.standings_json = lambda store, anchors: {'nice': os.nice(0)};"
+        " fit.main(['fit', 'store.sqlite', '{}'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stdout) == {"nice": min(19, os.nice(0) + FIT_NICENESS)}
