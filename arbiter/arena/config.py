@@ -143,7 +143,7 @@ ARENA = Keys(
         "seconds the server may fall behind (its event loop's queue) before it holds back"
         " new games: engines then wait to be paired instead of starting games whose every"
         " move would wait on the server; 0: never hold back",
-        default=0.05,
+        default=0.02,
         low=0,
         high=60,
     ),

@@ -205,7 +205,7 @@ async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path
     game started then would make every move of every game wait longer); while it keeps
     up and the pairs in play reach the cap, the cap grows a step a heartbeat."""
     arena = load_arena(arena_file(tmp_path, players=("alice",), engines=""))
-    assert arena.max_loop_lag == 0.05  # the default
+    assert arena.max_loop_lag == 0.02  # the default
     store, _ = Store.open_for_run(arena.output, origin="test")
     with store:
         async with trio.open_nursery() as nursery:
@@ -230,7 +230,7 @@ async def test_a_server_behind_holds_back_new_games_until_it_catches_up(tmp_path
                 hall.end_pair(seats)  # one under the floor: a pair starts, lag or not
             await beat.tick(lag=1.0)
             assert hall.pairs_in_play == PACE_FLOOR and len(started) == first + 2
-            await beat.tick(lag=0.04)  # neither behind nor well ahead: the cap stays
+            await beat.tick(lag=0.015)  # neither behind nor well ahead: the cap stays
             assert hall.cap == PACE_FLOOR and hall.pairs_in_play == PACE_FLOOR
             for k in range(1, 6):  # keeping up, the pairs in play at the cap: it grows
                 await beat.tick(lag=0.0)
