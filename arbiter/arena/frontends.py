@@ -41,7 +41,7 @@ from arbiter.arena.relay import (
     parse_rtt,
 )
 from arbiter.engines.process import exit_status
-from arbiter.engines.remote import MAX_UNREAD, LinkStats
+from arbiter.engines.remote import MAX_FRAME, MAX_UNREAD, LinkStats
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,11 @@ class Relayed:
             kind, data = Kind.TEXT, message.encode()
         else:
             kind, data = Kind.BYTES, bytes(message)
+        if len(data) > MAX_FRAME:
+            # The channel's frames are bounded (the front end refuses a larger one and
+            # would go down with all its connections): this connection ends instead.
+            await self._close(1009, "a message too big for the relay")
+            raise ConnectionClosed(self.closed)
         try:
             await self.front.send(frame(self.cid, kind, data))
         except Stuck as exc:
@@ -110,6 +115,11 @@ class Relayed:
     async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
         """Close the connection and wait until the front end says it has ended (the
         callers give this a deadline, as they do the library's closing handshake)."""
+        await self._close(code, reason)
+        await self.ended.wait()
+
+    async def _close(self, code: int, reason: str | None) -> None:
+        """Tell the front end to close the connection (once); do not wait for it."""
         if not self._close_sent and not self.ended.is_set():
             self._close_sent = True
             try:
@@ -121,7 +131,6 @@ class Relayed:
         if self.closed is None:
             self.closed = CloseReason(code, reason)
             self._lot.unpark_all()
-        await self.ended.wait()
 
     # ------------------------------------------------------------ from the front end
 
@@ -199,6 +208,9 @@ class Frontend:
             self.conns.pop(cid, None)
             conn.end(1011, "its front end failed")
             self.kill("took no connection from its channel")
+        except BaseException:  # cancelled (the server stops): nothing was handed over
+            self.conns.pop(cid, None)
+            raise
         return conn
 
     def kill(self, why: str) -> None:

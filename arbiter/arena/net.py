@@ -74,6 +74,7 @@ LOGIN_SECONDS = 10.0
 # and per engine the server runs itself, its pipes (it may have to restart mid-flood).
 FILES_RESERVE = 64
 FILES_PER_ENGINE = 8
+REASON_MOST = 300  # characters of a refusal's reason (it may echo the client's name)
 
 
 @dataclass
@@ -377,7 +378,10 @@ class Server:
             if await ws.opened():
                 await self._engine(ws, request.address, ws.kernel)
         finally:
-            with trio.move_on_after(2):
+            # Until the front end says it ended, which may take its ping timeout (a
+            # client that reads nothing holds the close behind what it did not read):
+            # till then the connection still counts against the limits.
+            with trio.move_on_after(PING_WAIT + 5):
                 await ws.aclose()
 
     async def _websocket(
@@ -405,6 +409,8 @@ class Server:
                 nursery.cancel_scope.cancel()
 
     async def _refuse(self, ws: Connection, code: int, reason: str) -> None:
+        # A reason may echo what the client sent (its name): never more than a line.
+        reason = reason[:REASON_MOST]
         with trio.move_on_after(2), contextlib.suppress(ConnectionClosed):  # gone already
             await ws.send_message(control("refused", reason=reason, retry=code != CLOSE_REFUSED))
             await ws.aclose(code, reason[:120])

@@ -155,7 +155,7 @@ class Writer:
                 self._check()
                 try:
                     sent = await self.sock.sendmsg([data], fds)
-                except OSError as exc:
+                except (OSError, trio.ClosedResourceError) as exc:
                     self._gone(exc)
                 await self._write(data[sent:])
             if scope.cancelled_caught:
@@ -182,7 +182,8 @@ class Writer:
             self._check()
             try:
                 sent = await self.sock.send(view)
-            except OSError as exc:
+            except (OSError, trio.ClosedResourceError) as exc:
+                # Closed: the channel's own end, closed while this write waited.
                 self._gone(exc)
             view = view[sent:]
 
@@ -190,7 +191,7 @@ class Writer:
         if self.broken:
             raise Stuck("the channel is broken")
 
-    def _gone(self, exc: OSError) -> NoReturn:
+    def _gone(self, exc: OSError | trio.ClosedResourceError) -> NoReturn:
         self.broken = True
         raise Stuck(f"the channel is gone: {exc}") from exc
 

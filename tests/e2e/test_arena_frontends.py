@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 import trio
-from arena_attack import FakeEngine, arena_in_process, drop, login, open_ws
+from arena_attack import FakeEngine, arena_in_process, drop, login, open_ws, until_closed
 from arena_helpers import Server, arena_file, client, events, wait_games
 from commands import invoke
 from paths import BADBOT
 from processes import running, wait_until
+
+from arbiter.engines.remote import MAX_FRAME
 
 
 @pytest.mark.smoke
@@ -45,6 +47,42 @@ async def test_the_gate_counts_a_connection_a_front_end_holds_until_it_ends(
             while gate.total:  # noqa: ASYNC110 (a counter, and the front end is a process)
                 await trio.sleep(0.01)
         assert not gate.open and link.dead is not None
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.smoke
+async def test_a_login_whose_refusal_would_be_huge_does_not_take_its_front_end_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unknown name of 16,000 emoji: the login is under the frame limit, but its
+    refusal echoed the name, escaped to three times the size, and the front end died
+    on the oversized frame with every connection it held. The refusal's reason is now
+    a line, and a message too big for the relay ends only its own connection."""
+    async with (
+        arena_in_process(
+            tmp_path, monkeypatch, players=("alice",), engines="", extra="frontends = 1"
+        ) as arena,
+        trio.open_nursery() as nursery,
+    ):
+        assert arena.server.frontends is not None
+        (front,) = arena.server.frontends.fronts
+        name = "\U0001f600" * 16_000
+        # UTF-8 in the login (4 bytes an emoji): under the 64 KiB a message may have.
+        message = json.dumps(
+            json.loads(login("alice", token="x" * 20, name=name)), ensure_ascii=False
+        )
+        assert len(message.encode()) < MAX_FRAME
+        ws = await open_ws(nursery, arena.port)
+        await ws.send_message(message)
+        got, code, _ = await until_closed(ws)
+        refusal = json.loads(got[0])
+        assert refusal["type"] == "refused" and len(refusal["reason"]) <= 300
+        assert code is not None and code != 1006  # closed by the server, not dropped
+        other = await open_ws(nursery, arena.port)  # the same front end takes the next
+        await other.send_message(login("alice"))
+        await FakeEngine(other).welcome()
+        assert front.starts == 1, "the front end was restarted"
+        await drop(other)
         nursery.cancel_scope.cancel()
 
 
