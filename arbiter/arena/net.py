@@ -487,13 +487,13 @@ class Server:
             return None if PlayerEntry(name, stored).accepts(token) else f"wrong token for {name}"
         if not a.open_registration:
             return (
-                f"{name} is not a player of this arena; ask its organiser for a token"
+                f"{shown(name)} is not a player of this arena; ask its organiser for a token"
                 " (`arbiter arena token NAME`)"
             )
         try:
             check_name(name, "name")
         except ConfigError as exc:
-            return f"{name!r} cannot be a name: {exc.message}"
+            return f"{shown(name)!r} cannot be a name: {exc.message}"
         problem = lookalike(name, [*self.roster.names(), *self.own_engines, *self.registry.hashes])
         if problem is not None:
             return problem
@@ -683,6 +683,11 @@ def _peer_gone(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_peer_gone(e) for e in exc.exceptions)
     return isinstance(exc, _GONE)
+
+
+def shown(name: str, most: int = 40) -> str:
+    """A name the client sent, short enough to echo in a refusal."""
+    return name if len(name) <= most else name[:most] + "…"
 
 
 def forwarded_for(headers: dict[str, str]) -> str | None:
