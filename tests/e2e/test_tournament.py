@@ -479,7 +479,11 @@ def test_sprt_stops_the_match_on_both_sides(tmp_path: Path, verdict: str) -> Non
 )
 def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> None:
     """Equal engines accept H0 (elo0 = 0); against an engine that resigns every game it
-    plays white (half its games, so a score of about 75%, +190 Elo) H1 (elo1 = 100)."""
+    plays white (half its games, so a score of about 75%, +190 Elo) H1 (elo1 = 100).
+    The equal engines play random moves, unseeded: the test of them is made with
+    alpha = 0.002, so that it accepts H1 by chance (at most about alpha) once in some
+    five hundred runs, not once in twenty."""
+    alpha = ",alpha=0.002" if verdict == "H0" else ""
     plain = f"{sys.executable} {BADBOT} ok --name plain"
     half = f"{sys.executable} {BADBOT} {'resign-white' if verdict == 'H1' else 'ok'} --name half"
     done = invoke(
@@ -494,7 +498,7 @@ def test_pair_tests_decide_matches_of_real_engines(model: str, verdict: str) -> 
         "--json",
         "-q",
         "--sprt",
-        f"elo0=0,elo1=100,model={model}",
+        f"elo0=0,elo1=100,model={model}{alpha}",
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
