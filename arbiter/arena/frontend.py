@@ -33,8 +33,6 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from arbiter.arena.relay import (
     HEAD_SECONDS,
-    PING_EVERY,
-    PING_WAIT,
     Frames,
     Kind,
     Replay,
@@ -45,6 +43,7 @@ from arbiter.arena.relay import (
     kernel_rtt,
     open_file_limit,
     parse_close,
+    ping_until_silent,
     rtt_bytes,
     upgrade,
 )
@@ -271,21 +270,16 @@ class FrontEnd:
     async def _ping(
         self, ws: WebSocketConnection, held: Held, rtt: Callable[[], float | None]
     ) -> None:
-        while True:
-            start = trio.current_time()
-            with trio.move_on_after(PING_WAIT):
-                await ws.ping()
-                took = trio.current_time() - start
-                await self.send(
-                    frame(held.cid, Kind.PINGED, struct.pack(">d", took) + rtt_bytes(rtt()))
-                )
-                await trio.sleep(PING_EVERY)
-                continue
-            held.note(1001, "no answer to pings")
-            with trio.move_on_after(CLOSE_WAIT):
-                await ws.aclose(1001, "no answer to pings")
-            held.end(1001, "no answer to pings")
-            return
+        async def measured(took: float) -> None:
+            await self.send(
+                frame(held.cid, Kind.PINGED, struct.pack(">d", took) + rtt_bytes(rtt()))
+            )
+
+        await ping_until_silent(ws, measured)
+        held.note(1001, "no answer to pings")
+        with trio.move_on_after(CLOSE_WAIT):
+            await ws.aclose(1001, "no answer to pings")
+        held.end(1001, "no answer to pings")
 
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)

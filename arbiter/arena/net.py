@@ -37,11 +37,11 @@ from arbiter.arena.hall import Hall
 from arbiter.arena.names import Registry, lookalike
 from arbiter.arena.relay import (
     HEAD_SECONDS,
-    PING_EVERY,
     PING_WAIT,
     Replay,
     kernel_rtt,
     open_file_limit,
+    ping_until_silent,
     upgrade,
 )
 from arbiter.arena.roster import Watch
@@ -662,15 +662,11 @@ class Server:
 
     @staticmethod
     async def _ping(ws: WebSocketConnection, link: Link) -> None:
-        while True:
-            start = trio.current_time()
-            with trio.move_on_after(PING_WAIT):
-                await ws.ping()
-                link.stats.rtts.append(trio.current_time() - start)
-                await trio.sleep(PING_EVERY)
-                continue
-            await ws.aclose(1001, "no answer to pings")
-            return
+        async def measured(took: float) -> None:
+            link.stats.rtts.append(took)
+
+        await ping_until_silent(ws, measured)
+        await ws.aclose(1001, "no answer to pings")
 
 
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, ConnectionClosed)

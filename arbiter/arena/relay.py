@@ -20,11 +20,11 @@ import enum
 import socket
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
 import trio
-from trio_websocket import WebSocketRequest, wrap_server_stream
+from trio_websocket import WebSocketConnection, WebSocketRequest, wrap_server_stream
 
 from arbiter.engines.remote import MAX_FRAME, no_measure
 
@@ -242,6 +242,22 @@ async def upgrade(
             nursery, stream, message_queue_size=8, max_message_size=MAX_FRAME
         )
     return None
+
+
+async def ping_until_silent(
+    ws: WebSocketConnection, measured: Callable[[float], Awaitable[None]]
+) -> None:
+    """Ping `ws` every `PING_EVERY` seconds, giving `measured` each round trip; return
+    once a ping has had no answer for `PING_WAIT` (the connection is half-open: the
+    caller cuts it). The server's own connections and a front end's alike."""
+    while True:
+        start = trio.current_time()
+        with trio.move_on_after(PING_WAIT):
+            await ws.ping()
+            await measured(trio.current_time() - start)
+            await trio.sleep(PING_EVERY)
+            continue
+        return
 
 
 def kernel_rtt(sock: trio.socket.SocketType) -> Callable[[], float | None]:
