@@ -340,8 +340,8 @@ class Hall:
         (games in play are never stopped: fewer start as they end). Free engines wait
         to be paired meanwhile, which charges nobody. The cap is never under
         `PACE_FLOOR`, whatever the lag: a server on a host busy with other work still
-        plays. Engines that think for a second a move never meet the cap: the loop is
-        idle between their answers."""
+        plays. Engines that think for a second a move meet the cap only when many arrive
+        at once: the loop is idle between their answers, so it grows as they need."""
         assert self.cap is not None
         while True:
             await self.beat.next_beat()
@@ -404,7 +404,7 @@ class Hall:
         other); when none is, it meets one it has just played, or the arena would stop
         (two engines alone, or one guest among the server's own engines).
         Two of the server's own engines never meet. With `most`, at most that many pairs
-        (the pacing's burst); the rest are paired on a later call."""
+        (what the pacing's cap leaves); the rest are paired on a later call."""
         idle: list[Participant] = []
         for p in self.participants.values():  # a name once per free session
             free = 1 if p.local else sum(s.usable and not s.playing for s in p.sessions)
@@ -445,7 +445,7 @@ class Hall:
             if i == len(unpaired) or unpaired[i] != place:
                 continue  # taken by an earlier engine
             a = idle[k]
-            left, right, found = i - 1, i + 1, -1
+            left, right, found, b = i - 1, i + 1, -1, a
             while left >= 0 or right < len(unpaired):
                 low = noisy[place] - noisy[unpaired[left]] if left >= 0 else math.inf
                 high = noisy[unpaired[right]] - noisy[place] if right < len(unpaired) else math.inf
@@ -462,7 +462,6 @@ class Hall:
                 waiting.append(a)
                 del unpaired[i]
                 continue
-            b = idle[ranked[unpaired[found]][1]]
             for j in sorted((i, found), reverse=True):
                 del unpaired[j]
             out.append((a, b))
@@ -470,11 +469,11 @@ class Hall:
 
         # Those that waited, where no fresh opponent's game will end to pair them again:
         # they meet, the pairs that did not just play each other first.
-        held = {id(w) for w in waiting}
+        waits = {id(w) for w in waiting}
 
         def waits_on_game(a: Participant) -> bool:
             return any(
-                q.present and may_meet(a, q) and fresh(a, q) and id(q) not in held
+                q.present and may_meet(a, q) and fresh(a, q) and id(q) not in waits
                 for q in self.participants.values()
             )
 
